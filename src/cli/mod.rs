@@ -1,0 +1,79 @@
+//! The command line: one file per subcommand, each with an `Args` struct whose doc comment is
+//! its help text and one `run` function.
+
+mod error;
+mod parse;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+pub use error::{CliError, ErrorKind};
+
+/// Apply, inspect, undo and tidy what an LLM wrote into your repository.
+#[derive(Debug, Parser)]
+#[command(name = "git-loaf", bin_name = "git loaf", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Parse(parse::ParseArgs),
+}
+
+/// How a command that ran ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Everything succeeded (exit 0).
+    Success,
+    /// It ran, but some block or action failed (exit 1).
+    Failed,
+}
+
+impl From<Outcome> for ExitCode {
+    fn from(outcome: Outcome) -> Self {
+        match outcome {
+            Outcome::Success => ExitCode::SUCCESS,
+            Outcome::Failed => ExitCode::from(1),
+        }
+    }
+}
+
+/// Runs the command line and returns the process exit code.
+pub fn main() -> ExitCode {
+    init_logging();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            // clap uses 2 for usage errors and 0 for --help/--version, as we do.
+            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
+        }
+    };
+    let result = match cli.command {
+        Command::Parse(args) => parse::run(&args),
+    };
+    match result {
+        Ok(outcome) => outcome.into(),
+        Err(error) => {
+            let _ = std::io::stderr().write_all(error.render().as_bytes());
+            error.exit_code()
+        }
+    }
+}
+
+/// Diagnostics go to stderr; `LOAF_LOG=debug` (or trace, info, …) shows more.
+fn init_logging() {
+    let level = std::env::var("LOAF_LOG")
+        .ok()
+        .and_then(|v| v.parse::<tracing::Level>().ok())
+        .unwrap_or(tracing::Level::WARN);
+    let _ = tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_max_level(level)
+        .without_time()
+        .try_init();
+}

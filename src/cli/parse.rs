@@ -1,0 +1,108 @@
+//! `git loaf parse`: NESL syntax only.
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{CliError, Outcome};
+use crate::input::{Source, read_reply};
+use crate::nesl::{self, ParseResult};
+
+/// Check a reply's NESL syntax: list its blocks and syntax errors.
+///
+/// Exits 0 when there are no errors, 1 when there are, 2 when the input cannot be read.
+#[derive(Debug, Args)]
+pub struct ParseArgs {
+    /// The reply to read; `-` or nothing reads standard input.
+    #[arg(value_name = "FILE|-")]
+    file: Option<PathBuf>,
+    /// Print the reference parser's `parseNesl()` result as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `git loaf parse`.
+pub fn run(args: &ParseArgs) -> Result<Outcome, CliError> {
+    let source = Source::from_arg(args.file.as_deref());
+    let text = read_reply(&source)?;
+    let result = nesl::parse(&text);
+    drop(text);
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = if args.json {
+        serde_json::to_writer_pretty(&mut out, &result)
+            .map_err(std::io::Error::from)
+            .and_then(|()| out.write_all(b"\n"))
+    } else {
+        out.write_all(listing(&result).as_bytes())
+    };
+    written
+        .and_then(|()| out.flush())
+        .or_else(ignore_closed_pipe)?;
+    Ok(if result.errors.is_empty() {
+        Outcome::Success
+    } else {
+        Outcome::Failed
+    })
+}
+
+/// `git loaf parse | head` closing the pipe early is not an error.
+fn ignore_closed_pipe(error: std::io::Error) -> Result<(), CliError> {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        Ok(())
+    } else {
+        Err(CliError::usage(
+            format!("cannot write the output: {error}"),
+            "check that standard output is writable",
+        ))
+    }
+}
+
+/// The readable listing: each block with its lines and keys, each error with its position,
+/// code, message and the offending line, then a count.
+pub fn listing(result: &ParseResult) -> String {
+    let mut out = String::new();
+    for block in &result.blocks {
+        let end = block
+            .end_line
+            .map_or_else(|| "end of input, not closed".to_owned(), |l| l.to_string());
+        let keys: Vec<&str> = block.properties.keys().collect();
+        let keys = if keys.is_empty() {
+            "(no properties)".to_owned()
+        } else {
+            keys.join(", ")
+        };
+        let _ = writeln!(
+            out,
+            "block {} lines {}-{}: {keys}",
+            block.id, block.start_line, end
+        );
+    }
+    for error in &result.errors {
+        let _ = writeln!(
+            out,
+            "{}:{} {} {}",
+            error.line, error.column, error.code, error.message
+        );
+        if error.content.is_empty() {
+            let _ = writeln!(out, "    | (end of input)");
+        } else {
+            let _ = writeln!(out, "    | {}", error.content);
+        }
+    }
+    let plural = |n: usize, word: &str| {
+        if n == 1 {
+            format!("{n} {word}")
+        } else {
+            format!("{n} {word}s")
+        }
+    };
+    let _ = writeln!(
+        out,
+        "{}, {}",
+        plural(result.blocks.len(), "block"),
+        plural(result.errors.len(), "error")
+    );
+    out
+}

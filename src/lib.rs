@@ -1,0 +1,17 @@
+//! git-loaf applies what an LLM wrote — file edits, reads and shell commands as NESL blocks in
+//! its reply — to a git repository as one transaction.
+//!
+//! The pipeline, one stage per module, data flowing one way:
+//!
+//! ```text
+//! reply text ──nesl──▶ blocks + syntax errors ──actions──▶ validated actions ──exec──▶ results
+//!                                       (all of it staged and committed by git/)
+//! ```
+//!
+//! So far: [`nesl`] (the syntax, exactly as the reference parser) and [`input`] (reading a
+//! reply safely). The command line lives in [`cli`].
+#![warn(missing_docs)]
+
+pub mod cli;
+pub mod input;
+pub mod nesl;

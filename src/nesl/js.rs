@@ -1,0 +1,195 @@
+//! JavaScript string semantics the reference parser relies on.
+//!
+//! The reference parser is written in TypeScript, so its positions count UTF-16 code units,
+//! its `trim()` strips ECMAScript white space (which differs from Rust's `char::is_whitespace`:
+//! it includes U+FEFF and excludes U+0085), and quoted values are decoded with `JSON.parse`,
+//! which accepts lone surrogate escapes that a Rust `String` cannot hold. Everything here
+//! reproduces those rules on UTF-8 text.
+
+use std::fmt::Write as _;
+
+/// ECMAScript `WhiteSpace` and `LineTerminator`: what `String.prototype.trim` and the regex
+/// class `\s` match.
+pub fn is_js_whitespace(c: char) -> bool {
+    matches!(
+        c,
+        '\u{9}'..='\u{D}'
+            | ' '
+            | '\u{A0}'
+            | '\u{1680}'
+            | '\u{2000}'..='\u{200A}'
+            | '\u{2028}'
+            | '\u{2029}'
+            | '\u{202F}'
+            | '\u{205F}'
+            | '\u{3000}'
+            | '\u{FEFF}'
+    )
+}
+
+/// `s.trim()` in JavaScript.
+pub fn trim(s: &str) -> &str {
+    s.trim_matches(is_js_whitespace)
+}
+
+/// `s.trimEnd()` in JavaScript.
+pub fn trim_end(s: &str) -> &str {
+    s.trim_end_matches(is_js_whitespace)
+}
+
+/// `s.length` in JavaScript: the number of UTF-16 code units.
+pub fn utf16_len(s: &str) -> usize {
+    // Every character is one unit except those outside the BMP (4-byte UTF-8), which are two.
+    s.bytes()
+        .map(|b| usize::from(b & 0xC0 != 0x80) + usize::from(b >= 0xF0))
+        .sum()
+}
+
+/// A string value as JavaScript holds it after `JSON.parse`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JsString {
+    /// The value as UTF-8; a lone surrogate (possible in JavaScript, not in Rust) is U+FFFD
+    /// here, which is also what Node writes for it when the value reaches a file.
+    pub text: String,
+    /// Only when the value holds a lone surrogate: its exact `JSON.stringify` encoding, so that
+    /// `parse --json` still prints what the reference prints.
+    pub exact_json: Option<Box<str>>,
+}
+
+impl From<String> for JsString {
+    fn from(text: String) -> Self {
+        JsString {
+            text,
+            exact_json: None,
+        }
+    }
+}
+
+/// Why `JSON.parse` rejected a quoted string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct JsonStringError;
+
+/// `JSON.parse(quoted)` for a string literal `quoted` that starts and ends with `"`.
+pub fn parse_json_string(quoted: &str) -> Result<JsString, JsonStringError> {
+    let inner = quoted
+        .strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .ok_or(JsonStringError)?;
+    if !inner.contains(['\\', '"']) && !inner.bytes().any(|b| b < 0x20) {
+        return Ok(JsString::from(inner.to_owned()));
+    }
+    let units = decode_to_utf16(inner)?;
+    match String::from_utf16(&units) {
+        Ok(text) => Ok(JsString::from(text)),
+        Err(_) => Ok(JsString {
+            text: String::from_utf16_lossy(&units),
+            exact_json: Some(stringify_utf16(&units).into_boxed_str()),
+        }),
+    }
+}
+
+/// Decodes the body of a JSON string literal into UTF-16 code units, as JavaScript does.
+fn decode_to_utf16(inner: &str) -> Result<Vec<u16>, JsonStringError> {
+    let mut units = Vec::with_capacity(inner.len());
+    let mut chars = inner.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let unit = match chars.next().ok_or(JsonStringError)? {
+                    '"' => 0x22,
+                    '\\' => 0x5C,
+                    '/' => 0x2F,
+                    'b' => 0x08,
+                    'f' => 0x0C,
+                    'n' => 0x0A,
+                    'r' => 0x0D,
+                    't' => 0x09,
+                    'u' => {
+                        let mut value = 0u16;
+                        for _ in 0..4 {
+                            let digit = chars
+                                .next()
+                                .and_then(|d| d.to_digit(16))
+                                .ok_or(JsonStringError)?;
+                            value = value * 16 + digit as u16;
+                        }
+                        value
+                    }
+                    _ => return Err(JsonStringError),
+                };
+                units.push(unit);
+            }
+            '"' => return Err(JsonStringError),
+            c if (c as u32) < 0x20 => return Err(JsonStringError),
+            c => {
+                let mut buf = [0u16; 2];
+                units.extend_from_slice(c.encode_utf16(&mut buf));
+            }
+        }
+    }
+    Ok(units)
+}
+
+/// `JSON.stringify` of a UTF-16 string (well-formed variant: lone surrogates as `\udxxx`).
+fn stringify_utf16(units: &[u16]) -> String {
+    let mut out = String::with_capacity(units.len() + 2);
+    out.push('"');
+    for decoded in char::decode_utf16(units.iter().copied()) {
+        match decoded {
+            Ok('"') => out.push_str("\\\""),
+            Ok('\\') => out.push_str("\\\\"),
+            Ok('\u{8}') => out.push_str("\\b"),
+            Ok('\u{C}') => out.push_str("\\f"),
+            Ok('\n') => out.push_str("\\n"),
+            Ok('\r') => out.push_str("\\r"),
+            Ok('\t') => out.push_str("\\t"),
+            Ok(c) if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            Ok(c) => out.push(c),
+            Err(lone) => {
+                let _ = write!(out, "\\u{:04x}", lone.unpaired_surrogate());
+            }
+        }
+    }
+    out.push('"');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn trim_follows_ecmascript_not_rust() {
+        assert_eq!(trim("\u{FEFF} a \u{3000}"), "a");
+        assert_eq!(trim("\u{85}a"), "\u{85}a");
+        assert_eq!(trim_end("a \t"), "a");
+    }
+
+    #[test]
+    fn utf16_len_counts_surrogate_pairs_twice() {
+        assert_eq!(utf16_len("abc"), 3);
+        assert_eq!(utf16_len("é中"), 2);
+        assert_eq!(utf16_len("😀x"), 3);
+    }
+
+    #[test]
+    fn json_strings_decode_like_json_parse() {
+        let ok = |s: &str| parse_json_string(s).map(|v| v.text);
+        assert_eq!(ok(r#""plain""#), Ok("plain".into()));
+        assert_eq!(ok(r#""a\"b\\c\/d\n""#), Ok("a\"b\\c/d\n".into()));
+        assert_eq!(ok(r#""\u00e9\uD83D\uDE00""#), Ok("é😀".into()));
+        assert_eq!(ok(r#""\x""#), Err(JsonStringError));
+        assert_eq!(ok(r#""\u12""#), Err(JsonStringError));
+        assert_eq!(ok("\"tab\there\""), Err(JsonStringError));
+        assert_eq!(ok("\"del\u{7f}\""), Ok("del\u{7f}".into()));
+    }
+
+    #[test]
+    fn lone_surrogates_keep_their_exact_json() {
+        let v = parse_json_string(r#""a\ud800\n""#).unwrap();
+        assert_eq!(v.text, "a\u{FFFD}\n");
+        assert_eq!(v.exact_json.as_deref(), Some(r#""a\ud800\n""#));
+    }
+}

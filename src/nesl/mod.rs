@@ -1,0 +1,161 @@
+//! NESL syntax: a reply's text → blocks of key/value properties, plus syntax errors.
+//!
+//! This module reproduces the reference parser (nesl-js 0.1.12-beta.1) exactly: the same
+//! blocks, error codes, lines, UTF-16 columns and lengths, messages, context windows and
+//! recovery. It knows nothing about actions or git.
+//!
+//! # Grammar
+//!
+//! The input is split into lines on `\n` or `\r\n`. Each line is classified on its text with
+//! JavaScript white space trimmed, in this priority:
+//!
+//! ```text
+//! end_marker  = "#!end_" …                      (trimmed line starts so)
+//! header      = "#!nesl " …
+//! assignment  = … "=" …                         (any "=" in the line)
+//! empty       = white space only
+//! unknown     = anything else
+//! ```
+//!
+//! Outside a block only headers matter; all other text is prose and ignored. The exact forms,
+//! matched on the untrimmed line:
+//!
+//! ```text
+//! header      = "#!nesl [@" label ": " block-id "]"     label = [A-Za-z0-9-]+
+//! block-id    = [A-Za-z0-9]{2,8}                         (anything up to "]" is reported)
+//! end         = "#!end_" block-id ["'"]
+//! key-value   = key ws* "=" ws* json-string ws*
+//! heredoc     = key ws* "=" ws* "<<'" "EOT_" block-id "'" ws*
+//!               line*                                   (verbatim, joined with "\n")
+//!               "EOT_" block-id                         (alone, or ending a content line)
+//! key         = (\p{L} | "_") (\p{L} | \p{N} | "_")*    (≤ 256 UTF-16 units, no leading ws)
+//! block       = header (key-value | heredoc | empty)* end
+//! ```
+//!
+//! Inside a block an unknown line is `MALFORMED_ASSIGNMENT`; a header opens a new block and
+//! reports the old one `UNCLOSED_BLOCK`; an end marker with another id closes the block
+//! anyway (`MISMATCHED_END`). A key seen twice keeps the last value (`DUPLICATE_KEY`), as do
+//! the names JavaScript objects inherit (`constructor`, `toString`, …), exactly as in the
+//! reference. Blocks with errors are still returned: the caller decides not to run them.
+//! A block or heredoc still open at the end of input is `UNCLOSED_BLOCK` /
+//! `UNCLOSED_HEREDOC`, reported on the line after the last, with `endLine` null.
+//!
+//! Positions: lines and columns are 1-based; columns and lengths count UTF-16 code units, as
+//! the reference's JavaScript strings do. Each error carries the 5-line context window.
+
+mod assignment;
+mod context;
+pub mod js;
+mod key;
+mod line;
+mod parser;
+mod properties;
+
+pub use assignment::{Assignment, AssignmentError, AssignmentErrorCode, parse_assignment};
+pub use context::context_window;
+pub use key::{KEY_MAX_LENGTH, find_invalid_char, validate_key};
+pub use line::{
+    LineKind, classify_line, parse_end_marker, parse_header, validate_block_id,
+    validate_heredoc_delimiter,
+};
+pub use parser::parse;
+pub use properties::Properties;
+
+use serde::Serialize;
+
+/// The largest input accepted: 100 MiB, the reference's `MAX_FILE_SIZE`.
+pub const MAX_INPUT_BYTES: usize = 104_857_600;
+
+/// What `parse` found: `parseNesl()`'s result. Serializes to the reference's JSON shape.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct ParseResult {
+    /// Every block opened by a valid header, in order, including blocks that have errors.
+    pub blocks: Vec<Block>,
+    /// Every syntax error, in the order met.
+    pub errors: Vec<SyntaxError>,
+}
+
+/// One `#!nesl` block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Block {
+    /// The id from the header (`abc` in `#!nesl [@three-char-SHA-256: abc]`).
+    pub id: String,
+    /// The properties, in the order their keys first appeared.
+    pub properties: Properties,
+    /// 1-based line of the header.
+    pub start_line: usize,
+    /// 1-based line of the end marker; `None` when the block was never closed.
+    pub end_line: Option<usize>,
+}
+
+/// The kind of a syntax error, named as the reference names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+#[allow(missing_docs)]
+pub enum ErrorCode {
+    MalformedHeader,
+    InvalidBlockId,
+    UnclosedBlock,
+    MismatchedEnd,
+    MalformedAssignment,
+    InvalidAssignmentOperator,
+    EmptyKey,
+    InvalidKey,
+    DuplicateKey,
+    InvalidValue,
+    UnclosedQuote,
+    TrailingContent,
+    InvalidHeredocDelimiter,
+    UnclosedHeredoc,
+}
+
+impl ErrorCode {
+    /// The code as the reference spells it (`UNCLOSED_QUOTE`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorCode::MalformedHeader => "MALFORMED_HEADER",
+            ErrorCode::InvalidBlockId => "INVALID_BLOCK_ID",
+            ErrorCode::UnclosedBlock => "UNCLOSED_BLOCK",
+            ErrorCode::MismatchedEnd => "MISMATCHED_END",
+            ErrorCode::MalformedAssignment => "MALFORMED_ASSIGNMENT",
+            ErrorCode::InvalidAssignmentOperator => "INVALID_ASSIGNMENT_OPERATOR",
+            ErrorCode::EmptyKey => "EMPTY_KEY",
+            ErrorCode::InvalidKey => "INVALID_KEY",
+            ErrorCode::DuplicateKey => "DUPLICATE_KEY",
+            ErrorCode::InvalidValue => "INVALID_VALUE",
+            ErrorCode::UnclosedQuote => "UNCLOSED_QUOTE",
+            ErrorCode::TrailingContent => "TRAILING_CONTENT",
+            ErrorCode::InvalidHeredocDelimiter => "INVALID_HEREDOC_DELIMITER",
+            ErrorCode::UnclosedHeredoc => "UNCLOSED_HEREDOC",
+        }
+    }
+}
+
+impl std::fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One syntax error, located and explained as the reference does.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SyntaxError {
+    /// What is wrong.
+    pub code: ErrorCode,
+    /// 1-based line (one past the last line for errors at the end of input).
+    pub line: usize,
+    /// 1-based column in UTF-16 code units.
+    pub column: usize,
+    /// Length of the offending text in UTF-16 code units.
+    pub length: usize,
+    /// The block the error is in, if any.
+    pub block_id: Option<String>,
+    /// The offending line, without its line ending.
+    pub content: String,
+    /// Up to five lines around it.
+    pub context: String,
+    /// The reference's message.
+    pub message: String,
+}
