@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::{CliError, Outcome};
-use crate::input::{Source, read_reply};
+use crate::input::{Source, as_text, read_bytes};
 use crate::nesl::{self, ParseResult};
 
 /// Check a reply's NESL syntax: list its blocks and syntax errors.
@@ -26,25 +26,26 @@ pub struct ParseArgs {
 /// Runs `git loaf parse`.
 pub fn run(args: &ParseArgs) -> Result<Outcome, CliError> {
     let source = Source::from_arg(args.file.as_deref());
-    let text = read_reply(&source)?;
-    let result = nesl::parse(&text);
-    drop(text);
+    let bytes = read_bytes(&source)?;
+    let result = nesl::parse(as_text(&bytes, &source)?);
+    drop(bytes);
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let written = if args.json {
-        serde_json::to_writer_pretty(&mut out, &result)
-            .map_err(std::io::Error::from)
-            .and_then(|()| out.write_all(b"\n"))
+        nesl::write_json(&result, &mut out).and_then(|()| out.write_all(b"\n"))
     } else {
         out.write_all(listing(&result).as_bytes())
     };
     written
         .and_then(|()| out.flush())
         .or_else(ignore_closed_pipe)?;
-    Ok(if result.errors.is_empty() {
+    let outcome = if result.errors.is_empty() {
         Outcome::Success
     } else {
         Outcome::Failed
-    })
+    };
+    // The process ends next: freeing a large result piece by piece would only cost time.
+    std::mem::forget(result);
+    Ok(outcome)
 }
 
 /// `git loaf parse | head` closing the pipe early is not an error.
@@ -66,7 +67,7 @@ pub fn listing(result: &ParseResult) -> String {
     for block in &result.blocks {
         let end = block
             .end_line
-            .map_or_else(|| "end of input, not closed".to_owned(), |l| l.to_string());
+            .map_or_else(|| "? (not closed)".to_owned(), |l| l.to_string());
         let keys: Vec<&str> = block.properties.keys().collect();
         let keys = if keys.is_empty() {
             "(no properties)".to_owned()
@@ -85,10 +86,11 @@ pub fn listing(result: &ParseResult) -> String {
             "{}:{} {} {}",
             error.line, error.column, error.code, error.message
         );
-        if error.content.is_empty() {
-            let _ = writeln!(out, "    | (end of input)");
-        } else {
-            let _ = writeln!(out, "    | {}", error.content);
+        match error.content.as_str() {
+            "" => out.push_str("    |\n"),
+            content => {
+                let _ = writeln!(out, "    | {content}");
+            }
         }
     }
     let plural = |n: usize, word: &str| {

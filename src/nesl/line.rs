@@ -6,7 +6,7 @@ use super::js;
 /// The prefix of a well-formed header; the block id starts right after it.
 pub const HEADER_PREFIX: &str = "#!nesl [@three-char-SHA-256: ";
 /// What a trimmed line starts with to count as a header.
-const HEADER_MARK: &str = "#!nesl ";
+pub const HEADER_MARK: &str = "#!nesl ";
 /// What a trimmed line starts with to count as an end marker.
 const END_MARK: &str = "#!end_";
 /// Every heredoc delimiter is this prefix followed by the block id.

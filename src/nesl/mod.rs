@@ -46,6 +46,7 @@
 mod assignment;
 mod context;
 pub mod js;
+mod json;
 mod key;
 mod line;
 mod parser;
@@ -53,6 +54,7 @@ mod properties;
 
 pub use assignment::{Assignment, AssignmentError, AssignmentErrorCode, parse_assignment};
 pub use context::context_window;
+pub use json::write_json;
 pub use key::{KEY_MAX_LENGTH, find_invalid_char, validate_key};
 pub use line::{
     LineKind, classify_line, parse_end_marker, parse_header, validate_block_id,

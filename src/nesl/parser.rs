@@ -1,16 +1,22 @@
 //! The block state machine: seeking a header, inside a block, inside a heredoc.
 
+use memchr::memmem;
+
 use super::assignment::{Assignment, AssignmentErrorCode, parse_assignment};
 use super::context::LineIndex;
 use super::js::{self, JsString};
 use super::key::{find_invalid_char, validate_key};
 use super::line::{
-    HEADER_PREFIX, LineKind, classify_line, parse_end_marker, parse_header, validate_block_id,
+    HEADER_MARK, HEADER_PREFIX, LineKind, classify_line, parse_end_marker, parse_header, validate_block_id,
     validate_heredoc_delimiter,
 };
 use super::{Block, ErrorCode, ParseResult, Properties, SyntaxError};
 
 /// Parses a whole reply. Never fails: problems are returned as [`SyntaxError`]s.
+///
+/// Most of a long reply is prose between blocks and heredoc bodies. Neither is looked at line
+/// by line: prose is skipped to the next possible header, and a heredoc body is copied up to
+/// the next occurrence of its delimiter, both with SIMD substring search.
 pub fn parse(content: &str) -> ParseResult {
     let mut parser = Parser {
         content,
@@ -19,16 +25,89 @@ pub fn parse(content: &str) -> ParseResult {
         block: None,
         heredoc: None,
     };
+    let mut cursor = Cursor::new(content);
+    let header_finder = memmem::Finder::new(HEADER_MARK);
     let mut previous = "";
-    let mut line_count = 0;
-    for (i, raw) in content.split('\n').enumerate() {
-        let line = raw.strip_suffix('\r').unwrap_or(raw);
-        parser.line(i + 1, line, previous);
-        previous = line;
-        line_count = i + 1;
+    while !cursor.at_end() {
+        if let Some(heredoc) = parser.heredoc.as_mut() {
+            // Every line before the delimiter's next occurrence is content.
+            let found = memmem::find(&content.as_bytes()[cursor.pos..], heredoc.delimiter.as_bytes());
+            let stop = found.map_or(content.len(), |at| cursor.line_start_of(cursor.pos + at));
+            heredoc.push_lines(cursor.skip_lines_to(stop));
+        } else if parser.block.is_none() {
+            // Outside a block only a header line matters, and it contains the header mark.
+            let found = header_finder.find(&content.as_bytes()[cursor.pos..]);
+            let stop = found.map_or(content.len(), |at| cursor.line_start_of(cursor.pos + at));
+            cursor.skip_lines_to(stop);
+        }
+        if let Some((number, line)) = cursor.next_line() {
+            parser.line(number, line, previous);
+            previous = line;
+        }
     }
-    parser.finish(line_count);
+    parser.finish(cursor.lines);
     parser.result
+}
+
+/// Walks the input line by line, or many lines at a time.
+struct Cursor<'a> {
+    text: &'a str,
+    /// Start of the next line.
+    pos: usize,
+    /// Lines taken so far (split on `\n`; the text after the last `\n` is a line too).
+    lines: usize,
+    /// Whether the last line has been taken.
+    done: bool,
+}
+
+impl<'a> Cursor<'a> {
+    fn new(text: &'a str) -> Self {
+        Cursor { text, pos: 0, lines: 0, done: false }
+    }
+
+    fn at_end(&self) -> bool {
+        self.done
+    }
+
+    /// The start of the line holding byte `at`.
+    fn line_start_of(&self, at: usize) -> usize {
+        memchr::memrchr(b'\n', &self.text.as_bytes()[self.pos..at]).map_or(self.pos, |i| self.pos + i + 1)
+    }
+
+    /// Takes the next line, without its `\n` or `\r\n`, with its 1-based number.
+    fn next_line(&mut self) -> Option<(usize, &'a str)> {
+        if self.done {
+            return None;
+        }
+        let rest = &self.text[self.pos..];
+        let raw = match memchr::memchr(b'\n', rest.as_bytes()) {
+            Some(i) => {
+                self.pos += i + 1;
+                &rest[..i]
+            }
+            None => {
+                self.pos = self.text.len();
+                self.done = true;
+                rest
+            }
+        };
+        self.lines += 1;
+        Some((self.lines, raw.strip_suffix('\r').unwrap_or(raw)))
+    }
+
+    /// Takes every whole line starting before `stop` (a line start, or the end of the text),
+    /// returning them as one slice that ends with `\n` unless it reaches the end.
+    fn skip_lines_to(&mut self, stop: usize) -> &'a str {
+        let skipped = &self.text[self.pos..stop];
+        self.lines += memchr::memchr_iter(b'\n', skipped.as_bytes()).count();
+        self.pos = stop;
+        if stop == self.text.len() {
+            // The text after the last newline is a line too (possibly empty).
+            self.lines += 1;
+            self.done = true;
+        }
+        skipped
+    }
 }
 
 /// An open heredoc: its key, delimiter and the lines so far, already joined with `\n`.
@@ -46,6 +125,26 @@ impl Heredoc<'_> {
         }
         self.text.push_str(line);
         self.lines += 1;
+    }
+
+    /// Appends whole lines (`\n`-terminated, except possibly the last one of the input),
+    /// dropping the `\r` of `\r\n` endings as the line splitter does.
+    fn push_lines(&mut self, lines: &str) {
+        if lines.is_empty() {
+            return;
+        }
+        let body = lines.strip_suffix('\n').unwrap_or(lines);
+        if memchr::memchr(b'\r', body.as_bytes()).is_none() && !lines.ends_with("\r") {
+            if self.lines > 0 {
+                self.text.push('\n');
+            }
+            self.text.push_str(body);
+            self.lines += 1 + memchr::memchr_iter(b'\n', body.as_bytes()).count();
+        } else {
+            for line in body.split('\n') {
+                self.push(line.strip_suffix('\r').unwrap_or(line));
+            }
+        }
     }
 }
 

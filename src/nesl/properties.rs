@@ -57,6 +57,11 @@ impl Properties {
             .map(|(k, v)| (k.as_str(), v.text.as_str()))
     }
 
+    /// Keys and values as JavaScript holds them, in first-seen order.
+    pub(crate) fn raw_entries(&self) -> impl Iterator<Item = (&str, &JsString)> {
+        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+    }
+
     /// Keys in first-seen order.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|(k, _)| k.as_str())
