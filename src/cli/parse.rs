@@ -28,7 +28,6 @@ pub fn run(args: &ParseArgs) -> Result<Outcome, CliError> {
     let source = Source::from_arg(args.file.as_deref());
     let bytes = read_bytes(&source)?;
     let result = nesl::parse(as_text(&bytes, &source)?);
-    drop(bytes);
     let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let written = if args.json {
         nesl::write_json(&result, &mut out).and_then(|()| out.write_all(b"\n"))
@@ -45,6 +44,7 @@ pub fn run(args: &ParseArgs) -> Result<Outcome, CliError> {
     };
     // The process ends next: freeing a large result piece by piece would only cost time.
     std::mem::forget(result);
+    std::mem::forget(bytes);
     Ok(outcome)
 }
 
@@ -62,7 +62,7 @@ fn ignore_closed_pipe(error: std::io::Error) -> Result<(), CliError> {
 
 /// The readable listing: each block with its lines and keys, each error with its position,
 /// code, message and the offending line, then a count.
-pub fn listing(result: &ParseResult) -> String {
+pub fn listing(result: &ParseResult<'_>) -> String {
     let mut out = String::new();
     for block in &result.blocks {
         let end = block
@@ -86,7 +86,7 @@ pub fn listing(result: &ParseResult) -> String {
             "{}:{} {} {}",
             error.line, error.column, error.code, error.message
         );
-        match error.content.as_str() {
+        match &*error.content {
             "" => out.push_str("    |\n"),
             content => {
                 let _ = writeln!(out, "    | {content}");

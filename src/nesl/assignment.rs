@@ -15,7 +15,7 @@ pub enum Assignment<'a> {
         /// The trimmed key.
         key: &'a str,
         /// The decoded value.
-        value: JsString,
+        value: JsString<'a>,
     },
     /// `key = <<'DELIMITER'`; the value is the lines up to the delimiter.
     Heredoc {
@@ -67,7 +67,7 @@ pub struct AssignmentError<'a> {
     /// Its length in UTF-16 code units.
     pub length: usize,
     /// For trailing content only: the key and value before it, which the parser still keeps.
-    pub salvaged: Option<(&'a str, JsString)>,
+    pub salvaged: Option<(&'a str, JsString<'a>)>,
 }
 
 fn fail(
@@ -87,12 +87,12 @@ fn fail(
 /// Parses one assignment line.
 pub fn parse_assignment(line: &str) -> Result<Assignment<'_>, AssignmentError<'_>> {
     use AssignmentErrorCode::*;
-    if let Some(arrow) = line.find("=>") {
-        if line.find('=') == Some(arrow) {
-            return Err(fail(InvalidValue, line, arrow, 2));
-        }
+    if let Some(arrow) = js::find_pair(line, *b"=>")
+        && line.find('=') == Some(arrow)
+    {
+        return Err(fail(InvalidValue, line, arrow, 2));
     }
-    if let Some(colon_equals) = line.find(":=") {
+    if let Some(colon_equals) = js::find_pair(line, *b":=") {
         return Err(fail(InvalidOperator, line, colon_equals, 2));
     }
     let Some(equal) = line.find('=') else {

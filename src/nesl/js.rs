@@ -6,6 +6,7 @@
 //! which accepts lone surrogate escapes that a Rust `String` cannot hold. Everything here
 //! reproduces those rules on UTF-8 text.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 /// ECMAScript `WhiteSpace` and `LineTerminator`: what `String.prototype.trim` and the regex
@@ -45,22 +46,39 @@ pub fn utf16_len(s: &str) -> usize {
         .sum()
 }
 
+/// `s.indexOf(pair)` for a two-byte ASCII `pair`, as a byte offset: cheaper than a general
+/// substring search on the short lines this runs on.
+pub fn find_pair(s: &str, pair: [u8; 2]) -> Option<usize> {
+    let bytes = s.as_bytes();
+    memchr::memchr_iter(pair[0], bytes).find(|&i| bytes.get(i + 1) == Some(&pair[1]))
+}
+
 /// A string value as JavaScript holds it after `JSON.parse`.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct JsString {
-    /// The value as UTF-8; a lone surrogate (possible in JavaScript, not in Rust) is U+FFFD
-    /// here, which is also what Node writes for it when the value reaches a file.
-    pub text: String,
+pub struct JsString<'a> {
+    /// The value as UTF-8, borrowed from the input when it has no escapes; a lone surrogate
+    /// (possible in JavaScript, not in Rust) is U+FFFD here, which is also what Node writes
+    /// for it when the value reaches a file.
+    pub text: Cow<'a, str>,
     /// Only when the value holds a lone surrogate: its exact `JSON.stringify` encoding, so that
     /// `parse --json` still prints what the reference prints.
     pub exact_json: Option<Box<str>>,
 }
 
-impl From<String> for JsString {
-    fn from(text: String) -> Self {
+impl<'a> JsString<'a> {
+    /// A value that needs no special JSON encoding.
+    pub fn new(text: impl Into<Cow<'a, str>>) -> Self {
         JsString {
-            text,
+            text: text.into(),
             exact_json: None,
+        }
+    }
+
+    /// The same value, owning its text.
+    pub fn into_owned(self) -> JsString<'static> {
+        JsString {
+            text: Cow::Owned(self.text.into_owned()),
+            exact_json: self.exact_json,
         }
     }
 }
@@ -70,19 +88,19 @@ impl From<String> for JsString {
 pub struct JsonStringError;
 
 /// `JSON.parse(quoted)` for a string literal `quoted` that starts and ends with `"`.
-pub fn parse_json_string(quoted: &str) -> Result<JsString, JsonStringError> {
+pub fn parse_json_string(quoted: &str) -> Result<JsString<'_>, JsonStringError> {
     let inner = quoted
         .strip_prefix('"')
         .and_then(|s| s.strip_suffix('"'))
         .ok_or(JsonStringError)?;
     if !inner.contains(['\\', '"']) && !inner.bytes().any(|b| b < 0x20) {
-        return Ok(JsString::from(inner.to_owned()));
+        return Ok(JsString::new(inner));
     }
     let units = decode_to_utf16(inner)?;
     match String::from_utf16(&units) {
-        Ok(text) => Ok(JsString::from(text)),
+        Ok(text) => Ok(JsString::new(text)),
         Err(_) => Ok(JsString {
-            text: String::from_utf16_lossy(&units),
+            text: Cow::Owned(String::from_utf16_lossy(&units)),
             exact_json: Some(stringify_utf16(&units).into_boxed_str()),
         }),
     }
@@ -176,7 +194,7 @@ mod tests {
 
     #[test]
     fn json_strings_decode_like_json_parse() {
-        let ok = |s: &str| parse_json_string(s).map(|v| v.text);
+        let ok = |s: &str| parse_json_string(s).map(|v| v.text.into_owned());
         assert_eq!(ok(r#""plain""#), Ok("plain".into()));
         assert_eq!(ok(r#""a\"b\\c\/d\n""#), Ok("a\"b\\c/d\n".into()));
         assert_eq!(ok(r#""\u00e9\uD83D\uDE00""#), Ok("é😀".into()));

@@ -63,34 +63,65 @@ pub use line::{
 pub use parser::parse;
 pub use properties::Properties;
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 
 /// The largest input accepted: 100 MiB, the reference's `MAX_FILE_SIZE`.
 pub const MAX_INPUT_BYTES: usize = 104_857_600;
 
 /// What `parse` found: `parseNesl()`'s result. Serializes to the reference's JSON shape.
+///
+/// Text is borrowed from the input wherever it appears there verbatim (ids, keys, most
+/// values, heredoc bodies, error lines and context windows), so a parse costs little memory
+/// beyond the input; [`ParseResult::into_owned`] detaches it.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ParseResult {
+pub struct ParseResult<'a> {
     /// Every block opened by a valid header, in order, including blocks that have errors.
-    pub blocks: Vec<Block>,
+    pub blocks: Vec<Block<'a>>,
     /// Every syntax error, in the order met.
-    pub errors: Vec<SyntaxError>,
+    pub errors: Vec<SyntaxError<'a>>,
+}
+
+impl ParseResult<'_> {
+    /// The same result, owning all its text.
+    pub fn into_owned(self) -> ParseResult<'static> {
+        ParseResult {
+            blocks: self.blocks.into_iter().map(Block::into_owned).collect(),
+            errors: self
+                .errors
+                .into_iter()
+                .map(SyntaxError::into_owned)
+                .collect(),
+        }
+    }
 }
 
 /// One `#!nesl` block.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Block {
+pub struct Block<'a> {
     /// The id from the header (`abc` in `#!nesl [@three-char-SHA-256: abc]`).
-    pub id: String,
+    pub id: Cow<'a, str>,
     /// The properties, in the order their keys first appeared.
-    pub properties: Properties,
+    pub properties: Properties<'a>,
     /// 1-based line of the header.
     pub start_line: usize,
     /// 1-based line of the end marker; `None` when the block was never closed.
     pub end_line: Option<usize>,
 }
 
+impl Block<'_> {
+    /// The same block, owning all its text.
+    pub fn into_owned(self) -> Block<'static> {
+        Block {
+            id: Cow::Owned(self.id.into_owned()),
+            properties: self.properties.into_owned(),
+            start_line: self.start_line,
+            end_line: self.end_line,
+        }
+    }
+}
 /// The kind of a syntax error, named as the reference names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -143,7 +174,7 @@ impl std::fmt::Display for ErrorCode {
 /// One syntax error, located and explained as the reference does.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct SyntaxError {
+pub struct SyntaxError<'a> {
     /// What is wrong.
     pub code: ErrorCode,
     /// 1-based line (one past the last line for errors at the end of input).
@@ -153,11 +184,24 @@ pub struct SyntaxError {
     /// Length of the offending text in UTF-16 code units.
     pub length: usize,
     /// The block the error is in, if any.
-    pub block_id: Option<String>,
+    pub block_id: Option<Cow<'a, str>>,
     /// The offending line, without its line ending.
-    pub content: String,
+    pub content: Cow<'a, str>,
     /// Up to five lines around it.
-    pub context: String,
+    pub context: Cow<'a, str>,
     /// The reference's message.
     pub message: String,
+}
+
+impl SyntaxError<'_> {
+    /// The same error, owning all its text.
+    pub fn into_owned(self) -> SyntaxError<'static> {
+        let own = |c: Cow<'_, str>| Cow::Owned(c.into_owned());
+        SyntaxError {
+            block_id: self.block_id.map(own),
+            content: own(self.content),
+            context: own(self.context),
+            ..self
+        }
+    }
 }

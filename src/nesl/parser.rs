@@ -1,4 +1,11 @@
 //! The block state machine: seeking a header, inside a block, inside a heredoc.
+//!
+//! Most of a long reply is prose between blocks and heredoc bodies. Neither is looked at line
+//! by line: prose is skipped to the next possible header, and a heredoc body to the next
+//! occurrence of its delimiter, both with SIMD substring search. A heredoc's value is then the
+//! input between its opener and its closing delimiter, borrowed, not copied.
+
+use std::borrow::Cow;
 
 use memchr::memmem;
 
@@ -7,17 +14,13 @@ use super::context::LineIndex;
 use super::js::{self, JsString};
 use super::key::{find_invalid_char, validate_key};
 use super::line::{
-    HEADER_MARK, HEADER_PREFIX, LineKind, classify_line, parse_end_marker, parse_header, validate_block_id,
-    validate_heredoc_delimiter,
+    HEADER_MARK, HEADER_PREFIX, LineKind, classify_line, parse_end_marker, parse_header,
+    validate_block_id, validate_heredoc_delimiter,
 };
 use super::{Block, ErrorCode, ParseResult, Properties, SyntaxError};
 
 /// Parses a whole reply. Never fails: problems are returned as [`SyntaxError`]s.
-///
-/// Most of a long reply is prose between blocks and heredoc bodies. Neither is looked at line
-/// by line: prose is skipped to the next possible header, and a heredoc body is copied up to
-/// the next occurrence of its delimiter, both with SIMD substring search.
-pub fn parse(content: &str) -> ParseResult {
+pub fn parse(content: &str) -> ParseResult<'_> {
     let mut parser = Parser {
         content,
         lines: None,
@@ -28,20 +31,22 @@ pub fn parse(content: &str) -> ParseResult {
     let mut cursor = Cursor::new(content);
     let header_finder = memmem::Finder::new(HEADER_MARK);
     let mut previous = "";
-    while !cursor.at_end() {
-        if let Some(heredoc) = parser.heredoc.as_mut() {
+    while !cursor.done {
+        if let Some(heredoc) = &parser.heredoc {
             // Every line before the delimiter's next occurrence is content.
-            let found = memmem::find(&content.as_bytes()[cursor.pos..], heredoc.delimiter.as_bytes());
-            let stop = found.map_or(content.len(), |at| cursor.line_start_of(cursor.pos + at));
-            heredoc.push_lines(cursor.skip_lines_to(stop));
+            let found = memmem::find(cursor.rest(), heredoc.delimiter.as_bytes());
+            cursor.skip_lines_before(found);
         } else if parser.block.is_none() {
             // Outside a block only a header line matters, and it contains the header mark.
-            let found = header_finder.find(&content.as_bytes()[cursor.pos..]);
-            let stop = found.map_or(content.len(), |at| cursor.line_start_of(cursor.pos + at));
-            cursor.skip_lines_to(stop);
+            cursor.skip_lines_before(header_finder.find(cursor.rest()));
         }
-        if let Some((number, line)) = cursor.next_line() {
-            parser.line(number, line, previous);
+        if let Some((number, start, line)) = cursor.next_line() {
+            let at = LineAt {
+                number,
+                start,
+                next: cursor.pos,
+            };
+            parser.line(at, line, previous);
             previous = line;
         }
     }
@@ -62,24 +67,26 @@ struct Cursor<'a> {
 
 impl<'a> Cursor<'a> {
     fn new(text: &'a str) -> Self {
-        Cursor { text, pos: 0, lines: 0, done: false }
+        Cursor {
+            text,
+            pos: 0,
+            lines: 0,
+            done: false,
+        }
     }
 
-    fn at_end(&self) -> bool {
-        self.done
+    fn rest(&self) -> &'a [u8] {
+        &self.text.as_bytes()[self.pos..]
     }
 
-    /// The start of the line holding byte `at`.
-    fn line_start_of(&self, at: usize) -> usize {
-        memchr::memrchr(b'\n', &self.text.as_bytes()[self.pos..at]).map_or(self.pos, |i| self.pos + i + 1)
-    }
-
-    /// Takes the next line, without its `\n` or `\r\n`, with its 1-based number.
-    fn next_line(&mut self) -> Option<(usize, &'a str)> {
+    /// Takes the next line, without its `\n` or `\r\n`: its 1-based number, its byte offset
+    /// and its text.
+    fn next_line(&mut self) -> Option<(usize, usize, &'a str)> {
         if self.done {
             return None;
         }
-        let rest = &self.text[self.pos..];
+        let start = self.pos;
+        let rest = &self.text[start..];
         let raw = match memchr::memchr(b'\n', rest.as_bytes()) {
             Some(i) => {
                 self.pos += i + 1;
@@ -92,68 +99,48 @@ impl<'a> Cursor<'a> {
             }
         };
         self.lines += 1;
-        Some((self.lines, raw.strip_suffix('\r').unwrap_or(raw)))
+        Some((self.lines, start, raw.strip_suffix('\r').unwrap_or(raw)))
     }
 
-    /// Takes every whole line starting before `stop` (a line start, or the end of the text),
-    /// returning them as one slice that ends with `\n` unless it reaches the end.
-    fn skip_lines_to(&mut self, stop: usize) -> &'a str {
-        let skipped = &self.text[self.pos..stop];
-        self.lines += memchr::memchr_iter(b'\n', skipped.as_bytes()).count();
-        self.pos = stop;
-        if stop == self.text.len() {
+    /// Takes every whole line before the one holding `found` (an offset from the cursor), or
+    /// every line left when nothing was found.
+    fn skip_lines_before(&mut self, found: Option<usize>) {
+        let rest = self.rest();
+        let stop = match found {
+            Some(at) => memchr::memrchr(b'\n', &rest[..at]).map_or(0, |i| i + 1),
+            None => rest.len(),
+        };
+        self.lines += memchr::memchr_iter(b'\n', &rest[..stop]).count();
+        self.pos += stop;
+        if found.is_none() {
             // The text after the last newline is a line too (possibly empty).
             self.lines += 1;
             self.done = true;
         }
-        skipped
     }
 }
 
-/// An open heredoc: its key, delimiter and the lines so far, already joined with `\n`.
+/// Where a line is: its 1-based number, its byte offset, and the next line's byte offset.
+#[derive(Debug, Clone, Copy)]
+struct LineAt {
+    number: usize,
+    start: usize,
+    next: usize,
+}
+
+/// An open heredoc: its key, its delimiter, and where its first content line starts.
 struct Heredoc<'a> {
     key: &'a str,
     delimiter: &'a str,
-    text: String,
-    lines: usize,
-}
-
-impl Heredoc<'_> {
-    fn push(&mut self, line: &str) {
-        if self.lines > 0 {
-            self.text.push('\n');
-        }
-        self.text.push_str(line);
-        self.lines += 1;
-    }
-
-    /// Appends whole lines (`\n`-terminated, except possibly the last one of the input),
-    /// dropping the `\r` of `\r\n` endings as the line splitter does.
-    fn push_lines(&mut self, lines: &str) {
-        if lines.is_empty() {
-            return;
-        }
-        let body = lines.strip_suffix('\n').unwrap_or(lines);
-        if memchr::memchr(b'\r', body.as_bytes()).is_none() && !lines.ends_with("\r") {
-            if self.lines > 0 {
-                self.text.push('\n');
-            }
-            self.text.push_str(body);
-            self.lines += 1 + memchr::memchr_iter(b'\n', body.as_bytes()).count();
-        } else {
-            for line in body.split('\n') {
-                self.push(line.strip_suffix('\r').unwrap_or(line));
-            }
-        }
-    }
+    start: usize,
 }
 
 struct Parser<'a> {
     content: &'a str,
     /// Built on the first error: most replies have none.
     lines: Option<LineIndex<'a>>,
-    result: ParseResult,
-    block: Option<Block>,
+    result: ParseResult<'a>,
+    block: Option<Block<'a>>,
     heredoc: Option<Heredoc<'a>>,
 }
 
@@ -162,7 +149,7 @@ impl<'a> Parser<'a> {
         &mut self,
         code: ErrorCode,
         line: usize,
-        content: &str,
+        content: &'a str,
         message: String,
         column: usize,
         length: usize,
@@ -176,44 +163,38 @@ impl<'a> Parser<'a> {
             column: column + 1,
             length,
             block_id: self.block.as_ref().map(|b| b.id.clone()),
-            content: content.to_owned(),
-            context: index.context(line).to_owned(),
+            content: Cow::Borrowed(content),
+            context: Cow::Borrowed(index.context(line)),
             message,
         });
     }
 
-    fn line(&mut self, number: usize, line: &'a str, previous: &str) {
+    fn line(&mut self, at: LineAt, line: &'a str, previous: &'a str) {
         if self.heredoc.is_some() {
-            self.heredoc_line(line);
+            self.heredoc_line(at.start, line);
         } else if self.block.is_some() {
-            self.block_line(number, line, previous);
+            self.block_line(at, line, previous);
         } else if classify_line(line) == LineKind::Header {
-            self.header(number, line);
+            self.header(at.number, line);
         }
     }
 
     /// A header line: opens a block, or reports a malformed header or bad id.
-    fn header(&mut self, number: usize, line: &str) {
+    fn header(&mut self, number: usize, line: &'a str) {
         let Some(id) = parse_header(line) else {
             let length = js::utf16_len(line);
-            self.error(
-                ErrorCode::MalformedHeader,
-                number,
-                line,
-                "Invalid NESL header format".into(),
-                0,
-                length,
-            );
+            let message = "Invalid NESL header format".into();
+            self.error(ErrorCode::MalformedHeader, number, line, message, 0, length);
             return;
         };
         self.open_block(number, line, id);
     }
 
-    fn open_block(&mut self, number: usize, line: &str, id: &str) {
+    fn open_block(&mut self, number: usize, line: &'a str, id: &'a str) {
         match validate_block_id(id) {
             Ok(()) => {
                 self.block = Some(Block {
-                    id: id.to_owned(),
+                    id: Cow::Borrowed(id),
                     properties: Properties::default(),
                     start_line: number,
                     end_line: None,
@@ -226,14 +207,8 @@ impl<'a> Parser<'a> {
                     0
                 };
                 let length = js::utf16_len(id);
-                self.error(
-                    ErrorCode::InvalidBlockId,
-                    number,
-                    line,
-                    message.into(),
-                    column,
-                    length,
-                );
+                let code = ErrorCode::InvalidBlockId;
+                self.error(code, number, line, message.into(), column, length);
             }
         }
     }
@@ -245,16 +220,12 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn block_line(&mut self, number: usize, line: &'a str, previous: &str) {
+    fn block_line(&mut self, at: LineAt, line: &'a str, previous: &'a str) {
+        let number = at.number;
         match classify_line(line) {
             LineKind::EndMarker => self.end_marker(number, line),
             LineKind::Header => {
-                let id = self
-                    .block
-                    .as_ref()
-                    .map(|b| b.id.clone())
-                    .unwrap_or_default();
-                let message = format!("Block '{id}' not closed before new block");
+                let message = format!("Block '{}' not closed before new block", self.block_id());
                 self.error(
                     ErrorCode::UnclosedBlock,
                     number - 1,
@@ -269,13 +240,10 @@ impl<'a> Parser<'a> {
                     self.open_block(number, line, new_id);
                 }
             }
-            LineKind::Assignment => self.assignment(number, line),
+            LineKind::Assignment => self.assignment(at, line),
             LineKind::Empty => {}
             LineKind::Unknown => {
-                let message = format!(
-                    "Invalid line format in block '{}': not a valid key-value assignment or empty line",
-                    self.block_id()
-                );
+                let message = self.malformed_message();
                 let length = js::utf16_len(line);
                 self.error(
                     ErrorCode::MalformedAssignment,
@@ -289,17 +257,24 @@ impl<'a> Parser<'a> {
         }
     }
 
-    fn block_id(&self) -> &str {
-        self.block.as_ref().map_or("", |b| b.id.as_str())
+    fn malformed_message(&self) -> String {
+        format!(
+            "Invalid line format in block '{}': not a valid key-value assignment or empty line",
+            self.block_id()
+        )
     }
 
-    fn properties(&mut self) -> Option<&mut Properties> {
+    fn block_id(&self) -> &str {
+        self.block.as_ref().map_or("", |b| &b.id)
+    }
+
+    fn properties(&mut self) -> Option<&mut Properties<'a>> {
         self.block.as_mut().map(|b| &mut b.properties)
     }
 
     /// An end marker closes the block, even one with another id. A line that only looks like
     /// one (`#!end_abc extra`) is ignored.
-    fn end_marker(&mut self, number: usize, line: &str) {
+    fn end_marker(&mut self, number: usize, line: &'a str) {
         let Some(end_id) = parse_end_marker(line) else {
             return;
         };
@@ -314,14 +289,14 @@ impl<'a> Parser<'a> {
         self.close_block(Some(number));
     }
 
-    fn assignment(&mut self, number: usize, line: &'a str) {
+    fn assignment(&mut self, at: LineAt, line: &'a str) {
+        let number = at.number;
         match parse_assignment(line) {
             Ok(Assignment::KeyValue { key, value }) => {
                 let (valid, indented) = self.check_key(number, line, key);
-                if !valid || indented {
-                    return;
+                if valid && !indented {
+                    self.assign(number, line, key, value);
                 }
-                self.assign(number, line, key, value);
             }
             Ok(Assignment::Heredoc { key, delimiter }) => {
                 let (valid, indented) = self.check_key(number, line, key);
@@ -330,7 +305,7 @@ impl<'a> Parser<'a> {
                 }
                 // The reference opens the heredoc even for an indented key.
                 if valid {
-                    self.open_heredoc(number, line, key, delimiter);
+                    self.open_heredoc(number, line, key, delimiter, at.next);
                 }
             }
             Err(error) => {
@@ -353,21 +328,17 @@ impl<'a> Parser<'a> {
                         ErrorCode::TrailingContent,
                         "Unexpected content after quoted value".into(),
                     ),
-                    AssignmentErrorCode::MalformedAssignment => (
-                        ErrorCode::MalformedAssignment,
-                        format!(
-                            "Invalid line format in block '{}': not a valid key-value assignment or empty line",
-                            self.block_id()
-                        ),
-                    ),
+                    AssignmentErrorCode::MalformedAssignment => {
+                        (ErrorCode::MalformedAssignment, self.malformed_message())
+                    }
                 };
                 // The value before trailing content is kept, if its key is valid and new.
-                if let Some((key, value)) = error.salvaged {
-                    if let Some(properties) = self.properties() {
-                        if validate_key(key).is_ok() && !properties.js_has(key) {
-                            properties.js_assign(key, value);
-                        }
-                    }
+                if let Some((key, value)) = error.salvaged
+                    && let Some(properties) = self.properties()
+                    && validate_key(key).is_ok()
+                    && !properties.js_has(key)
+                {
+                    properties.js_assign(Cow::Borrowed(key), value);
                 }
                 self.error(code, number, line, message, error.position, error.length);
             }
@@ -376,7 +347,7 @@ impl<'a> Parser<'a> {
 
     /// Reports an invalid or indented key; returns whether the key is valid and whether the
     /// line starts with white space.
-    fn check_key(&mut self, number: usize, line: &str, key: &str) -> (bool, bool) {
+    fn check_key(&mut self, number: usize, line: &'a str, key: &str) -> (bool, bool) {
         let raw_key = line.split_once('=').map_or(line, |(k, _)| k);
         let first = raw_key.chars().next();
         let indented = first.is_some_and(js::is_js_whitespace);
@@ -405,36 +376,36 @@ impl<'a> Parser<'a> {
         (validation.is_ok(), indented)
     }
 
-    fn duplicate(&mut self, number: usize, line: &str, key: &str) {
+    fn duplicate(&mut self, number: usize, line: &'a str, key: &str) {
         let message = format!("Duplicate key '{key}' in block '{}'", self.block_id());
-        self.error(
-            ErrorCode::DuplicateKey,
-            number,
-            line,
-            message,
-            0,
-            js::utf16_len(key),
-        );
+        let length = js::utf16_len(key);
+        self.error(ErrorCode::DuplicateKey, number, line, message, 0, length);
     }
 
     /// A valid key/value: a key seen before is reported and still takes the new value.
-    fn assign(&mut self, number: usize, line: &str, key: &str, value: JsString) {
+    fn assign(&mut self, number: usize, line: &'a str, key: &'a str, value: JsString<'a>) {
         if self.properties().is_some_and(|p| p.js_has(key)) {
             self.duplicate(number, line, key);
         }
         if let Some(properties) = self.properties() {
-            properties.js_assign(key, value);
+            properties.js_assign(Cow::Borrowed(key), value);
         }
     }
 
-    fn open_heredoc(&mut self, number: usize, line: &str, key: &'a str, delimiter: &'a str) {
+    fn open_heredoc(
+        &mut self,
+        number: usize,
+        line: &'a str,
+        key: &'a str,
+        delimiter: &'a str,
+        start: usize,
+    ) {
         match validate_heredoc_delimiter(delimiter, self.block_id()) {
             Ok(()) => {
                 self.heredoc = Some(Heredoc {
                     key,
                     delimiter,
-                    text: String::new(),
-                    lines: 0,
+                    start,
                 });
             }
             Err(message) => {
@@ -442,41 +413,33 @@ impl<'a> Parser<'a> {
                     .find(delimiter)
                     .map_or(0, |i| js::utf16_len(&line[..i]));
                 let length = js::utf16_len(delimiter);
-                self.error(
-                    ErrorCode::InvalidHeredocDelimiter,
-                    number,
-                    line,
-                    message,
-                    column,
-                    length,
-                );
+                let code = ErrorCode::InvalidHeredocDelimiter;
+                self.error(code, number, line, message, column, length);
             }
         }
     }
 
-    /// Inside a heredoc every line is content until the delimiter: alone on its line, or
-    /// ending a content line (optionally followed by `'`), a common model slip.
-    fn heredoc_line(&mut self, line: &str) {
-        let Some(heredoc) = self.heredoc.as_mut() else {
+    /// A heredoc line holding the delimiter (the cursor skips all others). It closes the
+    /// heredoc when the delimiter ends the line (optionally followed by `'`, a common model
+    /// slip) and no `<<` precedes it; text before the delimiter is the last content line.
+    fn heredoc_line(&mut self, start: usize, line: &'a str) {
+        let Some(heredoc) = &self.heredoc else {
             return;
         };
-        let closing = line.find(heredoc.delimiter).and_then(|at| {
-            let before = &line[..at];
-            let after = &line[at + heredoc.delimiter.len()..];
-            (!before.contains("<<") && (after.is_empty() || after == "'")).then_some(before)
-        });
-        let Some(before) = closing else {
-            heredoc.push(line);
+        let Some(at) = memmem::find(line.as_bytes(), heredoc.delimiter.as_bytes()) else {
             return;
         };
-        if !before.is_empty() {
-            heredoc.push(before);
+        let before = &line[..at];
+        let after = &line[at + heredoc.delimiter.len()..];
+        if js::find_pair(before, *b"<<").is_some() || !(after.is_empty() || after == "'") {
+            return;
         }
-        if let Some(heredoc) = self.heredoc.take() {
-            let key = heredoc.key;
-            if let Some(properties) = self.properties() {
-                properties.js_assign(key, JsString::from(heredoc.text));
-            }
+        let Some(heredoc) = self.heredoc.take() else {
+            return;
+        };
+        let value = heredoc_value(self.content, heredoc.start, start, before);
+        if let Some(properties) = self.properties() {
+            properties.js_assign(Cow::Borrowed(heredoc.key), value);
         }
     }
 
@@ -491,5 +454,30 @@ impl<'a> Parser<'a> {
             self.error(ErrorCode::UnclosedBlock, eof, "", message, 0, 0);
             self.close_block(None);
         }
+    }
+}
+
+/// A heredoc's value: its content lines (from `start` up to the closing line at `closing`)
+/// joined with `\n`, then `before`, the text ahead of the delimiter on the closing line, if
+/// any. That is the input itself, unless line endings were `\r\n`.
+fn heredoc_value<'a>(content: &'a str, start: usize, closing: usize, before: &str) -> JsString<'a> {
+    let end = if !before.is_empty() {
+        closing + before.len()
+    } else if closing > start {
+        // Drop the last content line's line ending.
+        let end = closing - 1;
+        if content[start..end].ends_with('\r') {
+            end - 1
+        } else {
+            end
+        }
+    } else {
+        start
+    };
+    let body = &content[start..end];
+    if memmem::find(body.as_bytes(), b"\r\n").is_some() {
+        JsString::new(body.replace("\r\n", "\n"))
+    } else {
+        JsString::new(body)
     }
 }

@@ -1,6 +1,7 @@
 //! A block's properties: keys in first-seen order, with the quirks of the JavaScript object
 //! the reference stores them in.
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use serde::ser::{Serialize, SerializeMap, Serializer};
@@ -31,40 +32,38 @@ const INDEX_FROM: usize = 16;
 
 /// Ordered key/value properties of a block.
 #[derive(Debug, Clone, Default)]
-pub struct Properties {
-    entries: Vec<(String, JsString)>,
-    index: HashMap<String, usize>,
+pub struct Properties<'a> {
+    entries: Vec<(Cow<'a, str>, JsString<'a>)>,
+    index: HashMap<Cow<'a, str>, usize>,
 }
 
-impl PartialEq for Properties {
+impl PartialEq for Properties<'_> {
     fn eq(&self, other: &Self) -> bool {
         self.entries == other.entries
     }
 }
 
-impl Eq for Properties {}
+impl Eq for Properties<'_> {}
 
-impl Properties {
+impl<'a> Properties<'a> {
     /// The value of `key`, if set.
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.position(key).map(|i| self.entries[i].1.text.as_str())
+        self.position(key).map(|i| &*self.entries[i].1.text)
     }
 
     /// Keys and values in first-seen order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
-        self.entries
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.text.as_str()))
+        self.entries.iter().map(|(k, v)| (&**k, &*v.text))
     }
 
     /// Keys and values as JavaScript holds them, in first-seen order.
-    pub(crate) fn raw_entries(&self) -> impl Iterator<Item = (&str, &JsString)> {
-        self.entries.iter().map(|(k, v)| (k.as_str(), v))
+    pub(crate) fn raw_entries(&self) -> impl Iterator<Item = (&str, &JsString<'a>)> {
+        self.entries.iter().map(|(k, v)| (&**k, v))
     }
 
     /// Keys in first-seen order.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().map(|(k, _)| k.as_str())
+        self.entries.iter().map(|(k, _)| &**k)
     }
 
     /// Number of properties.
@@ -75,6 +74,15 @@ impl Properties {
     /// Whether there are none.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
+    }
+
+    /// The same properties, owning their text.
+    pub fn into_owned(self) -> Properties<'static> {
+        let mut owned = Properties::default();
+        for (key, value) in self.entries {
+            owned.js_assign(Cow::Owned(key.into_owned()), value.into_owned());
+        }
+        owned
     }
 
     fn position(&self, key: &str) -> Option<usize> {
@@ -92,15 +100,15 @@ impl Properties {
 
     /// JavaScript's `properties[key] = value`: replaces in place, appends otherwise, and
     /// ignores `__proto__`.
-    pub(crate) fn js_assign(&mut self, key: &str, value: JsString) {
+    pub(crate) fn js_assign(&mut self, key: Cow<'a, str>, value: JsString<'a>) {
         if key == "__proto__" {
             return;
         }
-        if let Some(i) = self.position(key) {
+        if let Some(i) = self.position(&key) {
             self.entries[i].1 = value;
             return;
         }
-        self.entries.push((key.to_owned(), value));
+        self.entries.push((key.clone(), value));
         let len = self.entries.len();
         if len == INDEX_FROM + 1 {
             self.index = self
@@ -110,12 +118,12 @@ impl Properties {
                 .map(|(i, (k, _))| (k.clone(), i))
                 .collect();
         } else if len > INDEX_FROM + 1 {
-            self.index.insert(key.to_owned(), len - 1);
+            self.index.insert(key, len - 1);
         }
     }
 }
 
-impl Serialize for Properties {
+impl Serialize for Properties<'_> {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         let mut map = serializer.serialize_map(Some(self.entries.len()))?;
         for (key, value) in &self.entries {

@@ -10,15 +10,25 @@ const REPLY: &str = "001_parse_reply_with_prose_and_errors/reply.md";
 fn json_output_is_byte_identical_to_the_reference() {
     // expected-parse.json was written by the reference parser:
     // JSON.stringify(parseNesl(reply), null, 2) + "\n".
-    let expected = read(&fixture("001_parse_reply_with_prose_and_errors/expected-parse.json"));
-    let out = git_loaf().args(["parse", "--json"]).arg(fixture(REPLY)).output().expect("runs");
+    let expected = read(&fixture(
+        "001_parse_reply_with_prose_and_errors/expected-parse.json",
+    ));
+    let out = git_loaf()
+        .args(["parse", "--json"])
+        .arg(fixture(REPLY))
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(1), "the reply has syntax errors");
     assert_eq!(String::from_utf8_lossy(&out.stdout), expected);
 }
 
 #[test]
 fn listing_shows_blocks_keys_and_errors() {
-    let out = git_loaf().arg("parse").arg(fixture(REPLY)).output().expect("runs");
+    let out = git_loaf()
+        .arg("parse")
+        .arg(fixture(REPLY))
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(1));
     assert_snapshot!(String::from_utf8_lossy(&out.stdout), @r#"
     block k7m lines 4-13: action, path, content
@@ -35,7 +45,11 @@ fn listing_shows_blocks_keys_and_errors() {
 #[test]
 fn clean_reply_from_stdin_exits_0() {
     let reply = "text\n#!nesl [@three-char-SHA-256: ab1]\npath = \"/tmp/x\"\n#!end_ab1\n";
-    let out = git_loaf().args(["parse", "-"]).write_stdin(reply).output().expect("runs");
+    let out = git_loaf()
+        .args(["parse", "-"])
+        .write_stdin(reply)
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(0));
     assert_snapshot!(String::from_utf8_lossy(&out.stdout), @r"
     block ab1 lines 2-4: path
@@ -61,7 +75,11 @@ fn unclosed_block_listing_says_so() {
 
 #[test]
 fn invalid_utf8_is_exit_2_naming_the_byte_offset() {
-    let out = git_loaf().arg("parse").write_stdin(b"abc\n\xc3\x28".to_vec()).output().expect("runs");
+    let out = git_loaf()
+        .arg("parse")
+        .write_stdin(b"abc\n\xc3\x28".to_vec())
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
     assert_snapshot!(String::from_utf8_lossy(&out.stderr), @r"
@@ -72,7 +90,10 @@ fn invalid_utf8_is_exit_2_naming_the_byte_offset() {
 
 #[test]
 fn missing_file_is_exit_2_naming_the_path() {
-    let out = git_loaf().args(["parse", "no/such/reply.md"]).output().expect("runs");
+    let out = git_loaf()
+        .args(["parse", "no/such/reply.md"])
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(2));
     assert_snapshot!(String::from_utf8_lossy(&out.stderr), @r"
     error: no such file: 'no/such/reply.md'
@@ -90,16 +111,26 @@ fn input_over_100_mib_is_refused() {
     let out = git_loaf().arg("parse").arg(&path).output().expect("runs");
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("larger than the 104857600-byte (100 MiB) limit"), "{stderr}");
+    assert!(
+        stderr.contains("larger than the 104857600-byte (100 MiB) limit"),
+        "{stderr}"
+    );
 }
 
 #[test]
 fn crlf_reply_parses_like_lf_but_context_keeps_cr() {
     let reply = "#!nesl [@three-char-SHA-256: abc]\r\nk = v\r\n#!end_abc\r\n";
-    let out = git_loaf().args(["parse", "--json"]).write_stdin(reply).output().expect("runs");
+    let out = git_loaf()
+        .args(["parse", "--json"])
+        .write_stdin(reply)
+        .output()
+        .expect("runs");
     assert_eq!(out.status.code(), Some(1));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON");
     assert_eq!(json["blocks"][0]["endLine"], 3);
     assert_eq!(json["errors"][0]["content"], "k = v");
-    assert_eq!(json["errors"][0]["context"], "#!nesl [@three-char-SHA-256: abc]\r\nk = v\r\n#!end_abc\r\n");
+    assert_eq!(
+        json["errors"][0]["context"],
+        "#!nesl [@three-char-SHA-256: abc]\r\nk = v\r\n#!end_abc\r\n"
+    );
 }

@@ -32,9 +32,16 @@ fn nesl_line() -> impl Strategy<Value = String> {
         Just(String::new()),
         (id.clone()).prop_map(|i| format!("<<'EOT_{i}'")),
     ];
-    let op = prop_oneof![Just(" = "), Just("="), Just(" := "), Just(" => "), Just(" == ")];
+    let op = prop_oneof![
+        Just(" = "),
+        Just("="),
+        Just(" := "),
+        Just(" => "),
+        Just(" == ")
+    ];
     prop_oneof![
-        id.clone().prop_map(|i| format!("#!nesl [@three-char-SHA-256: {i}]")),
+        id.clone()
+            .prop_map(|i| format!("#!nesl [@three-char-SHA-256: {i}]")),
         id.clone().prop_map(|i| format!("#!nesl [@sha: {i}]")),
         Just("#!nesl broken".to_owned()),
         id.clone().prop_map(|i| format!("#!end_{i}")),
@@ -50,7 +57,10 @@ fn nesl_line() -> impl Strategy<Value = String> {
 }
 
 fn reply() -> impl Strategy<Value = String> {
-    (prop::collection::vec(nesl_line(), 0..40), prop_oneof![Just("\n"), Just("\r\n")])
+    (
+        prop::collection::vec(nesl_line(), 0..40),
+        prop_oneof![Just("\n"), Just("\r\n")],
+    )
         .prop_map(|(lines, eol)| lines.join(eol))
 }
 
@@ -76,7 +86,7 @@ proptest! {
             prop_assert!(error.line >= 1 && error.line <= lines + 1, "{error:?}");
             prop_assert!(error.column >= 1);
             prop_assert!(error.column - 1 + error.length <= utf16_len(&error.content) + 1, "{error:?}");
-            prop_assert!(error.context.contains(&error.content));
+            prop_assert!(error.context.contains(&*error.content));
             prop_assert!(error.context.split('\n').count() <= 5);
         }
         // The JSON shape always serializes.
@@ -140,7 +150,8 @@ fn a_million_keys_in_one_block_stay_linear() {
 #[test]
 fn deeply_broken_input_is_bounded() {
     // Every line an error: the errors grow with the input, never faster.
-    let text = "#!nesl [@three-char-SHA-256: abc]\n".to_owned() + &"// not an assignment\n".repeat(100_000);
+    let text = "#!nesl [@three-char-SHA-256: abc]\n".to_owned()
+        + &"// not an assignment\n".repeat(100_000);
     let result = nesl::parse(&text);
     assert_eq!(result.errors.len(), 100_001);
     let context_bytes: usize = result.errors.iter().map(|e| e.context.len()).sum();
