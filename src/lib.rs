@@ -12,6 +12,8 @@
 //! reply safely). The command line lives in [`cli`].
 #![warn(missing_docs)]
 
+pub mod actions;
 pub mod cli;
+pub mod exec;
 pub mod input;
 pub mod nesl;

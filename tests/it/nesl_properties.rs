@@ -56,6 +56,14 @@ fn nesl_line() -> impl Strategy<Value = String> {
     ]
 }
 
+/// 512 cases per property in the suite; `PROPTEST_CASES` sets more for a long run.
+fn cases() -> u32 {
+    std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(512)
+}
+
 fn reply() -> impl Strategy<Value = String> {
     (
         prop::collection::vec(nesl_line(), 0..40),
@@ -65,7 +73,7 @@ fn reply() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig::with_cases(cases()))]
 
     #[test]
     fn never_panics_and_stays_consistent(input in prop_oneof![reply(), any::<String>()]) {

@@ -1,0 +1,195 @@
+//! Running validated actions: filesystem operations, the fs-guard, code execution and hooks.
+//!
+//! Knows nothing about git. Outside a transaction (`apply --no-commit`) actions run where
+//! their paths say; inside one, the transaction hands over a [`PathMap`] that redirects the
+//! repository's paths into the staging worktree, and every path and message that reaches
+//! the report is mapped back, so the model only ever sees its own paths.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// An action's parameters after validation and type conversion, in the block's key order.
+pub type Params = serde_json::Map<String, Value>;
+
+/// What one action did: the `success`, `error` and `data` of the report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Outcome {
+    /// Whether the action did what it was asked.
+    pub success: bool,
+    /// Why not, written for the model to fix its next reply in one go.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// What it produced (file contents, listings, exec output, ...).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl Outcome {
+    /// A success, with or without data.
+    pub fn ok(data: Option<Value>) -> Self {
+        Outcome {
+            success: true,
+            error: None,
+            data,
+        }
+    }
+
+    /// A failure with its message.
+    pub fn fail(error: impl Into<String>) -> Self {
+        Outcome {
+            success: false,
+            error: Some(error.into()),
+            data: None,
+        }
+    }
+}
+
+/// Reading or writing, as the fs-guard distinguishes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Reading a file or listing a directory.
+    Read,
+    /// Creating, changing, moving or deleting.
+    Write,
+}
+
+impl Access {
+    /// `read` or `write`, as messages say it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Access::Read => "read",
+            Access::Write => "write",
+        }
+    }
+}
+
+/// Decides whether a path may be read or written (the fs-guard implements it).
+pub trait AccessCheck {
+    /// The path to use (canonical, symlinks resolved) when access is allowed; otherwise the
+    /// refusal message, `fs-guard violation: <read|write> access denied for '<path>'` and
+    /// the allowed roots.
+    fn check(&self, access: Access, path: &Path) -> Result<PathBuf, String>;
+}
+
+/// Allows everything: for tests of the actions themselves.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AllowAll;
+
+impl AccessCheck for AllowAll {
+    fn check(&self, _: Access, path: &Path) -> Result<PathBuf, String> {
+        Ok(path.to_path_buf())
+    }
+}
+
+/// Maps the paths the model sees (the user's) to where actions really run, and back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathMap {
+    user_root: PathBuf,
+    real_root: PathBuf,
+}
+
+impl PathMap {
+    /// No redirection: actions run where their paths say.
+    pub fn identity(root: &Path) -> Self {
+        PathMap {
+            user_root: root.to_path_buf(),
+            real_root: root.to_path_buf(),
+        }
+    }
+
+    /// Paths under `user_root` run under `real_root` instead.
+    pub fn redirect(user_root: &Path, real_root: &Path) -> Self {
+        PathMap {
+            user_root: user_root.to_path_buf(),
+            real_root: real_root.to_path_buf(),
+        }
+    }
+
+    /// The root as the model sees it (the repository root, or the current directory).
+    pub fn user_root(&self) -> &Path {
+        &self.user_root
+    }
+
+    /// Where a path the model wrote really is.
+    pub fn to_real(&self, user: &Path) -> PathBuf {
+        match user.strip_prefix(&self.user_root) {
+            Ok(rest) if self.user_root != self.real_root => self.real_root.join(rest),
+            _ => user.to_path_buf(),
+        }
+    }
+
+    /// How the model should see a real path.
+    pub fn to_user(&self, real: &Path) -> PathBuf {
+        match real.strip_prefix(&self.real_root) {
+            Ok(rest) if self.user_root != self.real_root => self.user_root.join(rest),
+            _ => real.to_path_buf(),
+        }
+    }
+
+    /// A message or output with every mention of the real root replaced by the user's.
+    pub fn scrub(&self, text: &str) -> String {
+        if self.user_root == self.real_root {
+            return text.to_owned();
+        }
+        let (real, user) = (
+            self.real_root.to_string_lossy(),
+            self.user_root.to_string_lossy(),
+        );
+        text.replace(real.as_ref(), user.as_ref())
+    }
+}
+
+/// Where actions run and what they may touch.
+pub struct Workspace<'a> {
+    /// Decides what may be read and written.
+    pub guard: &'a dyn AccessCheck,
+    /// User paths ↔ real paths.
+    pub paths: &'a PathMap,
+    /// Files larger than this are refused (`max_file_size`, default 10 MiB).
+    pub max_file_size: u64,
+    /// How long `exec` code may run before its process group is killed.
+    pub exec_timeout: Duration,
+    /// Bytes kept of each exec output stream; the rest is cut and marked truncated.
+    pub max_output: usize,
+}
+
+impl Workspace<'_> {
+    /// Defaults for tests: everything allowed, no redirection, 10 MiB, 30 s, 1 MiB.
+    pub fn permissive<'a>(guard: &'a dyn AccessCheck, paths: &'a PathMap) -> Workspace<'a> {
+        Workspace {
+            guard,
+            paths,
+            max_file_size: 10 * 1024 * 1024,
+            exec_timeout: Duration::from_secs(30),
+            max_output: 1024 * 1024,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_map_redirects_only_inside_the_root() {
+        let map = PathMap::redirect(Path::new("/repo"), Path::new("/repo/.git/loaf/stage"));
+        assert_eq!(
+            map.to_real(Path::new("/repo/src/a.rs")),
+            Path::new("/repo/.git/loaf/stage/src/a.rs")
+        );
+        assert_eq!(map.to_real(Path::new("/tmp/x")), Path::new("/tmp/x"));
+        assert_eq!(
+            map.to_user(Path::new("/repo/.git/loaf/stage/src/a.rs")),
+            Path::new("/repo/src/a.rs")
+        );
+        assert_eq!(
+            map.scrub("error at /repo/.git/loaf/stage/b: x"),
+            "error at /repo/b: x"
+        );
+        let same = PathMap::identity(Path::new("/repo"));
+        assert_eq!(same.to_real(Path::new("/repo/a")), Path::new("/repo/a"));
+    }
+}
