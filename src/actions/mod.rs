@@ -1,6 +1,13 @@
 //! Actions: what a NESL block asks for, checked against the action schema
-//! (`unified-design.yaml`, compiled in). Validation and execution arrive with later issues;
-//! for now this module owns the schema text.
+//! (`unified-design.yaml`, compiled in): names, required parameters, types and formats.
+
+mod schema;
+mod suggest;
+mod validate;
+
+pub use schema::{Format, ParamDef, ParamType, Schema, ToolDef};
+pub use suggest::closest;
+pub use validate::{Action, BlockError, ErrorType, Plan, plan};
 
 /// The action schema exactly as the user wrote it (`unified-design.yaml` at the repository
 /// root): every tool, its parameters and their types.

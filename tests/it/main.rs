@@ -5,3 +5,4 @@ mod cli_parse;
 mod nesl_conformance;
 mod nesl_properties;
 mod support;
+mod validation;
