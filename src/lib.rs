@@ -17,3 +17,4 @@ pub mod cli;
 pub mod exec;
 pub mod input;
 pub mod nesl;
+pub mod report;

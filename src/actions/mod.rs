@@ -5,7 +5,7 @@ mod schema;
 mod suggest;
 mod validate;
 
-pub use schema::{Format, ParamDef, ParamType, Schema, ToolDef};
+pub use schema::{Format, OutputDisplay, ParamDef, ParamType, Schema, ToolDef};
 pub use suggest::closest;
 pub use validate::{Action, BlockError, ErrorType, Plan, plan};
 

@@ -53,6 +53,21 @@ pub struct ToolDef {
     pub kind: String,
     /// Parameters in schema order.
     pub params: Vec<ParamDef>,
+    /// The parameter that names what the action works on (shown in the report).
+    pub primary_param: Option<String>,
+    /// Whether the report shows the action's output.
+    pub output: OutputDisplay,
+}
+
+/// When the report shows an action's output (the schema's `output_display`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OutputDisplay {
+    /// Reads, listings, searches.
+    Always,
+    /// Writes: nothing to show.
+    Never,
+    /// `exec`: unless `return_output` is false.
+    Conditional,
 }
 
 impl ToolDef {
@@ -119,10 +134,20 @@ fn tool(name: &str, def: &Value) -> Result<ToolDef, String> {
             params.push(param_def(name, param, spec)?);
         }
     }
+    let output = match def.get("output_display").and_then(Value::as_str) {
+        Some("always") => OutputDisplay::Always,
+        Some("conditional") => OutputDisplay::Conditional,
+        _ => OutputDisplay::Never,
+    };
     Ok(ToolDef {
         name: name.to_owned(),
         kind,
         params,
+        primary_param: def
+            .get("primary_param")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        output,
     })
 }
 
@@ -202,5 +227,11 @@ mod tests {
             .map(|p| p.name.as_str())
             .collect();
         assert_eq!(names, ["path", "content"]);
+        assert_eq!(exec.primary_param.as_deref(), Some("lang"));
+        assert_eq!(exec.output, OutputDisplay::Conditional);
+        assert_eq!(
+            schema.tool("file_read").map(|t| t.output),
+            Some(OutputDisplay::Always)
+        );
     }
 }

@@ -1,0 +1,376 @@
+//! The ExecutionResult of an apply and its two renderings: the text report made to be pasted
+//! back to the model, and JSON (`--json`), in the seed's shape.
+
+use std::fmt::Write as _;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::actions::{BlockError, OutputDisplay, Schema};
+use crate::exec::Params;
+
+/// Everything an apply did.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecutionResult {
+    /// Every block parsed, validated and ran, and every hook succeeded.
+    pub success: bool,
+    /// Blocks in the reply.
+    pub total_blocks: usize,
+    /// Actions that ran (successfully or not).
+    pub executed_actions: usize,
+    /// One result per action that ran, in order.
+    pub results: Vec<ActionResult>,
+    /// Blocks that did not run, and why.
+    pub parse_errors: Vec<BlockError>,
+    /// Why nothing ran at all, if so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fatal_error: Option<String>,
+    /// Hooks that failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hook_errors: Option<HookErrors>,
+    /// The git transaction, when there was one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub git: Option<GitInfo>,
+}
+
+/// Hook failures, as `"<command>: <error>"`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct HookErrors {
+    /// Before-hook failures (the apply was aborted).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub before: Vec<String>,
+    /// After-hook failures (recorded; the actions' work is kept).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub after: Vec<String>,
+}
+
+/// What the git transaction recorded.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct GitInfo {
+    /// The commit made, if anything changed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commit: Option<String>,
+    /// The checkpoint of the user's uncommitted work, if there was any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub checkpoint: Option<String>,
+    /// HEAD before the apply.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub base: Option<String>,
+    /// The apply's id.
+    pub apply: String,
+}
+
+/// One action that ran.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ActionResult {
+    /// 1-based position among the actions that ran.
+    pub seq: usize,
+    /// The block's id.
+    pub block_id: String,
+    /// The action.
+    pub action: String,
+    /// Its parameters as the block gave them, typed.
+    pub params: Params,
+    /// Whether it did what was asked.
+    pub success: bool,
+    /// Why not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// What it produced.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl ExecutionResult {
+    /// The result as pretty JSON.
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self)
+            .unwrap_or_else(|e| format!("{{\"fatalError\": \"cannot serialize: {e}\"}}"))
+    }
+
+    /// The text report for the model.
+    pub fn to_text(&self) -> String {
+        let mut out = String::from("=== LOAF RESULTS ===");
+        if let Some(git) = &self.git {
+            let _ = write!(out, " apply {}", git.apply);
+            if let Some(commit) = &git.commit {
+                let _ = write!(out, " · commit {}", short(commit));
+            }
+        }
+        out.push('\n');
+        if let Some(fatal) = &self.fatal_error {
+            let _ = writeln!(out, "FATAL: {fatal}");
+        }
+        let schema = Schema::get();
+        for result in &self.results {
+            let target = schema
+                .tool(&result.action)
+                .and_then(|t| t.primary_param.as_deref())
+                .and_then(|p| result.params.get(p))
+                .map(|v| format!(" {}", one_line(&plain(v))))
+                .unwrap_or_default();
+            let mark = if result.success { "✅" } else { "❌" };
+            let _ = write!(out, "{} {mark} {}{target}", result.block_id, result.action);
+            match &result.error {
+                Some(error) => {
+                    let _ = writeln!(out, " - {}", indent_rest(error));
+                }
+                None => out.push('\n'),
+            }
+        }
+        for error in &self.parse_errors {
+            let line = error
+                .block_start_line
+                .map(|l| format!(" (line {l})"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "{} ❌ ERROR: {}{line}",
+                error.block_id,
+                indent_rest(&error.message)
+            );
+        }
+        if let Some(hooks) = &self.hook_errors {
+            for (when, errors) in [("before", &hooks.before), ("after", &hooks.after)] {
+                for error in errors {
+                    let _ = writeln!(out, "hook ({when}) ❌ {}", indent_rest(error));
+                }
+            }
+        }
+        let outputs: Vec<&ActionResult> = self.results.iter().filter(|r| shows_output(r)).collect();
+        if !outputs.is_empty() {
+            out.push_str("=== OUTPUTS ===\n");
+            for result in outputs {
+                let target = schema
+                    .tool(&result.action)
+                    .and_then(|t| t.primary_param.as_deref())
+                    .and_then(|p| result.params.get(p))
+                    .map(|v| format!(" {}", one_line(&plain(v))))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "[{}] {}{target}:", result.block_id, result.action);
+                if let Some(data) = &result.data {
+                    let text = render_data(data);
+                    out.push_str(&text);
+                    if !text.ends_with('\n') {
+                        out.push('\n');
+                    }
+                }
+            }
+        }
+        out.push_str("=== END ===\n");
+        out
+    }
+}
+
+/// Whether the report shows this result's data: reads always, exec unless it was asked not
+/// to, writes never.
+fn shows_output(result: &ActionResult) -> bool {
+    if result.data.is_none() {
+        return false;
+    }
+    match Schema::get().tool(&result.action).map(|t| t.output) {
+        Some(OutputDisplay::Always) => true,
+        Some(OutputDisplay::Conditional) => {
+            result.params.get("return_output") != Some(&Value::Bool(false))
+        }
+        _ => false,
+    }
+}
+
+/// Data as text: strings as they are, exec output by stream, lists one item per line.
+fn render_data(data: &Value) -> String {
+    match data {
+        Value::String(s) => s.clone(),
+        Value::Array(items) => items.iter().map(plain).collect::<Vec<_>>().join("\n"),
+        Value::Object(map) if map.contains_key("stdout") || map.contains_key("exit_code") => {
+            let mut out = String::new();
+            if let Some(code) = map.get("exit_code") {
+                let _ = writeln!(out, "exit code: {}", plain(code));
+            }
+            for stream in ["stdout", "stderr"] {
+                if let Some(text) = map.get(stream).map(plain).filter(|t| !t.is_empty()) {
+                    let _ = writeln!(out, "{stream}:\n{}", text.trim_end_matches('\n'));
+                }
+            }
+            out
+        }
+        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+    }
+}
+
+fn plain(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+fn one_line(text: &str) -> String {
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    let first = lines.next().unwrap_or("").to_owned();
+    match lines.count() {
+        0 => first,
+        more => format!("{first} (+{more} more)"),
+    }
+}
+
+/// Continuation lines of a multi-line message, indented under the result line.
+fn indent_rest(text: &str) -> String {
+    text.trim_end().replace('\n', "\n    ")
+}
+
+fn short(oid: &str) -> &str {
+    oid.get(..7).unwrap_or(oid)
+}
+
+#[cfg(test)]
+mod tests {
+    use insta::assert_snapshot;
+    use serde_json::json;
+
+    use super::*;
+    use crate::actions::ErrorType;
+
+    fn params(v: Value) -> Params {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    fn sample() -> ExecutionResult {
+        ExecutionResult {
+            success: false,
+            total_blocks: 4,
+            executed_actions: 3,
+            results: vec![
+                ActionResult {
+                    seq: 1,
+                    block_id: "k7m".into(),
+                    action: "file_write".into(),
+                    params: params(json!({"path": "/repo/src/a.rs", "content": "fn a() {}"})),
+                    success: true,
+                    error: None,
+                    data: Some(json!({"path": "/repo/src/a.rs", "bytesWritten": 9})),
+                },
+                ActionResult {
+                    seq: 2,
+                    block_id: "x9z".into(),
+                    action: "file_replace_text".into(),
+                    params: params(json!({"path": "/repo/src/b.rs", "old_text": "x", "new_text": "y"})),
+                    success: false,
+                    error: Some("old_text not found in /repo/src/b.rs; closest lines:\n41: fn b() {\n42:     y\n43: }".into()),
+                    data: None,
+                },
+                ActionResult {
+                    seq: 3,
+                    block_id: "r2".into(),
+                    action: "file_read".into(),
+                    params: params(json!({"path": "/repo/README.md"})),
+                    success: true,
+                    error: None,
+                    data: Some(json!("# Title\ntext\n")),
+                },
+            ],
+            parse_errors: vec![BlockError {
+                block_id: "q1w".into(),
+                action: Some("write_file".into()),
+                error_type: ErrorType::Validation,
+                message: "Unknown action 'write_file' (did you mean 'file_write'?)".into(),
+                block_start_line: Some(30),
+                nesl_content: None,
+            }],
+            fatal_error: None,
+            hook_errors: None,
+            git: Some(GitInfo {
+                commit: Some("1a2b3c4d5e6f".into()),
+                checkpoint: None,
+                base: Some("0f0f0f0".into()),
+                apply: "3f2a1c".into(),
+            }),
+        }
+    }
+
+    #[test]
+    fn text_report_for_the_model() {
+        assert_snapshot!(sample().to_text(), @r"
+        === LOAF RESULTS === apply 3f2a1c · commit 1a2b3c4
+        k7m ✅ file_write /repo/src/a.rs
+        x9z ❌ file_replace_text /repo/src/b.rs - old_text not found in /repo/src/b.rs; closest lines:
+            41: fn b() {
+            42:     y
+            43: }
+        r2 ✅ file_read /repo/README.md
+        q1w ❌ ERROR: Unknown action 'write_file' (did you mean 'file_write'?) (line 30)
+        === OUTPUTS ===
+        [r2] file_read /repo/README.md:
+        # Title
+        text
+        === END ===
+        ");
+    }
+
+    #[test]
+    fn json_has_the_seed_shape() {
+        let mut result = sample();
+        result.results.truncate(1);
+        result.parse_errors.clear();
+        result.git = None;
+        assert_snapshot!(result.to_json(), @r#"
+        {
+          "success": false,
+          "totalBlocks": 4,
+          "executedActions": 3,
+          "results": [
+            {
+              "seq": 1,
+              "blockId": "k7m",
+              "action": "file_write",
+              "params": {
+                "path": "/repo/src/a.rs",
+                "content": "fn a() {}"
+              },
+              "success": true,
+              "data": {
+                "path": "/repo/src/a.rs",
+                "bytesWritten": 9
+              }
+            }
+          ],
+          "parseErrors": []
+        }
+        "#);
+    }
+
+    #[test]
+    fn exec_output_shows_streams_unless_return_output_is_false() {
+        let mut exec = ActionResult {
+            seq: 1,
+            block_id: "ex1".into(),
+            action: "exec".into(),
+            params: params(json!({"lang": "bash", "code": "echo hi"})),
+            success: true,
+            error: None,
+            data: Some(json!({"stdout": "hi\n", "stderr": "", "exit_code": 0})),
+        };
+        let report = |r: &ActionResult| {
+            ExecutionResult {
+                results: vec![r.clone()],
+                ..ExecutionResult::default()
+            }
+            .to_text()
+        };
+        assert_snapshot!(report(&exec), @r"
+        === LOAF RESULTS ===
+        ex1 ✅ exec bash
+        === OUTPUTS ===
+        [ex1] exec bash:
+        exit code: 0
+        stdout:
+        hi
+        === END ===
+        ");
+        exec.params
+            .insert("return_output".into(), Value::Bool(false));
+        assert!(!report(&exec).contains("OUTPUTS"));
+    }
+}
