@@ -278,6 +278,7 @@ mod tests {
                 message: "Unknown action 'write_file' (did you mean 'file_write'?)".into(),
                 block_start_line: Some(30),
                 nesl_content: None,
+                line: None,
             }],
             fatal_error: None,
             hook_errors: None,

@@ -72,6 +72,17 @@ pub struct BlockError {
     /// The block as NESL (for syntax errors: the lines around the error).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nesl_content: Option<String>,
+    /// For syntax errors, the line of the error itself (the text report shows it; the JSON
+    /// keeps the seed's shape).
+    #[serde(skip)]
+    pub line: Option<usize>,
+}
+
+impl BlockError {
+    /// The line to point the model at: the error's own, or its block's.
+    pub fn report_line(&self) -> Option<usize> {
+        self.line.or(self.block_start_line)
+    }
 }
 
 /// What a reply asks for: the actions to run, in order, and the blocks that will not run.
@@ -116,6 +127,7 @@ pub fn plan(text: &str, parsed: &ParseResult<'_>, root: &Path) -> Plan {
             error_type: ErrorType::Syntax,
             message: error.message.clone(),
             block_start_line: Some(block.map_or(error.line, |b| b.start_line)),
+            line: Some(error.line),
             nesl_content: Some(
                 block
                     .and_then(|b| block_source(&lines, b))
@@ -136,6 +148,7 @@ pub fn plan(text: &str, parsed: &ParseResult<'_>, root: &Path) -> Plan {
                 message,
                 block_start_line: Some(block.start_line),
                 nesl_content: Some(render_block(block)),
+                line: None,
             }),
         }
     }

@@ -1,6 +1,7 @@
 //! The command line: one file per subcommand, each with an `Args` struct whose doc comment is
 //! its help text and one `run` function.
 
+mod apply;
 mod error;
 mod parse;
 
@@ -21,6 +22,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Apply(apply::ApplyArgs),
     Parse(parse::ParseArgs),
 }
 
@@ -54,6 +56,7 @@ pub fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Apply(args) => apply::run(&args),
         Command::Parse(args) => parse::run(&args),
     };
     match result {

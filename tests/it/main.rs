@@ -1,6 +1,7 @@
 //! The one integration test binary: reference conformance, the command line, and
 //! property tests of the parser.
 
+mod cli_apply;
 mod cli_parse;
 mod nesl_conformance;
 mod nesl_properties;

@@ -1,0 +1,139 @@
+//! `git loaf apply`: run a reply's blocks.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+
+use clap::Args;
+use serde_json::json;
+
+use super::{CliError, Outcome};
+use crate::actions::{self, Plan};
+use crate::input::{Source, as_text, read_bytes};
+use crate::nesl;
+
+/// Run every valid block of an LLM's reply and print the results for the model.
+///
+/// Exits 0 when everything succeeded, 1 when some block or action failed (what succeeded is
+/// kept: failures are data), 2 for usage, configuration or input errors (nothing changed).
+#[derive(Debug, Args)]
+pub struct ApplyArgs {
+    /// The reply to read; `-` or nothing reads standard input.
+    #[arg(value_name = "FILE|-")]
+    file: Option<PathBuf>,
+    /// Parse and validate only: print the planned actions and every error; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Run the actions directly in the current directory, without a git transaction (works
+    /// outside a repository too).
+    #[arg(long)]
+    no_commit: bool,
+    /// Print the result as JSON instead of the text report.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `git loaf apply`.
+pub fn run(args: &ApplyArgs) -> Result<Outcome, CliError> {
+    if !args.dry_run && !args.no_commit {
+        return Err(CliError::usage(
+            "the git transaction of `apply` is not built yet",
+            "use `git loaf apply --no-commit` to run the actions directly, or `--dry-run` to check the reply",
+        ));
+    }
+    let cwd = std::env::current_dir().map_err(|e| {
+        CliError::usage(
+            format!("cannot read the current directory: {e}"),
+            "cd into an existing directory",
+        )
+    })?;
+    let root = crate::git::worktree_root(&cwd).unwrap_or(cwd);
+    let source = Source::from_arg(args.file.as_deref());
+    let bytes = read_bytes(&source)?;
+    let text = as_text(&bytes, &source)?;
+    if args.dry_run {
+        let plan = actions::plan(text, &nesl::parse(text), &root);
+        let report = if args.json {
+            dry_run_json(&plan)
+        } else {
+            dry_run_text(&plan)
+        };
+        print(&report)?;
+        return Ok(if plan.errors.is_empty() {
+            Outcome::Success
+        } else {
+            Outcome::Failed
+        });
+    }
+    let result = crate::run_direct(text, &root);
+    print(&if args.json {
+        result.to_json() + "\n"
+    } else {
+        result.to_text()
+    })?;
+    Ok(if result.success {
+        Outcome::Success
+    } else {
+        Outcome::Failed
+    })
+}
+
+fn print(text: &str) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::usage(
+            format!("cannot write the output: {e}"),
+            "check that standard output is writable",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The planned actions and the blocks that would not run.
+fn dry_run_text(plan: &Plan) -> String {
+    let schema = actions::Schema::get();
+    let mut out = String::from("=== LOAF DRY RUN ===\n");
+    for action in &plan.actions {
+        let target = schema
+            .tool(&action.name)
+            .and_then(|t| t.primary_param.as_deref())
+            .and_then(|p| action.params.get(p))
+            .and_then(|v| v.as_str())
+            .map(|v| format!(" {}", v.lines().next().unwrap_or("")))
+            .unwrap_or_default();
+        out.push_str(&format!("{} {}{target}\n", action.block_id, action.name));
+    }
+    for error in &plan.errors {
+        let line = error
+            .report_line()
+            .map(|l| format!(" (line {l})"))
+            .unwrap_or_default();
+        out.push_str(&format!(
+            "{} ❌ ERROR: {}{line}\n",
+            error.block_id,
+            error.message.trim_end().replace('\n', "\n    ")
+        ));
+    }
+    let n = plan.actions.len();
+    out.push_str(&format!(
+        "=== {n} action{} would run; {} error{} ===\n",
+        if n == 1 { "" } else { "s" },
+        plan.errors.len(),
+        if plan.errors.len() == 1 { "" } else { "s" },
+    ));
+    out
+}
+
+fn dry_run_json(plan: &Plan) -> String {
+    let actions: Vec<_> = plan
+        .actions
+        .iter()
+        .map(|a| json!({"blockId": a.block_id, "action": a.name, "params": a.params}))
+        .collect();
+    let value = json!({
+        "success": plan.errors.is_empty(),
+        "totalBlocks": plan.total_blocks,
+        "actions": actions,
+        "parseErrors": plan.errors,
+    });
+    serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
+}

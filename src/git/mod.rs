@@ -1,0 +1,36 @@
+//! Everything that touches git: the only module that imports git2. For now: finding the
+//! repository a command runs in. The transaction (stage, checkpoint, commit, publish, lock,
+//! operation log) arrives with a later issue.
+
+use std::path::{Path, PathBuf};
+
+/// The working tree root of the repository containing `dir`, if any (a bare repository has
+/// none).
+pub fn worktree_root(dir: &Path) -> Option<PathBuf> {
+    let repo = git2::Repository::discover(dir).ok()?;
+    let root = repo.workdir()?.to_path_buf();
+    // libgit2 keeps a trailing separator; the model should see `/repo`, not `/repo/`.
+    Some(root.components().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_root_from_a_subdirectory_and_nothing_outside() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = git2::Repository::init(dir.path()).expect("init");
+        let sub = dir.path().join("a/b");
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        let root = repo.workdir().map(|p| p.canonicalize().expect("canonical"));
+        let found = worktree_root(&sub).map(|p| p.canonicalize().expect("canonical"));
+        assert_eq!(found, root);
+        let outside = tempfile::tempdir().expect("tempdir");
+        assert_eq!(
+            worktree_root(outside.path()),
+            None,
+            "the temp dir is not in a repository"
+        );
+    }
+}
