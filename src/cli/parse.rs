@@ -28,7 +28,7 @@ pub fn run(args: &ParseArgs) -> Result<Outcome, CliError> {
     let source = Source::from_arg(args.file.as_deref());
     let bytes = read_bytes(&source)?;
     let result = nesl::parse(as_text(&bytes, &source)?);
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let mut out = std::io::BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
     let written = if args.json {
         nesl::write_json(&result, &mut out).and_then(|()| out.write_all(b"\n"))
     } else {

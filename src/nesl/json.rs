@@ -133,7 +133,9 @@ fn write_str(out: &mut impl Write, s: &str) -> io::Result<()> {
     let mut clean_from = 0;
     loop {
         let i = next_escape(bytes, clean_from);
-        out.write_all(&bytes[clean_from..i])?;
+        if i > clean_from {
+            out.write_all(&bytes[clean_from..i])?;
+        }
         let Some(&byte) = bytes.get(i) else {
             break;
         };
