@@ -2,6 +2,7 @@
 //! property tests of the parser.
 
 mod cli_parse;
+mod fs_actions;
 mod nesl_conformance;
 mod nesl_properties;
 mod support;

@@ -142,8 +142,13 @@ pub(super) fn describe(text: &str, wanted: &str, from: usize) -> String {
         format!("lines {}-{}", found.first, found.last)
     };
     let head = if found.whitespace_only {
+        let (verb, pronoun) = if found.first == found.last {
+            ("differs", "it")
+        } else {
+            ("differ", "them")
+        };
         format!(
-            "; {span} differ from it only in whitespace (indentation, spaces or line breaks), copy them exactly"
+            "; {span} {verb} from it only in whitespace (indentation, spaces or line breaks), copy {pronoun} exactly"
         )
     } else {
         format!(

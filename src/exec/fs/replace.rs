@@ -140,7 +140,7 @@ pub(super) fn file_replace_text(call: &Call) -> Result<Outcome, String> {
         1 => {}
         n => {
             return Err(call.fail(format!(
-                "old_text appears {n} times, must appear exactly once ({}); include more of the surrounding text to make it unique, or use file_replace_all_text",
+                "old_text appears {n} times, must appear exactly once: {}. Include more of the surrounding text to make it unique, or use file_replace_all_text",
                 where_lines(&line_numbers(&file.text, &found.at))
             )));
         }
@@ -172,7 +172,7 @@ pub(super) fn file_replace_all_text(call: &Call) -> Result<Outcome, String> {
         let mut message = format!("expected {expected} occurrences but found {actual}");
         if actual > 0 {
             message.push_str(&format!(
-                " ({})",
+                ": {}",
                 where_lines(&line_numbers(&file.text, &found.at))
             ));
         }
@@ -209,7 +209,7 @@ pub(super) fn file_replace_text_range(call: &Call) -> Result<Outcome, String> {
         [at] => *at,
         many => {
             return Err(call.fail(format!(
-                "old_text_beginning appears {} times, must appear exactly once ({}); include more of its line to make it unique",
+                "old_text_beginning appears {} times, must appear exactly once: {}. Include more of the surrounding text to make it unique",
                 many.len(),
                 where_lines(&line_numbers(&file.text, many))
             )));
@@ -228,7 +228,7 @@ pub(super) fn file_replace_text_range(call: &Call) -> Result<Outcome, String> {
         [at] => *at,
         many => {
             return Err(call.fail(format!(
-                "old_text_end appears {} times after old_text_beginning (line {start_line}), must appear exactly once ({}); include more of its line to make it unique",
+                "old_text_end appears {} times after old_text_beginning (line {start_line}), must appear exactly once there: {}. Include more of the surrounding text to make it unique",
                 many.len(),
                 where_lines(&line_numbers(&file.text, many))
             )));

@@ -35,7 +35,7 @@ fn require_dir(target: &Target) -> Result<(), String> {
 }
 
 /// `ls`: data `[{name, type, size, modified}]`, sorted by name; `type` is `file`,
-/// `directory`, `symlink` or `other`; `size` is in bytes (0 for directories); `modified` is
+/// `directory`, `symlink` or `other`; `size` is in bytes (0 for all but files); `modified` is
 /// RFC 3339 UTC to the second.
 pub(super) fn ls(call: &Call) -> Result<Outcome, String> {
     let target = call.path("path", &[Access::Read])?;
@@ -59,7 +59,7 @@ pub(super) fn ls(call: &Call) -> Result<Outcome, String> {
         } else {
             "other"
         };
-        let size = if meta.is_dir() { 0 } else { meta.len() };
+        let size = if meta.is_file() { meta.len() } else { 0 };
         let modified = meta
             .modified()
             .map(|t| humantime::format_rfc3339_seconds(t).to_string())

@@ -37,6 +37,18 @@ pub(super) enum LoadError {
         /// The limit.
         max: u64,
     },
+    /// New contents larger than `max_file_size`.
+    #[error(
+        "Content too large for '{path}': {size} bytes, over max_file_size ({max} bytes, set in loaf.yml); refused"
+    )]
+    ContentTooLarge {
+        /// The model's path.
+        path: String,
+        /// The size the file would have.
+        size: u64,
+        /// The limit.
+        max: u64,
+    },
     /// Contains NUL bytes.
     #[error(
         "Binary file '{path}' (contains NUL bytes); refused: only UTF-8 text files can be read or edited"
@@ -192,7 +204,7 @@ pub(super) fn existing_style(path: &Path) -> Option<(bool, Eol)> {
 pub(super) fn check_size(path: &str, size: usize, max: u64) -> Result<(), LoadError> {
     let size = size as u64;
     if size > max {
-        return Err(LoadError::TooLarge {
+        return Err(LoadError::ContentTooLarge {
             path: path.to_owned(),
             size,
             max,
