@@ -430,3 +430,23 @@ fn an_ambiguous_replace_names_every_match() {
     insta::assert_snapshot!(outcome.error.unwrap(), @"file_replace_text: old_text appears 3 times, must appear exactly once: at lines 1, 3, 4. Include more of the surrounding text to make it unique, or use file_replace_all_text");
     assert_eq!(fs::read_to_string(&file).unwrap(), text);
 }
+
+/// More than 1000 matching lines: the first 1000 come back, and the model is asked to narrow
+/// the search.
+#[test]
+fn a_flood_of_grep_matches_is_cut_and_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    fs::write(dir.path().join("log.txt"), "error here\n".repeat(1005)).unwrap();
+    let paths = PathMap::identity(dir.path());
+    let ws = Workspace::permissive(&AllowAll, &paths);
+    let params = json!({"pattern": "error", "path": dir.path()});
+    let outcome = fs_actions::run("grep", params.as_object().unwrap(), &ws);
+    assert!(!outcome.success);
+    assert_eq!(
+        outcome.error.as_deref(),
+        Some("grep: more than 1000 matching lines; the first 1000 are returned. Narrow the search")
+    );
+    let data = outcome.data.unwrap();
+    assert_eq!(data.as_array().map(Vec::len), Some(1000));
+    assert_eq!(data[999]["line_number"], 1000);
+}

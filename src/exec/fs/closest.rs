@@ -1,10 +1,12 @@
 //! Where text the model expected is most nearly found: the window of lines most similar to
 //! it, shown with line numbers in a not-found message so the model can copy the real text.
 //!
-//! Similarity is per line (Sørensen–Dice over character bigrams, whitespace ignored),
-//! averaged over the lines of the expected text; the window slides over the file one line
-//! at a time. Each distinct file line is compared once per expected line, and on very large
-//! files only the longest expected lines are compared, so a miss stays cheap.
+//! Similarity is per line (the Sørensen–Dice coefficient of character bigrams, whitespace
+//! ignored, as `strsim::sorensen_dice` computes it, but with each line's bigrams built once
+//! rather than per comparison), averaged over the lines of the expected text; the window
+//! slides over the file one line at a time. Each distinct file line is compared once per
+//! expected line, and on very large files only the longest expected lines are compared, so
+//! a miss stays cheap.
 
 use std::collections::HashMap;
 
@@ -77,15 +79,16 @@ pub(super) fn find(text: &str, wanted: &str, from: usize) -> Option<Closest> {
         .collect();
     compared.sort_by_key(|&i| std::cmp::Reverse(wanted[i].len()));
     compared.truncate((BUDGET / distinct.len().max(1)).max(1));
-    let similarity: Vec<Vec<f64>> = compared
-        .iter()
-        .map(|&i| {
-            distinct
-                .iter()
-                .map(|line| line_similarity(wanted[i], line))
-                .collect()
-        })
-        .collect();
+    let wanted_bigrams: Vec<Bigrams> = compared.iter().map(|&i| Bigrams::of(wanted[i])).collect();
+    // similarity[k][id]: compared line k against distinct file line id. Each file line's
+    // bigrams are built once and dropped, so memory stays at the size of this table.
+    let mut similarity = vec![vec![0.0f32; distinct.len()]; compared.len()];
+    for (id, line) in distinct.iter().enumerate() {
+        let line = Bigrams::of(line);
+        for (k, wanted) in wanted_bigrams.iter().enumerate() {
+            similarity[k][id] = wanted.similarity(&line);
+        }
+    }
 
     let windows = line_ids.len().saturating_sub(wanted.len()) + 1;
     let mut best: Option<(usize, f64)> = None;
@@ -93,7 +96,7 @@ pub(super) fn find(text: &str, wanted: &str, from: usize) -> Option<Closest> {
         let total: f64 = compared
             .iter()
             .zip(&similarity)
-            .map(|(&i, row)| line_ids.get(w + i).map_or(0.0, |&id| row[id]))
+            .map(|(&i, row)| line_ids.get(w + i).map_or(0.0, |&id| f64::from(row[id])))
             .sum();
         let score = total / compared.len() as f64;
         if best.is_none_or(|(_, b)| score > b) {
@@ -117,11 +120,46 @@ pub(super) fn find(text: &str, wanted: &str, from: usize) -> Option<Closest> {
     })
 }
 
-fn line_similarity(a: &str, b: &str) -> f64 {
-    match (a.is_empty(), b.is_empty()) {
-        (true, true) => 1.0,
-        (true, false) | (false, true) => 0.0,
-        (false, false) => strsim::sorensen_dice(a, b),
+/// A line reduced for comparison: its characters without whitespace, and their adjacent
+/// pairs sorted, so two lines compare by one merge and no allocation.
+struct Bigrams {
+    squeezed: Vec<char>,
+    pairs: Vec<u64>,
+}
+
+impl Bigrams {
+    fn of(line: &str) -> Bigrams {
+        let squeezed: Vec<char> = line.chars().filter(|c| !c.is_whitespace()).collect();
+        let mut pairs: Vec<u64> = squeezed
+            .windows(2)
+            .map(|w| (u64::from(w[0]) << 32) | u64::from(w[1]))
+            .collect();
+        pairs.sort_unstable();
+        Bigrams { squeezed, pairs }
+    }
+
+    /// Sørensen–Dice coefficient of the two bigram multisets: 1 for equal lines, 0 for
+    /// nothing in common.
+    fn similarity(&self, other: &Bigrams) -> f32 {
+        if self.squeezed == other.squeezed {
+            return 1.0;
+        }
+        if self.pairs.is_empty() || other.pairs.is_empty() {
+            return 0.0;
+        }
+        let (mut i, mut j, mut common) = (0, 0, 0usize);
+        while i < self.pairs.len() && j < other.pairs.len() {
+            match self.pairs[i].cmp(&other.pairs[j]) {
+                std::cmp::Ordering::Less => i += 1,
+                std::cmp::Ordering::Greater => j += 1,
+                std::cmp::Ordering::Equal => {
+                    common += 1;
+                    i += 1;
+                    j += 1;
+                }
+            }
+        }
+        (2 * common) as f32 / (self.pairs.len() + other.pairs.len()) as f32
     }
 }
 
@@ -202,6 +240,36 @@ mod tests {
     fn shows_nothing_when_nothing_is_similar() {
         assert_eq!(find(FILE, "SELECT * FROM users WHERE id = 7", 1), None);
         assert_eq!(describe("", "x", 1), " (the file is empty)");
+    }
+
+    #[test]
+    fn similarity_is_the_dice_coefficient_of_bigrams() {
+        let sim = |a: &str, b: &str| Bigrams::of(a).similarity(&Bigrams::of(b));
+        assert_eq!(sim("a b", "ab"), 1.0);
+        assert_eq!(sim("}", "}"), 1.0);
+        assert_eq!(sim("}", "{"), 0.0);
+        // night: ni ig gh ht; nacht: na ac ch ht; one pair in common of eight.
+        assert_eq!(sim("night", "nacht"), 0.25);
+    }
+
+    #[test]
+    fn a_miss_in_a_large_file_stays_cheap() {
+        let text: String = (0..100_000)
+            .map(|i| {
+                format!(
+                    "    let value_{i} = compute(alpha_{}, beta_{});\n",
+                    i % 997,
+                    i % 313
+                )
+            })
+            .collect();
+        let wanted: String = (0..20)
+            .map(|i| format!("    let valu_{i} = compute(alpha, beta_{i});\n"))
+            .collect();
+        let started = std::time::Instant::now();
+        let found = find(&text, &wanted, 1).expect("similar lines");
+        assert_eq!(found.first, 1);
+        assert!(started.elapsed() < std::time::Duration::from_secs(5));
     }
 
     #[test]

@@ -279,14 +279,18 @@ pub(super) fn files_replace_all_text(call: &Call) -> Result<Outcome, String> {
     if failures.is_empty() {
         return Ok(Outcome::ok(data));
     }
+    let summary = if failures.len() == list.len() {
+        format!("all {} file(s) failed, nothing was changed", list.len())
+    } else {
+        format!(
+            "{} of {} file(s) failed (the others were changed)",
+            failures.len(),
+            list.len()
+        )
+    };
     Ok(Outcome {
         success: false,
-        error: Some(call.fail(format!(
-            "{} of {} file(s) failed (the others were changed):\n{}",
-            failures.len(),
-            list.len(),
-            failures.join("\n")
-        ))),
+        error: Some(call.fail(format!("{summary}:\n{}", failures.join("\n")))),
         data,
     })
 }

@@ -2,9 +2,10 @@
 //! `glob` (file paths matching a pattern).
 //!
 //! What the fs-guard would refuse to read is left out, as if it were not there. `grep` and
-//! `glob` walk like git sees the tree: `.gitignore`, `.ignore` and `.git/info/exclude` are
-//! respected (build output and dependencies are rarely what the model is looking for),
-//! `.git` itself is skipped, symlinks are not followed. Results are sorted by path.
+//! `glob` walk the tree as ripgrep does: inside a git repository `.gitignore` and
+//! `.git/info/exclude` are respected (build output and dependencies are rarely what the
+//! model is looking for), `.ignore` files everywhere; `.git` itself is skipped, symlinks are
+//! not followed. Results are sorted by path.
 
 use std::fs;
 use std::path::Path;
@@ -76,7 +77,7 @@ pub(super) fn ls(call: &Call) -> Result<Outcome, String> {
     ))))
 }
 
-/// The files under `root` as git would list them (ignore files respected, `.git` and
+/// The files under `root` as ripgrep would search them (ignore files respected, `.git` and
 /// symlinks skipped), sorted, that the guard lets the model read.
 fn walk_files(call: &Call, root: &Path) -> Vec<std::path::PathBuf> {
     let mut walker = ignore::WalkBuilder::new(root);
@@ -86,7 +87,6 @@ fn walk_files(call: &Call, root: &Path) -> Vec<std::path::PathBuf> {
         .git_exclude(true)
         .git_global(false)
         .ignore(true)
-        .require_git(false)
         .follow_links(false)
         .sort_by_file_name(|a, b| a.cmp(b))
         .filter_entry(|entry| entry.file_name() != ".git");
@@ -124,6 +124,9 @@ pub(super) fn grep(call: &Call) -> Result<Outcome, String> {
     let include = call.opt_text("include")?;
     if pattern.is_empty() {
         return Err(call.fail("pattern cannot be empty"));
+    }
+    if pattern.contains('\n') {
+        return Err(call.fail("pattern must be a single line: lines are searched one at a time"));
     }
     let target = call.path("path", &[Access::Read])?;
     let include = include

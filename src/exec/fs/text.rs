@@ -228,8 +228,12 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         .parent()
         .ok_or_else(|| io::Error::from(io::ErrorKind::IsADirectory))?;
     let existing = fs::metadata(&path).ok();
-    if existing.as_ref().is_some_and(|m| m.is_dir()) {
-        return Err(io::Error::from(io::ErrorKind::IsADirectory));
+    if let Some(meta) = &existing {
+        if meta.is_dir() {
+            return Err(io::Error::from(io::ErrorKind::IsADirectory));
+        }
+        // The rename would replace a file we may not write; refuse as writing in place would.
+        fs::OpenOptions::new().append(true).open(&path)?;
     }
     let mut builder = tempfile::Builder::new();
     builder.prefix(".loaf-").suffix(".tmp");
@@ -317,5 +321,24 @@ mod tests {
         }
         let names: Vec<_> = fs::read_dir(dir.path()).unwrap().collect();
         assert_eq!(names.len(), if cfg!(unix) { 2 } else { 1 }, "no temp left");
+    }
+
+    #[test]
+    fn a_read_only_file_is_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("locked.txt");
+        fs::write(&file, "old").unwrap();
+        let mut perms = fs::metadata(&file).unwrap().permissions();
+        perms.set_readonly(true);
+        fs::set_permissions(&file, perms).unwrap();
+        // Root may write anything; then there is nothing to refuse.
+        let privileged = fs::OpenOptions::new().append(true).open(&file).is_ok();
+        let result = write_atomic(&file, b"new");
+        if privileged {
+            assert!(result.is_ok());
+        } else {
+            assert_eq!(result.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
+            assert_eq!(fs::read_to_string(&file).unwrap(), "old");
+        }
     }
 }
