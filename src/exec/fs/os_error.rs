@@ -7,7 +7,11 @@ use std::io::{self, ErrorKind};
 pub(super) fn os_error(err: &io::Error, syscall: &str, path: &str) -> String {
     match code_and_description(err) {
         Some((code, description)) => format!("{code}: {description}, {syscall} '{path}'"),
-        None => format!("{err}, {syscall} '{path}'"),
+        // Not the error's own text: a wrapped error (tempfile's) may name the real path.
+        None => match err.raw_os_error() {
+            Some(code) => format!("{}, {syscall} '{path}'", io::Error::from_raw_os_error(code)),
+            None => format!("{}, {syscall} '{path}'", err.kind()),
+        },
     }
 }
 
@@ -62,6 +66,8 @@ mod tests {
             os_error2(&gone, "rename", "/a", "/b"),
             "ENOENT: no such file or directory, rename '/a' -> '/b'"
         );
+        let wrapped = io::Error::other("failed at /real/stage/.loaf-x.tmp");
+        assert_eq!(os_error(&wrapped, "open", "/x"), "other error, open '/x'");
         let eperm = io::Error::from_raw_os_error(1);
         assert_eq!(
             os_error(&eperm, "open", "/x"),
