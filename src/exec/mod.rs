@@ -5,6 +5,8 @@
 //! repository's paths into the staging worktree, and every path and message that reaches
 //! the report is mapped back, so the model only ever sees its own paths.
 
+pub mod fs;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
