@@ -16,18 +16,21 @@ const SYNONYMS: [(&str, &str); 12] = [
     ("execute", "exec"),
 ];
 
+/// The words of a name, lowercased, with synonyms replaced by the schema's words, sorted.
 fn words(name: &str) -> Vec<String> {
+    fn canonical(word: &str) -> Vec<String> {
+        match SYNONYMS.iter().find(|(from, _)| *from == word) {
+            // A synonym can expand to several words that are synonyms themselves
+            // (`mkdir` → `dir_create` → `dir`, `write`).
+            Some((_, to)) => to.split('_').flat_map(canonical).collect(),
+            None => vec![word.to_owned()],
+        }
+    }
     let mut words: Vec<String> = name
         .to_ascii_lowercase()
         .split(['_', '-', ' ', '.'])
         .filter(|w| !w.is_empty())
-        .flat_map(|w| {
-            let mapped = SYNONYMS
-                .iter()
-                .find(|(from, _)| *from == w)
-                .map_or(w, |(_, to)| to);
-            mapped.split('_').map(str::to_owned).collect::<Vec<_>>()
-        })
+        .flat_map(canonical)
         .collect();
     words.sort();
     words
