@@ -87,10 +87,11 @@ impl<'a> Cursor<'a> {
         }
         let start = self.pos;
         let rest = &self.text[start..];
-        let raw = match memchr::memchr(b'\n', rest.as_bytes()) {
+        // Lines end at `\n`, dropping a `\r` before it; the last line keeps a final `\r`.
+        let line = match memchr::memchr(b'\n', rest.as_bytes()) {
             Some(i) => {
                 self.pos += i + 1;
-                &rest[..i]
+                rest[..i].strip_suffix('\r').unwrap_or(&rest[..i])
             }
             None => {
                 self.pos = self.text.len();
@@ -99,7 +100,7 @@ impl<'a> Cursor<'a> {
             }
         };
         self.lines += 1;
-        Some((self.lines, start, raw.strip_suffix('\r').unwrap_or(raw)))
+        Some((self.lines, start, line))
     }
 
     /// Takes every whole line before the one holding `found` (an offset from the cursor), or

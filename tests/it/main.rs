@@ -5,6 +5,7 @@ mod cli_apply;
 mod cli_parse;
 mod fs_actions;
 mod nesl_conformance;
+mod nesl_differential;
 mod nesl_properties;
 mod support;
 mod validation;

@@ -30,5 +30,8 @@ fn differential_cases_match_the_reference_byte_for_byte() {
             failures.push(input.display().to_string());
         }
     }
-    assert!(failures.is_empty(), "differ from the reference: {failures:#?}");
+    assert!(
+        failures.is_empty(),
+        "differ from the reference: {failures:#?}"
+    );
 }
