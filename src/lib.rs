@@ -14,6 +14,7 @@
 
 pub mod actions;
 pub mod cli;
+pub mod config;
 pub mod exec;
 pub mod git;
 pub mod input;

@@ -3,6 +3,7 @@
 
 mod cli_apply;
 mod cli_parse;
+mod config;
 mod fs_actions;
 mod nesl_conformance;
 mod nesl_differential;

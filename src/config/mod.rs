@@ -1,0 +1,329 @@
+//! `loaf.yml`: the repository's git-loaf configuration (DESIGN §5). Every key is optional;
+//! unknown keys and bad values are errors that name the line, so a typo never silently
+//! changes what a reply may touch.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+use crate::actions::Schema;
+
+/// The file name, at the repository root (or the current directory outside a repository).
+pub const FILE_NAME: &str = "loaf.yml";
+
+/// Why loaf.yml could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// It exists but cannot be read.
+    #[error("cannot read {}: {error}", path.display())]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+    /// Bad YAML, an unknown key or a value of the wrong type.
+    #[error("{}: {message}", path.display())]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, with line and column.
+        message: String,
+    },
+}
+
+/// The configuration in force.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Config {
+    /// Format version (1).
+    pub version: u32,
+    /// Actions a reply may run; `None`: every fs action (not `exec`).
+    pub allowed_actions: Option<Vec<String>>,
+    /// Where actions may read and write; `None`: the defaults of the fs-guard.
+    pub fs_guard: Option<FsGuardConfig>,
+    /// Commands around the actions.
+    pub hooks: HooksConfig,
+    /// Variables for `${VAR}` in hooks.
+    pub vars: BTreeMap<String, String>,
+    /// The commit message's first line; `{operation_summary}` is what the apply did.
+    pub commit_message_format: String,
+    /// Larger files are refused by every action.
+    pub max_file_size: u64,
+    /// Limits of `exec`.
+    pub exec: ExecConfig,
+    /// The staging worktree.
+    pub stage: StageConfig,
+    /// The folder loaf.yml is in (relative fs-guard patterns resolve from it).
+    pub dir: PathBuf,
+}
+
+/// `fs-guard`: globs allowed and denied, for reading and for writing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsGuardConfig {
+    /// Reading files and listing directories.
+    #[serde(default)]
+    pub read: GuardRules,
+    /// Creating, changing, moving, deleting.
+    #[serde(default)]
+    pub write: GuardRules,
+}
+
+/// Allowed and denied globs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardRules {
+    /// Globs that allow.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Globs that deny.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
+/// `hooks`: commands before and after the actions.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HooksConfig {
+    /// Before the actions; a failure aborts the apply.
+    pub before: Vec<HookCommand>,
+    /// After the actions; failures are recorded.
+    pub after: Vec<HookCommand>,
+}
+
+/// One hook command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookCommand {
+    /// The command, run by `sh -c`.
+    pub run: String,
+    /// Go on with the next hook when this one fails.
+    pub continue_on_error: bool,
+    /// Killed after this long.
+    pub timeout: Duration,
+    /// Where it runs; default the root.
+    pub cwd: Option<String>,
+}
+
+/// `exec`: limits of code execution.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ExecConfig {
+    /// Killed (the whole process group) after this long.
+    pub timeout: Duration,
+    /// Bytes kept of each output stream.
+    pub max_output: usize,
+}
+
+/// `stage`: the staging worktree.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StageConfig {
+    /// Ignored directories linked into the stage (e.g. `target`, `node_modules`).
+    pub share: Vec<String>,
+}
+
+/// Default `max_file_size`: 10 MiB.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
+/// Default exec timeout.
+pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);
+/// Default bytes kept of each exec output stream: 1 MiB.
+pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
+/// Default hook timeout.
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl Config {
+    /// Everything at its default, for a loaf.yml in `dir`.
+    pub fn default_for(dir: &Path) -> Config {
+        Config {
+            version: 1,
+            allowed_actions: None,
+            fs_guard: None,
+            hooks: HooksConfig::default(),
+            vars: BTreeMap::new(),
+            commit_message_format: "AI: {operation_summary}".to_owned(),
+            max_file_size: DEFAULT_MAX_FILE_SIZE,
+            exec: ExecConfig {
+                timeout: DEFAULT_EXEC_TIMEOUT,
+                max_output: DEFAULT_MAX_OUTPUT,
+            },
+            stage: StageConfig::default(),
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Reads `dir/loaf.yml`; without one, the defaults.
+    pub fn load(dir: &Path) -> Result<Config, ConfigError> {
+        let path = dir.join(FILE_NAME);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Config::parse(&text, dir),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+                Ok(Config::default_for(dir))
+            }
+            Err(error) => Err(ConfigError::Read { path, error }),
+        }
+    }
+
+    /// Reads loaf.yml text, for a file in `dir`.
+    pub fn parse(text: &str, dir: &Path) -> Result<Config, ConfigError> {
+        let invalid = |message: String| ConfigError::Invalid {
+            path: dir.join(FILE_NAME),
+            message,
+        };
+        let raw: RawConfig = if text.trim().is_empty() {
+            RawConfig::default()
+        } else {
+            serde_saphyr::from_str(text).map_err(|e| invalid(first_line(&e.to_string())))?
+        };
+        let mut config = Config::default_for(dir);
+        if let Some(version) = raw.version {
+            if version != 1 {
+                return Err(invalid(format!(
+                    "version: {version} is not supported; write `version: 1`"
+                )));
+            }
+        }
+        if let Some(actions) = raw.allowed_actions {
+            let schema = Schema::get();
+            for name in &actions {
+                if schema.tool(name).is_none() {
+                    let hint = crate::actions::closest(name, schema.names())
+                        .map(|s| format!(" (did you mean '{s}'?)"))
+                        .unwrap_or_default();
+                    return Err(invalid(format!(
+                        "allowed-actions: unknown action '{name}'{hint}"
+                    )));
+                }
+            }
+            config.allowed_actions = Some(actions);
+        }
+        config.fs_guard = raw.fs_guard;
+        if let Some(hooks) = raw.hooks {
+            config.hooks = HooksConfig {
+                before: hooks
+                    .before
+                    .into_iter()
+                    .map(RawHook::into_command)
+                    .collect(),
+                after: hooks.after.into_iter().map(RawHook::into_command).collect(),
+            };
+        }
+        config.vars = raw.vars;
+        if let Some(format) = raw.commit_message_format {
+            config.commit_message_format = format;
+        }
+        if let Some(size) = raw.max_file_size {
+            config.max_file_size = size;
+        }
+        if let Some(exec) = raw.exec {
+            if exec.timeout == Some(0) {
+                return Err(invalid("exec.timeout: must be at least 1 (seconds)".into()));
+            }
+            config.exec.timeout = exec
+                .timeout
+                .map_or(DEFAULT_EXEC_TIMEOUT, Duration::from_secs);
+            config.exec.max_output = exec.max_output.unwrap_or(DEFAULT_MAX_OUTPUT);
+        }
+        if let Some(stage) = raw.stage {
+            config.stage.share = stage.share;
+        }
+        Ok(config)
+    }
+
+    /// Whether a reply may run `action`: listed in `allowed-actions`, or, without that key,
+    /// any action but `exec`.
+    pub fn allows(&self, action: &str) -> bool {
+        match &self.allowed_actions {
+            Some(list) => list.iter().any(|a| a == action),
+            None => action != "exec",
+        }
+    }
+}
+
+/// The first line of a serde-saphyr error (`line L column C: what`), without the snippet,
+/// with a did-you-mean for an unknown key.
+fn first_line(message: &str) -> String {
+    let line = message.lines().next().unwrap_or(message);
+    let line = line.strip_prefix("error: ").unwrap_or(line);
+    let Some((at, rest)) = line.split_once("unknown field `") else {
+        return line.to_owned();
+    };
+    let Some((key, expected)) = rest.split_once("`, expected ") else {
+        return line.to_owned();
+    };
+    let known: Vec<&str> = expected
+        .trim_start_matches("one of ")
+        .split(", ")
+        .map(|k| k.trim_matches('`'))
+        .collect();
+    let hint = crate::actions::closest(key, known.iter().copied())
+        .map(|s| format!(" (did you mean '{s}'?)"))
+        .unwrap_or_default();
+    format!(
+        "{at}unknown key '{key}'{hint}; known keys here: {}",
+        known.join(", ")
+    )
+}
+
+/// loaf.yml as written.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    version: Option<u32>,
+    #[serde(rename = "allowed-actions")]
+    allowed_actions: Option<Vec<String>>,
+    #[serde(rename = "fs-guard")]
+    fs_guard: Option<FsGuardConfig>,
+    hooks: Option<RawHooks>,
+    #[serde(default)]
+    vars: BTreeMap<String, String>,
+    commit_message_format: Option<String>,
+    max_file_size: Option<u64>,
+    exec: Option<RawExec>,
+    stage: Option<RawStage>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHooks {
+    #[serde(default)]
+    before: Vec<RawHook>,
+    #[serde(default)]
+    after: Vec<RawHook>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHook {
+    run: String,
+    #[serde(rename = "continueOnError", default)]
+    continue_on_error: bool,
+    /// Milliseconds.
+    timeout: Option<u64>,
+    cwd: Option<String>,
+}
+
+impl RawHook {
+    fn into_command(self) -> HookCommand {
+        HookCommand {
+            run: self.run,
+            continue_on_error: self.continue_on_error,
+            timeout: self
+                .timeout
+                .map_or(DEFAULT_HOOK_TIMEOUT, Duration::from_millis),
+            cwd: self.cwd,
+        }
+    }
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawExec {
+    timeout: Option<u64>,
+    max_output: Option<usize>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawStage {
+    #[serde(default)]
+    share: Vec<String>,
+}
