@@ -174,12 +174,12 @@ impl Config {
             serde_saphyr::from_str(text).map_err(|e| invalid(first_line(&e.to_string())))?
         };
         let mut config = Config::default_for(dir);
-        if let Some(version) = raw.version {
-            if version != 1 {
-                return Err(invalid(format!(
-                    "version: {version} is not supported; write `version: 1`"
-                )));
-            }
+        if let Some(version) = raw.version
+            && version != 1
+        {
+            return Err(invalid(format!(
+                "version: {version} is not supported; write `version: 1`"
+            )));
         }
         if let Some(actions) = raw.allowed_actions {
             let schema = Schema::get();
