@@ -21,39 +21,6 @@ pub mod input;
 pub mod nesl;
 pub mod report;
 
-use std::path::Path;
+mod run;
 
-use report::{ActionResult, ExecutionResult};
-
-/// Runs a reply directly in `root` (no git transaction: `apply --no-commit`): parse,
-/// validate, run every valid action in order, and report.
-pub fn run_direct(reply: &str, root: &Path) -> ExecutionResult {
-    let parsed = nesl::parse(reply);
-    let plan = actions::plan(reply, &parsed, root);
-    let results: Vec<ActionResult> = plan
-        .actions
-        .iter()
-        .enumerate()
-        .map(|(i, action)| {
-            let outcome =
-                exec::Outcome::fail(format!("Action not implemented yet: {}", action.name));
-            ActionResult {
-                seq: i + 1,
-                block_id: action.block_id.clone(),
-                action: action.name.clone(),
-                params: action.params.clone(),
-                success: outcome.success,
-                error: outcome.error,
-                data: outcome.data,
-            }
-        })
-        .collect();
-    ExecutionResult {
-        success: plan.errors.is_empty() && results.iter().all(|r| r.success),
-        total_blocks: plan.total_blocks,
-        executed_actions: results.len(),
-        results,
-        parse_errors: plan.errors,
-        ..ExecutionResult::default()
-    }
-}
+pub use run::{Loaf, execute};

@@ -64,7 +64,10 @@ pub fn run(args: &ApplyArgs) -> Result<Outcome, CliError> {
             Outcome::Failed
         });
     }
-    let result = crate::run_direct(text, &root);
+    let config = crate::config::Config::load(&root).map_err(|e| {
+        CliError::usage(e.to_string(), "fix loaf.yml (see loaf.yml.example for every key), or move it away to use the defaults")
+    })?;
+    let result = crate::Loaf::with_config(&root, config).execute(text);
     print(&if args.json {
         result.to_json() + "\n"
     } else {

@@ -7,6 +7,10 @@
 
 pub mod fs;
 
+pub mod guard;
+pub mod process;
+pub mod shell;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 

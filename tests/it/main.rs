@@ -4,7 +4,9 @@
 mod cli_apply;
 mod cli_parse;
 mod config;
+mod execute_seeds;
 mod fs_actions;
+mod guard;
 mod nesl_conformance;
 mod nesl_differential;
 mod nesl_properties;

@@ -1,0 +1,253 @@
+//! The fs-guard: which paths actions may read and write (DESIGN §5).
+//!
+//! Patterns are globs (`*` stays within one path segment, `**` spans any number); relative
+//! ones resolve from loaf.yml's folder. A checked path is canonicalized first — symlinks
+//! resolved, and for a path that does not exist yet, its nearest existing parent — so a
+//! symlink or `..` cannot lead outside. Among the patterns that match, the most specific
+//! wins (the one with the most path segments free of wildcards); on a tie, deny wins. No
+//! match: denied. Without an `fs-guard` key: the root is allowed for reading and writing,
+//! its `.git` denied, everything else denied.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use globset::{GlobBuilder, GlobMatcher};
+
+use super::{Access, AccessCheck};
+use crate::config::{FsGuardConfig, GuardRules};
+
+/// `ELOOP`, which std cannot name on stable yet (`ErrorKind::FilesystemLoop`).
+const ELOOP: i32 = if cfg!(target_os = "linux") { 40 } else { 62 };
+
+/// A pattern in loaf.yml that is not a valid glob.
+#[derive(Debug, thiserror::Error)]
+#[error("fs-guard: invalid pattern '{pattern}': {error}")]
+pub struct GuardError {
+    /// The pattern as written.
+    pub pattern: String,
+    /// What is wrong with it.
+    pub error: globset::Error,
+}
+
+/// One allow or deny pattern, made absolute.
+#[derive(Debug, Clone)]
+struct Rule {
+    matchers: Vec<GlobMatcher>,
+    allow: bool,
+    specificity: usize,
+}
+
+/// The rules of one access kind, and the allowed patterns as messages show them.
+#[derive(Debug, Clone)]
+struct RuleSet {
+    rules: Vec<Rule>,
+    allowed: Vec<String>,
+}
+
+/// Decides what actions may read and write.
+#[derive(Debug, Clone)]
+pub struct FsGuard {
+    read: RuleSet,
+    write: RuleSet,
+}
+
+impl FsGuard {
+    /// The guard for `config` (loaf.yml's `fs-guard`, or the defaults when `None`), with
+    /// relative patterns resolved from `config_dir`; `root` is the repository root (or the
+    /// current directory outside a repository).
+    pub fn new(
+        config: Option<&FsGuardConfig>,
+        root: &Path,
+        config_dir: &Path,
+    ) -> Result<FsGuard, GuardError> {
+        let defaults;
+        let (config, base) = match config {
+            Some(config) => (config, config_dir),
+            None => {
+                let rules = GuardRules {
+                    allow: vec!["./**".into()],
+                    deny: vec!["./.git".into(), "./.git/**".into()],
+                };
+                defaults = FsGuardConfig {
+                    read: rules.clone(),
+                    write: rules,
+                };
+                (&defaults, root)
+            }
+        };
+        let base = canonical_or_same(base);
+        Ok(FsGuard {
+            read: RuleSet::new(&config.read, &base)?,
+            write: RuleSet::new(&config.write, &base)?,
+        })
+    }
+}
+
+impl RuleSet {
+    fn new(rules: &GuardRules, base: &Path) -> Result<RuleSet, GuardError> {
+        let mut set = RuleSet {
+            rules: Vec::new(),
+            allowed: Vec::new(),
+        };
+        for (patterns, allow) in [(&rules.allow, true), (&rules.deny, false)] {
+            for pattern in patterns {
+                let absolute = absolute_pattern(pattern, base);
+                if allow {
+                    set.allowed.push(absolute.clone());
+                }
+                set.rules.push(Rule {
+                    matchers: matchers(&absolute).map_err(|error| GuardError {
+                        pattern: pattern.clone(),
+                        error,
+                    })?,
+                    allow,
+                    specificity: specificity(&absolute),
+                });
+            }
+        }
+        Ok(set)
+    }
+
+    /// Allowed when the most specific matching rule allows (deny wins ties).
+    fn allows(&self, path: &Path) -> bool {
+        let mut best: Option<(usize, bool)> = None;
+        for rule in &self.rules {
+            if !rule.matchers.iter().any(|m| m.is_match(path)) {
+                continue;
+            }
+            best = match best {
+                Some((s, allow)) if s > rule.specificity || (s == rule.specificity && !allow) => {
+                    Some((s, allow))
+                }
+                _ => Some((rule.specificity, rule.allow)),
+            };
+        }
+        best.is_some_and(|(_, allow)| allow)
+    }
+}
+
+impl AccessCheck for FsGuard {
+    fn check(&self, access: Access, path: &Path) -> Result<PathBuf, String> {
+        let set = match access {
+            Access::Read => &self.read,
+            Access::Write => &self.write,
+        };
+        let denied = |why: &str| {
+            format!(
+                "fs-guard violation: {} access denied for '{}'{why} (allowed {} roots: {})",
+                access.as_str(),
+                path.display(),
+                access.as_str(),
+                if set.allowed.is_empty() {
+                    "none".to_owned()
+                } else {
+                    set.allowed.join(", ")
+                }
+            )
+        };
+        if path.as_os_str().as_encoded_bytes().contains(&0) {
+            return Err(denied(": the path contains a NUL byte"));
+        }
+        if !path.is_absolute() {
+            return Err(denied(": the path is not absolute"));
+        }
+        let resolved = resolve(path).map_err(|e| match e.raw_os_error() {
+            Some(ELOOP) => denied(": too many levels of symbolic links (a symlink loop?)"),
+            _ => denied(&format!(": {e}")),
+        })?;
+        if set.allows(&resolved) {
+            Ok(resolved)
+        } else if resolved != path {
+            Err(denied(&format!(
+                " (it resolves to '{}')",
+                resolved.display()
+            )))
+        } else {
+            Err(denied(""))
+        }
+    }
+}
+
+/// The canonical form of `path`: symlinks and `..` resolved; for a path that does not exist
+/// yet, its nearest existing parent's canonical form with the rest appended (`..` in the
+/// rest resolved lexically: nothing there exists, so nothing there is a symlink).
+fn resolve(path: &Path) -> io::Result<PathBuf> {
+    let mut existing = path;
+    let mut rest: Vec<Component<'_>> = Vec::new();
+    loop {
+        match existing.canonicalize() {
+            Ok(mut resolved) => {
+                for component in rest.iter().rev() {
+                    match component {
+                        Component::ParentDir => {
+                            resolved.pop();
+                        }
+                        Component::Normal(part) => resolved.push(part),
+                        _ => {}
+                    }
+                }
+                return Ok(resolved);
+            }
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let Some(parent) = existing.parent() else {
+                    return Err(e);
+                };
+                if let Some(last) = existing.components().next_back() {
+                    rest.push(last);
+                }
+                existing = parent;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+fn canonical_or_same(path: &Path) -> PathBuf {
+    resolve(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// A loaf.yml pattern made absolute: relative ones from `base`; the literal directory part of
+/// an absolute one canonicalized (`/tmp` may be a symlink, as on macOS).
+fn absolute_pattern(pattern: &str, base: &Path) -> String {
+    let joined = if pattern.starts_with('/') {
+        PathBuf::from(pattern)
+    } else {
+        base.join(pattern.trim_start_matches("./"))
+    };
+    let joined = joined.to_string_lossy().into_owned();
+    let literal_end = joined.find(['*', '?', '[', '{']).unwrap_or(joined.len());
+    let literal = &joined[..literal_end];
+    let dir_end = literal.rfind('/').unwrap_or(0);
+    if dir_end == 0 {
+        return joined;
+    }
+    let dir = canonical_or_same(Path::new(&joined[..dir_end]));
+    format!(
+        "{}{}",
+        dir.to_string_lossy().trim_end_matches('/'),
+        &joined[dir_end..]
+    )
+}
+
+/// `dir/**` also matches `dir` itself, so that the folder can be listed.
+fn matchers(pattern: &str) -> Result<Vec<GlobMatcher>, globset::Error> {
+    let build = |p: &str| {
+        GlobBuilder::new(p)
+            .literal_separator(true)
+            .build()
+            .map(|g| g.compile_matcher())
+    };
+    let mut matchers = vec![build(pattern)?];
+    if let Some(dir) = pattern.strip_suffix("/**").filter(|d| !d.is_empty()) {
+        matchers.push(build(dir)?);
+    }
+    Ok(matchers)
+}
+
+/// Path segments free of wildcards.
+fn specificity(pattern: &str) -> usize {
+    pattern
+        .split('/')
+        .filter(|s| !s.is_empty() && !s.contains(['*', '?', '[', '{']))
+        .count()
+}
