@@ -1,15 +1,16 @@
 //! Running a reply without a git transaction (`apply --no-commit`; later also the part of a
-//! transaction that happens inside the stage): load loaf.yml, check every block, run every
-//! valid action in order, and report.
+//! transaction that happens inside the stage): before hooks, check every block, run every
+//! valid action in order, after hooks, and report.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::actions::{self, Action};
 use crate::config::{Config, ConfigError};
 use crate::exec::guard::FsGuard;
-use crate::exec::{self, Outcome, PathMap, Workspace};
+use crate::exec::{self, Outcome, PathMap, Workspace, hooks};
 use crate::nesl;
-use crate::report::{ActionResult, ExecutionResult};
+use crate::report::{ActionResult, ExecutionResult, HookErrors};
 
 /// git-loaf for library users: a root (repository or folder) with its loaf.yml.
 ///
@@ -61,6 +62,25 @@ pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult
             };
         }
     };
+    let hook_root = paths.to_real(root);
+    let no_vars = BTreeMap::new();
+    let before = hooks::run_hooks(
+        &config.hooks.before,
+        &config.vars,
+        &no_vars,
+        &hook_root,
+        paths,
+    );
+    if !before.success {
+        return ExecutionResult {
+            fatal_error: Some("Before hooks failed - aborting execution".into()),
+            hook_errors: Some(HookErrors {
+                before: before.errors,
+                after: Vec::new(),
+            }),
+            ..ExecutionResult::default()
+        };
+    }
     let parsed = nesl::parse(reply);
     let plan = actions::plan(reply, &parsed, root);
     let ws = Workspace {
@@ -76,14 +96,71 @@ pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult
         .enumerate()
         .map(|(i, action)| run_action(i + 1, action, config, &ws))
         .collect();
+    let succeeded = plan.errors.is_empty() && results.iter().all(|r| r.success);
+    let run_vars = run_vars(succeeded, plan.total_blocks, &results);
+    let after = hooks::run_hooks(
+        &config.hooks.after,
+        &config.vars,
+        &run_vars,
+        &hook_root,
+        paths,
+    );
+    let hook_errors = (!after.success).then(|| HookErrors {
+        before: Vec::new(),
+        after: after.errors,
+    });
     ExecutionResult {
-        success: plan.errors.is_empty() && results.iter().all(|r| r.success),
+        // After-hook failures count: the seed's rule.
+        success: succeeded && hook_errors.is_none(),
         total_blocks: plan.total_blocks,
         executed_actions: results.len(),
         results,
         parse_errors: plan.errors,
+        hook_errors,
         ..ExecutionResult::default()
     }
+}
+
+/// The run's values for after hooks (the seed's HookContext, plus `failedActions`).
+fn run_vars(
+    success: bool,
+    total_blocks: usize,
+    results: &[ActionResult],
+) -> BTreeMap<String, String> {
+    let mut modified: Vec<&str> = Vec::new();
+    for result in results.iter().filter(|r| r.success) {
+        let writes = actions::Schema::get()
+            .tool(&result.action)
+            .is_some_and(|t| t.kind == "write");
+        for key in ["path", "old_path", "new_path"] {
+            if let (true, Some(path)) = (writes, result.params.get(key).and_then(|v| v.as_str()))
+                && !modified.contains(&path)
+            {
+                modified.push(path);
+            }
+        }
+    }
+    let operations: Vec<String> = results
+        .iter()
+        .map(|r| format!("{}{}", r.action, if r.success { "" } else { " (failed)" }))
+        .collect();
+    let errors: Vec<String> = results
+        .iter()
+        .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.action)))
+        .collect();
+    BTreeMap::from([
+        ("success".to_owned(), success.to_string()),
+        ("totalBlocks".to_owned(), total_blocks.to_string()),
+        ("executedActions".to_owned(), results.len().to_string()),
+        (
+            "failedActions".to_owned(),
+            results.iter().filter(|r| !r.success).count().to_string(),
+        ),
+        ("modifiedFiles".to_owned(), modified.join(",")),
+        ("operations".to_owned(), operations.join(",")),
+        ("errorCount".to_owned(), errors.len().to_string()),
+        ("errors".to_owned(), errors.join("; ")),
+    ])
 }
 
 /// Runs one action, if loaf.yml allows it.

@@ -8,6 +8,7 @@
 pub mod fs;
 
 pub mod guard;
+pub mod hooks;
 pub mod process;
 pub mod shell;
 

@@ -2,6 +2,7 @@
 //! property tests of the parser.
 
 mod cli_apply;
+mod cli_apply_no_commit;
 mod cli_parse;
 mod config;
 mod execute_seeds;
