@@ -103,14 +103,8 @@ impl ExecutionResult {
         if let Some(fatal) = &self.fatal_error {
             let _ = writeln!(out, "FATAL: {fatal}");
         }
-        let schema = Schema::get();
         for result in &self.results {
-            let target = schema
-                .tool(&result.action)
-                .and_then(|t| t.primary_param.as_deref())
-                .and_then(|p| result.params.get(p))
-                .map(|v| format!(" {}", one_line(&plain(v))))
-                .unwrap_or_default();
+            let target = action_target(&result.action, &result.params);
             let mark = if result.success { "✅" } else { "❌" };
             let _ = write!(out, "{} {mark} {}{target}", result.block_id, result.action);
             match &result.error {
@@ -121,16 +115,7 @@ impl ExecutionResult {
             }
         }
         for error in &self.parse_errors {
-            let line = error
-                .block_start_line
-                .map(|l| format!(" (line {l})"))
-                .unwrap_or_default();
-            let _ = writeln!(
-                out,
-                "{} ❌ ERROR: {}{line}",
-                error.block_id,
-                indent_rest(&error.message)
-            );
+            out.push_str(&block_error_line(error));
         }
         if let Some(hooks) = &self.hook_errors {
             for (when, errors) in [("before", &hooks.before), ("after", &hooks.after)] {
@@ -143,12 +128,7 @@ impl ExecutionResult {
         if !outputs.is_empty() {
             out.push_str("=== OUTPUTS ===\n");
             for result in outputs {
-                let target = schema
-                    .tool(&result.action)
-                    .and_then(|t| t.primary_param.as_deref())
-                    .and_then(|p| result.params.get(p))
-                    .map(|v| format!(" {}", one_line(&plain(v))))
-                    .unwrap_or_default();
+                let target = action_target(&result.action, &result.params);
                 let _ = writeln!(out, "[{}] {}{target}:", result.block_id, result.action);
                 if let Some(data) = &result.data {
                     let text = render_data(data);
@@ -162,6 +142,30 @@ impl ExecutionResult {
         out.push_str("=== END ===\n");
         out
     }
+}
+
+/// What an action works on, as ` <value>` (its schema's `primary_param`, first line only),
+/// or nothing.
+pub fn action_target(action: &str, params: &Params) -> String {
+    Schema::get()
+        .tool(action)
+        .and_then(|t| t.primary_param.as_deref())
+        .and_then(|p| params.get(p))
+        .map(|v| format!(" {}", one_line(&plain(v))))
+        .unwrap_or_default()
+}
+
+/// A block that did not run, as a report line: `id ❌ ERROR: message (line N)`.
+pub fn block_error_line(error: &BlockError) -> String {
+    let line = error
+        .report_line()
+        .map(|l| format!(" (line {l})"))
+        .unwrap_or_default();
+    format!(
+        "{} ❌ ERROR: {}{line}\n",
+        error.block_id,
+        indent_rest(&error.message)
+    )
 }
 
 /// Whether the report shows this result's data: reads always, exec unless it was asked not
@@ -308,6 +312,20 @@ mod tests {
         text
         === END ===
         ");
+    }
+
+    #[test]
+    fn a_syntax_error_points_at_its_own_line() {
+        let error = BlockError {
+            block_id: "q1w".into(),
+            action: Some("exec".into()),
+            error_type: ErrorType::Syntax,
+            message: "Unclosed quoted string".into(),
+            block_start_line: Some(33),
+            nesl_content: None,
+            line: Some(36),
+        };
+        assert_eq!(block_error_line(&error), "q1w ❌ ERROR: Unclosed quoted string (line 36)\n");
     }
 
     #[test]

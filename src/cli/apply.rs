@@ -10,6 +10,7 @@ use super::{CliError, Outcome};
 use crate::actions::{self, Plan};
 use crate::input::{Source, as_text, read_bytes};
 use crate::nesl;
+use crate::report;
 
 /// Run every valid block of an LLM's reply and print the results for the model.
 ///
@@ -82,39 +83,20 @@ pub fn run(args: &ApplyArgs) -> Result<Outcome, CliError> {
 
 fn print(text: &str) -> Result<(), CliError> {
     let mut out = std::io::stdout().lock();
-    match out.write_all(text.as_bytes()).and_then(|()| out.flush()) {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(CliError::usage(
-            format!("cannot write the output: {e}"),
-            "check that standard output is writable",
-        )),
-        _ => Ok(()),
-    }
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .or_else(super::ignore_closed_pipe)
 }
 
 /// The planned actions and the blocks that would not run.
 fn dry_run_text(plan: &Plan) -> String {
-    let schema = actions::Schema::get();
     let mut out = String::from("=== LOAF DRY RUN ===\n");
     for action in &plan.actions {
-        let target = schema
-            .tool(&action.name)
-            .and_then(|t| t.primary_param.as_deref())
-            .and_then(|p| action.params.get(p))
-            .and_then(|v| v.as_str())
-            .map(|v| format!(" {}", v.lines().next().unwrap_or("")))
-            .unwrap_or_default();
+        let target = report::action_target(&action.name, &action.params);
         out.push_str(&format!("{} {}{target}\n", action.block_id, action.name));
     }
     for error in &plan.errors {
-        let line = error
-            .report_line()
-            .map(|l| format!(" (line {l})"))
-            .unwrap_or_default();
-        out.push_str(&format!(
-            "{} ❌ ERROR: {}{line}\n",
-            error.block_id,
-            error.message.trim_end().replace('\n', "\n    ")
-        ));
+        out.push_str(&report::block_error_line(error));
     }
     let n = plan.actions.len();
     out.push_str(&format!(

@@ -68,6 +68,19 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Writing the output failed: `git loaf … | head` closing the pipe early is not an error;
+/// anything else is.
+fn ignore_closed_pipe(error: std::io::Error) -> Result<(), CliError> {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        Ok(())
+    } else {
+        Err(CliError::usage(
+            format!("cannot write the output: {error}"),
+            "check that standard output is writable",
+        ))
+    }
+}
+
 /// Diagnostics go to stderr; `LOAF_LOG=debug` (or trace, info, …) shows more.
 fn init_logging() {
     let level = std::env::var("LOAF_LOG")

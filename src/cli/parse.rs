@@ -36,7 +36,7 @@ pub fn run(args: &ParseArgs) -> Result<Outcome, CliError> {
     };
     written
         .and_then(|()| out.flush())
-        .or_else(ignore_closed_pipe)?;
+        .or_else(super::ignore_closed_pipe)?;
     let outcome = if result.errors.is_empty() {
         Outcome::Success
     } else {
@@ -46,18 +46,6 @@ pub fn run(args: &ParseArgs) -> Result<Outcome, CliError> {
     std::mem::forget(result);
     std::mem::forget(bytes);
     Ok(outcome)
-}
-
-/// `git loaf parse | head` closing the pipe early is not an error.
-fn ignore_closed_pipe(error: std::io::Error) -> Result<(), CliError> {
-    if error.kind() == std::io::ErrorKind::BrokenPipe {
-        Ok(())
-    } else {
-        Err(CliError::usage(
-            format!("cannot write the output: {error}"),
-            "check that standard output is writable",
-        ))
-    }
 }
 
 /// The readable listing: each block with its lines and keys, each error with its position,

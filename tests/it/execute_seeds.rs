@@ -11,7 +11,7 @@ use git_loaf::Loaf;
 use git_loaf::config::Config;
 use serde_json::Value;
 
-use crate::support::{markdown_cases, read, test_data};
+use crate::support::{markdown_cases, pretty, read, test_data};
 
 #[test]
 fn seed_end_to_end_cases() {
@@ -34,7 +34,6 @@ fn seed_end_to_end_cases() {
         let actual: Value = serde_json::from_str(&result.to_json()).expect("JSON");
         let expected: Value =
             serde_json::from_str(&rewrite(expected)).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default();
         if pretty(&actual) != pretty(&expected) {
             failures.push(format!(
                 "--- {name}\nexpected:\n{}\nactual:\n{}",

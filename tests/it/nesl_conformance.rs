@@ -3,12 +3,7 @@
 use git_loaf::nesl::{self, Assignment};
 use serde_json::{Value, json};
 
-use crate::support::{markdown_cases, read, test_data};
-
-/// Pretty JSON with keys in their order: comparing these strings checks key order too.
-fn canonical(value: &Value) -> String {
-    serde_json::to_string_pretty(value).expect("JSON values serialize")
-}
+use crate::support::{markdown_cases, pretty, read, test_data};
 
 #[test]
 fn all_38_integration_cases_match_the_reference() {
@@ -26,11 +21,11 @@ fn all_38_integration_cases_match_the_reference() {
         let expected: Value =
             serde_json::from_str(expected).unwrap_or_else(|e| panic!("{name}: {e}"));
         let actual = serde_json::to_value(nesl::parse(input)).expect("results serialize");
-        if canonical(&actual) != canonical(&expected) {
+        if pretty(&actual) != pretty(&expected) {
             failures.push(format!(
                 "--- {name}\nexpected:\n{}\nactual:\n{}",
-                canonical(&expected),
-                canonical(&actual)
+                pretty(&expected),
+                pretty(&actual)
             ));
         }
     }

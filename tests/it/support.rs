@@ -57,3 +57,9 @@ pub fn git_loaf() -> assert_cmd::Command {
         .env_remove("LOAF_LOG");
     cmd
 }
+
+/// Pretty JSON that keeps key order: comparing these strings checks key order too, and a
+/// failure shows a readable diff.
+pub fn pretty(value: &serde_json::Value) -> String {
+    serde_json::to_string_pretty(value).expect("JSON values serialize")
+}

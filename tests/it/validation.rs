@@ -5,7 +5,7 @@ use std::path::Path;
 use git_loaf::{actions, nesl};
 use serde_json::{Value, json};
 
-use crate::support::{markdown_cases, read, test_data};
+use crate::support::{markdown_cases, pretty, read, test_data};
 
 #[test]
 fn validation_cases() {
@@ -24,7 +24,6 @@ fn validation_cases() {
             })).collect::<Vec<_>>(),
             "errors": plan.errors,
         });
-        let pretty = |v: &Value| serde_json::to_string_pretty(v).unwrap_or_default();
         assert_eq!(pretty(&actual), pretty(&expected), "case {name}");
     }
 }
