@@ -325,7 +325,10 @@ mod tests {
             nesl_content: None,
             line: Some(36),
         };
-        assert_eq!(block_error_line(&error), "q1w ❌ ERROR: Unclosed quoted string (line 36)\n");
+        assert_eq!(
+            block_error_line(&error),
+            "q1w ❌ ERROR: Unclosed quoted string (line 36)\n"
+        );
     }
 
     #[test]

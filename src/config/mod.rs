@@ -171,14 +171,16 @@ impl Config {
         let raw: RawConfig = if text.trim().is_empty() {
             RawConfig::default()
         } else {
-            serde_saphyr::from_str(text).map_err(|e| invalid(first_line(&e.to_string())))?
+            serde_saphyr::from_str(text)
+                .map_err(|e| invalid(name_the_key(text, &first_line(&e.to_string()))))?
         };
         let mut config = Config::default_for(dir);
         if let Some(version) = raw.version
             && version != 1
         {
             return Err(invalid(format!(
-                "version: {version} is not supported; write `version: 1`"
+                "{}version: {version} is not supported; write `version: 1`",
+                line_of(text, "version:")
             )));
         }
         if let Some(actions) = raw.allowed_actions {
@@ -189,7 +191,8 @@ impl Config {
                         .map(|s| format!(" (did you mean '{s}'?)"))
                         .unwrap_or_default();
                     return Err(invalid(format!(
-                        "allowed-actions: unknown action '{name}'{hint}"
+                        "{}allowed-actions: unknown action '{name}'{hint}",
+                        line_of(text, name)
                     )));
                 }
             }
@@ -215,7 +218,10 @@ impl Config {
         }
         if let Some(exec) = raw.exec {
             if exec.timeout == Some(0) {
-                return Err(invalid("exec.timeout: must be at least 1 (seconds)".into()));
+                return Err(invalid(format!(
+                    "{}exec.timeout: must be at least 1 (seconds)",
+                    line_of(text, "timeout:")
+                )));
             }
             config.exec.timeout = exec
                 .timeout
@@ -235,6 +241,39 @@ impl Config {
             Some(list) => list.iter().any(|a| a == action),
             None => action != "exec",
         }
+    }
+}
+
+/// `line N: ` for the first line of `text` containing `needle`, or nothing.
+fn line_of(text: &str, needle: &str) -> String {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .map(|i| format!("line {}: ", i + 1))
+        .unwrap_or_default()
+}
+
+/// A serde-saphyr message `line L column C: what`, with the key written on line L named
+/// (`line 3 column 16: max_file_size: invalid u64`), unless the message names it already.
+fn name_the_key(text: &str, message: &str) -> String {
+    let message = message.replace(
+        "expected sequence start",
+        "expected a list, e.g. [\"./**\"]",
+    );
+    let Some(rest) = message.strip_prefix("line ") else {
+        return message;
+    };
+    let Some((position, what)) = rest.split_once(": ") else {
+        return message.clone();
+    };
+    let line: Option<usize> = position.split(' ').next().and_then(|n| n.parse().ok());
+    let key = line
+        .and_then(|n| text.lines().nth(n.saturating_sub(1)))
+        .map(|l| l.trim_start().trim_start_matches("- ").trim_start())
+        .and_then(|l| l.split_once(':').map(|(k, _)| k.trim()))
+        .filter(|k| !k.is_empty() && !what.contains(&format!("'{k}'")));
+    match key {
+        Some(key) => format!("line {position}: {key}: {what}"),
+        None => message.clone(),
     }
 }
 
