@@ -2,6 +2,9 @@
 //! repository a command runs in. The transaction (stage, checkpoint, commit, publish, lock,
 //! operation log) arrives with a later issue.
 
+pub mod commit;
+pub mod lock;
+
 use std::path::{Path, PathBuf};
 
 /// The working tree root of the repository containing `dir`, if any (a bare repository has

@@ -1,0 +1,270 @@
+//! One loaf operation per repository at a time: a lock file in the git dir.
+//!
+//! The file is created atomically (`create_new`) and names its holder (pid, command, start
+//! time). A second operation polls for a short while, then gives up naming the holder. A lock
+//! left by a process that no longer runs (killed, crashed) is recovered: the recovery itself
+//! is serialized by a second, short-lived file, and the lock is re-read under it, so two
+//! processes recovering at once cannot both win.
+
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use serde::{Deserialize, Serialize};
+
+/// How often a held lock is polled.
+const POLL: Duration = Duration::from_millis(20);
+/// An unreadable lock file older than this was left by a crash while it was being written.
+const STALE_EMPTY: Duration = Duration::from_secs(2);
+/// A recovery file older than this was left by a crash during recovery.
+const STALE_RECOVERY: Duration = Duration::from_secs(10);
+
+/// Who holds the lock.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Holder {
+    /// Process id.
+    pub pid: u32,
+    /// The command it runs (`apply`, `undo`, …).
+    pub command: String,
+    /// Seconds since the Unix epoch when it took the lock.
+    pub since: u64,
+}
+
+/// Why the lock could not be taken.
+#[derive(Debug, thiserror::Error)]
+pub enum LockError {
+    /// Another loaf operation holds it.
+    #[error(
+        "another git-loaf operation is running in this repository: `git loaf {}` (pid {}, since {} s ago)",
+        .holder.command, .holder.pid, .age_secs
+    )]
+    Busy {
+        /// The holder.
+        holder: Holder,
+        /// How long it has held the lock.
+        age_secs: u64,
+    },
+    /// The lock file cannot be created or read.
+    #[error("cannot use the lock file {}: {error}", .path.display())]
+    Io {
+        /// The lock file.
+        path: PathBuf,
+        /// The OS error.
+        error: std::io::Error,
+    },
+}
+
+/// A held lock; released when dropped.
+#[derive(Debug)]
+pub struct RepoLock {
+    path: PathBuf,
+    holder: Holder,
+}
+
+impl RepoLock {
+    /// Takes the lock `<git_dir>/loaf/lock` for `command`, waiting up to `wait` while another
+    /// live process holds it.
+    pub fn acquire(git_dir: &Path, command: &str, wait: Duration) -> Result<RepoLock, LockError> {
+        let dir = git_dir.join("loaf");
+        let path = dir.join("lock");
+        let io = |error| LockError::Io {
+            path: path.clone(),
+            error,
+        };
+        std::fs::create_dir_all(&dir).map_err(io)?;
+        let holder = Holder {
+            pid: std::process::id(),
+            command: command.to_owned(),
+            since: now_secs(),
+        };
+        let deadline = Instant::now() + wait;
+        loop {
+            match create(&path, &holder) {
+                Ok(()) => return Ok(RepoLock { path, holder }),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(io(e)),
+            }
+            match read_holder(&path) {
+                Some(current) if !is_running(current.pid) => {
+                    recover(&path, Some(&current)).map_err(io)?
+                }
+                Some(current) if Instant::now() >= deadline => {
+                    let age_secs = now_secs().saturating_sub(current.since);
+                    return Err(LockError::Busy {
+                        holder: current,
+                        age_secs,
+                    });
+                }
+                // Unreadable and old: its writer died between creating and filling it.
+                None if age(&path).is_some_and(|a| a > STALE_EMPTY) => {
+                    recover(&path, None).map_err(io)?
+                }
+                // Held, or being written right now: try again.
+                _ => std::thread::sleep(POLL),
+            }
+        }
+    }
+
+    /// Who holds it (this process).
+    pub fn holder(&self) -> &Holder {
+        &self.holder
+    }
+}
+
+impl Drop for RepoLock {
+    fn drop(&mut self) {
+        // Only remove the lock if it is still ours (a bug elsewhere must not free another's).
+        if read_holder(&self.path).is_some_and(|h| h == self.holder) {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+fn create(path: &Path, holder: &Holder) -> std::io::Result<()> {
+    let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
+    let text = serde_json::to_string(holder).map_err(std::io::Error::other)?;
+    file.write_all(text.as_bytes())?;
+    file.sync_all()
+}
+
+fn read_holder(path: &Path) -> Option<Holder> {
+    let text = std::fs::read_to_string(path).ok()?;
+    serde_json::from_str(&text).ok()
+}
+
+/// Removes a lock whose holder is dead (`dead`), or that never got a holder written
+/// (`None`), unless another process replaced it meanwhile.
+fn recover(path: &Path, dead: Option<&Holder>) -> std::io::Result<()> {
+    let guard = path.with_extension("recover");
+    match OpenOptions::new().write(true).create_new(true).open(&guard) {
+        Ok(_) => {
+            if read_holder(path).as_ref() == dead {
+                let _ = std::fs::remove_file(path);
+            }
+            std::fs::remove_file(&guard)
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            // Someone else is recovering; a recovery file left by a crash is cleared.
+            if age(&guard).is_some_and(|a| a > STALE_RECOVERY) {
+                let _ = std::fs::remove_file(&guard);
+            }
+            std::thread::sleep(POLL);
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// How long ago a file was last written.
+fn age(path: &Path) -> Option<Duration> {
+    std::fs::metadata(path)
+        .and_then(|m| m.modified())
+        .ok()?
+        .elapsed()
+        .ok()
+}
+
+/// Whether a process with this pid runs (Linux: `/proc`; elsewhere `kill -0`).
+fn is_running(pid: u32) -> bool {
+    if Path::new("/proc/self").exists() {
+        return Path::new(&format!("/proc/{pid}")).exists();
+    }
+    std::process::Command::new("kill")
+        .args(["-0", &pid.to_string()])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_operation_waits_then_names_the_holder() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = RepoLock::acquire(dir.path(), "apply", Duration::ZERO).expect("free");
+        let err =
+            RepoLock::acquire(dir.path(), "undo", Duration::from_millis(100)).expect_err("held");
+        let message = err.to_string();
+        assert!(
+            message.starts_with(&format!(
+                "another git-loaf operation is running in this repository: `git loaf apply` (pid {}",
+                std::process::id()
+            )),
+            "{message}"
+        );
+        drop(first);
+        assert!(
+            RepoLock::acquire(dir.path(), "undo", Duration::ZERO).is_ok(),
+            "released on drop"
+        );
+    }
+
+    #[test]
+    fn a_lock_of_a_dead_process_is_recovered() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut child = std::process::Command::new("true").spawn().expect("spawn");
+        let dead_pid = child.id();
+        child.wait().expect("wait");
+        std::fs::create_dir_all(dir.path().join("loaf")).expect("mkdir");
+        let stale = Holder {
+            pid: dead_pid,
+            command: "apply".into(),
+            since: 1,
+        };
+        std::fs::write(
+            dir.path().join("loaf/lock"),
+            serde_json::to_string(&stale).expect("json"),
+        )
+        .expect("write");
+        let lock =
+            RepoLock::acquire(dir.path(), "apply", Duration::from_millis(500)).expect("recovered");
+        assert_eq!(lock.holder().pid, std::process::id());
+    }
+
+    #[test]
+    fn an_empty_lock_left_by_a_crash_is_recovered() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("loaf")).expect("mkdir");
+        let file = std::fs::File::create(dir.path().join("loaf/lock")).expect("create");
+        let old = SystemTime::now() - Duration::from_secs(60);
+        file.set_modified(old).expect("set mtime");
+        assert!(RepoLock::acquire(dir.path(), "apply", Duration::from_millis(500)).is_ok());
+    }
+
+    #[test]
+    fn threads_racing_for_the_lock_never_hold_it_together() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let holders = std::sync::atomic::AtomicUsize::new(0);
+        let max = std::sync::atomic::AtomicUsize::new(0);
+        std::thread::scope(|s| {
+            for _ in 0..4 {
+                s.spawn(|| {
+                    for _ in 0..20 {
+                        // Same pid for all threads: the holder check is per process, so the
+                        // file itself is what serializes them here.
+                        if let Ok(lock) =
+                            RepoLock::acquire(dir.path(), "apply", Duration::from_secs(5))
+                        {
+                            let now = holders.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+                            max.fetch_max(now, std::sync::atomic::Ordering::SeqCst);
+                            std::thread::sleep(Duration::from_millis(1));
+                            holders.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+                            drop(lock);
+                        }
+                    }
+                });
+            }
+        });
+        assert_eq!(max.load(std::sync::atomic::Ordering::SeqCst), 1);
+    }
+}
