@@ -1,0 +1,302 @@
+//! The stage: a linked worktree inside the git dir (`<git dir>/loaf/stage`) where actions,
+//! `exec` and hooks run, so the user's working tree is untouched until publish.
+//!
+//! It is created once (libgit2 checks out the whole tree: about 1.6 s on a 20,000-file
+//! repository) and reused: [`Stage::reset_to`] brings it to a commit by the tree difference
+//! and the paths the last run dirtied, not by a full checkout. It is left with a detached
+//! HEAD and a locked worktree entry, and no branch: libgit2 creates a branch named after the
+//! worktree, which is deleted at once so that `git branch` lists only the user's branches.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use git2::build::CheckoutBuilder;
+use git2::{BranchType, Oid, Repository, StatusOptions, WorktreeAddOptions};
+
+/// The worktree's name in `git worktree list`.
+const NAME: &str = "loaf-stage";
+
+/// Why the stage could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    /// The repository has no commit yet to stage from.
+    #[error("the repository has no commit yet")]
+    Unborn,
+    /// A git operation failed.
+    #[error("staging worktree: {0}")]
+    Git(#[from] git2::Error),
+    /// A file operation failed.
+    #[error("staging worktree: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The staging worktree of a repository.
+pub struct Stage {
+    repo: Repository,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Stage {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stage").field("path", &self.path).finish()
+    }
+}
+
+impl Stage {
+    /// Opens the stage of `repo`, creating it on first use at HEAD.
+    pub fn open_or_create(repo: &Repository) -> Result<Stage, StageError> {
+        let path = repo.commondir().join("loaf").join("stage");
+        if let Ok(worktree) = repo.find_worktree(NAME)
+            && worktree.validate().is_ok()
+            && path.join(".git").exists()
+        {
+            let stage = Repository::open(&path)?;
+            return Ok(Stage { repo: stage, path });
+        }
+        let head = repo
+            .head()
+            .map_err(|_| StageError::Unborn)?
+            .peel_to_commit()
+            .map_err(|_| StageError::Unborn)?;
+        // A leftover from an interrupted creation: forget it and start again.
+        if let Ok(worktree) = repo.find_worktree(NAME) {
+            let _ = worktree.unlock();
+            let _ = worktree.prune(Some(
+                git2::WorktreePruneOptions::new()
+                    .valid(true)
+                    .locked(true)
+                    .working_tree(true),
+            ));
+        }
+        if path.exists() {
+            std::fs::remove_dir_all(&path)?;
+        }
+        std::fs::create_dir_all(path.parent().unwrap_or(&path))?;
+        if repo.find_branch(NAME, BranchType::Local).is_ok() {
+            // Never take over a branch of the user's that happens to have this name.
+            return Err(StageError::Git(git2::Error::from_str(&format!(
+                "a branch named '{NAME}' exists; rename it to let git-loaf create its stage"
+            ))));
+        }
+        let mut options = WorktreeAddOptions::new();
+        options.lock(true);
+        repo.worktree(NAME, &path, Some(&options))?;
+        let stage = Repository::open(&path)?;
+        stage.set_head_detached(head.id())?;
+        if let Ok(mut branch) = repo.find_branch(NAME, BranchType::Local) {
+            branch.delete()?;
+        }
+        Ok(Stage { repo: stage, path })
+    }
+
+    /// Where the stage's files are.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// The commit the stage is at.
+    pub fn head(&self) -> Result<Oid, StageError> {
+        Ok(self.repo.head()?.peel_to_commit()?.id())
+    }
+
+    /// Brings HEAD, index and files to `commit`: only the paths that differ between the
+    /// stage's HEAD and `commit`, and those a previous run left changed or untracked, are
+    /// written or removed. Ignored files (build output) are kept.
+    pub fn reset_to(&self, commit: Oid) -> Result<(), StageError> {
+        let target = self.repo.find_commit(commit)?;
+        let current = self.repo.head()?.peel_to_tree()?;
+        let mut paths: BTreeSet<PathBuf> = BTreeSet::new();
+        let diff = self
+            .repo
+            .diff_tree_to_tree(Some(&current), Some(&target.tree()?), None)?;
+        for delta in diff.deltas() {
+            paths.extend(delta.old_file().path().map(Path::to_path_buf));
+            paths.extend(delta.new_file().path().map(Path::to_path_buf));
+        }
+        paths.extend(self.dirty_paths()?);
+        self.repo.set_head_detached(commit)?;
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let mut checkout = CheckoutBuilder::new();
+        checkout
+            .force()
+            .remove_untracked(true)
+            .disable_pathspec_match(true);
+        for path in &paths {
+            checkout.path(path);
+        }
+        self.repo
+            .checkout_tree(target.as_object(), Some(&mut checkout))?;
+        Ok(())
+    }
+
+    /// Paths changed or untracked (not ignored) in the stage.
+    fn dirty_paths(&self) -> Result<Vec<PathBuf>, StageError> {
+        let mut options = StatusOptions::new();
+        options
+            .include_untracked(true)
+            .recurse_untracked_dirs(true)
+            .include_ignored(false);
+        let statuses = self.repo.statuses(Some(&mut options))?;
+        Ok(statuses
+            .iter()
+            .filter_map(|s| s.path().ok().map(PathBuf::from))
+            .collect())
+    }
+
+    /// The stage's files as a tree (tracked changes and untracked, non-ignored files): what
+    /// the actions produced.
+    pub fn snapshot(&self) -> Result<Oid, StageError> {
+        let mut index = self.repo.index()?;
+        index.add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)?;
+        index.update_all(["*"].iter(), None)?;
+        let tree = index.write_tree()?;
+        index.write()?;
+        Ok(tree)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::process::Command;
+
+    use super::*;
+
+    fn git(dir: &Path, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "Ada")
+            .env("GIT_AUTHOR_EMAIL", "ada@example.com")
+            .env("GIT_COMMITTER_NAME", "Ada")
+            .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+            .env("TZ", "UTC")
+            .env("LC_ALL", "C")
+            .output()
+            .expect("git runs");
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A repository with two commits: `a.txt`+`keep.txt`, then `a.txt` changed and `b.txt`.
+    fn repo() -> (tempfile::TempDir, Repository, Oid, Oid) {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        git(root, &["init", "-q", "-b", "main"]);
+        std::fs::write(root.join(".gitignore"), "target/\n").expect("write");
+        std::fs::write(root.join("a.txt"), "one\n").expect("write");
+        std::fs::write(root.join("keep.txt"), "keep\n").expect("write");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "first"]);
+        let first = git(root, &["rev-parse", "HEAD"]);
+        std::fs::write(root.join("a.txt"), "two\n").expect("write");
+        std::fs::write(root.join("b.txt"), "b\n").expect("write");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "second"]);
+        let second = git(root, &["rev-parse", "HEAD"]);
+        let repo = Repository::open(root).expect("open");
+        let oid = |s: String| Oid::from_str(s.trim()).expect("oid");
+        (dir, repo, oid(first), oid(second))
+    }
+
+    #[test]
+    fn created_once_detached_locked_and_without_a_branch() {
+        let (dir, repo, _, second) = repo();
+        let stage = Stage::open_or_create(&repo).expect("created");
+        assert_eq!(stage.head().expect("head"), second);
+        assert_eq!(
+            std::fs::read_to_string(stage.path().join("a.txt"))
+                .ok()
+                .as_deref(),
+            Some("two\n")
+        );
+        assert_eq!(
+            git(dir.path(), &["branch", "--format=%(refname:short)"]),
+            "main\n"
+        );
+        let list = git(dir.path(), &["worktree", "list", "--porcelain"]);
+        assert!(
+            list.contains("detached") && list.contains("locked"),
+            "{list}"
+        );
+        git(dir.path(), &["worktree", "prune"]);
+        assert!(
+            git(dir.path(), &["worktree", "list"]).contains("loaf/stage"),
+            "prune keeps it"
+        );
+        std::fs::write(stage.path().join("marker"), "x").expect("write");
+        let again = Stage::open_or_create(&repo).expect("reopened");
+        assert!(
+            again.path().join("marker").exists(),
+            "reused, not recreated"
+        );
+        assert_eq!(
+            git(dir.path(), &["status", "--porcelain"]),
+            "",
+            "the user's tree is untouched"
+        );
+    }
+
+    #[test]
+    fn reset_moves_by_the_difference_and_clears_leftovers() {
+        let (_dir, repo, first, second) = repo();
+        let stage = Stage::open_or_create(&repo).expect("created");
+        // A previous run's leftovers: a change, an untracked file, and ignored build output.
+        std::fs::write(stage.path().join("keep.txt"), "changed by a run\n").expect("write");
+        std::fs::write(stage.path().join("stray.txt"), "untracked\n").expect("write");
+        std::fs::create_dir_all(stage.path().join("target")).expect("mkdir");
+        std::fs::write(stage.path().join("target/cache"), "build\n").expect("write");
+        stage.reset_to(first).expect("reset");
+        let read = |p: &str| std::fs::read_to_string(stage.path().join(p)).ok();
+        assert_eq!(stage.head().expect("head"), first);
+        assert_eq!(read("a.txt").as_deref(), Some("one\n"));
+        assert_eq!(read("b.txt"), None, "removed: not in the first commit");
+        assert_eq!(
+            read("keep.txt").as_deref(),
+            Some("keep\n"),
+            "the run's change undone"
+        );
+        assert_eq!(read("stray.txt"), None, "untracked leftovers removed");
+        assert_eq!(
+            read("target/cache").as_deref(),
+            Some("build\n"),
+            "ignored output kept"
+        );
+        assert!(stage.dirty_paths().expect("status").is_empty());
+        stage.reset_to(second).expect("reset back");
+        assert_eq!(read("b.txt").as_deref(), Some("b\n"));
+    }
+
+    #[test]
+    fn snapshot_sees_what_the_actions_did() {
+        let (_dir, repo, _, second) = repo();
+        let stage = Stage::open_or_create(&repo).expect("created");
+        std::fs::write(stage.path().join("a.txt"), "three\n").expect("write");
+        std::fs::remove_file(stage.path().join("b.txt")).expect("rm");
+        std::fs::write(stage.path().join("new.txt"), "new\n").expect("write");
+        std::fs::create_dir_all(stage.path().join("target")).expect("mkdir");
+        std::fs::write(stage.path().join("target/out"), "ignored\n").expect("write");
+        let tree = repo
+            .find_tree(stage.snapshot().expect("snapshot"))
+            .expect("tree");
+        let names: Vec<String> = tree
+            .iter()
+            .filter_map(|e| e.name().ok().map(str::to_owned))
+            .collect();
+        assert_eq!(names, [".gitignore", "a.txt", "keep.txt", "new.txt"]);
+        let base = repo
+            .find_commit(second)
+            .and_then(|c| c.tree())
+            .expect("base tree");
+        assert_ne!(tree.id(), base.id());
+    }
+}
