@@ -2,6 +2,7 @@
 //! repository a command runs in. The transaction (stage, checkpoint, commit, publish, lock,
 //! operation log) arrives with a later issue.
 
+pub mod checkpoint;
 pub mod commit;
 pub mod lock;
 pub mod stage;
