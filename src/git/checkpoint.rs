@@ -87,36 +87,13 @@ pub fn read(repo: &Repository, commit: Oid) -> Result<Checkpoint, git2::Error> {
 #[cfg(test)]
 mod tests {
     use std::path::Path;
-    use std::process::Command;
 
     use super::*;
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-            .env("TZ", "UTC")
-            .env("LC_ALL", "C")
-            .output()
-            .expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
+    use crate::git::testing::{git, init_repo};
 
     fn repo() -> tempfile::TempDir {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = init_repo();
         let root = dir.path();
-        git(root, &["init", "-q", "-b", "main"]);
-        git(root, &["config", "user.name", "Ada"]);
-        git(root, &["config", "user.email", "ada@example.com"]);
         std::fs::write(root.join(".gitignore"), "*.log\n").expect("write");
         std::fs::write(root.join("a.txt"), "1\n2\n3\n").expect("write");
         std::fs::write(root.join("gone.txt"), "x\n").expect("write");

@@ -104,38 +104,16 @@ pub fn read_note(repo: &Repository, commit: Oid) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
     use std::process::Command;
 
     use super::*;
+    use crate::git::testing::{git, init_repo};
 
     /// The git CLI in a deterministic environment.
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-            .env("TZ", "UTC")
-            .env("LC_ALL", "C")
-            .output()
-            .expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
 
     #[test]
     fn git_reads_back_the_trailers_and_the_note() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        git(dir.path(), &["init", "-q", "-b", "main"]);
-        git(dir.path(), &["config", "user.name", "Ada"]);
-        git(dir.path(), &["config", "user.email", "ada@example.com"]);
+        let dir = init_repo();
         let repo = Repository::open(dir.path()).expect("open");
         let tree = repo
             .treebuilder(None)

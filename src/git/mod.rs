@@ -6,6 +6,8 @@ pub mod checkpoint;
 pub mod commit;
 pub mod lock;
 pub mod stage;
+#[cfg(test)]
+mod testing;
 
 use std::path::{Path, PathBuf};
 

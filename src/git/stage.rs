@@ -159,39 +159,14 @@ impl Stage {
 
 #[cfg(test)]
 mod tests {
-    use std::process::Command;
 
     use super::*;
-
-    fn git(dir: &Path, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_AUTHOR_NAME", "Ada")
-            .env("GIT_AUTHOR_EMAIL", "ada@example.com")
-            .env("GIT_COMMITTER_NAME", "Ada")
-            .env("GIT_COMMITTER_EMAIL", "ada@example.com")
-            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-            .env("TZ", "UTC")
-            .env("LC_ALL", "C")
-            .output()
-            .expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
+    use crate::git::testing::{git, init_repo};
 
     /// A repository with two commits: `a.txt`+`keep.txt`, then `a.txt` changed and `b.txt`.
     fn repo() -> (tempfile::TempDir, Repository, Oid, Oid) {
-        let dir = tempfile::tempdir().expect("tempdir");
+        let dir = init_repo();
         let root = dir.path();
-        git(root, &["init", "-q", "-b", "main"]);
         std::fs::write(root.join(".gitignore"), "target/\n").expect("write");
         std::fs::write(root.join("a.txt"), "one\n").expect("write");
         std::fs::write(root.join("keep.txt"), "keep\n").expect("write");
