@@ -183,24 +183,66 @@ fn shows_output(result: &ActionResult) -> bool {
     }
 }
 
-/// Data as text: strings as they are, exec output by stream, lists one item per line.
+/// Data as text for the model: file contents as they are, exec output by stream, listings
+/// and search hits one per line; anything else as JSON.
 fn render_data(data: &Value) -> String {
     match data {
         Value::String(s) => s.clone(),
-        Value::Array(items) => items.iter().map(plain).collect::<Vec<_>>().join("\n"),
-        Value::Object(map) if map.contains_key("stdout") || map.contains_key("exit_code") => {
-            let mut out = String::new();
-            if let Some(code) = map.get("exit_code") {
-                let _ = writeln!(out, "exit code: {}", plain(code));
+        Value::Array(items) => items.iter().map(render_item).collect::<Vec<_>>().join("\n"),
+        Value::Object(map) => {
+            if let (Some(Value::Array(paths)), Some(Value::Array(contents))) =
+                (map.get("paths"), map.get("content"))
+            {
+                // files_read: each file under a header line.
+                return paths
+                    .iter()
+                    .zip(contents)
+                    .map(|(path, content)| format!("=== {} ===\n{}", plain(path), plain(content)))
+                    .collect::<Vec<_>>()
+                    .join("\n");
             }
-            for stream in ["stdout", "stderr"] {
-                if let Some(text) = map.get(stream).map(plain).filter(|t| !t.is_empty()) {
-                    let _ = writeln!(out, "{stream}:\n{}", text.trim_end_matches('\n'));
+            if let Some(Value::String(content)) = map.get("content") {
+                return content.clone();
+            }
+            if map.contains_key("stdout") || map.contains_key("exit_code") {
+                let mut out = String::new();
+                if let Some(code) = map.get("exit_code") {
+                    let _ = writeln!(out, "exit code: {}", plain(code));
                 }
+                for stream in ["stdout", "stderr"] {
+                    if let Some(text) = map.get(stream).map(plain).filter(|t| !t.is_empty()) {
+                        let _ = writeln!(out, "{stream}:\n{}", text.trim_end_matches('\n'));
+                    }
+                }
+                return out;
             }
-            out
+            serde_json::to_string_pretty(data).unwrap_or_default()
         }
-        other => serde_json::to_string_pretty(other).unwrap_or_default(),
+        other => plain(other),
+    }
+}
+
+/// One item of a listing: an `ls` entry (`name/` for folders, sizes for files), a `grep` hit
+/// (`file:line: text`), or the item itself.
+fn render_item(item: &Value) -> String {
+    let field = |key: &str| item.get(key).map(plain);
+    match (
+        field("name"),
+        field("type"),
+        field("file"),
+        field("line_number"),
+        field("line"),
+    ) {
+        (Some(name), Some(kind), ..) if kind == "directory" => format!("{name}/"),
+        (Some(name), Some(kind), ..) if kind == "file" => {
+            format!("{name} ({} bytes)", field("size").unwrap_or_default())
+        }
+        (Some(name), Some(kind), ..) => format!("{name} ({kind})"),
+        (_, _, Some(file), Some(number), Some(line)) => format!("{file}:{number}: {line}"),
+        _ => match item {
+            Value::Object(_) => item.to_string(),
+            other => plain(other),
+        },
     }
 }
 
@@ -272,7 +314,7 @@ mod tests {
                     params: params(json!({"path": "/repo/README.md"})),
                     success: true,
                     error: None,
-                    data: Some(json!("# Title\ntext\n")),
+                    data: Some(json!({"path": "/repo/README.md", "content": "# Title\ntext\n"})),
                 },
             ],
             parse_errors: vec![BlockError {
@@ -312,6 +354,53 @@ mod tests {
         text
         === END ===
         ");
+    }
+
+    #[test]
+    fn listings_and_reads_render_as_text() {
+        let render = |action: &str, data: Value| {
+            let result = ActionResult {
+                seq: 1,
+                block_id: "b1".into(),
+                action: action.into(),
+                params: params(json!({"path": "/repo", "pattern": "x"})),
+                success: true,
+                error: None,
+                data: Some(data),
+            };
+            ExecutionResult {
+                results: vec![result],
+                ..ExecutionResult::default()
+            }
+            .to_text()
+        };
+        assert_snapshot!(render("ls", json!([
+            {"name": "src", "type": "directory", "size": 0, "modified": "2026-01-01T00:00:00Z"},
+            {"name": "a.txt", "type": "file", "size": 6, "modified": "2026-01-01T00:00:00Z"},
+            {"name": "link", "type": "symlink", "size": 0, "modified": "2026-01-01T00:00:00Z"}
+        ])), @r"
+        === LOAF RESULTS ===
+        b1 ✅ ls /repo
+        === OUTPUTS ===
+        [b1] ls /repo:
+        src/
+        a.txt (6 bytes)
+        link (symlink)
+        === END ===
+        ");
+        let grep = render(
+            "grep",
+            json!([{"file": "/repo/a.txt", "line_number": 3, "line": "x = 1"}]),
+        );
+        assert!(grep.contains("\n/repo/a.txt:3: x = 1\n"), "{grep}");
+        let files = render(
+            "files_read",
+            json!({"paths": ["/repo/a", "/repo/b"], "content": ["A\n", "B"]}),
+        );
+        assert!(
+            files.contains("=== /repo/a ===\nA\n\n=== /repo/b ===\nB\n"),
+            "{files}"
+        );
     }
 
     #[test]
