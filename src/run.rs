@@ -6,9 +6,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use crate::actions::{self, Action};
-use crate::config::{Config, ConfigError};
+use crate::config::{Config, ConfigError, HookCommand};
 use crate::exec::guard::FsGuard;
-use crate::exec::{self, Outcome, PathMap, Workspace, hooks};
+use crate::exec::hooks::{self, Hook};
+use crate::exec::{self, Outcome, PathMap, Workspace};
 use crate::nesl;
 use crate::report::{ActionResult, ExecutionResult, HookErrors};
 
@@ -62,15 +63,7 @@ pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult
             };
         }
     };
-    let hook_root = paths.to_real(root);
-    let no_vars = BTreeMap::new();
-    let before = hooks::run_hooks(
-        &config.hooks.before,
-        &config.vars,
-        &no_vars,
-        &hook_root,
-        paths,
-    );
+    let before = hooks::run_hooks(&to_hooks(&config.hooks.before), &config.vars, root, paths);
     if !before.success {
         return ExecutionResult {
             fatal_error: Some("Before hooks failed - aborting execution".into()),
@@ -97,21 +90,17 @@ pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult
         .map(|(i, action)| run_action(i + 1, action, config, &ws))
         .collect();
     let succeeded = plan.errors.is_empty() && results.iter().all(|r| r.success);
-    let run_vars = run_vars(succeeded, plan.total_blocks, &results);
-    let after = hooks::run_hooks(
-        &config.hooks.after,
-        &config.vars,
-        &run_vars,
-        &hook_root,
-        paths,
-    );
-    let hook_errors = (!after.success).then(|| HookErrors {
-        before: Vec::new(),
+    let mut vars = config.vars.clone();
+    vars.extend(run_vars(succeeded, plan.total_blocks, &results));
+    let after = hooks::run_hooks(&to_hooks(&config.hooks.after), &vars, root, paths);
+    // Every failure is recorded, tolerated ones (continueOnError) included; only the others
+    // make the run unsuccessful (the seed counts after-hook failures).
+    let hook_errors = (!before.errors.is_empty() || !after.errors.is_empty()).then(|| HookErrors {
+        before: before.errors,
         after: after.errors,
     });
     ExecutionResult {
-        // After-hook failures count: the seed's rule.
-        success: succeeded && hook_errors.is_none(),
+        success: succeeded && after.success,
         total_blocks: plan.total_blocks,
         executed_actions: results.len(),
         results,
@@ -121,46 +110,59 @@ pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult
     }
 }
 
-/// The run's values for after hooks (the seed's HookContext, plus `failedActions`).
+/// loaf.yml's hook commands as the hook runner takes them.
+fn to_hooks(commands: &[HookCommand]) -> Vec<Hook> {
+    commands
+        .iter()
+        .map(|c| Hook {
+            run: c.run.clone(),
+            continue_on_error: c.continue_on_error,
+            timeout: c.timeout,
+            cwd: c.cwd.as_ref().map(PathBuf::from),
+        })
+        .collect()
+}
+
+/// The run's values for after hooks: the hook runner's names (upper case and the seed's),
+/// plus the seed's `operations`.
 fn run_vars(
     success: bool,
     total_blocks: usize,
     results: &[ActionResult],
 ) -> BTreeMap<String, String> {
-    let mut modified: Vec<&str> = Vec::new();
+    let mut modified: Vec<String> = Vec::new();
     for result in results.iter().filter(|r| r.success) {
         let writes = actions::Schema::get()
             .tool(&result.action)
             .is_some_and(|t| t.kind == "write");
         for key in ["path", "old_path", "new_path"] {
             if let (true, Some(path)) = (writes, result.params.get(key).and_then(|v| v.as_str()))
-                && !modified.contains(&path)
+                && !modified.iter().any(|m| m == path)
             {
-                modified.push(path);
+                modified.push(path.to_owned());
             }
         }
     }
-    let operations: Vec<String> = results
-        .iter()
-        .map(|r| format!("{}{}", r.action, if r.success { "" } else { " (failed)" }))
-        .collect();
     let errors: Vec<String> = results
         .iter()
         .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.action)))
         .collect();
-    BTreeMap::from([
-        ("success".to_owned(), success.to_string()),
-        ("totalBlocks".to_owned(), total_blocks.to_string()),
-        ("executedActions".to_owned(), results.len().to_string()),
-        (
-            "failedActions".to_owned(),
-            results.iter().filter(|r| !r.success).count().to_string(),
-        ),
-        ("modifiedFiles".to_owned(), modified.join(",")),
-        ("operations".to_owned(), operations.join(",")),
-        ("errorCount".to_owned(), errors.len().to_string()),
-        ("errors".to_owned(), errors.join("; ")),
-    ])
+    let failed = results.iter().filter(|r| !r.success).count();
+    let mut vars = hooks::run_context_vars(
+        success,
+        total_blocks,
+        results.len(),
+        failed,
+        &modified,
+        &errors,
+    );
+    let operations: Vec<String> = results
+        .iter()
+        .map(|r| format!("{}{}", r.action, if r.success { "" } else { " (failed)" }))
+        .collect();
+    vars.insert("operations".to_owned(), operations.join(","));
+    vars.insert("OPERATIONS".to_owned(), operations.join(","));
+    vars
 }
 
 /// Runs one action, if loaf.yml allows it.

@@ -128,7 +128,7 @@ pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default bytes kept of each exec output stream: 1 MiB.
 pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
 /// Default hook timeout.
-pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30);
+pub const DEFAULT_HOOK_TIMEOUT: Duration = crate::exec::hooks::DEFAULT_HOOK_TIMEOUT;
 
 impl Config {
     /// Everything at its default, for a loaf.yml in `dir`.

@@ -1,212 +1,294 @@
-//! Hooks: commands from loaf.yml run before and after a reply's actions (the seed's hooks
-//! manager). `${NAME}` in a command is replaced from loaf.yml's `vars` as written, and from
-//! the run's own values (`${success}`, `${errors}`, …) shell-quoted: those carry text the
-//! model wrote, which must never become shell syntax. The run's values are also in the
-//! environment as `LOAF_<NAME>`.
+//! Hooks: the commands loaf.yml runs before the actions (`hooks.before`) and after them
+//! (`hooks.after`), as the loaf seed's HooksManager ran them.
+//!
+//! Each hook runs with `sh -c` in its own process group, in its `cwd` (default: the root),
+//! and is killed with its whole group at its timeout. Hooks run in order; the first failure
+//! stops the rest unless that hook has `continueOnError`.
+//!
+//! # `${VAR}` in commands
+//!
+//! `${NAME}` is replaced for every `NAME` in the variables (loaf.yml's `vars` and the run's,
+//! see [`run_context_vars`]); other `${...}` are left to the shell. Values are never pasted
+//! into the command text: the run's values come from the reply (file paths, error messages)
+//! and pasting `'; rm -rf ~ #` into a command would run it. Instead each variable is passed
+//! as the environment variable `LOAF_VAR_<NAME>` and `${NAME}` becomes `${LOAF_VAR_NAME}`,
+//! which the shell expands as data, never as code. Within double quotes or unquoted this
+//! reads exactly like pasting the value (unquoted values are split into words, as pasted
+//! ones would be); within single quotes it stays unexpanded, as any shell variable does.
+//! Scripts a hook calls can read the same `LOAF_VAR_<NAME>` variables.
 
 use std::collections::BTreeMap;
-use std::path::Path;
-use std::process::Command;
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
 
 use super::PathMap;
-use super::process;
-use crate::config::HookCommand;
+use super::process::{self, Ending, Job};
+
+/// How long a hook may run when loaf.yml gives no `timeout` (the seed's 30000 ms).
+pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Bytes kept of each hook's stdout and stderr.
+pub const HOOK_OUTPUT_CAP: usize = 1024 * 1024;
+
+/// Prefix of the environment variables that carry `${VAR}` values to hooks.
+pub const VAR_ENV_PREFIX: &str = "LOAF_VAR_";
+
+/// Bytes of a failed hook's stderr quoted in its error (the end, where the reason usually is).
+const STDERR_IN_ERROR: usize = 2000;
+
+/// One hook command from loaf.yml.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hook {
+    /// The command, run by `sh -c` after `${VAR}` replacement.
+    pub run: String,
+    /// Go on with the next hook when this one fails.
+    pub continue_on_error: bool,
+    /// When to kill it (and everything it started).
+    pub timeout: Duration,
+    /// Where it runs, as the user writes paths; relative to the default directory. `None`:
+    /// the default directory.
+    pub cwd: Option<PathBuf>,
+}
+
+impl Hook {
+    /// A hook with loaf.yml's defaults: stops the chain on failure, 30 s, default directory.
+    pub fn new(run: impl Into<String>) -> Hook {
+        Hook {
+            run: run.into(),
+            continue_on_error: false,
+            timeout: DEFAULT_HOOK_TIMEOUT,
+            cwd: None,
+        }
+    }
+}
+
+/// What one hook did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HookRun {
+    /// The command as loaf.yml wrote it (before `${VAR}` replacement).
+    pub command: String,
+    /// Whether it exited with code 0 in time.
+    pub success: bool,
+    /// Its exit code, when it exited by itself.
+    pub exit_code: Option<i32>,
+    /// Its standard output (capped at [`HOOK_OUTPUT_CAP`]).
+    pub stdout: String,
+    /// Its standard error (capped at [`HOOK_OUTPUT_CAP`]).
+    pub stderr: String,
+    /// Why it failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
 
 /// What a list of hooks did.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct HooksRun {
-    /// Every hook that ran succeeded (hooks with `continueOnError` may fail).
-    pub success: bool,
-    /// Each failure as `<command>: <error>`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HooksResult {
+    /// The hooks that ran, in order (those after a stopping failure did not run).
+    pub runs: Vec<HookRun>,
+    /// `<command>: <error>` for every hook that failed, including those whose failure was
+    /// tolerated by `continueOnError` (the seed's `hookErrors` entries).
     pub errors: Vec<String>,
+    /// False when a hook without `continueOnError` failed.
+    pub success: bool,
 }
 
-/// Bytes kept of a failing hook's output for its message.
-const MESSAGE_OUTPUT: usize = 2000;
-
-/// Runs `hooks` in order in `root` (or each one's `cwd`), stopping at the first failure of a
-/// hook without `continueOnError`.
+/// Runs `hooks` in order with `${VAR}` taken from `vars`; `default_cwd` (a user path, like
+/// each hook's `cwd`) is where hooks without a `cwd` run. Paths are mapped with `paths`,
+/// and the real ones are scrubbed from every output and message.
 pub fn run_hooks(
-    hooks: &[HookCommand],
+    hooks: &[Hook],
     vars: &BTreeMap<String, String>,
-    run_vars: &BTreeMap<String, String>,
-    root: &Path,
+    default_cwd: &Path,
     paths: &PathMap,
-) -> HooksRun {
-    let mut run = HooksRun {
-        success: true,
+) -> HooksResult {
+    let env = var_environment(vars);
+    let mut result = HooksResult {
+        runs: Vec::new(),
         errors: Vec::new(),
+        success: true,
     };
     for hook in hooks {
-        if let Err(error) = run_hook(hook, vars, run_vars, root, paths) {
-            run.success = false;
-            run.errors
-                .push(format!("{}: {}", hook.run, paths.scrub(&error)));
-            if !hook.continue_on_error {
-                break;
-            }
+        let run = run_one(hook, vars, &env, default_cwd, paths);
+        let stop = run.error.is_some() && !hook.continue_on_error;
+        if let Some(error) = &run.error {
+            result.errors.push(format!("{}: {error}", hook.run));
+        }
+        result.runs.push(run);
+        if stop {
+            result.success = false;
+            break;
         }
     }
-    run
+    result
 }
 
-fn run_hook(
-    hook: &HookCommand,
+/// The run's variables for after-hooks, under loaf.yml's documented names (`SUCCESS`,
+/// `TOTAL_BLOCKS`, `EXECUTED_ACTIONS`, `FAILED_ACTIONS`, `MODIFIED_FILES` joined with `,`,
+/// `ERRORS` joined with `; `, `ERROR_COUNT`) and the seed's HookContext names (`success`,
+/// `totalBlocks`, `executedActions`, `failedActions`, `modifiedFiles`, `errors`,
+/// `errorCount`). Merge them over loaf.yml's `vars` so that the run's facts win.
+pub fn run_context_vars(
+    success: bool,
+    total_blocks: usize,
+    executed: usize,
+    failed: usize,
+    modified_files: &[String],
+    errors: &[String],
+) -> BTreeMap<String, String> {
+    let values = [
+        ("SUCCESS", "success", success.to_string()),
+        ("TOTAL_BLOCKS", "totalBlocks", total_blocks.to_string()),
+        ("EXECUTED_ACTIONS", "executedActions", executed.to_string()),
+        ("FAILED_ACTIONS", "failedActions", failed.to_string()),
+        ("MODIFIED_FILES", "modifiedFiles", modified_files.join(",")),
+        ("ERRORS", "errors", errors.join("; ")),
+        ("ERROR_COUNT", "errorCount", errors.len().to_string()),
+    ];
+    values
+        .into_iter()
+        .flat_map(|(upper, seed, value)| {
+            [(upper.to_owned(), value.clone()), (seed.to_owned(), value)]
+        })
+        .collect()
+}
+
+fn run_one(
+    hook: &Hook,
     vars: &BTreeMap<String, String>,
-    run_vars: &BTreeMap<String, String>,
-    root: &Path,
+    env: &[(OsString, OsString)],
+    default_cwd: &Path,
     paths: &PathMap,
-) -> Result<(), String> {
-    let command_text = interpolate(&hook.run, vars, run_vars);
-    let cwd = hook
-        .cwd
-        .as_ref()
-        .map_or_else(|| root.to_path_buf(), |c| paths.to_real(&root.join(c)));
-    let mut command = Command::new("sh");
-    command.args(["-c", &command_text]).current_dir(&cwd);
-    for (name, value) in run_vars {
-        command.env(format!("LOAF_{}", name.to_ascii_uppercase()), value);
+) -> HookRun {
+    let failed = |error: String| HookRun {
+        command: hook.run.clone(),
+        success: false,
+        exit_code: None,
+        stdout: String::new(),
+        stderr: String::new(),
+        error: Some(paths.scrub(&error)),
+    };
+    let user_cwd = match &hook.cwd {
+        Some(cwd) => default_cwd.join(cwd),
+        None => default_cwd.to_path_buf(),
+    };
+    let cwd = paths.to_real(&user_cwd);
+    if !cwd.is_dir() {
+        return failed(format!("cwd not found '{}' (ENOENT)", user_cwd.display()));
     }
-    let finished = process::run(command, hook.timeout, MESSAGE_OUTPUT)
-        .map_err(|e| format!("cannot start sh in '{}': {e}", cwd.display()))?;
-    if finished.timed_out {
-        return Err(format!("timed out after {}s", hook.timeout.as_secs_f64()));
-    }
-    match finished.exit_code {
-        Some(0) => Ok(()),
-        code => {
-            let output = [finished.stderr.trim(), finished.stdout.trim()]
-                .into_iter()
-                .find(|s| !s.is_empty())
-                .map(|s| format!(": {s}"))
-                .unwrap_or_default();
-            let status = code.map_or("killed by a signal".to_owned(), |c| {
-                format!("exit code {c}")
-            });
-            Err(format!("{status}{output}"))
-        }
+    let job = Job {
+        program: "sh",
+        args: vec!["-c".into(), reference_vars(&hook.run, vars).into()],
+        cwd: &cwd,
+        env: env.to_vec(),
+        path: None,
+        timeout: hook.timeout,
+        max_output: HOOK_OUTPUT_CAP,
+    };
+    let finished = match process::run(&job) {
+        Ok(finished) => finished,
+        Err(e) => return failed(e.to_string()),
+    };
+    let stdout = paths.scrub(&finished.stdout.marked(HOOK_OUTPUT_CAP));
+    let stderr = paths.scrub(&finished.stderr.marked(HOOK_OUTPUT_CAP));
+    let (exit_code, error) = match finished.ending {
+        Ending::Exited(0) => (Some(0), None),
+        Ending::Exited(code) => (
+            Some(code),
+            Some(with_stderr(
+                format!("Process exited with code {code}"),
+                &stderr,
+            )),
+        ),
+        Ending::Signalled(signal) => (
+            None,
+            Some(with_stderr(
+                format!("Process killed by signal {signal}"),
+                &stderr,
+            )),
+        ),
+        Ending::TimedOut => (
+            None,
+            Some(format!(
+                "Process timeout after {} (TIMEOUT)",
+                process::seconds(hook.timeout)
+            )),
+        ),
+    };
+    HookRun {
+        command: hook.run.clone(),
+        success: error.is_none(),
+        exit_code,
+        stdout,
+        stderr,
+        error,
     }
 }
 
-/// `${NAME}` replaced: loaf.yml's vars as written, the run's values shell-quoted; unknown
-/// names are left for the shell.
-fn interpolate(
-    command: &str,
-    vars: &BTreeMap<String, String>,
-    run_vars: &BTreeMap<String, String>,
-) -> String {
+/// `reason: <the end of stderr>`, so that the recorded error says what went wrong.
+fn with_stderr(reason: String, stderr: &str) -> String {
+    let stderr = stderr.trim();
+    if stderr.is_empty() {
+        return reason;
+    }
+    let mut start = stderr.len().saturating_sub(STDERR_IN_ERROR);
+    while !stderr.is_char_boundary(start) {
+        start += 1;
+    }
+    let cut = if start > 0 { "…" } else { "" };
+    format!("{reason}: {cut}{}", &stderr[start..])
+}
+
+/// The command with each `${NAME}` of a known variable turned into a reference to the
+/// environment variable that carries its value; everything else is left as written.
+fn reference_vars(command: &str, vars: &BTreeMap<String, String>) -> String {
     let mut out = String::with_capacity(command.len());
     let mut rest = command;
     while let Some(start) = rest.find("${") {
         out.push_str(&rest[..start]);
         let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            out.push_str(&rest[start..]);
-            return out;
-        };
-        let name = &after[..end];
-        match (run_vars.get(name), vars.get(name)) {
-            (Some(value), _) => out.push_str(&shell_quote(value)),
-            (None, Some(value)) => out.push_str(value),
-            (None, None) => out.push_str(&rest[start..start + 2 + end + 1]),
+        match after.split_once('}') {
+            Some((name, tail)) if is_var_name(name) && vars.contains_key(name) => {
+                out.push_str("${");
+                out.push_str(VAR_ENV_PREFIX);
+                out.push_str(name);
+                out.push('}');
+                rest = tail;
+            }
+            _ => {
+                out.push_str("${");
+                rest = after;
+            }
         }
-        rest = &after[end + 1..];
     }
     out.push_str(rest);
     out
 }
 
-/// One shell word holding exactly `value`.
-fn shell_quote(value: &str) -> String {
-    format!("'{}'", value.replace('\'', r"'\''"))
+/// `LOAF_VAR_<NAME>=value` for every variable whose name the shell accepts. A NUL cannot be
+/// passed in the environment; it becomes U+FFFD.
+fn var_environment(vars: &BTreeMap<String, String>) -> Vec<(OsString, OsString)> {
+    vars.iter()
+        .filter(|(name, _)| is_var_name(name))
+        .map(|(name, value)| {
+            (
+                format!("{VAR_ENV_PREFIX}{name}").into(),
+                value.replace('\0', "\u{fffd}").into(),
+            )
+        })
+        .collect()
+}
+
+/// A shell variable name: a letter or `_`, then letters, digits and `_`.
+fn is_var_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]
-mod tests {
-    use std::time::Duration;
-
-    use super::*;
-
-    fn hook(run: &str) -> HookCommand {
-        HookCommand {
-            run: run.into(),
-            continue_on_error: false,
-            timeout: Duration::from_secs(20),
-            cwd: None,
-        }
-    }
-
-    fn run(hooks: &[HookCommand], run_vars: &[(&str, &str)]) -> (HooksRun, tempfile::TempDir) {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let vars = BTreeMap::from([("GREETING".to_owned(), "hello world".to_owned())]);
-        let run_vars = run_vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let result = run_hooks(
-            hooks,
-            &vars,
-            &run_vars,
-            dir.path(),
-            &PathMap::identity(dir.path()),
-        );
-        (result, dir)
-    }
-
-    #[test]
-    fn vars_are_interpolated_and_run_values_stay_inert() {
-        let (result, dir) = run(
-            &[hook(
-                "echo ${GREETING} ${success} > out.txt; echo ${errors} >> out.txt; echo \"$LOAF_ERRORS\" >> out.txt",
-            )],
-            &[
-                ("success", "false"),
-                ("errors", "x'; touch injected; echo '$(touch injected2)"),
-            ],
-        );
-        assert!(result.success, "{result:?}");
-        let out = std::fs::read_to_string(dir.path().join("out.txt")).expect("written");
-        assert_eq!(
-            out,
-            "hello world false\nx'; touch injected; echo '$(touch injected2)\nx'; touch injected; echo '$(touch injected2)\n"
-        );
-        assert!(!dir.path().join("injected").exists() && !dir.path().join("injected2").exists());
-    }
-
-    #[test]
-    fn a_failure_stops_unless_continue_on_error() {
-        let (result, dir) = run(&[hook("echo boom >&2; exit 4"), hook("touch second")], &[]);
-        assert!(!result.success);
-        assert_eq!(result.errors, ["echo boom >&2; exit 4: exit code 4: boom"]);
-        assert!(
-            !dir.path().join("second").exists(),
-            "stopped at the failure"
-        );
-        let mut tolerant = hook("exit 1");
-        tolerant.continue_on_error = true;
-        let (result, dir) = run(&[tolerant, hook("touch second")], &[]);
-        assert!(!result.success, "a failure is still reported");
-        assert!(dir.path().join("second").exists(), "went on");
-    }
-
-    #[test]
-    fn timeout_and_cwd() {
-        let mut slow = hook("sleep 30");
-        slow.timeout = Duration::from_millis(300);
-        let (result, _dir) = run(&[slow], &[]);
-        assert_eq!(result.errors, ["sleep 30: timed out after 0.3s"]);
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
-        let mut in_sub = hook("touch here");
-        in_sub.cwd = Some("sub".into());
-        let result = run_hooks(
-            &[in_sub],
-            &BTreeMap::new(),
-            &BTreeMap::new(),
-            dir.path(),
-            &PathMap::identity(dir.path()),
-        );
-        assert!(result.success);
-        assert!(dir.path().join("sub/here").exists());
-    }
-}
+mod tests;

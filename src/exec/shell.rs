@@ -1,227 +1,167 @@
-//! The `exec` action: run bash, Python or JavaScript code, with a timeout that kills the
-//! whole process group and capped output. Messages follow the seed's exec runner.
+//! The `exec` action: runs a reply's bash, Python or JavaScript code and reports its exit
+//! code and output.
+//!
+//! Each language runs its interpreter with the code as one argument (`bash -c`,
+//! `python3 -c`, `node -e`), in the requested working directory (the root by default),
+//! with stdin closed and the environment inherited. The code runs in its own process group:
+//! at the timeout the whole group is killed, and anything it started in the background is
+//! killed when it ends (see `process.rs`). Messages follow the loaf seed:
+//! `exec: python3 not found in PATH (ENOENT)`, `exec: Process timeout after 30s (TIMEOUT)`.
+//!
+//! `data` is `{stdout, stderr, exit_code}` (`exit_code` null when there is none: timeout or
+//! signal), plus `stdout_truncated` / `stderr_truncated: true` for a stream cut at
+//! `max_output` bytes (its text then ends with a `… [output truncated at N bytes]` line).
+//! With `return_output: false` a successful run reports only `exit_code`; a failed one keeps
+//! its output so the model can see why.
 
+use std::ffi::OsStr;
 use std::path::PathBuf;
-use std::process::Command;
 
-use serde_json::json;
+use serde_json::{Map, Value, json};
 
-use super::process;
+use super::process::{self, Captured, Ending, Finished, Job};
 use super::{Access, Outcome, Params, Workspace};
 
-/// The interpreter and its arguments for a language of the schema.
-fn interpreter(lang: &str, code: &str) -> Option<(&'static str, Vec<String>)> {
-    match lang {
-        "bash" => Some(("bash", vec!["-c".into(), code.into()])),
-        "python" => Some(("python3", vec!["-c".into(), code.into()])),
-        "javascript" => Some(("node", vec!["-e".into(), code.into()])),
-        _ => None,
+/// The languages `exec` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    /// `bash -c <code>`.
+    Bash,
+    /// `python3 -c <code>`.
+    Python,
+    /// `node -e <code>`.
+    JavaScript,
+}
+
+impl Language {
+    /// The language a `lang` parameter names: `bash`, `python` or `javascript`.
+    pub fn from_name(name: &str) -> Option<Language> {
+        match name {
+            "bash" => Some(Language::Bash),
+            "python" => Some(Language::Python),
+            "javascript" => Some(Language::JavaScript),
+            _ => None,
+        }
+    }
+
+    /// The interpreter and the flag that makes it run its next argument as code.
+    fn interpreter(self) -> (&'static str, &'static str) {
+        match self {
+            Language::Bash => ("bash", "-c"),
+            Language::Python => ("python3", "-c"),
+            Language::JavaScript => ("node", "-e"),
+        }
     }
 }
 
-/// Runs an `exec` action: `{stdout, stderr, exit_code}` in data; success when the code
-/// exits 0.
-pub fn run_exec(params: &Params, ws: &Workspace<'_>) -> Outcome {
-    let text = |key: &str| params.get(key).and_then(|v| v.as_str());
-    let (Some(lang), Some(code)) = (text("lang"), text("code")) else {
-        return Outcome::fail("exec: internal error: parameters 'lang' and 'code' are required");
+/// Runs an `exec` action: `code` in `lang`, in `cwd` (default: the root), within the
+/// workspace's timeout and output cap.
+pub fn run_exec(params: &Params, ws: &Workspace) -> Outcome {
+    run_exec_with_path(params, ws, None)
+}
+
+/// [`run_exec`] with PATH replaced by `path` (when given) for finding the interpreter and in
+/// the code's environment.
+pub fn run_exec_with_path(params: &Params, ws: &Workspace, path: Option<&OsStr>) -> Outcome {
+    let (Some(code), Some(lang)) = (text(params, "code"), text(params, "lang")) else {
+        return Outcome::fail("Invalid action: missing lang or code parameter");
     };
-    let Some((program, args)) = interpreter(lang, code) else {
+    let Some(language) = Language::from_name(lang) else {
         return Outcome::fail(format!(
-            "exec: unsupported language '{lang}' (use bash, python or javascript)"
+            "exec: Unsupported language '{lang}' (use bash, python or javascript)"
         ));
     };
-    let user_cwd = text("cwd").map_or_else(|| ws.paths.user_root().to_path_buf(), PathBuf::from);
-    let cwd = match ws.guard.check(Access::Read, &ws.paths.to_real(&user_cwd)) {
+    let cwd = match working_dir(params, ws) {
         Ok(cwd) => cwd,
-        Err(message) => return Outcome::fail(ws.paths.scrub(&message)),
+        Err(message) => return Outcome::fail(message),
     };
-    if !cwd.is_dir() {
-        return Outcome::fail(format!(
-            "exec: cwd is not a directory: '{}'",
-            user_cwd.display()
-        ));
+    let (program, flag) = language.interpreter();
+    let job = Job {
+        program,
+        args: vec![flag.into(), code.into()],
+        cwd: &cwd,
+        env: Vec::new(),
+        path: path.map(OsStr::to_os_string),
+        timeout: ws.exec_timeout,
+        max_output: ws.max_output,
+    };
+    match process::run(&job) {
+        Ok(finished) => outcome(&finished, params, ws),
+        Err(e) => Outcome::fail(ws.paths.scrub(&format!("exec: {e}"))),
     }
-    run_program(program, &args, &cwd, ws)
 }
 
-/// Runs `program args` in `cwd` and turns what it did into an outcome.
-fn run_program(
-    program: &str,
-    args: &[String],
-    cwd: &std::path::Path,
-    ws: &Workspace<'_>,
-) -> Outcome {
-    let mut command = Command::new(program);
-    command.args(args).current_dir(cwd);
-    let finished = match process::run(command, ws.exec_timeout, ws.max_output) {
-        Ok(finished) => finished,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Outcome::fail(format!("exec: {program} not found in PATH (ENOENT)"));
-        }
-        Err(e) => return Outcome::fail(format!("exec: cannot start {program}: {e}")),
+/// The directory the code runs in: `cwd` or the root, mapped to where it really is and
+/// allowed by the fs-guard for reading.
+fn working_dir(params: &Params, ws: &Workspace) -> Result<PathBuf, String> {
+    let user = match text(params, "cwd") {
+        Some(cwd) => PathBuf::from(cwd),
+        None => ws.paths.user_root().to_path_buf(),
     };
-    let mark = |text: String, truncated: bool| {
-        if truncated {
-            format!("{text}\n… [output truncated at {} bytes]", ws.max_output)
-        } else {
-            text
-        }
-    };
-    let stdout = ws
-        .paths
-        .scrub(&mark(finished.stdout, finished.stdout_truncated));
-    let stderr = ws
-        .paths
-        .scrub(&mark(finished.stderr, finished.stderr_truncated));
-    let mut data = json!({"stdout": stdout, "stderr": stderr, "exit_code": finished.exit_code});
-    if finished.stdout_truncated {
-        data["stdout_truncated"] = json!(true);
+    if !user.is_absolute() {
+        return Err(format!(
+            "exec: cwd must be an absolute path, got '{}'",
+            user.display()
+        ));
     }
-    if finished.stderr_truncated {
-        data["stderr_truncated"] = json!(true);
+    let real = ws
+        .guard
+        .check(Access::Read, &ws.paths.to_real(&user))
+        .map_err(|refusal| ws.paths.scrub(&refusal))?;
+    match std::fs::metadata(&real) {
+        Ok(meta) if meta.is_dir() => Ok(real),
+        Ok(_) => Err(format!(
+            "exec: cwd is not a directory '{}' (ENOTDIR)",
+            user.display()
+        )),
+        Err(_) => Err(format!("exec: cwd not found '{}' (ENOENT)", user.display())),
     }
-    let error = if finished.timed_out {
-        Some(format!(
-            "exec: Process timeout after {}s (TIMEOUT)",
-            ws.exec_timeout.as_secs_f64()
-        ))
-    } else {
-        match finished.exit_code {
-            Some(0) => None,
-            Some(code) => Some(format!("exec: Process exited with code {code}")),
-            None => Some("exec: Process killed by a signal".to_owned()),
-        }
+}
+
+fn outcome(finished: &Finished, params: &Params, ws: &Workspace) -> Outcome {
+    let error = match finished.ending {
+        Ending::Exited(0) => None,
+        Ending::Exited(code) => Some(format!("exec: Process exited with code {code}")),
+        // The seed's wording, without the `exec:` its other messages carry.
+        Ending::Signalled(signal) => Some(format!("Process killed by signal {signal}")),
+        Ending::TimedOut => Some(format!(
+            "exec: Process timeout after {} (TIMEOUT)",
+            process::seconds(ws.exec_timeout)
+        )),
     };
+    let exit_code = match finished.ending {
+        Ending::Exited(code) => json!(code),
+        _ => Value::Null,
+    };
+    let return_output = params
+        .get("return_output")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let mut data = Map::new();
+    if return_output || error.is_some() {
+        stream(&mut data, "stdout", &finished.stdout, ws);
+        stream(&mut data, "stderr", &finished.stderr, ws);
+    }
+    data.insert("exit_code".into(), exit_code);
     Outcome {
         success: error.is_none(),
         error,
-        data: Some(data),
+        data: Some(Value::Object(data)),
     }
+}
+
+/// Puts a stream's text in `data` under `name`, and `<name>_truncated` when it was cut.
+fn stream(data: &mut Map<String, Value>, name: &str, captured: &Captured, ws: &Workspace) {
+    let text = ws.paths.scrub(&captured.marked(ws.max_output));
+    data.insert(name.into(), Value::String(text));
+    if captured.truncated {
+        data.insert(format!("{name}_truncated"), Value::Bool(true));
+    }
+}
+
+fn text<'p>(params: &'p Params, key: &str) -> Option<&'p str> {
+    params.get(key).and_then(Value::as_str)
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::Path;
-    use std::time::{Duration, Instant};
-
-    use serde_json::json;
-
-    use super::*;
-    use crate::exec::{AllowAll, PathMap};
-
-    fn run(params: serde_json::Value, timeout: Duration, max_output: usize) -> Outcome {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let root = dir.path().canonicalize().expect("canonical");
-        let paths = PathMap::identity(&root);
-        let mut ws = Workspace::permissive(&AllowAll, &paths);
-        ws.exec_timeout = timeout;
-        ws.max_output = max_output;
-        run_exec(params.as_object().expect("object"), &ws)
-    }
-
-    #[test]
-    fn each_language_runs_and_reports_streams_and_exit_code() {
-        let second = Duration::from_secs(20);
-        for (lang, code) in [
-            ("bash", "echo out; echo err >&2"),
-            (
-                "python",
-                "import sys; print('out'); print('err', file=sys.stderr)",
-            ),
-            ("javascript", "console.log('out'); console.error('err')"),
-        ] {
-            let outcome = run(json!({"lang": lang, "code": code}), second, 1024);
-            assert!(outcome.success, "{lang}: {outcome:?}");
-            assert_eq!(
-                outcome.data,
-                Some(json!({"stdout": "out\n", "stderr": "err\n", "exit_code": 0})),
-                "{lang}"
-            );
-        }
-        let failed = run(
-            json!({"lang": "bash", "code": "echo partial; exit 3"}),
-            second,
-            1024,
-        );
-        assert!(!failed.success);
-        assert_eq!(
-            failed.error.as_deref(),
-            Some("exec: Process exited with code 3")
-        );
-        assert_eq!(
-            failed.data.and_then(|d| d.get("stdout").cloned()),
-            Some(json!("partial\n"))
-        );
-    }
-
-    #[test]
-    fn cwd_is_honoured() {
-        let outcome = run(
-            json!({"lang": "bash", "code": "pwd", "cwd": "/"}),
-            Duration::from_secs(20),
-            1024,
-        );
-        assert_eq!(
-            outcome.data.and_then(|d| d.get("stdout").cloned()),
-            Some(json!("/\n"))
-        );
-    }
-
-    #[test]
-    fn timeout_kills_the_whole_process_group() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let pid_file = dir.path().join("pid");
-        let code = format!("sleep 100 & echo $! > {}; wait", pid_file.display());
-        let started = Instant::now();
-        let outcome = run(
-            json!({"lang": "bash", "code": code}),
-            Duration::from_millis(500),
-            1024,
-        );
-        assert!(
-            started.elapsed() < Duration::from_secs(10),
-            "did not wait for the grandchild"
-        );
-        assert_eq!(
-            outcome.error.as_deref(),
-            Some("exec: Process timeout after 0.5s (TIMEOUT)")
-        );
-        let pid = std::fs::read_to_string(&pid_file).expect("the grandchild wrote its pid");
-        // Reaped by init or a zombie at most: no longer running.
-        let state =
-            std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
-        assert!(
-            state.is_empty() || state.contains(") Z "),
-            "grandchild still running: {state}"
-        );
-    }
-
-    #[test]
-    fn output_is_capped_and_marked() {
-        let outcome = run(
-            json!({"lang": "bash", "code": "head -c 100000 /dev/zero | tr '\\0' x"}),
-            Duration::from_secs(20),
-            1000,
-        );
-        let data = outcome.data.expect("data");
-        let stdout = data["stdout"].as_str().expect("stdout");
-        assert!(
-            stdout.starts_with(&"x".repeat(1000))
-                && stdout.ends_with("[output truncated at 1000 bytes]"),
-            "{stdout}"
-        );
-        assert_eq!(data["stdout_truncated"], json!(true));
-    }
-
-    #[test]
-    fn a_missing_interpreter_is_named() {
-        let paths = PathMap::identity(Path::new("/"));
-        let ws = Workspace::permissive(&AllowAll, &paths);
-        let outcome = run_program("python3-that-is-not-installed", &[], Path::new("/"), &ws);
-        assert_eq!(
-            outcome.error.as_deref(),
-            Some("exec: python3-that-is-not-installed not found in PATH (ENOENT)")
-        );
-    }
-}
+mod tests;

@@ -84,9 +84,29 @@ fn a_failing_before_hook_aborts_with_nothing_run() {
     let before = result.hook_errors.map(|h| h.before).unwrap_or_default();
     assert_eq!(
         before,
-        ["echo not ready >&2; exit 2: exit code 2: not ready"]
+        ["echo not ready >&2; exit 2: Process exited with code 2: not ready"]
     );
     assert!(!root.join("a.txt").exists(), "nothing ran");
+}
+
+#[test]
+fn a_tolerated_before_hook_failure_is_recorded_and_the_reply_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().canonicalize().expect("canonical");
+    let config = git_loaf::config::Config::parse(
+        "hooks:\n  before:\n    - run: exit 1\n      continueOnError: true\n",
+        &root,
+    )
+    .expect("valid loaf.yml");
+    let reply = format!(
+        "#!nesl [@three-char-SHA-256: ab1]\naction = \"file_write\"\npath = \"{}/a.txt\"\ncontent = \"x\"\n#!end_ab1\n",
+        root.display()
+    );
+    let result = git_loaf::Loaf::with_config(&root, config).execute(&reply);
+    assert!(result.success, "{result:?}");
+    assert!(root.join("a.txt").exists());
+    let before = result.hook_errors.map(|h| h.before).unwrap_or_default();
+    assert_eq!(before, ["exit 1: Process exited with code 1"]);
 }
 
 #[test]
