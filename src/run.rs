@@ -95,10 +95,11 @@ pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult
     let after = hooks::run_hooks(&to_hooks(&config.hooks.after), &vars, root, paths);
     // Every failure is recorded, tolerated ones (continueOnError) included; only the others
     // make the run unsuccessful (the seed counts after-hook failures).
-    let hook_errors = (!before.errors.is_empty() || !after.errors.is_empty()).then(|| HookErrors {
-        before: before.errors,
-        after: after.errors,
-    });
+    let hook_errors =
+        (!before.errors.is_empty() || !after.errors.is_empty()).then_some(HookErrors {
+            before: before.errors,
+            after: after.errors,
+        });
     ExecutionResult {
         success: succeeded && after.success,
         total_blocks: plan.total_blocks,
