@@ -74,6 +74,27 @@ pub fn take(repo: &Repository, id: &str) -> Result<Option<Checkpoint>, git2::Err
     }))
 }
 
+/// Puts the user's working tree and index back to `checkpoint`: files as they were
+/// (untracked ones included; files since created and not ignored are removed; ignored files
+/// are left alone) and the index with its staged/unstaged split. HEAD is not moved: undo
+/// moves it. Overwrites the user's current files: the caller checks first that nothing of
+/// the user's changed since (undo refuses otherwise).
+pub fn restore(repo: &Repository, checkpoint: &Checkpoint) -> Result<(), git2::Error> {
+    let worktree = repo.find_commit(checkpoint.commit)?.tree()?;
+    let mut checkout = git2::build::CheckoutBuilder::new();
+    checkout
+        .force()
+        .remove_untracked(true)
+        .remove_ignored(false);
+    repo.checkout_tree(worktree.as_object(), Some(&mut checkout))?;
+    let staged = repo.find_commit(checkpoint.index_commit)?.tree()?;
+    let mut index = repo.index()?;
+    index.read_tree(&staged)?;
+    index.write()?;
+    // Refresh the stat data read_tree dropped, so the next status stays fast (DESIGN §7).
+    is_dirty(repo).map(|_| ())
+}
+
 /// Reads a checkpoint back from its commit.
 pub fn read(repo: &Repository, commit: Oid) -> Result<Checkpoint, git2::Error> {
     let found = repo.find_commit(commit)?;
@@ -111,6 +132,46 @@ mod tests {
             git(root, &["rev-parse", "HEAD"]),
         ]
         .join("\n---\n")
+    }
+
+    #[test]
+    fn restore_puts_back_files_index_and_untracked_exactly() {
+        let dir = repo();
+        let root = dir.path();
+        std::fs::write(root.join("a.txt"), "ONE\n2\n3\n").expect("write");
+        git(root, &["add", "a.txt"]);
+        std::fs::write(root.join("a.txt"), "ONE\n2\nTHREE\n").expect("write");
+        std::fs::remove_file(root.join("gone.txt")).expect("rm");
+        std::fs::write(root.join("new.txt"), "new\n").expect("write");
+        std::fs::write(root.join("debug.log"), "ignored\n").expect("write");
+        let before = state(root);
+        let repo = Repository::open(root).expect("open");
+        let checkpoint = take(&repo, "c1").expect("checkpoint").expect("dirty");
+        // What an apply and a commit might leave: everything different.
+        std::fs::write(root.join("a.txt"), "changed by the model\n").expect("write");
+        std::fs::write(root.join("gone.txt"), "back\n").expect("write");
+        std::fs::remove_file(root.join("new.txt")).expect("rm");
+        std::fs::write(root.join("extra.txt"), "created later\n").expect("write");
+        git(root, &["add", "-A"]);
+        restore(&repo, &checkpoint).expect("restore");
+        assert_eq!(state(root), before, "status, diffs and HEAD as they were");
+        assert_eq!(
+            std::fs::read_to_string(root.join("new.txt"))
+                .ok()
+                .as_deref(),
+            Some("new\n")
+        );
+        assert!(
+            !root.join("extra.txt").exists(),
+            "files created since are removed"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("debug.log"))
+                .ok()
+                .as_deref(),
+            Some("ignored\n"),
+            "ignored files are left alone"
+        );
     }
 
     #[test]
