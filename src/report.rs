@@ -90,6 +90,16 @@ impl ExecutionResult {
             .unwrap_or_else(|e| format!("{{\"fatalError\": \"cannot serialize: {e}\"}}"))
     }
 
+    /// The result for the `Loaf-Result` trailer: one line of JSON in which every bulky string
+    /// (file contents, exec output, heredoc parameters: longer than
+    /// [`TRAILER_STRING_MAX`] bytes, or more than one line) is replaced by
+    /// `{"bytes": N, "sha256": "…"}`. The full result goes in the commit's note.
+    pub fn to_trailer_json(&self) -> String {
+        let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
+        compact(&mut value);
+        value.to_string()
+    }
+
     /// The text report for the model.
     pub fn to_text(&self) -> String {
         let mut out = String::from("=== LOAF RESULTS ===");
@@ -166,6 +176,24 @@ pub fn block_error_line(error: &BlockError) -> String {
         error.block_id,
         indent_rest(&error.message)
     )
+}
+
+/// Strings longer than this (in bytes) are replaced by their size and hash in the trailer.
+pub const TRAILER_STRING_MAX: usize = 200;
+
+/// Replaces bulky strings, at any depth, by `{bytes, sha256}`.
+fn compact(value: &mut Value) {
+    match value {
+        Value::String(s) if s.len() > TRAILER_STRING_MAX || s.contains('\n') => {
+            use sha2::Digest;
+            let digest = sha2::Sha256::digest(s.as_bytes());
+            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+            *value = serde_json::json!({"bytes": s.len(), "sha256": hex});
+        }
+        Value::Array(items) => items.iter_mut().for_each(compact),
+        Value::Object(map) => map.values_mut().for_each(compact),
+        _ => {}
+    }
 }
 
 /// Whether the report shows this result's data: reads always, exec unless it was asked not
@@ -401,6 +429,18 @@ mod tests {
             files.contains("=== /repo/a ===\nA\n\n=== /repo/b ===\nB\n"),
             "{files}"
         );
+    }
+
+    #[test]
+    fn the_trailer_keeps_facts_and_hashes_bulk() {
+        let mut result = sample();
+        result.results.truncate(1);
+        result.results[0]
+            .params
+            .insert("content".into(), json!("line 1\nline 2\n"));
+        result.parse_errors.clear();
+        // The hash is sha256sum of "line 1\nline 2\n".
+        assert_snapshot!(result.to_trailer_json(), @r#"{"success":false,"totalBlocks":4,"executedActions":3,"results":[{"seq":1,"blockId":"k7m","action":"file_write","params":{"path":"/repo/src/a.rs","content":{"bytes":14,"sha256":"9060554863a62b9db5f726216876654e561896071d2e6480f2048b70e0fdadb9"}},"success":true,"data":{"path":"/repo/src/a.rs","bytesWritten":9}}],"parseErrors":[],"git":{"commit":"1a2b3c4d5e6f","base":"0f0f0f0","apply":"3f2a1c"}}"#);
     }
 
     #[test]
