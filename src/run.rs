@@ -54,7 +54,10 @@ impl Loaf {
 /// order. Never fails: whatever goes wrong is in the result.
 pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult {
     let root = paths.user_root();
-    let guard = match FsGuard::new(config.fs_guard.as_ref(), &paths.to_real(root), &config.dir) {
+    // Inside a transaction the guard checks real (stage) paths, so its patterns resolve
+    // from the real place of loaf.yml's folder.
+    let config_dir = paths.to_real(&config.dir);
+    let guard = match FsGuard::new(config.fs_guard.as_ref(), &paths.to_real(root), &config_dir) {
         Ok(guard) => guard,
         Err(error) => {
             return ExecutionResult {
