@@ -126,3 +126,38 @@ fn a_bad_loaf_yml_is_exit_2_naming_the_line() {
         "{stderr}"
     );
 }
+
+#[test]
+fn redirected_paths_land_in_the_real_root_and_the_report_shows_the_users() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let real = dir.path().canonicalize().expect("canonical");
+    let user = std::path::Path::new("/home/ada/project");
+    let config = git_loaf::config::Config::parse(
+        "fs-guard:\n  read: { allow: [\"./**\"] }\n  write: { allow: [\"./src/**\"] }\n",
+        user,
+    )
+    .expect("valid loaf.yml");
+    let reply = "#!nesl [@three-char-SHA-256: ab1]\naction = \"file_write\"\npath = \"/home/ada/project/src/a.txt\"\ncontent = \"x\"\n#!end_ab1\n\
+                 #!nesl [@three-char-SHA-256: ab2]\naction = \"file_write\"\npath = \"/home/ada/project/b.txt\"\ncontent = \"y\"\n#!end_ab2\n";
+    let paths = git_loaf::exec::PathMap::redirect(user, &real);
+    let result = git_loaf::execute(reply, &config, &paths);
+    assert_eq!(
+        read(&real.join("src/a.txt")),
+        "x",
+        "written in the real root"
+    );
+    assert!(!real.join("b.txt").exists(), "outside ./src/** refused");
+    let json = result.to_json();
+    assert!(json.contains("/home/ada/project/src/a.txt"), "{json}");
+    assert!(
+        !json.contains(&*real.to_string_lossy()),
+        "the real root never shows: {json}"
+    );
+    assert_eq!(
+        result.results[1].error.as_deref().map(|e| e
+            .starts_with("fs-guard violation: write access denied for '/home/ada/project/b.txt'")),
+        Some(true),
+        "{:?}",
+        result.results[1].error
+    );
+}
