@@ -123,6 +123,17 @@ mod tests {
         dir
     }
 
+    /// Uncommitted work of every kind: a partially staged file (line 1 staged, line 3 not),
+    /// a deletion, an untracked file and an ignored one.
+    fn make_dirty(root: &Path) {
+        std::fs::write(root.join("a.txt"), "ONE\n2\n3\n").expect("write");
+        git(root, &["add", "a.txt"]);
+        std::fs::write(root.join("a.txt"), "ONE\n2\nTHREE\n").expect("write");
+        std::fs::remove_file(root.join("gone.txt")).expect("rm");
+        std::fs::write(root.join("new.txt"), "new\n").expect("write");
+        std::fs::write(root.join("debug.log"), "ignored\n").expect("write");
+    }
+
     /// Everything `git` says about the user's state.
     fn state(root: &Path) -> String {
         [
@@ -138,12 +149,7 @@ mod tests {
     fn restore_puts_back_files_index_and_untracked_exactly() {
         let dir = repo();
         let root = dir.path();
-        std::fs::write(root.join("a.txt"), "ONE\n2\n3\n").expect("write");
-        git(root, &["add", "a.txt"]);
-        std::fs::write(root.join("a.txt"), "ONE\n2\nTHREE\n").expect("write");
-        std::fs::remove_file(root.join("gone.txt")).expect("rm");
-        std::fs::write(root.join("new.txt"), "new\n").expect("write");
-        std::fs::write(root.join("debug.log"), "ignored\n").expect("write");
+        make_dirty(root);
         let before = state(root);
         let repo = Repository::open(root).expect("open");
         let checkpoint = take(&repo, "c1").expect("checkpoint").expect("dirty");
@@ -185,13 +191,7 @@ mod tests {
     fn records_the_staged_unstaged_split_without_changing_anything() {
         let dir = repo();
         let root = dir.path();
-        // Partially staged: line 1 staged, line 3 not; a deletion; an untracked and an ignored file.
-        std::fs::write(root.join("a.txt"), "ONE\n2\n3\n").expect("write");
-        git(root, &["add", "a.txt"]);
-        std::fs::write(root.join("a.txt"), "ONE\n2\nTHREE\n").expect("write");
-        std::fs::remove_file(root.join("gone.txt")).expect("rm");
-        std::fs::write(root.join("new.txt"), "new\n").expect("write");
-        std::fs::write(root.join("debug.log"), "ignored\n").expect("write");
+        make_dirty(root);
         let before = state(root);
         let index_before = git(root, &["ls-files", "--stage"]);
         let repo = Repository::open(root).expect("open");

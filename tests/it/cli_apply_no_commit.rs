@@ -61,20 +61,29 @@ fn no_commit_runs_the_reply_in_place_and_reports_for_the_model() {
     );
 }
 
-#[test]
-fn a_failing_before_hook_aborts_with_nothing_run() {
+/// Runs a reply writing `<root>/a.txt` in a fresh folder with `loaf_yml`.
+fn write_a_txt_with(
+    loaf_yml: &str,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    git_loaf::report::ExecutionResult,
+) {
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().canonicalize().expect("canonical");
-    let config = git_loaf::config::Config::parse(
-        "hooks:\n  before:\n    - run: echo not ready >&2; exit 2\n",
-        &root,
-    )
-    .expect("valid loaf.yml");
+    let config = git_loaf::config::Config::parse(loaf_yml, &root).expect("valid loaf.yml");
     let reply = format!(
         "#!nesl [@three-char-SHA-256: ab1]\naction = \"file_write\"\npath = \"{}/a.txt\"\ncontent = \"x\"\n#!end_ab1\n",
         root.display()
     );
     let result = git_loaf::Loaf::with_config(&root, config).execute(&reply);
+    (dir, root, result)
+}
+
+#[test]
+fn a_failing_before_hook_aborts_with_nothing_run() {
+    let (_dir, root, result) =
+        write_a_txt_with("hooks:\n  before:\n    - run: echo not ready >&2; exit 2\n");
     assert!(!result.success);
     assert_eq!(result.executed_actions, 0);
     assert_eq!(
@@ -91,18 +100,8 @@ fn a_failing_before_hook_aborts_with_nothing_run() {
 
 #[test]
 fn a_tolerated_before_hook_failure_is_recorded_and_the_reply_runs() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().canonicalize().expect("canonical");
-    let config = git_loaf::config::Config::parse(
-        "hooks:\n  before:\n    - run: exit 1\n      continueOnError: true\n",
-        &root,
-    )
-    .expect("valid loaf.yml");
-    let reply = format!(
-        "#!nesl [@three-char-SHA-256: ab1]\naction = \"file_write\"\npath = \"{}/a.txt\"\ncontent = \"x\"\n#!end_ab1\n",
-        root.display()
-    );
-    let result = git_loaf::Loaf::with_config(&root, config).execute(&reply);
+    let (_dir, root, result) =
+        write_a_txt_with("hooks:\n  before:\n    - run: exit 1\n      continueOnError: true\n");
     assert!(result.success, "{result:?}");
     assert!(root.join("a.txt").exists());
     let before = result.hook_errors.map(|h| h.before).unwrap_or_default();
