@@ -1,10 +1,12 @@
-//! Checkpoints: the user's uncommitted work recorded as commits, without changing the user's
-//! files, index or HEAD, so that actions apply to exactly what the model saw and undo can put
-//! that work back exactly.
+//! Checkpoints: the user's uncommitted work recorded as git objects, without changing the
+//! user's files, index or HEAD, so that actions apply to exactly what the model saw and undo
+//! can put that work back exactly.
 //!
-//! Like `git stash`, a checkpoint is a commit whose tree is the working tree (tracked changes
-//! and untracked, non-ignored files) and whose parents are HEAD and an "index" commit holding
-//! the staged state: the staged/unstaged split, partially staged files included, survives.
+//! A checkpoint is a commit `loaf: checkpoint` whose tree is the working tree (tracked changes
+//! and untracked, non-ignored files) and whose only parent is HEAD, so history stays linear
+//! (squash refuses merge commits). The staged state, partially staged files included, is
+//! kept as a separate tree (`index_tree`); the operation log keeps that tree alive and uses it
+//! when undo puts the user's work back.
 
 use git2::{IndexAddOption, Oid, Repository, StatusOptions};
 
@@ -13,37 +15,53 @@ use super::commit::{Trailers, message, write_commit};
 /// The recorded state of the user's working tree and index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Checkpoint {
-    /// The checkpoint commit: working tree state, parents HEAD and [`Checkpoint::index_commit`].
+    /// The `loaf: checkpoint` commit: its tree is the working tree.
     pub commit: Oid,
-    /// A commit of the index state (parent HEAD).
-    pub index_commit: Oid,
-    /// HEAD when it was taken.
-    pub head: Oid,
+    /// The tree of the index (what was staged).
+    pub index_tree: Oid,
+    /// HEAD when it was taken (`None` on an unborn branch).
+    pub head: Option<Oid>,
 }
 
 /// Whether the working tree or index differs from HEAD (untracked, non-ignored files count).
-/// Stat data refreshed here is written back to the index, so the next scan is fast (DESIGN §7).
+/// Scans the working tree once and writes the refreshed stat data back to the index, so the
+/// next scan (ours or git's) is fast.
 pub fn is_dirty(repo: &Repository) -> Result<bool, git2::Error> {
     let mut options = StatusOptions::new();
     options
         .include_untracked(true)
         .recurse_untracked_dirs(true)
         .include_ignored(false)
+        .exclude_submodules(true)
         .update_index(true);
     Ok(!repo.statuses(Some(&mut options))?.is_empty())
 }
 
-/// Records the user's uncommitted work as a checkpoint (`None` when there is none). Moves no
-/// ref and writes no file of the user's: only objects.
+/// The commit HEAD points at, or `None` on an unborn branch.
+pub fn head_commit(repo: &Repository) -> Result<Option<Oid>, git2::Error> {
+    match repo.head() {
+        Ok(head) => Ok(Some(head.peel_to_commit()?.id())),
+        Err(e)
+            if e.code() == git2::ErrorCode::UnbornBranch
+                || e.code() == git2::ErrorCode::NotFound =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Records the working tree and index if they differ from HEAD; `None` when they do not.
+/// Writes objects only: the user's files, index and refs are untouched.
 pub fn take(repo: &Repository, id: &str) -> Result<Option<Checkpoint>, git2::Error> {
     if !is_dirty(repo)? {
         return Ok(None);
     }
-    let head = repo.head()?.peel_to_commit()?.id();
+    let head = head_commit(repo)?;
     let mut index = repo.index()?;
     let index_tree = index.write_tree_to(repo)?;
-    // The working tree's tree is built in the in-memory index, which is then read back from
-    // disk: the user's index file is never written with it.
+    // Add everything to the in-memory index to get the working tree as a tree, then drop
+    // those changes: the index on disk is never written.
     let added = index
         .add_all(["*"].iter(), IndexAddOption::DEFAULT, None)
         .and_then(|()| index.update_all(["*"].iter(), None))
@@ -52,57 +70,21 @@ pub fn take(repo: &Repository, id: &str) -> Result<Option<Checkpoint>, git2::Err
     let worktree_tree = added?;
     let trailers = Trailers {
         checkpoint: Some(id.to_owned()),
-        base: Some(head),
+        base: head,
         ..Trailers::default()
     };
-    let index_commit = write_commit(
-        repo,
-        index_tree,
-        &[head],
-        &message("loaf: checkpoint index", &trailers),
-    )?;
+    let parents: Vec<Oid> = head.into_iter().collect();
     let commit = write_commit(
         repo,
         worktree_tree,
-        &[head, index_commit],
+        &parents,
         &message("loaf: checkpoint", &trailers),
     )?;
     Ok(Some(Checkpoint {
         commit,
-        index_commit,
+        index_tree,
         head,
     }))
-}
-
-/// Puts the user's working tree and index back to `checkpoint`: files as they were
-/// (untracked ones included; files since created and not ignored are removed; ignored files
-/// are left alone) and the index with its staged/unstaged split. HEAD is not moved: undo
-/// moves it. Overwrites the user's current files: the caller checks first that nothing of
-/// the user's changed since (undo refuses otherwise).
-pub fn restore(repo: &Repository, checkpoint: &Checkpoint) -> Result<(), git2::Error> {
-    let worktree = repo.find_commit(checkpoint.commit)?.tree()?;
-    let mut checkout = git2::build::CheckoutBuilder::new();
-    checkout
-        .force()
-        .remove_untracked(true)
-        .remove_ignored(false);
-    repo.checkout_tree(worktree.as_object(), Some(&mut checkout))?;
-    let staged = repo.find_commit(checkpoint.index_commit)?.tree()?;
-    let mut index = repo.index()?;
-    index.read_tree(&staged)?;
-    index.write()?;
-    // Refresh the stat data read_tree dropped, so the next status stays fast (DESIGN §7).
-    is_dirty(repo).map(|_| ())
-}
-
-/// Reads a checkpoint back from its commit.
-pub fn read(repo: &Repository, commit: Oid) -> Result<Checkpoint, git2::Error> {
-    let found = repo.find_commit(commit)?;
-    Ok(Checkpoint {
-        commit,
-        head: found.parent_id(0)?,
-        index_commit: found.parent_id(1)?,
-    })
 }
 
 #[cfg(test)]
@@ -110,7 +92,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
-    use crate::git::testing::{git, init_repo};
+    use crate::git::testing::{git, init_repo, user_state as state};
 
     fn repo() -> tempfile::TempDir {
         let dir = init_repo();
@@ -135,51 +117,6 @@ mod tests {
     }
 
     /// Everything `git` says about the user's state.
-    fn state(root: &Path) -> String {
-        [
-            git(root, &["status", "--porcelain=v2", "--untracked-files=all"]),
-            git(root, &["diff"]),
-            git(root, &["diff", "--cached"]),
-            git(root, &["rev-parse", "HEAD"]),
-        ]
-        .join("\n---\n")
-    }
-
-    #[test]
-    fn restore_puts_back_files_index_and_untracked_exactly() {
-        let dir = repo();
-        let root = dir.path();
-        make_dirty(root);
-        let before = state(root);
-        let repo = Repository::open(root).expect("open");
-        let checkpoint = take(&repo, "c1").expect("checkpoint").expect("dirty");
-        // What an apply and a commit might leave: everything different.
-        std::fs::write(root.join("a.txt"), "changed by the model\n").expect("write");
-        std::fs::write(root.join("gone.txt"), "back\n").expect("write");
-        std::fs::remove_file(root.join("new.txt")).expect("rm");
-        std::fs::write(root.join("extra.txt"), "created later\n").expect("write");
-        git(root, &["add", "-A"]);
-        restore(&repo, &checkpoint).expect("restore");
-        assert_eq!(state(root), before, "status, diffs and HEAD as they were");
-        assert_eq!(
-            std::fs::read_to_string(root.join("new.txt"))
-                .ok()
-                .as_deref(),
-            Some("new\n")
-        );
-        assert!(
-            !root.join("extra.txt").exists(),
-            "files created since are removed"
-        );
-        assert_eq!(
-            std::fs::read_to_string(root.join("debug.log"))
-                .ok()
-                .as_deref(),
-            Some("ignored\n"),
-            "ignored files are left alone"
-        );
-    }
-
     #[test]
     fn a_clean_tree_needs_no_checkpoint() {
         let dir = repo();
@@ -204,14 +141,14 @@ mod tests {
         );
         let show = |rev: &str| git(root, &["show", rev]);
         let cp = checkpoint.commit.to_string();
-        let ix = checkpoint.index_commit.to_string();
+        let ix = checkpoint.index_tree.to_string();
         assert_eq!(
             show(&format!("{cp}:a.txt")),
             "ONE\n2\nTHREE\n",
             "working tree content"
         );
         assert_eq!(
-            show(&format!("{ix}:a.txt")),
+            git(root, &["cat-file", "-p", &format!("{ix}:a.txt")]),
             "ONE\n2\n3\n",
             "staged content"
         );
@@ -223,8 +160,11 @@ mod tests {
         );
         assert!(git(root, &["log", "-1", "--format=%B", &cp]).contains("Loaf-Checkpoint: c1"));
         assert_eq!(
-            read(&repo, checkpoint.commit).expect("read back"),
-            checkpoint
+            git(root, &["rev-list", "--parents", "-n1", &cp])
+                .split_whitespace()
+                .count(),
+            2,
+            "one parent: history stays linear"
         );
         assert_eq!(
             git(root, &["branch", "--format=%(refname:short)"]),

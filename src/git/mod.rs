@@ -5,6 +5,8 @@
 pub mod checkpoint;
 pub mod commit;
 pub mod lock;
+pub mod oplog;
+pub mod publish;
 pub mod stage;
 #[cfg(test)]
 mod testing;

@@ -20,8 +20,6 @@ const NAME: &str = "loaf-stage";
 #[derive(Debug, thiserror::Error)]
 pub enum StageError {
     /// The repository has no commit yet to stage from.
-    #[error("the repository has no commit yet")]
-    Unborn,
     /// A git operation failed.
     #[error("staging worktree: {0}")]
     Git(#[from] git2::Error),
@@ -42,9 +40,18 @@ impl std::fmt::Debug for Stage {
     }
 }
 
+/// What a run may have changed in the stage, which decides what [`Stage::snapshot`] looks at.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Touched {
+    /// Only these paths (relative to the root): fs actions, whose targets are known.
+    Paths(Vec<PathBuf>),
+    /// Anything: `exec` or hooks ran.
+    Anything,
+}
+
 impl Stage {
-    /// Opens the stage of `repo`, creating it on first use at HEAD.
-    pub fn open_or_create(repo: &Repository) -> Result<Stage, StageError> {
+    /// Opens the stage, creating it at `start` the first time (or when it was deleted).
+    pub fn open_or_create(repo: &Repository, start: Oid) -> Result<Stage, StageError> {
         let path = repo.commondir().join("loaf").join("stage");
         if let Ok(worktree) = repo.find_worktree(NAME)
             && worktree.validate().is_ok()
@@ -53,12 +60,8 @@ impl Stage {
             let stage = Repository::open(&path)?;
             return Ok(Stage { repo: stage, path });
         }
-        let head = repo
-            .head()
-            .map_err(|_| StageError::Unborn)?
-            .peel_to_commit()
-            .map_err(|_| StageError::Unborn)?;
-        // A leftover from an interrupted creation: forget it and start again.
+        let start = repo.find_commit(start)?;
+        // A stale entry (its folder deleted) would make the add fail: prune it first.
         if let Ok(worktree) = repo.find_worktree(NAME) {
             let _ = worktree.unlock();
             let _ = worktree.prune(Some(
@@ -73,20 +76,27 @@ impl Stage {
         }
         std::fs::create_dir_all(path.parent().unwrap_or(&path))?;
         if repo.find_branch(NAME, BranchType::Local).is_ok() {
-            // Never take over a branch of the user's that happens to have this name.
             return Err(StageError::Git(git2::Error::from_str(&format!(
                 "a branch named '{NAME}' exists; rename it to let git-loaf create its stage"
             ))));
         }
+        // libgit2 checks a worktree out from a branch: make one at `start` (which works on an
+        // unborn repository too), then detach and delete it.
+        let branch = repo.branch(NAME, &start, false)?;
         let mut options = WorktreeAddOptions::new();
         options.lock(true);
-        repo.worktree(NAME, &path, Some(&options))?;
-        let stage = Repository::open(&path)?;
-        stage.set_head_detached(head.id())?;
+        options.reference(Some(branch.get()));
+        let added = repo.worktree(NAME, &path, Some(&options));
+        let stage = added.and_then(|_| Repository::open(&path));
+        let detached = stage
+            .as_ref()
+            .map_err(|e| git2::Error::from_str(e.message()))
+            .and_then(|s| s.set_head_detached(start.id()));
         if let Ok(mut branch) = repo.find_branch(NAME, BranchType::Local) {
             branch.delete()?;
         }
-        Ok(Stage { repo: stage, path })
+        detached?;
+        Ok(Stage { repo: stage?, path })
     }
 
     /// Where the stage's files are.
@@ -99,10 +109,11 @@ impl Stage {
         Ok(self.repo.head()?.peel_to_commit()?.id())
     }
 
-    /// Brings HEAD, index and files to `commit`: only the paths that differ between the
-    /// stage's HEAD and `commit`, and those a previous run left changed or untracked, are
-    /// written or removed. Ignored files (build output) are kept.
-    pub fn reset_to(&self, commit: Oid) -> Result<(), StageError> {
+    /// Brings the stage's files and index to `commit`: only the paths that differ between the
+    /// current and the target commit are checked out, plus, when `scan` is set (`exec`, hooks
+    /// or a crash may have changed anything), every path a status scan finds dirty. Ignored
+    /// files (build output) are kept.
+    pub fn reset_to(&self, commit: Oid, scan: bool) -> Result<(), StageError> {
         let target = self.repo.find_commit(commit)?;
         let current = self.repo.head()?.peel_to_tree()?;
         let mut paths: BTreeSet<PathBuf> = BTreeSet::new();
@@ -113,7 +124,9 @@ impl Stage {
             paths.extend(delta.old_file().path().map(Path::to_path_buf));
             paths.extend(delta.new_file().path().map(Path::to_path_buf));
         }
-        paths.extend(self.dirty_paths()?);
+        if scan {
+            paths.extend(self.dirty_paths()?);
+        }
         self.repo.set_head_detached(commit)?;
         if paths.is_empty() {
             return Ok(());
@@ -131,13 +144,14 @@ impl Stage {
         Ok(())
     }
 
-    /// Paths changed or untracked (not ignored) in the stage.
+    /// Paths whose file differs from the stage's index or HEAD, untracked ones included.
     fn dirty_paths(&self) -> Result<Vec<PathBuf>, StageError> {
         let mut options = StatusOptions::new();
         options
             .include_untracked(true)
             .recurse_untracked_dirs(true)
-            .include_ignored(false);
+            .include_ignored(false)
+            .update_index(true);
         let statuses = self.repo.statuses(Some(&mut options))?;
         Ok(statuses
             .iter()
@@ -145,15 +159,59 @@ impl Stage {
             .collect())
     }
 
-    /// The stage's files as a tree (tracked changes and untracked, non-ignored files): what
-    /// the actions produced.
-    pub fn snapshot(&self) -> Result<Oid, StageError> {
+    /// Writes the stage's files as a tree (ignored files left out) and updates its index to
+    /// match. With [`Touched::Paths`] only those paths are looked at, so a run that wrote five
+    /// files costs five files, not a walk of the repository.
+    pub fn snapshot(&self, touched: &Touched) -> Result<Oid, StageError> {
         let mut index = self.repo.index()?;
-        index.add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)?;
-        index.update_all(["*"].iter(), None)?;
+        match touched {
+            Touched::Anything => {
+                index.add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)?;
+                index.update_all(["*"].iter(), None)?;
+            }
+            Touched::Paths(paths) => {
+                for path in paths {
+                    self.stage_path(&mut index, path)?;
+                }
+            }
+        }
         let tree = index.write_tree()?;
         index.write()?;
         Ok(tree)
+    }
+
+    /// Puts one path's current state (file, folder, or nothing) into the index.
+    fn stage_path(&self, index: &mut git2::Index, path: &Path) -> Result<(), StageError> {
+        let full = self.path.join(path);
+        let tracked = index.get_path(path, 0).is_some();
+        match std::fs::symlink_metadata(&full) {
+            Ok(meta) if meta.is_dir() => {
+                // A folder created or moved here: remove what the index had under it (a
+                // file of that name, or entries whose files are gone), then add its files.
+                let _ = index.remove_path(path);
+                let _ = index.remove_dir(path, 0);
+                let spec = path.join("*");
+                let spec = spec.to_string_lossy();
+                index.add_all([spec.as_ref()].iter(), git2::IndexAddOption::DEFAULT, None)?;
+            }
+            Ok(_) => {
+                if tracked || !self.repo.is_path_ignored(path)? {
+                    index.add_path(path)?;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                let _ = index.remove_path(path);
+                let _ = index.remove_dir(path, 0);
+            }
+            Err(e) => return Err(e.into()),
+        }
+        Ok(())
+    }
+
+    /// Records that the stage now holds `commit` (its files and index already do).
+    pub fn set_head(&self, commit: Oid) -> Result<(), StageError> {
+        self.repo.set_head_detached(commit)?;
+        Ok(())
     }
 }
 
@@ -186,7 +244,7 @@ mod tests {
     #[test]
     fn created_once_detached_locked_and_without_a_branch() {
         let (dir, repo, _, second) = repo();
-        let stage = Stage::open_or_create(&repo).expect("created");
+        let stage = Stage::open_or_create(&repo, second).expect("created");
         assert_eq!(stage.head().expect("head"), second);
         assert_eq!(
             std::fs::read_to_string(stage.path().join("a.txt"))
@@ -209,7 +267,7 @@ mod tests {
             "prune keeps it"
         );
         std::fs::write(stage.path().join("marker"), "x").expect("write");
-        let again = Stage::open_or_create(&repo).expect("reopened");
+        let again = Stage::open_or_create(&repo, second).expect("reopened");
         assert!(
             again.path().join("marker").exists(),
             "reused, not recreated"
@@ -224,13 +282,13 @@ mod tests {
     #[test]
     fn reset_moves_by_the_difference_and_clears_leftovers() {
         let (_dir, repo, first, second) = repo();
-        let stage = Stage::open_or_create(&repo).expect("created");
+        let stage = Stage::open_or_create(&repo, second).expect("created");
         // A previous run's leftovers: a change, an untracked file, and ignored build output.
         std::fs::write(stage.path().join("keep.txt"), "changed by a run\n").expect("write");
         std::fs::write(stage.path().join("stray.txt"), "untracked\n").expect("write");
         std::fs::create_dir_all(stage.path().join("target")).expect("mkdir");
         std::fs::write(stage.path().join("target/cache"), "build\n").expect("write");
-        stage.reset_to(first).expect("reset");
+        stage.reset_to(first, true).expect("reset");
         let read = |p: &str| std::fs::read_to_string(stage.path().join(p)).ok();
         assert_eq!(stage.head().expect("head"), first);
         assert_eq!(read("a.txt").as_deref(), Some("one\n"));
@@ -247,21 +305,21 @@ mod tests {
             "ignored output kept"
         );
         assert!(stage.dirty_paths().expect("status").is_empty());
-        stage.reset_to(second).expect("reset back");
+        stage.reset_to(second, false).expect("reset back");
         assert_eq!(read("b.txt").as_deref(), Some("b\n"));
     }
 
     #[test]
     fn snapshot_sees_what_the_actions_did() {
         let (_dir, repo, _, second) = repo();
-        let stage = Stage::open_or_create(&repo).expect("created");
+        let stage = Stage::open_or_create(&repo, second).expect("created");
         std::fs::write(stage.path().join("a.txt"), "three\n").expect("write");
         std::fs::remove_file(stage.path().join("b.txt")).expect("rm");
         std::fs::write(stage.path().join("new.txt"), "new\n").expect("write");
         std::fs::create_dir_all(stage.path().join("target")).expect("mkdir");
         std::fs::write(stage.path().join("target/out"), "ignored\n").expect("write");
         let tree = repo
-            .find_tree(stage.snapshot().expect("snapshot"))
+            .find_tree(stage.snapshot(&Touched::Anything).expect("snapshot"))
             .expect("tree");
         let names: Vec<String> = tree
             .iter()

@@ -38,3 +38,15 @@ pub fn init_repo() -> tempfile::TempDir {
     git(dir.path(), &["config", "user.email", "ada@example.com"]);
     dir
 }
+
+/// Everything `git` says about the user's state: status (untracked files listed one by one),
+/// unstaged and staged diffs, and HEAD. Equal strings mean an identical state.
+pub fn user_state(root: &Path) -> String {
+    [
+        git(root, &["status", "--porcelain=v2", "--untracked-files=all"]),
+        git(root, &["diff"]),
+        git(root, &["diff", "--cached"]),
+        git(root, &["rev-parse", "HEAD"]),
+    ]
+    .join("\n---\n")
+}

@@ -1,0 +1,290 @@
+//! The operation log: every loaf operation (apply, undo, redo) that changed something, newest
+//! last, so that undo can restore exactly the state before one and redo can re-do it.
+//!
+//! It lives in the git dir as a chain of commits under `refs/loaf/oplog` rather than as a
+//! file: appending is one compare-and-swap of that ref (a crash cannot leave half an entry),
+//! and the chain keeps every object an entry needs alive against `git gc` — the commits
+//! before and after (as extra parents) and the trees of the user's working tree and index (in
+//! the entry commit's tree). Only the first-parent chain is the log.
+
+use git2::{Oid, Repository, Signature};
+use serde::{Deserialize, Serialize};
+
+/// The ref holding the newest entry.
+pub const OPLOG_REF: &str = "refs/loaf/oplog";
+/// The file in an entry commit's tree holding the entry as JSON.
+const ENTRY_FILE: &str = "entry.json";
+
+/// What an operation did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum OpKind {
+    /// `git loaf apply`.
+    Apply,
+    /// `git loaf undo` of the operation named by `target`.
+    Undo,
+    /// `git loaf redo` of the operation named by `target`.
+    Redo,
+}
+
+/// The user's state on one side of an operation: HEAD (absent on an unborn branch) and the
+/// trees of the working tree and the index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UserState {
+    /// The commit the branch (or detached HEAD) points at.
+    pub head: Option<String>,
+    /// The working tree (untracked, non-ignored files included).
+    pub work: String,
+    /// The index.
+    pub index: String,
+}
+
+/// One operation.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OpEntry {
+    /// The operation's id (an apply's id is its `Loaf-Apply`).
+    pub id: String,
+    /// What it was.
+    pub kind: OpKind,
+    /// For undo and redo: the operation undone or re-done.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Seconds since the Unix epoch.
+    pub time: i64,
+    /// The working tree it ran in (linked worktrees share one log).
+    pub workdir: String,
+    /// The ref it moved: `refs/heads/<branch>`, or `HEAD` when detached.
+    pub ref_name: String,
+    /// One line for people: the commit subject.
+    pub summary: String,
+    /// The state before.
+    pub before: UserState,
+    /// The state after.
+    pub after: UserState,
+}
+
+/// The entries, newest first.
+pub fn entries(repo: &Repository) -> Result<Vec<OpEntry>, git2::Error> {
+    let mut out = Vec::new();
+    let Ok(mut next) = repo.refname_to_id(OPLOG_REF).map(Some) else {
+        return Ok(out);
+    };
+    while let Some(id) = next {
+        let commit = repo.find_commit(id)?;
+        let entry = commit
+            .tree()?
+            .get_name(ENTRY_FILE)
+            .map(|e| e.id())
+            .and_then(|blob| repo.find_blob(blob).ok())
+            .and_then(|blob| serde_json::from_slice::<OpEntry>(blob.content()).ok());
+        // An entry this version cannot read (written by a newer one) is skipped, not fatal.
+        out.extend(entry);
+        next = commit.parent_id(0).ok();
+    }
+    Ok(out)
+}
+
+/// The newest entry's id, if any (to tell whether a crashed operation got as far as logging).
+pub fn newest_id(repo: &Repository) -> Result<Option<String>, git2::Error> {
+    let Ok(id) = repo.refname_to_id(OPLOG_REF) else {
+        return Ok(None);
+    };
+    let commit = repo.find_commit(id)?;
+    let tree = commit.tree()?;
+    Ok(tree
+        .get_name(ENTRY_FILE)
+        .and_then(|e| repo.find_blob(e.id()).ok())
+        .and_then(|blob| serde_json::from_slice::<OpEntry>(blob.content()).ok())
+        .map(|e| e.id))
+}
+
+/// Appends `entry`. The caller holds the repository lock; the ref is still moved by
+/// compare-and-swap so that a bug cannot drop an entry silently.
+pub fn append(repo: &Repository, entry: &OpEntry) -> Result<Oid, git2::Error> {
+    let previous = repo.refname_to_id(OPLOG_REF).ok();
+    let json = serde_json::to_vec_pretty(entry)
+        .map_err(|e| git2::Error::from_str(&format!("operation log entry: {e}")))?;
+    let mut tree = repo.treebuilder(None)?;
+    tree.insert(ENTRY_FILE, repo.blob(&json)?, 0o100644)?;
+    // Keep the trees undo and redo restore from.
+    let mut keep = repo.treebuilder(None)?;
+    for (name, state) in [("before", &entry.before), ("after", &entry.after)] {
+        for (part, oid) in [("work", &state.work), ("index", &state.index)] {
+            if let Ok(oid) = Oid::from_str(oid)
+                && repo.find_tree(oid).is_ok()
+            {
+                keep.insert(format!("{name}-{part}"), oid, 0o040000)?;
+            }
+        }
+    }
+    tree.insert("keep", keep.write()?, 0o040000)?;
+    let tree = repo.find_tree(tree.write()?)?;
+    let mut parents: Vec<Oid> = previous.into_iter().collect();
+    for head in [&entry.before.head, &entry.after.head]
+        .into_iter()
+        .flatten()
+    {
+        if let Ok(oid) = Oid::from_str(head)
+            && !parents.contains(&oid)
+            && repo.find_commit(oid).is_ok()
+        {
+            parents.push(oid);
+        }
+    }
+    let parents = parents
+        .iter()
+        .map(|p| repo.find_commit(*p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
+    let signature = repo
+        .signature()
+        .or_else(|_| Signature::now("git-loaf", "git-loaf@localhost"))?;
+    let subject = format!("loaf op {} {:?}: {}", entry.id, entry.kind, entry.summary);
+    let commit = repo.commit(None, &signature, &signature, &subject, &tree, &parents)?;
+    let log = format!("git-loaf: {:?} {}", entry.kind, entry.id);
+    match previous {
+        Some(old) => repo.reference_matching(OPLOG_REF, commit, true, old, &log)?,
+        None => repo.reference(OPLOG_REF, commit, false, &log)?,
+    };
+    Ok(commit)
+}
+
+/// Which operations can be undone and re-done now in `workdir`: replaying the log, an apply
+/// is pushed on the undo stack and clears the redo stack; an undo moves its target to the
+/// redo stack; a redo moves it back.
+#[derive(Debug, Default)]
+pub struct Stacks {
+    /// Operations undo would undo, the next one last.
+    pub undoable: Vec<OpEntry>,
+    /// Operations redo would re-do, the next one last.
+    pub redoable: Vec<OpEntry>,
+}
+
+/// The stacks for `workdir`, from the log's entries (newest first, as [`entries`] returns).
+pub fn stacks(entries: &[OpEntry], workdir: &str) -> Stacks {
+    let mut stacks = Stacks::default();
+    for entry in entries.iter().rev().filter(|e| e.workdir == workdir) {
+        match entry.kind {
+            OpKind::Apply => {
+                stacks.undoable.push(entry.clone());
+                stacks.redoable.clear();
+            }
+            OpKind::Undo => {
+                if let Some(i) = find(&stacks.undoable, entry.target.as_deref()) {
+                    let undone = stacks.undoable.remove(i);
+                    stacks.redoable.push(undone);
+                }
+            }
+            OpKind::Redo => {
+                if let Some(i) = find(&stacks.redoable, entry.target.as_deref()) {
+                    let redone = stacks.redoable.remove(i);
+                    stacks.undoable.push(redone);
+                }
+            }
+        }
+    }
+    stacks
+}
+
+fn find(stack: &[OpEntry], id: Option<&str>) -> Option<usize> {
+    stack.iter().rposition(|e| Some(e.id.as_str()) == id)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::testing::{git, init_repo};
+
+    fn entry(id: &str, kind: OpKind, target: Option<&str>) -> OpEntry {
+        OpEntry {
+            id: id.to_owned(),
+            kind,
+            target: target.map(str::to_owned),
+            time: 0,
+            workdir: "/w".to_owned(),
+            ref_name: "refs/heads/main".to_owned(),
+            summary: format!("op {id}"),
+            before: UserState {
+                head: None,
+                work: "x".to_owned(),
+                index: "x".to_owned(),
+            },
+            after: UserState {
+                head: None,
+                work: "y".to_owned(),
+                index: "y".to_owned(),
+            },
+        }
+    }
+
+    #[test]
+    fn appended_entries_read_back_newest_first_and_keep_their_objects() {
+        let dir = init_repo();
+        let root = dir.path();
+        std::fs::write(root.join("a"), "a\n").expect("write");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        let repo = Repository::open(root).expect("open");
+        let head = repo.refname_to_id("HEAD").expect("head").to_string();
+        let tree = repo
+            .find_commit(Oid::from_str(&head).expect("oid"))
+            .and_then(|c| c.tree())
+            .expect("tree")
+            .id()
+            .to_string();
+        let mut first = entry("a1", OpKind::Apply, None);
+        first.after = UserState {
+            head: Some(head.clone()),
+            work: tree.clone(),
+            index: tree,
+        };
+        append(&repo, &first).expect("append");
+        append(&repo, &entry("u1", OpKind::Undo, Some("a1"))).expect("append");
+        let all = entries(&repo).expect("entries");
+        assert_eq!(
+            all.iter().map(|e| e.id.as_str()).collect::<Vec<_>>(),
+            ["u1", "a1"]
+        );
+        assert_eq!(all[1], first);
+        assert_eq!(newest_id(&repo).expect("newest").as_deref(), Some("u1"));
+        // The commit is kept alive by the log even if the branch forgets it.
+        let reachable = git(root, &["rev-list", "--all"]);
+        assert!(reachable.contains(&head));
+        git(root, &["fsck", "--strict"]);
+    }
+
+    #[test]
+    fn undo_and_redo_walk_the_stacks_and_a_new_apply_clears_redo() {
+        let log = |ops: &[OpEntry]| {
+            let newest_first: Vec<OpEntry> = ops.iter().rev().cloned().collect();
+            let s = stacks(&newest_first, "/w");
+            let ids = |v: &[OpEntry]| v.iter().map(|e| e.id.clone()).collect::<Vec<_>>();
+            (ids(&s.undoable), ids(&s.redoable))
+        };
+        let a = entry("a", OpKind::Apply, None);
+        let b = entry("b", OpKind::Apply, None);
+        let ub = entry("u1", OpKind::Undo, Some("b"));
+        let ua = entry("u2", OpKind::Undo, Some("a"));
+        let ra = entry("r1", OpKind::Redo, Some("a"));
+        let c = entry("c", OpKind::Apply, None);
+        assert_eq!(
+            log(&[a.clone(), b.clone()]),
+            (vec!["a".into(), "b".into()], vec![])
+        );
+        assert_eq!(
+            log(&[a.clone(), b.clone(), ub.clone(), ua.clone()]),
+            (vec![], vec!["b".into(), "a".into()])
+        );
+        assert_eq!(
+            log(&[a.clone(), b.clone(), ub.clone(), ua.clone(), ra.clone()]),
+            (vec!["a".into()], vec!["b".into()])
+        );
+        assert_eq!(
+            log(&[a, b, ub, ua, ra, c]),
+            (vec!["a".into(), "c".into()], vec![])
+        );
+        let mut elsewhere = entry("z", OpKind::Apply, None);
+        elsewhere.workdir = "/other".to_owned();
+        assert_eq!(log(&[elsewhere]), (vec![], vec![]), "per working tree");
+    }
+}

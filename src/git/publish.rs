@@ -1,0 +1,693 @@
+//! Publishing: moving the user's branch and files from one state to another as one step that
+//! a crash cannot leave half done.
+//!
+//! A [`Transition`] names the ref to move (compare-and-swap from `old` to `new`) and the trees
+//! of the working tree and index before and after. [`publish`]:
+//! 1. checks the ref still holds `old` and, for an apply, that the user has not changed a path
+//!    the transition changes (otherwise nothing is touched: [`PublishError::Moved`] /
+//!    [`PublishError::Changed`]);
+//! 2. writes a journal (`<git dir>/loaf/journal.json`, fsynced);
+//! 3. moves the ref by compare-and-swap — the commit point;
+//! 4. writes only the paths that differ to the working tree and index;
+//! 5. appends the operation log entry and deletes the journal.
+//!
+//! Killed before 3, the journal is dropped by the next command: all before. Killed after 3,
+//! the next command finishes 4 and 5 ([`recover`]): all after. While rolling forward, a file is
+//! written only if it still holds its before or after content, so a change the user made in
+//! between is never overwritten.
+
+use std::collections::BTreeSet;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use git2::build::CheckoutBuilder;
+use git2::{Index, IndexEntry, IndexTime, Oid, Repository, Tree};
+use serde::{Deserialize, Serialize};
+
+use super::oplog::{self, OpEntry};
+
+/// The journal's file name in `<common git dir>/loaf/`.
+const JOURNAL: &str = "journal.json";
+
+/// A move of the user's ref, working tree and index from one state to another.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Transition {
+    /// The working tree (linked worktrees share the git dir, so the journal names it).
+    pub workdir: PathBuf,
+    /// `refs/heads/<branch>`, or `HEAD` when detached.
+    pub ref_name: String,
+    /// What the ref holds before (`None`: unborn branch).
+    pub old: Option<String>,
+    /// What it holds after (`None`: back to unborn, the ref is deleted).
+    pub new: Option<String>,
+    /// Working tree before.
+    pub from_work: String,
+    /// Index before.
+    pub from_index: String,
+    /// Working tree after.
+    pub to_work: String,
+    /// Index after.
+    pub to_index: String,
+    /// The reflog message.
+    pub message: String,
+    /// Logged once the files are written.
+    pub op: OpEntry,
+}
+
+/// Why a transition was not published. Nothing of the user's was changed.
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    /// The ref no longer holds `old`.
+    #[error("{ref_name} moved while git-loaf ran (now {now})")]
+    Moved {
+        /// The ref.
+        ref_name: String,
+        /// What it holds now.
+        now: String,
+    },
+    /// The user changed paths the transition also changes.
+    #[error("you changed {} while git-loaf ran", list(.0))]
+    Changed(Vec<PathBuf>),
+    /// git failed.
+    #[error("{0}")]
+    Git(#[from] git2::Error),
+    /// The journal could not be written.
+    #[error("cannot write the journal: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+fn list(paths: &[PathBuf]) -> String {
+    let shown: Vec<String> = paths
+        .iter()
+        .take(5)
+        .map(|p| p.display().to_string())
+        .collect();
+    let more = paths.len().saturating_sub(shown.len());
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// Aborts the process at a named point when `LOAF_CRASH_AT` names it: the crash-safety tests
+/// use it to kill an operation at exact moments, on top of random SIGKILLs.
+pub fn crash_point(name: &str) {
+    if std::env::var_os("LOAF_CRASH_AT").is_some_and(|v| v == name) {
+        std::process::abort();
+    }
+}
+
+/// Publishes `t`. With `check_user`, refuses when the user changed, since `from_*` was
+/// recorded, a path this transition changes (apply); undo and redo check the whole state
+/// themselves before calling.
+pub fn publish(repo: &Repository, t: &Transition, check_user: bool) -> Result<(), PublishError> {
+    let now = current(repo, &t.ref_name);
+    if now != t.old {
+        return Err(PublishError::Moved {
+            ref_name: t.ref_name.clone(),
+            now: now.unwrap_or_else(|| "unborn".to_owned()),
+        });
+    }
+    let paths = Paths::of(repo, t)?;
+    if check_user {
+        let changed = changed_by_user(repo, t, &paths)?;
+        if !changed.is_empty() {
+            return Err(PublishError::Changed(changed));
+        }
+    }
+    let journal = journal_path(repo);
+    write_journal(&journal, t)?;
+    crash_point("journal");
+    if let Err(e) = move_ref(repo, t) {
+        let _ = std::fs::remove_file(&journal);
+        return Err(e);
+    }
+    crash_point("ref");
+    write_files(repo, t, &paths, false)?;
+    crash_point("files");
+    oplog::append(repo, &t.op)?;
+    crash_point("oplog");
+    std::fs::remove_file(&journal)?;
+    Ok(())
+}
+
+/// What a crashed operation left, and what [`recover`] did with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recovered {
+    /// No journal: nothing to do.
+    Nothing,
+    /// The crash came before the ref moved: the journal was dropped (all before).
+    RolledBack,
+    /// The ref had moved: the files, index and log were finished (all after). Paths the user
+    /// changed in between were left as they are.
+    RolledForward {
+        /// Paths left alone because they held neither the before nor the after content.
+        skipped: Vec<PathBuf>,
+    },
+}
+
+/// Finishes or drops a publish a crash interrupted. Call with the repository lock held,
+/// before anything else.
+pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
+    let journal = journal_path(repo);
+    let text = match std::fs::read(&journal) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Recovered::Nothing),
+        Err(e) => return Err(e.into()),
+    };
+    let Ok(t) = serde_json::from_slice::<Transition>(&text) else {
+        // Torn while being written: the ref cannot have moved yet (it moves after the fsync).
+        std::fs::remove_file(&journal)?;
+        return Ok(Recovered::RolledBack);
+    };
+    let Ok(user) = Repository::open(&t.workdir) else {
+        // The working tree is gone (a removed linked worktree): nothing to finish there.
+        std::fs::remove_file(&journal)?;
+        return Ok(Recovered::RolledBack);
+    };
+    let now = current(&user, &t.ref_name);
+    if now != t.new || now == t.old {
+        std::fs::remove_file(&journal)?;
+        return Ok(Recovered::RolledBack);
+    }
+    let paths = Paths::of(&user, &t)?;
+    let skipped = write_files(&user, &t, &paths, true)?;
+    if oplog::newest_id(&user)?.as_deref() != Some(t.op.id.as_str()) {
+        oplog::append(&user, &t.op)?;
+    }
+    std::fs::remove_file(&journal)?;
+    Ok(Recovered::RolledForward { skipped })
+}
+
+fn journal_path(repo: &Repository) -> PathBuf {
+    repo.commondir().join("loaf").join(JOURNAL)
+}
+
+/// Writes the journal durably: a temporary file, fsynced, renamed into place.
+fn write_journal(path: &Path, t: &Transition) -> std::io::Result<()> {
+    let dir = path.parent().unwrap_or(path);
+    std::fs::create_dir_all(dir)?;
+    let json = serde_json::to_vec(t).map_err(std::io::Error::other)?;
+    let mut file = tempfile::NamedTempFile::new_in(dir)?;
+    file.write_all(&json)?;
+    file.as_file().sync_all()?;
+    file.persist(path).map_err(|e| e.error)?;
+    std::fs::File::open(dir)?.sync_all()
+}
+
+/// What `ref_name` holds now (`None` when it does not exist: unborn).
+pub fn current(repo: &Repository, ref_name: &str) -> Option<String> {
+    repo.refname_to_id(ref_name).ok().map(|o| o.to_string())
+}
+
+fn oid(s: &str) -> Result<Oid, git2::Error> {
+    Oid::from_str(s)
+}
+
+fn move_ref(repo: &Repository, t: &Transition) -> Result<(), PublishError> {
+    let moved = |e: git2::Error| {
+        if e.code() == git2::ErrorCode::Modified || e.code() == git2::ErrorCode::Exists {
+            PublishError::Moved {
+                ref_name: t.ref_name.clone(),
+                now: current(repo, &t.ref_name).unwrap_or_else(|| "unborn".to_owned()),
+            }
+        } else {
+            PublishError::Git(e)
+        }
+    };
+    match (&t.old, &t.new) {
+        (Some(old), Some(new)) => repo
+            .reference_matching(&t.ref_name, oid(new)?, true, oid(old)?, &t.message)
+            .map(drop)
+            .map_err(moved),
+        (None, Some(new)) => repo
+            .reference(&t.ref_name, oid(new)?, false, &t.message)
+            .map(drop)
+            .map_err(moved),
+        (Some(old), None) => {
+            let mut reference = repo.find_reference(&t.ref_name).map_err(moved)?;
+            if reference.target().map(|o| o.to_string()).as_deref() != Some(old.as_str()) {
+                return Err(moved(git2::Error::new(
+                    git2::ErrorCode::Modified,
+                    git2::ErrorClass::Reference,
+                    "moved",
+                )));
+            }
+            // libgit2 refuses the delete if the ref changed since it was read: still a CAS.
+            reference.delete().map_err(moved)
+        }
+        (None, None) => Ok(()),
+    }
+}
+
+/// The paths a transition changes: in the working tree, and in the index (a superset).
+struct Paths {
+    work: Vec<PathBuf>,
+    index: Vec<PathBuf>,
+}
+
+impl Paths {
+    fn of(repo: &Repository, t: &Transition) -> Result<Paths, git2::Error> {
+        let work = differing(repo, &t.from_work, &t.to_work)?;
+        let mut index = differing(repo, &t.from_index, &t.to_index)?;
+        index.extend(work.iter().cloned());
+        Ok(Paths {
+            work: work.into_iter().collect(),
+            index: index.into_iter().collect(),
+        })
+    }
+}
+
+/// Paths whose entry differs between two trees.
+pub fn differing(repo: &Repository, a: &str, b: &str) -> Result<BTreeSet<PathBuf>, git2::Error> {
+    let mut out = BTreeSet::new();
+    if a == b {
+        return Ok(out);
+    }
+    let a = repo.find_tree(oid(a)?)?;
+    let b = repo.find_tree(oid(b)?)?;
+    let diff = repo.diff_tree_to_tree(Some(&a), Some(&b), None)?;
+    for delta in diff.deltas() {
+        out.extend(delta.old_file().path().map(Path::to_path_buf));
+        out.extend(delta.new_file().path().map(Path::to_path_buf));
+    }
+    Ok(out)
+}
+
+/// The blob id a tree holds at `path`.
+fn blob_at(tree: &Tree<'_>, path: &Path) -> Option<(Oid, i32)> {
+    tree.get_path(path)
+        .ok()
+        .map(|e| (e.id(), e.filemode()))
+        .filter(|(_, mode)| *mode != 0o040000)
+}
+
+/// The blob the user's file at `path` would be if added (filters such as CRLF conversion
+/// applied), `None` when absent. A folder or unreadable file gives the null id, which
+/// matches nothing.
+fn file_blob(repo: &Repository, workdir: &Path, path: &Path) -> Option<Oid> {
+    let full = workdir.join(path);
+    match std::fs::symlink_metadata(&full) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(_) => Some(Oid::ZERO_SHA1),
+        Ok(meta) if meta.is_dir() => Some(Oid::ZERO_SHA1),
+        Ok(meta) if meta.file_type().is_symlink() => std::fs::read_link(&full)
+            .ok()
+            .and_then(|target| repo.blob(target.as_os_str().as_encoded_bytes()).ok())
+            .or(Some(Oid::ZERO_SHA1)),
+        Ok(_) => Some(repo.blob_path(&full).unwrap_or(Oid::ZERO_SHA1)),
+    }
+}
+
+/// Paths the transition changes whose file or index entry is no longer what `from_*` says.
+fn changed_by_user(
+    repo: &Repository,
+    t: &Transition,
+    paths: &Paths,
+) -> Result<Vec<PathBuf>, git2::Error> {
+    let from_work = repo.find_tree(oid(&t.from_work)?)?;
+    let from_index = repo.find_tree(oid(&t.from_index)?)?;
+    let mut index = repo.index()?;
+    index.read(false)?;
+    let mut changed = Vec::new();
+    for path in &paths.index {
+        let file_changed = paths.work.contains(path)
+            && file_blob(repo, &t.workdir, path) != blob_at(&from_work, path).map(|b| b.0);
+        let staged = index.get_path(path, 0).map(|e| e.id);
+        let conflicted = (1..=3).any(|stage| index.get_path(path, stage).is_some());
+        let index_changed = conflicted || staged != blob_at(&from_index, path).map(|b| b.0);
+        if file_changed || index_changed {
+            changed.push(path.clone());
+        }
+    }
+    Ok(changed)
+}
+
+/// Writes the working tree paths that differ, then the index entries that differ. When
+/// `careful` (rolling forward after a crash), a file holding neither its before nor its after
+/// content is left alone and returned.
+fn write_files(
+    repo: &Repository,
+    t: &Transition,
+    paths: &Paths,
+    careful: bool,
+) -> Result<Vec<PathBuf>, git2::Error> {
+    let from_work = repo.find_tree(oid(&t.from_work)?)?;
+    let to_work = repo.find_tree(oid(&t.to_work)?)?;
+    let to_index = repo.find_tree(oid(&t.to_index)?)?;
+    let mut skipped = Vec::new();
+    let mut write: Vec<&PathBuf> = Vec::new();
+    for path in &paths.work {
+        let before = blob_at(&from_work, path).map(|b| b.0);
+        let after = blob_at(&to_work, path).map(|b| b.0);
+        let now = file_blob(repo, &t.workdir, path);
+        if careful && now == after {
+            continue;
+        }
+        if careful && now != before {
+            skipped.push(path.clone());
+            continue;
+        }
+        write.push(path);
+    }
+    // Deletions by hand (checkout would judge "untracked" against HEAD, which has already
+    // moved); everything else by a checkout of just those paths, so filters (CRLF, eol)
+    // apply as git would apply them.
+    let (gone, written): (Vec<&PathBuf>, Vec<&PathBuf>) = write
+        .into_iter()
+        .partition(|path| blob_at(&to_work, path).is_none());
+    for path in gone {
+        remove_file(&t.workdir, path)?;
+    }
+    if !written.is_empty() {
+        let mut checkout = CheckoutBuilder::new();
+        checkout
+            .force()
+            .update_index(false)
+            .disable_pathspec_match(true);
+        for path in &written {
+            // A folder in the way of a file (or the reverse) goes first.
+            if t.workdir.join(path).is_dir() {
+                std::fs::remove_dir_all(t.workdir.join(path))
+                    .map_err(|e| git2::Error::from_str(&format!("{}: {e}", path.display())))?;
+            }
+            checkout.path(path.as_path());
+        }
+        repo.checkout_tree(to_work.as_object(), Some(&mut checkout))?;
+    }
+    let mut index = repo.index()?;
+    index.read(false)?;
+    // Skipped files still get their after index entry: the user's edit then shows as an
+    // unstaged change on top of the new HEAD, as if made after the operation.
+    for path in &paths.index {
+        set_index_entry(&mut index, &t.workdir, path, &to_index, &to_work)?;
+    }
+    index.write()?;
+    Ok(skipped)
+}
+
+/// Removes a file the transition deletes, then its folders left empty (as git does).
+fn remove_file(workdir: &Path, path: &Path) -> Result<(), git2::Error> {
+    let full = workdir.join(path);
+    match std::fs::remove_file(&full) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => {
+            return Err(git2::Error::from_str(&format!(
+                "cannot remove {}: {e}",
+                full.display()
+            )));
+        }
+    }
+    let mut dir = path.parent();
+    while let Some(parent) = dir.filter(|d| !d.as_os_str().is_empty()) {
+        if std::fs::remove_dir(workdir.join(parent)).is_err() {
+            break;
+        }
+        dir = parent.parent();
+    }
+    Ok(())
+}
+
+/// Makes the index entry of `path` what `to_index` says. When the file on disk is that
+/// content, the entry gets the file's stat data (so git sees it clean without re-reading);
+/// otherwise (a partially staged file) zeroed stat data, so git re-hashes and sees the
+/// difference.
+fn set_index_entry(
+    index: &mut Index,
+    workdir: &Path,
+    path: &Path,
+    to_index: &Tree<'_>,
+    to_work: &Tree<'_>,
+) -> Result<(), git2::Error> {
+    let Some((id, mode)) = blob_at(to_index, path) else {
+        if index.get_path(path, 0).is_some()
+            || (1..=3).any(|stage| index.get_path(path, stage).is_some())
+        {
+            index.remove_path(path)?;
+        }
+        return Ok(());
+    };
+    let same_as_file = blob_at(to_work, path).is_some_and(|(w, _)| w == id);
+    if same_as_file && workdir.join(path).symlink_metadata().is_ok() {
+        index.add_path(path)?;
+        // The clean filter gives the same blob as the tree unless the user's filters changed
+        // in between; the recorded content wins either way.
+        if index.get_path(path, 0).is_some_and(|e| e.id == id) {
+            return Ok(());
+        }
+    }
+    let bytes = path.as_os_str().as_encoded_bytes().to_vec();
+    index.add(&IndexEntry {
+        ctime: IndexTime::new(0, 0),
+        mtime: IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode: mode as u32,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id,
+        flags: bytes.len().min(0xfff) as u16,
+        flags_extended: 0,
+        path: bytes,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::checkpoint;
+    use crate::git::oplog::{OpKind, UserState};
+    use crate::git::testing::{git, init_repo, user_state};
+
+    fn repo() -> tempfile::TempDir {
+        let dir = init_repo();
+        let root = dir.path();
+        std::fs::write(root.join(".gitignore"), "*.log\n").expect("write");
+        std::fs::write(root.join("a.txt"), "1\n2\n3\n").expect("write");
+        std::fs::write(root.join("gone.txt"), "x\n").expect("write");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "first"]);
+        dir
+    }
+
+    fn make_dirty(root: &Path) {
+        std::fs::write(root.join("a.txt"), "ONE\n2\n3\n").expect("write");
+        git(root, &["add", "a.txt"]);
+        std::fs::write(root.join("a.txt"), "ONE\n2\nTHREE\n").expect("write");
+        std::fs::remove_file(root.join("gone.txt")).expect("rm");
+        std::fs::write(root.join("new.txt"), "new\n").expect("write");
+        std::fs::write(root.join("debug.log"), "ignored\n").expect("write");
+    }
+
+    fn tree_of(repo: &Repository, commit: &str) -> String {
+        repo.find_commit(oid(commit).expect("oid"))
+            .and_then(|c| c.tree())
+            .expect("tree")
+            .id()
+            .to_string()
+    }
+
+    fn transition(
+        root: &Path,
+        old: &str,
+        new: &str,
+        from: (&str, &str),
+        to: (&str, &str),
+    ) -> Transition {
+        let state = |head: &str, (work, index): (&str, &str)| UserState {
+            head: Some(head.to_owned()),
+            work: work.to_owned(),
+            index: index.to_owned(),
+        };
+        Transition {
+            workdir: root.to_path_buf(),
+            ref_name: "refs/heads/main".to_owned(),
+            old: Some(old.to_owned()),
+            new: Some(new.to_owned()),
+            from_work: from.0.to_owned(),
+            from_index: from.1.to_owned(),
+            to_work: to.0.to_owned(),
+            to_index: to.1.to_owned(),
+            message: "test".to_owned(),
+            op: OpEntry {
+                id: "t1".to_owned(),
+                kind: OpKind::Apply,
+                target: None,
+                time: 0,
+                workdir: root.display().to_string(),
+                ref_name: "refs/heads/main".to_owned(),
+                summary: "test".to_owned(),
+                before: state(old, from),
+                after: state(new, to),
+            },
+        }
+    }
+
+    /// Checkpoint a dirty state, publish the checkpoint commit as the new HEAD (clean), then
+    /// publish back to the checkpoint: the user's dirty state comes back exactly.
+    #[test]
+    fn a_checkpointed_state_goes_forward_and_comes_back_exactly() {
+        let dir = repo();
+        let root = dir.path();
+        make_dirty(root);
+        let before = user_state(root);
+        let repo = Repository::open(root).expect("open");
+        let head = repo.refname_to_id("HEAD").expect("head").to_string();
+        let cp = checkpoint::take(&repo, "c1").expect("take").expect("dirty");
+        let cp_commit = cp.commit.to_string();
+        let cp_tree = tree_of(&repo, &cp_commit);
+        let cp_index = cp.index_tree.to_string();
+        let forward = transition(
+            root,
+            &head,
+            &cp_commit,
+            (&cp_tree, &cp_index),
+            (&cp_tree, &cp_tree),
+        );
+        publish(&repo, &forward, true).expect("forward");
+        assert_eq!(
+            git(root, &["status", "--porcelain", "--untracked-files=all"]),
+            "",
+            "clean at the checkpoint"
+        );
+        assert_eq!(git(root, &["rev-parse", "HEAD"]).trim(), cp_commit);
+        std::fs::write(root.join("b.txt"), "later\n").expect("write");
+        git(root, &["add", "b.txt"]);
+        git(root, &["commit", "-q", "-m", "more"]);
+        let tip = git(root, &["rev-parse", "HEAD"]).trim().to_owned();
+        let tip_tree = tree_of(&repo, &tip);
+        let back = transition(
+            root,
+            &tip,
+            &head,
+            (&tip_tree, &tip_tree),
+            (&cp_tree, &cp_index),
+        );
+        publish(&repo, &back, false).expect("back");
+        assert_eq!(
+            user_state(root),
+            before,
+            "status, diffs and HEAD as they were"
+        );
+        assert!(
+            !root.join("b.txt").exists(),
+            "files created since are removed"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("debug.log"))
+                .ok()
+                .as_deref(),
+            Some("ignored\n")
+        );
+        assert!(!journal_path(&repo).exists());
+        let ids: Vec<String> = oplog::entries(&repo)
+            .expect("log")
+            .into_iter()
+            .map(|e| e.id)
+            .collect();
+        assert_eq!(ids.len(), 2);
+    }
+
+    #[test]
+    fn refuses_when_the_branch_moved_or_the_user_changed_a_path() {
+        let dir = repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let head = repo.refname_to_id("HEAD").expect("head").to_string();
+        let base_tree = tree_of(&repo, &head);
+        std::fs::write(root.join("a.txt"), "model\n").expect("write");
+        let tree = {
+            let mut index = repo.index().expect("index");
+            index.add_path(Path::new("a.txt")).expect("add");
+            let tree = index.write_tree().expect("tree");
+            index.read(true).expect("reread");
+            tree
+        };
+        std::fs::write(root.join("a.txt"), "1\n2\n3\n").expect("write");
+        let commit =
+            crate::git::commit::write_commit(&repo, tree, &[oid(&head).expect("oid")], "AI")
+                .expect("commit");
+        let t = transition(
+            root,
+            &head,
+            &commit.to_string(),
+            (&base_tree, &base_tree),
+            (&tree.to_string(), &tree.to_string()),
+        );
+        std::fs::write(root.join("a.txt"), "the user's edit\n").expect("write");
+        let err = publish(&repo, &t, true).expect_err("refused");
+        assert!(
+            matches!(&err, PublishError::Changed(p) if p == &[PathBuf::from("a.txt")]),
+            "{err}"
+        );
+        assert_eq!(
+            git(root, &["rev-parse", "HEAD"]).trim(),
+            head,
+            "nothing moved"
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.txt")).ok().as_deref(),
+            Some("the user's edit\n")
+        );
+        std::fs::write(root.join("a.txt"), "1\n2\n3\n").expect("write");
+        git(root, &["commit", "-q", "--allow-empty", "-m", "moved"]);
+        let err = publish(&repo, &t, true).expect_err("refused");
+        assert!(matches!(err, PublishError::Moved { .. }), "{err}");
+        assert!(!journal_path(&repo).exists());
+    }
+
+    #[test]
+    fn recovery_rolls_forward_after_the_ref_moved_and_back_before() {
+        let dir = repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let head = repo.refname_to_id("HEAD").expect("head").to_string();
+        let base_tree = tree_of(&repo, &head);
+        let blob = repo.blob(b"model\n").expect("blob");
+        let mut builder = repo
+            .treebuilder(Some(
+                &repo.find_tree(oid(&base_tree).expect("oid")).expect("tree"),
+            ))
+            .expect("builder");
+        builder.insert("a.txt", blob, 0o100644).expect("insert");
+        builder.insert("new.txt", blob, 0o100644).expect("insert");
+        let tree = builder.write().expect("tree");
+        let commit =
+            crate::git::commit::write_commit(&repo, tree, &[oid(&head).expect("oid")], "AI")
+                .expect("commit");
+        let t = transition(
+            root,
+            &head,
+            &commit.to_string(),
+            (&base_tree, &base_tree),
+            (&tree.to_string(), &tree.to_string()),
+        );
+        // Crash after the journal, before the ref: rolled back.
+        write_journal(&journal_path(&repo), &t).expect("journal");
+        assert_eq!(recover(&repo).expect("recover"), Recovered::RolledBack);
+        assert_eq!(git(root, &["status", "--porcelain"]), "");
+        // Crash after the ref moved, one file written and another edited by the user since.
+        write_journal(&journal_path(&repo), &t).expect("journal");
+        move_ref(&repo, &t).expect("ref");
+        std::fs::write(root.join("new.txt"), "model\n").expect("write");
+        std::fs::write(root.join("a.txt"), "user\n").expect("write");
+        let recovered = recover(&repo).expect("recover");
+        assert_eq!(
+            recovered,
+            Recovered::RolledForward {
+                skipped: vec![PathBuf::from("a.txt")]
+            }
+        );
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.txt")).ok().as_deref(),
+            Some("user\n"),
+            "the user's edit kept"
+        );
+        assert_eq!(git(root, &["status", "--porcelain"]), " M a.txt\n");
+        assert_eq!(oplog::newest_id(&repo).expect("log").as_deref(), Some("t1"));
+        assert_eq!(recover(&repo).expect("again"), Recovered::Nothing);
+    }
+}
