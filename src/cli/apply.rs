@@ -1,6 +1,5 @@
 //! `git loaf apply`: run a reply's blocks.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 
 use clap::Args;
@@ -8,6 +7,7 @@ use serde_json::json;
 
 use super::{CliError, Outcome};
 use crate::actions::{self, Plan};
+use crate::git::{self, apply::ApplyOptions};
 use crate::input::{Source, as_text, read_bytes};
 use crate::nesl;
 use crate::report;
@@ -31,23 +31,15 @@ pub struct ApplyArgs {
     /// Print the result as JSON instead of the text report.
     #[arg(long)]
     json: bool,
+    /// Record the model that wrote the reply (`Assisted-by:` trailer).
+    #[arg(long, value_name = "MODEL")]
+    model: Option<String>,
 }
 
 /// Runs `git loaf apply`.
 pub fn run(args: &ApplyArgs) -> Result<Outcome, CliError> {
-    if !args.dry_run && !args.no_commit {
-        return Err(CliError::usage(
-            "the git transaction of `apply` is not built yet",
-            "use `git loaf apply --no-commit` to run the actions directly, or `--dry-run` to check the reply",
-        ));
-    }
-    let cwd = std::env::current_dir().map_err(|e| {
-        CliError::usage(
-            format!("cannot read the current directory: {e}"),
-            "cd into an existing directory",
-        )
-    })?;
-    let root = crate::git::worktree_root(&cwd).unwrap_or(cwd);
+    let cwd = super::current_dir()?;
+    let root = crate::git::worktree_root(&cwd).unwrap_or_else(|| cwd.clone());
     let source = Source::from_arg(args.file.as_deref());
     let bytes = read_bytes(&source)?;
     let text = as_text(&bytes, &source)?;
@@ -65,6 +57,9 @@ pub fn run(args: &ApplyArgs) -> Result<Outcome, CliError> {
             Outcome::Failed
         });
     }
+    if !args.no_commit {
+        return transaction(args, &cwd, text);
+    }
     let config = crate::config::Config::load(&root).map_err(|e| {
         CliError::usage(e.to_string(), "fix loaf.yml (see loaf.yml.example for every key), or move it away to use the defaults")
     })?;
@@ -81,11 +76,40 @@ pub fn run(args: &ApplyArgs) -> Result<Outcome, CliError> {
     })
 }
 
+/// The apply as a git transaction.
+fn transaction(args: &ApplyArgs, cwd: &std::path::Path, text: &str) -> Result<Outcome, CliError> {
+    let options = ApplyOptions {
+        model: args.model.clone(),
+    };
+    let applied = git::apply::apply(cwd, text, &options)?;
+    super::print_notices(&applied.notices);
+    let result = &applied.result;
+    print(&if args.json {
+        result.to_json() + "\n"
+    } else {
+        result.to_text()
+    })?;
+    if let Some(kept) = &applied.kept {
+        return Err(CliError::refused(
+            format!(
+                "{}; nothing of yours was changed. The apply's commit is kept as {}",
+                kept.reason, kept.refname
+            ),
+            format!(
+                "take it with `git cherry-pick {0}` (or look first: `git loaf show {0}`), or apply the reply again",
+                kept.refname
+            ),
+        ));
+    }
+    Ok(if result.success {
+        Outcome::Success
+    } else {
+        Outcome::Failed
+    })
+}
+
 fn print(text: &str) -> Result<(), CliError> {
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())
-        .and_then(|()| out.flush())
-        .or_else(super::ignore_closed_pipe)
+    super::print_out(text)
 }
 
 /// The planned actions and the blocks that would not run.

@@ -35,6 +35,15 @@ impl CliError {
         }
     }
 
+    /// Refused for safety (exit 3).
+    pub fn refused(message: impl Into<String>, hint: impl Into<String>) -> Self {
+        CliError {
+            kind: ErrorKind::Refused,
+            message: message.into(),
+            hint: Some(hint.into()),
+        }
+    }
+
     /// The exit code for this error.
     pub fn exit_code(&self) -> ExitCode {
         match self.kind {
@@ -67,5 +76,20 @@ impl From<InputError> for CliError {
             }
         };
         CliError::usage(error.to_string(), hint)
+    }
+}
+
+impl From<crate::git::session::TxError> for CliError {
+    fn from(error: crate::git::session::TxError) -> Self {
+        let kind = if error.is_refusal() {
+            ErrorKind::Refused
+        } else {
+            ErrorKind::Usage
+        };
+        CliError {
+            kind,
+            hint: Some(error.hint()),
+            message: error.to_string(),
+        }
     }
 }

@@ -3,7 +3,9 @@
 
 mod apply;
 mod error;
+mod log;
 mod parse;
+mod undo;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -24,6 +26,10 @@ pub struct Cli {
 enum Command {
     Apply(apply::ApplyArgs),
     Parse(parse::ParseArgs),
+    Undo(undo::UndoArgs),
+    Redo(undo::RedoArgs),
+    Log(log::LogArgs),
+    Show(log::ShowArgs),
 }
 
 /// How a command that ran ended.
@@ -58,6 +64,10 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Apply(args) => apply::run(&args),
         Command::Parse(args) => parse::run(&args),
+        Command::Undo(args) => undo::run_undo(&args),
+        Command::Redo(args) => undo::run_redo(&args),
+        Command::Log(args) => log::run_log(&args),
+        Command::Show(args) => log::run_show(&args),
     };
     match result {
         Ok(outcome) => outcome.into(),
@@ -65,6 +75,32 @@ pub fn main() -> ExitCode {
             let _ = std::io::stderr().write_all(error.render().as_bytes());
             error.exit_code()
         }
+    }
+}
+
+/// The directory the command runs in.
+fn current_dir() -> Result<std::path::PathBuf, CliError> {
+    std::env::current_dir().map_err(|e| {
+        CliError::usage(
+            format!("cannot read the current directory: {e}"),
+            "cd into an existing directory",
+        )
+    })
+}
+
+/// Prints a command's result on stdout (a closed pipe is fine).
+fn print_out(text: &str) -> Result<(), CliError> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|()| out.flush())
+        .or_else(ignore_closed_pipe)
+}
+
+/// Tells the user, on stderr, what the command found and did besides its result.
+fn print_notices(notices: &[String]) {
+    let mut err = std::io::stderr().lock();
+    for notice in notices {
+        let _ = writeln!(err, "note: {notice}");
     }
 }
 

@@ -1,15 +1,21 @@
-//! Everything that touches git: the only module that imports git2. For now: finding the
-//! repository a command runs in. The transaction (stage, checkpoint, commit, publish, lock,
-//! operation log) arrives with a later issue.
+//! Everything that touches git: the only module that imports git2. An apply is one
+//! transaction ([`apply`]): the lock and crash recovery ([`session`], [`lock`]), the user's
+//! uncommitted work ([`checkpoint`]), the staging worktree ([`stage`]), the commit
+//! ([`commit`]), moving the branch and files ([`publish`]) and the operation log that undo
+//! and redo walk ([`oplog`], [`undo`]); [`history`] reads it all back for `log` and `show`.
 
+pub mod apply;
 pub mod checkpoint;
 pub mod commit;
+pub mod history;
 pub mod lock;
 pub mod oplog;
 pub mod publish;
+pub mod session;
 pub mod stage;
 #[cfg(test)]
 mod testing;
+pub mod undo;
 
 use std::path::{Path, PathBuf};
 

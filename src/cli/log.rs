@@ -1,0 +1,80 @@
+//! `git loaf log` and `git loaf show`: AI history read back.
+
+use clap::Args;
+
+use super::{CliError, Outcome};
+use crate::git::history::{self, Shown};
+
+/// List the git-loaf commits on the current branch, newest first: commit, apply id, time,
+/// ✅/❌ counts and summary.
+#[derive(Debug, Args)]
+pub struct LogArgs {
+    /// Show at most this many.
+    #[arg(
+        short = 'n',
+        long = "max-count",
+        value_name = "N",
+        default_value_t = 20
+    )]
+    max_count: usize,
+    /// Print JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Print what an apply recorded: the same report `git loaf apply` printed.
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// A commit (default HEAD) or an apply id.
+    #[arg(value_name = "REV")]
+    rev: Option<String>,
+    /// Print the ExecutionResult as JSON, as `apply --json` did.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `git loaf log`.
+pub fn run_log(args: &LogArgs) -> Result<Outcome, CliError> {
+    let entries = history::log(&super::current_dir()?, args.max_count)?;
+    if args.json {
+        let json = serde_json::to_string_pretty(&entries).unwrap_or_default();
+        return super::print_out(&(json + "\n")).map(|()| Outcome::Success);
+    }
+    let mut out = String::new();
+    for e in &entries {
+        let counts = if e.kind == "apply" {
+            format!("✅{} ❌{}", e.succeeded, e.failed)
+        } else {
+            "checkpoint".to_owned()
+        };
+        out.push_str(&format!(
+            "{} {} {} {counts} {}\n",
+            &e.commit[..7.min(e.commit.len())],
+            e.id,
+            e.time,
+            e.summary
+        ));
+    }
+    if entries.is_empty() {
+        eprintln!("no git-loaf commits on this branch (`git loaf apply` makes them)");
+    }
+    super::print_out(&out).map(|()| Outcome::Success)
+}
+
+/// Runs `git loaf show`.
+pub fn run_show(args: &ShowArgs) -> Result<Outcome, CliError> {
+    let shown = history::show(&super::current_dir()?, args.rev.as_deref())?;
+    let text = match (&shown, args.json) {
+        (Shown::Full { text, .. }, false) => text.clone(),
+        (Shown::Full { result, .. }, true) | (Shown::TrailerOnly { result, .. }, true) => {
+            serde_json::to_string_pretty(result).unwrap_or_default() + "\n"
+        }
+        (Shown::TrailerOnly { commit, result }, false) => {
+            eprintln!(
+                "note: the full record of {commit} is not here (fetch it: `git fetch origin refs/notes/loaf:refs/notes/loaf`); showing the commit's Loaf-Result trailer, in which file contents and outputs are hashes"
+            );
+            serde_json::to_string_pretty(result).unwrap_or_default() + "\n"
+        }
+    };
+    super::print_out(&text).map(|()| Outcome::Success)
+}

@@ -1,0 +1,65 @@
+//! `git loaf undo` and `git loaf redo`: walk the operation log back and forth.
+
+use clap::Args;
+
+use super::{CliError, Outcome};
+use crate::git::undo::{self, Walked, display_ref, short};
+
+/// Undo the most recent git-loaf operation, restoring HEAD, the index and the working tree
+/// (untracked files included) exactly as they were before it; repeated undo walks further back.
+///
+/// Refuses (exit 3) when anything changed since the operation or when a commit it would
+/// remove is on a remote-tracking branch.
+#[derive(Debug, Args)]
+pub struct UndoArgs {
+    /// Undo even if things changed since or the commits were pushed. Your uncommitted work
+    /// and commits made since are first saved under refs/loaf/saved/.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Re-do the operation the last `git loaf undo` undid.
+#[derive(Debug, Args)]
+pub struct RedoArgs {}
+
+/// Runs `git loaf undo`.
+pub fn run_undo(args: &UndoArgs) -> Result<Outcome, CliError> {
+    let walked = undo::undo(&super::current_dir()?, args.force)?;
+    report("Undid", &walked)
+}
+
+/// Runs `git loaf redo`.
+pub fn run_redo(_args: &RedoArgs) -> Result<Outcome, CliError> {
+    let walked = undo::redo(&super::current_dir()?)?;
+    report("Redid", &walked)
+}
+
+fn report(verb: &str, walked: &Walked) -> Result<Outcome, CliError> {
+    super::print_notices(&walked.notices);
+    let target = &walked.target;
+    let mut out = format!(
+        "{verb} {} ({}): {} {} -> {}\n",
+        target.id,
+        target.summary,
+        display_ref(&walked.ref_name),
+        short(walked.from.as_deref()),
+        short(walked.to.as_deref()),
+    );
+    const SHOWN: usize = 10;
+    for path in walked.paths.iter().take(SHOWN) {
+        out.push_str(&format!("  {path}\n"));
+    }
+    if walked.paths.len() > SHOWN {
+        out.push_str(&format!("  … and {} more\n", walked.paths.len() - SHOWN));
+    }
+    if walked.restored_uncommitted {
+        out.push_str("Your uncommitted changes are back as they were (staged and unstaged).\n");
+    }
+    if let Some(saved) = &walked.saved {
+        out.push_str(&format!(
+            "What was there before this forced undo is saved as {saved} (`git checkout {saved} -- .` brings its files back).\n"
+        ));
+    }
+    super::print_out(&out)?;
+    Ok(Outcome::Success)
+}

@@ -1,0 +1,348 @@
+//! `git loaf apply` as one git transaction (DESIGN §2): lock → checkpoint → stage → hooks and
+//! actions → commit with trailers and note → publish → report.
+
+use std::path::{Component, Path, PathBuf};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use git2::{Oid, Repository};
+use sha2::{Digest, Sha256};
+
+use super::checkpoint::{self, head_commit};
+use super::commit::{Trailers, message, write_commit, write_note};
+use super::oplog::{OpEntry, OpKind, UserState};
+use super::publish::{self, PublishError, Transition, crash_point};
+use super::session::{Session, TxError};
+use super::stage::{Stage, Touched};
+use crate::actions::Schema;
+use crate::config::Config;
+use crate::exec::PathMap;
+use crate::report::{ExecutionResult, GitInfo};
+
+/// What to record besides the reply.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyOptions {
+    /// `Assisted-by: <model>`.
+    pub model: Option<String>,
+}
+
+/// How an apply ended.
+#[derive(Debug)]
+pub struct Applied {
+    /// What ran, with the git transaction's ids.
+    pub result: ExecutionResult,
+    /// When the user's branch or files moved meanwhile: where the commit was kept instead.
+    pub kept: Option<Kept>,
+    /// Things to tell the user on stderr.
+    pub notices: Vec<String>,
+}
+
+/// A commit that could not be published and was kept under `refs/loaf/`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kept {
+    /// `refs/loaf/<apply id>`.
+    pub refname: String,
+    /// Why it was not published.
+    pub reason: String,
+}
+
+/// The note stored on every apply commit: the text report and the full result.
+pub fn note_json(result: &ExecutionResult) -> String {
+    let value = serde_json::json!({ "text": result.to_text(), "result": result });
+    serde_json::to_string_pretty(&value).unwrap_or_default()
+}
+
+/// Marker: an apply is (or was, if it crashed) running in the stage, so the next reset must
+/// scan it.
+fn in_flight_marker(repo: &Repository) -> PathBuf {
+    repo.commondir().join("loaf").join("stage-in-flight")
+}
+
+/// Runs `reply` as one transaction in the repository containing `cwd`.
+pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied, TxError> {
+    let session = Session::begin(cwd, "apply")?;
+    let repo = &session.repo;
+    let root = session.root.clone();
+    let config = Config::load(&root)?;
+    let id = new_id(reply);
+    let (ref_name, old_head) = head_ref(repo)?;
+    let checkpoint = checkpoint::take(repo, &id).map_err(|e| {
+        if e.class() == git2::ErrorClass::Index {
+            TxError::Refused {
+                message: format!("the index cannot be recorded: {}", e.message()),
+                hint: "finish or abort the merge/rebase in progress (resolve conflicts and `git add` them), then apply again".into(),
+            }
+        } else {
+            TxError::Git(e)
+        }
+    })?;
+    crash_point("checkpoint");
+    let base = checkpoint.map(|c| c.commit).or(old_head);
+    let empty_tree = repo.treebuilder(None)?.write()?;
+    let base_tree = match base {
+        Some(commit) => repo.find_commit(commit)?.tree_id(),
+        None => empty_tree,
+    };
+    // The user's files are the base tree either way; the index is the checkpoint's when
+    // there is one.
+    let from_work = base_tree;
+    let from_index = checkpoint.map_or(base_tree, |c| c.index_tree);
+    // The stage starts at the base; an unborn branch gets an empty, unreferenced root commit
+    // (only the stage's HEAD points at it).
+    let start = match base {
+        Some(commit) => commit,
+        None => write_commit(repo, empty_tree, &[], "loaf: empty start")?,
+    };
+    let stage = Stage::open_or_create(repo, start)?;
+    let marker = in_flight_marker(repo);
+    stage.reset_to(start, marker.exists())?;
+    std::fs::write(&marker, &id).map_err(super::stage::StageError::from)?;
+    crash_point("stage");
+    let paths = PathMap::redirect(&root, stage.path());
+    let mut result = crate::run::execute(reply, &config, &paths);
+    crash_point("executed");
+    let mut git = GitInfo {
+        apply: id.clone(),
+        base: old_head.map(|o| o.to_string()),
+        ..GitInfo::default()
+    };
+    if result.fatal_error.is_some() {
+        // Before hooks failed (or loaf.yml's guard is unusable): nothing is committed, and
+        // the marker stays so that the next apply scans what the hooks may have left.
+        result.git = Some(git);
+        return Ok(Applied {
+            result,
+            kept: None,
+            notices: session.notices,
+        });
+    }
+    let touched = touched(&result, &config, &root);
+    let tree = stage.snapshot(&touched)?;
+    if tree == base_tree {
+        // Nothing changed (reads only, or writes that changed nothing): no commit.
+        stage.set_head(start)?;
+        let _ = std::fs::remove_file(&marker);
+        result.git = Some(git);
+        return Ok(Applied {
+            result,
+            kept: None,
+            notices: session.notices,
+        });
+    }
+    let summary = operation_summary(&result, &root);
+    let subject = config
+        .commit_message_format
+        .replace("{operation_summary}", &summary);
+    let trailers = Trailers {
+        apply: Some(id.clone()),
+        base: old_head,
+        result: Some(result.to_trailer_json()),
+        assisted_by: options.model.clone(),
+        ..Trailers::default()
+    };
+    let parents: Vec<Oid> = base.into_iter().collect();
+    let commit = write_commit(repo, tree, &parents, &message(&subject, &trailers))?;
+    stage.set_head(commit)?;
+    let _ = std::fs::remove_file(&marker);
+    git.commit = Some(commit.to_string());
+    git.checkpoint = checkpoint.map(|c| c.commit.to_string());
+    result.git = Some(git);
+    write_note(repo, commit, &note_json(&result))?;
+    crash_point("committed");
+    let tree = tree.to_string();
+    let transition = Transition {
+        workdir: root.clone(),
+        ref_name: ref_name.clone(),
+        old: old_head.map(|o| o.to_string()),
+        new: Some(commit.to_string()),
+        from_work: from_work.to_string(),
+        from_index: from_index.to_string(),
+        to_work: tree.clone(),
+        to_index: tree.clone(),
+        message: format!("git-loaf apply {id}: {subject}"),
+        op: OpEntry {
+            id: id.clone(),
+            kind: OpKind::Apply,
+            target: None,
+            time: now_secs(),
+            workdir: root.display().to_string(),
+            ref_name: ref_name.clone(),
+            summary: subject,
+            before: UserState {
+                head: old_head.map(|o| o.to_string()),
+                work: from_work.to_string(),
+                index: from_index.to_string(),
+            },
+            after: UserState {
+                head: Some(commit.to_string()),
+                work: tree.clone(),
+                index: tree,
+            },
+        },
+    };
+    let kept = match publish::publish(repo, &transition, true) {
+        Ok(()) => None,
+        Err(error @ (PublishError::Moved { .. } | PublishError::Changed(_))) => {
+            let refname = format!("refs/loaf/{id}");
+            repo.reference(&refname, commit, true, "git-loaf: kept, not published")?;
+            Some(Kept {
+                refname,
+                reason: error.to_string(),
+            })
+        }
+        Err(other) => return Err(other.into()),
+    };
+    Ok(Applied {
+        result,
+        kept,
+        notices: session.notices,
+    })
+}
+
+/// The ref an apply moves: the branch HEAD points at (existing or unborn), or `HEAD` itself
+/// when detached; and what it holds now.
+pub fn head_ref(repo: &Repository) -> Result<(String, Option<Oid>), git2::Error> {
+    let head = repo.find_reference("HEAD")?;
+    match head.symbolic_target()? {
+        Some(branch) => Ok((branch.to_owned(), repo.refname_to_id(branch).ok())),
+        None => Ok(("HEAD".to_owned(), head_commit(repo)?)),
+    }
+}
+
+/// A short id for an operation: the first 6 hex digits of a hash of the time, the process
+/// and the reply (unique enough within one repository's history, short enough to type).
+pub fn new_id(seed: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut hash = Sha256::new();
+    hash.update(nanos.to_le_bytes());
+    hash.update(std::process::id().to_le_bytes());
+    hash.update(seed.as_bytes());
+    hash.finalize()
+        .iter()
+        .take(3)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Seconds since the Unix epoch.
+pub fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+/// What the run may have changed in the stage: the targets of write actions, unless `exec`
+/// ran or hooks are configured (they can change anything).
+fn touched(result: &ExecutionResult, config: &Config, root: &Path) -> Touched {
+    let hooks = !config.hooks.before.is_empty() || !config.hooks.after.is_empty();
+    if hooks || result.results.iter().any(|r| r.action == "exec") {
+        return Touched::Anything;
+    }
+    let schema = Schema::get();
+    let mut paths = Vec::new();
+    for r in &result.results {
+        if schema.tool(&r.action).is_none_or(|t| t.kind != "write") {
+            continue;
+        }
+        for key in ["path", "old_path", "new_path", "paths"] {
+            let Some(value) = r.params.get(key).and_then(|v| v.as_str()) else {
+                continue;
+            };
+            for line in value.lines().map(str::trim).filter(|l| !l.is_empty()) {
+                if let Some(relative) = relative_to(root, Path::new(line)) {
+                    paths.push(relative);
+                }
+            }
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    Touched::Paths(paths)
+}
+
+/// `path` relative to `root`, `.` and `..` resolved lexically; `None` outside the root or for
+/// the root itself.
+fn relative_to(root: &Path, path: &Path) -> Option<PathBuf> {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::CurDir => {}
+            other => normal.push(other),
+        }
+    }
+    let relative = normal.strip_prefix(root).ok()?;
+    (!relative.as_os_str().is_empty()).then(|| relative.to_path_buf())
+}
+
+/// `{operation_summary}`: what the successful changing actions did, at most three named.
+pub fn operation_summary(result: &ExecutionResult, root: &Path) -> String {
+    let schema = Schema::get();
+    let short = |key: &str, params: &crate::exec::Params| {
+        params
+            .get(key)
+            .and_then(|v| v.as_str())
+            .map(|p| {
+                relative_to(root, Path::new(p))
+                    .map(|r| r.display().to_string())
+                    .unwrap_or_else(|| p.to_owned())
+            })
+            .unwrap_or_default()
+    };
+    let items: Vec<String> = result
+        .results
+        .iter()
+        .filter(|r| r.success)
+        .filter(|r| r.action == "exec" || schema.tool(&r.action).is_some_and(|t| t.kind == "write"))
+        .map(|r| match r.action.as_str() {
+            "file_move" => format!(
+                "file_move {} -> {}",
+                short("old_path", &r.params),
+                short("new_path", &r.params)
+            ),
+            "exec" => format!("exec {}", short("lang", &r.params)),
+            "files_replace_all_text" => "files_replace_all_text".to_owned(),
+            action => format!("{action} {}", short("path", &r.params)),
+        })
+        .collect();
+    match items.len() {
+        0 => "changes by hooks".to_owned(),
+        1..=3 => items.join(", "),
+        n => format!("{} and {} more", items[..3].join(", "), n - 3),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_paths_resolve_dots_and_stay_inside() {
+        let root = Path::new("/repo");
+        assert_eq!(
+            relative_to(root, Path::new("/repo/a/../b.txt")),
+            Some("b.txt".into())
+        );
+        assert_eq!(
+            relative_to(root, Path::new("/repo/./x/y")),
+            Some("x/y".into())
+        );
+        assert_eq!(relative_to(root, Path::new("/repo/../etc/passwd")), None);
+        assert_eq!(relative_to(root, Path::new("/repo")), None);
+        assert_eq!(relative_to(root, Path::new("/repository/a")), None);
+    }
+
+    #[test]
+    fn ids_are_six_hex_digits_and_differ() {
+        let a = new_id("x");
+        let b = new_id("x");
+        assert_eq!(a.len(), 6);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b, "the time differs");
+    }
+}

@@ -1,0 +1,142 @@
+//! What every loaf command does first: find the repository, take its lock, and finish or
+//! drop whatever a crashed operation left (journal, stage).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use git2::Repository;
+
+use super::lock::{LockError, RepoLock};
+use super::publish::{self, PublishError, Recovered};
+
+/// How long a command waits for another loaf operation to finish before giving up.
+pub const LOCK_WAIT: Duration = Duration::from_secs(3);
+
+/// Why a loaf command could not run. [`TxError::is_refusal`] tells the refusals (exit 3)
+/// from the rest (exit 2); nothing of the user's was changed either way.
+#[derive(Debug, thiserror::Error)]
+pub enum TxError {
+    /// Not inside a git repository.
+    #[error("{} is not inside a git repository", .0.display())]
+    NotARepository(PathBuf),
+    /// A bare repository has no working tree to apply to.
+    #[error("this is a bare repository: there is no working tree to change")]
+    Bare,
+    /// Another loaf operation holds the lock, or the lock file is unusable.
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    /// Refused for safety, with what to do instead.
+    #[error("{message}")]
+    Refused {
+        /// What was refused and why.
+        message: String,
+        /// What to do next.
+        hint: String,
+    },
+    /// Cannot be done as asked (nothing to undo, unknown revision…).
+    #[error("{message}")]
+    Invalid {
+        /// What is wrong.
+        message: String,
+        /// What to do next.
+        hint: String,
+    },
+    /// loaf.yml is broken.
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    /// The staging worktree failed.
+    #[error(transparent)]
+    Stage(#[from] super::stage::StageError),
+    /// Publishing failed in a way that is not a refusal.
+    #[error(transparent)]
+    Publish(#[from] PublishError),
+    /// git failed.
+    #[error("git: {0}")]
+    Git(#[from] git2::Error),
+}
+
+impl TxError {
+    /// Whether this is a refusal for safety (exit 3) rather than an error (exit 2).
+    pub fn is_refusal(&self) -> bool {
+        matches!(
+            self,
+            TxError::Refused { .. } | TxError::Lock(LockError::Busy { .. })
+        )
+    }
+
+    /// What the user should do next.
+    pub fn hint(&self) -> String {
+        match self {
+            TxError::NotARepository(_) => {
+                "run it inside a git repository (`git init` makes one), or use `git loaf apply --no-commit` to change files without git".into()
+            }
+            TxError::Bare => "run it in a working tree of this repository (`git worktree add`)".into(),
+            TxError::Lock(LockError::Busy { .. }) => {
+                "wait for it to finish and run the command again".into()
+            }
+            TxError::Lock(LockError::Io { .. }) => {
+                "check that the git directory is writable".into()
+            }
+            TxError::Refused { hint, .. } | TxError::Invalid { hint, .. } => hint.clone(),
+            TxError::Config(_) => {
+                "fix loaf.yml (see loaf.yml.example for every key), or move it away to use the defaults".into()
+            }
+            TxError::Stage(_) | TxError::Publish(_) | TxError::Git(_) => {
+                "nothing of yours was changed; run `git status` to check the repository, then try again (LOAF_LOG=debug shows more)".into()
+            }
+        }
+    }
+}
+
+/// An open repository with the loaf lock held.
+pub struct Session {
+    /// The user's repository.
+    pub repo: Repository,
+    /// Its working tree root, as the model sees it (no trailing separator).
+    pub root: PathBuf,
+    /// Things to tell the user on stderr (a crashed operation finished, …).
+    pub notices: Vec<String>,
+    _lock: RepoLock,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session").field("root", &self.root).finish()
+    }
+}
+
+impl Session {
+    /// Opens the repository containing `cwd`, takes its lock for `command`, and recovers
+    /// from a crashed operation.
+    pub fn begin(cwd: &Path, command: &str) -> Result<Session, TxError> {
+        let repo =
+            Repository::discover(cwd).map_err(|_| TxError::NotARepository(cwd.to_path_buf()))?;
+        let root: PathBuf = repo.workdir().ok_or(TxError::Bare)?.components().collect();
+        let lock = RepoLock::acquire(repo.commondir(), command, LOCK_WAIT)?;
+        let mut notices = Vec::new();
+        match publish::recover(&repo)? {
+            Recovered::Nothing => {}
+            Recovered::RolledBack => notices.push(
+                "an earlier git-loaf operation was interrupted before it changed anything; cleaned up".to_owned(),
+            ),
+            Recovered::RolledForward { skipped } => {
+                let mut notice = "an earlier git-loaf operation was interrupted after it committed; its files are now written".to_owned();
+                if !skipped.is_empty() {
+                    let names: Vec<String> =
+                        skipped.iter().map(|p| p.display().to_string()).collect();
+                    notice.push_str(&format!(
+                        " (except {}, which you changed meanwhile: `git diff` shows your version against it)",
+                        names.join(", ")
+                    ));
+                }
+                notices.push(notice);
+            }
+        }
+        Ok(Session {
+            repo,
+            root,
+            notices,
+            _lock: lock,
+        })
+    }
+}

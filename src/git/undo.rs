@@ -1,0 +1,275 @@
+//! `git loaf undo` and `git loaf redo` (DESIGN §3): walk the operation log back and forth,
+//! restoring HEAD, the index and the working tree exactly, untracked files included.
+//!
+//! Undo refuses when anything changed since the operation (HEAD moved, files or index
+//! edited) or when a commit it would remove is reachable from a remote-tracking ref; `--force`
+//! overrides both, and then first saves the user's uncommitted work under
+//! `refs/loaf/saved/<id>` so that even a forced undo loses nothing.
+
+use std::path::Path;
+
+use git2::{Oid, Repository};
+
+use super::apply::{head_ref, new_id, now_secs};
+use super::checkpoint;
+use super::oplog::{self, OpEntry, OpKind, UserState};
+use super::publish::{self, Transition, differing};
+use super::session::{Session, TxError};
+
+/// What undo or redo did.
+#[derive(Debug)]
+pub struct Walked {
+    /// The operation undone or re-done.
+    pub target: OpEntry,
+    /// The new log entry's id.
+    pub id: String,
+    /// The ref moved, and from/to which commit (`None`: unborn).
+    pub ref_name: String,
+    /// HEAD before.
+    pub from: Option<String>,
+    /// HEAD after.
+    pub to: Option<String>,
+    /// Working tree paths that changed.
+    pub paths: Vec<String>,
+    /// Whether uncommitted work (a checkpoint) was put back.
+    pub restored_uncommitted: bool,
+    /// Where forced undo saved the user's uncommitted work, if there was any.
+    pub saved: Option<String>,
+    /// Things to tell the user on stderr.
+    pub notices: Vec<String>,
+}
+
+/// Undoes the most recent operation not yet undone in the working tree containing `cwd`.
+pub fn undo(cwd: &Path, force: bool) -> Result<Walked, TxError> {
+    let session = Session::begin(cwd, "undo")?;
+    let workdir = session.root.display().to_string();
+    let entries = oplog::entries(&session.repo)?;
+    let Some(target) = oplog::stacks(&entries, &workdir).undoable.pop() else {
+        return Err(TxError::Invalid {
+            message: "nothing to undo: no git-loaf operation in this working tree is left to undo"
+                .into(),
+            hint:
+                "`git loaf log` lists the AI commits; `git revert` or `git reset` undo other work"
+                    .into(),
+        });
+    };
+    if !force {
+        refuse_if_pushed(&session.repo, &target)?;
+    }
+    walk(session, target, OpKind::Undo, force)
+}
+
+/// Re-does the most recently undone operation.
+pub fn redo(cwd: &Path) -> Result<Walked, TxError> {
+    let session = Session::begin(cwd, "redo")?;
+    let workdir = session.root.display().to_string();
+    let entries = oplog::entries(&session.repo)?;
+    let Some(target) = oplog::stacks(&entries, &workdir).redoable.pop() else {
+        return Err(TxError::Invalid {
+            message: "nothing to redo: no undone git-loaf operation in this working tree (a new apply forgets what was undone before it)".into(),
+            hint: "`git loaf undo` undoes the last operation; `git loaf log` lists the AI commits".into(),
+        });
+    };
+    walk(session, target, OpKind::Redo, false)
+}
+
+/// Moves from `target`'s after state to its before state (undo) or back (redo).
+fn walk(session: Session, target: OpEntry, kind: OpKind, force: bool) -> Result<Walked, TxError> {
+    let repo = &session.repo;
+    let (expected, wanted) = match kind {
+        OpKind::Undo => (target.after.clone(), target.before.clone()),
+        _ => (target.before.clone(), target.after.clone()),
+    };
+    let verb = if kind == OpKind::Undo { "undo" } else { "redo" };
+    let (ref_name, head) = head_ref(repo)?;
+    if ref_name != target.ref_name {
+        return Err(TxError::Refused {
+            message: format!(
+                "the operation to {verb} ({}) moved {}, but you are now on {}",
+                target.id,
+                display_ref(&target.ref_name),
+                display_ref(&ref_name)
+            ),
+            hint: format!(
+                "switch back (`git switch {}`), then run `git loaf {verb}` again",
+                display_ref(&target.ref_name)
+            ),
+        });
+    }
+    let head = head.map(|o| o.to_string());
+    let id = new_id(&target.id);
+    let current = current_state(repo, head.clone(), &id)?;
+    let changed =
+        head != expected.head || current.work != expected.work || current.index != expected.index;
+    let mut saved = None;
+    if changed {
+        if !force {
+            let what = if head != expected.head {
+                format!("HEAD moved (now {}) since", short(head.as_deref()))
+            } else {
+                "files or the index changed since".to_owned()
+            };
+            let hint = if kind == OpKind::Undo {
+                "commit or stash your changes first, or run `git loaf undo --force` (it saves your uncommitted work under refs/loaf/saved/ first)"
+            } else {
+                "put the repository back as undo left it (`git stash -u`), then run `git loaf redo` again"
+            };
+            return Err(TxError::Refused {
+                message: format!(
+                    "{what} {} {}; refusing to {verb} it",
+                    describe(&target),
+                    target.id
+                ),
+                hint: hint.into(),
+            });
+        }
+        // Keep what the forced undo moves away from: uncommitted work (a checkpoint commit,
+        // whose parent is HEAD) or commits made on top of the operation.
+        let keep = current.commit.or(match &head {
+            Some(h) if head != expected.head => Some(Oid::from_str(h)?),
+            _ => None,
+        });
+        if let Some(commit) = keep {
+            let name = format!("refs/loaf/saved/{id}");
+            repo.reference(&name, commit, true, "git-loaf: saved before a forced undo")?;
+            saved = Some(name);
+        }
+    }
+    let transition = Transition {
+        workdir: session.root.clone(),
+        ref_name: ref_name.clone(),
+        old: head.clone(),
+        new: wanted.head.clone(),
+        from_work: current.work.clone(),
+        from_index: current.index.clone(),
+        to_work: wanted.work.clone(),
+        to_index: wanted.index.clone(),
+        message: format!("git-loaf {verb} {}", target.id),
+        op: OpEntry {
+            id: id.clone(),
+            kind,
+            target: Some(target.id.clone()),
+            time: now_secs(),
+            workdir: session.root.display().to_string(),
+            ref_name: ref_name.clone(),
+            summary: format!("{verb} {}: {}", target.id, target.summary),
+            before: UserState {
+                head: head.clone(),
+                work: current.work.clone(),
+                index: current.index.clone(),
+            },
+            after: wanted.clone(),
+        },
+    };
+    publish::publish(repo, &transition, false)?;
+    let paths = differing(repo, &current.work, &wanted.work)?
+        .into_iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let head_tree = current_head_tree(repo, wanted.head.as_deref())?;
+    Ok(Walked {
+        restored_uncommitted: wanted.work != head_tree || wanted.index != head_tree,
+        target,
+        id,
+        ref_name,
+        from: head,
+        to: wanted.head.clone(),
+        paths,
+        saved,
+        notices: session.notices,
+    })
+}
+
+/// The user's state now: trees of the working tree and index, and a commit holding them if
+/// they differ from HEAD.
+struct Current {
+    work: String,
+    index: String,
+    commit: Option<Oid>,
+}
+
+fn current_state(repo: &Repository, head: Option<String>, id: &str) -> Result<Current, TxError> {
+    match checkpoint::take(repo, id)? {
+        Some(cp) => Ok(Current {
+            work: repo.find_commit(cp.commit)?.tree_id().to_string(),
+            index: cp.index_tree.to_string(),
+            commit: Some(cp.commit),
+        }),
+        None => {
+            let tree = current_head_tree(repo, head.as_deref())?;
+            Ok(Current {
+                work: tree.clone(),
+                index: tree,
+                commit: None,
+            })
+        }
+    }
+}
+
+/// The tree of `head` (the empty tree for an unborn branch).
+fn current_head_tree(repo: &Repository, head: Option<&str>) -> Result<String, git2::Error> {
+    match head {
+        Some(h) => Ok(repo.find_commit(Oid::from_str(h)?)?.tree_id().to_string()),
+        None => Ok(repo.treebuilder(None)?.write()?.to_string()),
+    }
+}
+
+/// Refuses to undo commits that a remote-tracking ref already has: others may have them.
+fn refuse_if_pushed(repo: &Repository, target: &OpEntry) -> Result<(), TxError> {
+    let Some(after) = target.after.head.as_deref() else {
+        return Ok(());
+    };
+    let mut walk = repo.revwalk()?;
+    walk.push(Oid::from_str(after)?)?;
+    if let Some(before) = target.before.head.as_deref() {
+        walk.hide(Oid::from_str(before)?)?;
+    }
+    let removed: Vec<Oid> = walk.take(10_000).collect::<Result<_, _>>()?;
+    for reference in repo.references_glob("refs/remotes/*")? {
+        let reference = reference?;
+        let Ok(tip) = reference.resolve().and_then(|r| r.peel_to_commit()) else {
+            continue;
+        };
+        for commit in &removed {
+            if tip.id() == *commit || repo.graph_descendant_of(tip.id(), *commit)? {
+                let name = reference
+                    .shorthand()
+                    .unwrap_or("a remote-tracking ref")
+                    .to_owned();
+                return Err(TxError::Refused {
+                    message: format!(
+                        "commit {} of {} {} is already on {name}: undoing it would rewrite published history",
+                        short(Some(&commit.to_string())),
+                        describe(target),
+                        target.id
+                    ),
+                    hint: "use `git revert` to undo published work, or `git loaf undo --force` if you will force-push".into(),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+fn describe(entry: &OpEntry) -> &'static str {
+    match entry.kind {
+        OpKind::Apply => "apply",
+        OpKind::Undo => "undo",
+        OpKind::Redo => "redo",
+    }
+}
+
+/// `main` for `refs/heads/main`; `detached HEAD` for `HEAD`.
+pub fn display_ref(name: &str) -> String {
+    match name.strip_prefix("refs/heads/") {
+        Some(branch) => branch.to_owned(),
+        None if name == "HEAD" => "detached HEAD".to_owned(),
+        None => name.to_owned(),
+    }
+}
+
+/// The first 7 digits of a commit id, or `(unborn)`.
+pub fn short(oid: Option<&str>) -> String {
+    oid.map(|o| o.chars().take(7).collect())
+        .unwrap_or_else(|| "(unborn)".to_owned())
+}
