@@ -77,19 +77,72 @@ pub fn write_commit(
     parents: &[Oid],
     message: &str,
 ) -> Result<Oid, git2::Error> {
-    let signature: Signature<'_> = repo.signature()?;
+    let author = identity(repo, "AUTHOR")?;
+    let committer = identity(repo, "COMMITTER")?;
     let tree = repo.find_tree(tree)?;
     let parents = parents
         .iter()
         .map(|p| repo.find_commit(*p))
         .collect::<Result<Vec<_>, _>>()?;
     let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
-    repo.commit(None, &signature, &signature, message, &tree, &parents)
+    repo.commit(None, &author, &committer, message, &tree, &parents)
+}
+
+/// The user's identity as git would use it: `GIT_<ROLE>_NAME`, `_EMAIL` and `_DATE` from the
+/// environment win over `user.name`/`user.email` and the current time (libgit2 reads only
+/// the config).
+pub fn identity(repo: &Repository, role: &str) -> Result<Signature<'static>, git2::Error> {
+    let env = |key: &str| std::env::var(format!("GIT_{role}_{key}")).ok();
+    let configured = repo.signature();
+    let name = env("NAME").or_else(|| {
+        configured
+            .as_ref()
+            .ok()
+            .and_then(|s| s.name().ok().map(str::to_owned))
+    });
+    let email = env("EMAIL").or_else(|| {
+        configured
+            .as_ref()
+            .ok()
+            .and_then(|s| s.email().ok().map(str::to_owned))
+    });
+    let (Some(name), Some(email)) = (name, email) else {
+        // Let libgit2 say what is missing (user.name / user.email).
+        return configured.map(|s| s.to_owned());
+    };
+    match env("DATE").and_then(|d| parse_date(&d)) {
+        Some(time) => Signature::new(&name, &email, &time),
+        None => Signature::now(&name, &email),
+    }
+}
+
+/// The date forms tests and scripts give git: `@<seconds> <±hhmm>`, `<seconds> <±hhmm>`, and
+/// RFC 3339 (`2026-01-01T00:00:00Z`, UTC).
+fn parse_date(text: &str) -> Option<git2::Time> {
+    let text = text.trim();
+    let raw = text.strip_prefix('@').unwrap_or(text);
+    if let Some((seconds, zone)) = raw.split_once(' ')
+        && let Ok(seconds) = seconds.parse::<i64>()
+    {
+        let sign = if zone.starts_with('-') { -1 } else { 1 };
+        let digits = zone.trim_start_matches(['+', '-']);
+        let hhmm: i32 = digits.parse().ok()?;
+        return Some(git2::Time::new(
+            seconds,
+            sign * (hhmm / 100 * 60 + hhmm % 100),
+        ));
+    }
+    if let Ok(seconds) = raw.parse::<i64>() {
+        return Some(git2::Time::new(seconds, 0));
+    }
+    let time = humantime::parse_rfc3339_weak(text).ok()?;
+    let seconds = time.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs();
+    Some(git2::Time::new(seconds as i64, 0))
 }
 
 /// Stores `text` (the full ExecutionResult) as the note of `commit` under [`NOTES_REF`].
 pub fn write_note(repo: &Repository, commit: Oid, text: &str) -> Result<Oid, git2::Error> {
-    let signature = repo.signature()?;
+    let signature = identity(repo, "COMMITTER")?;
     repo.note(&signature, &signature, Some(NOTES_REF), commit, text, true)
 }
 
@@ -193,5 +246,15 @@ mod tests {
             ["Loaf-Apply", "Loaf-Base", "Loaf-Result", "Assisted-by"]
         );
         assert_eq!(ours[2].1, result);
+    }
+
+    #[test]
+    fn dates_in_the_forms_git_takes() {
+        let t = |s: &str| parse_date(s).map(|t| (t.seconds(), t.offset_minutes()));
+        assert_eq!(t("@1700000000 +0130"), Some((1_700_000_000, 90)));
+        assert_eq!(t("1700000000 -0500"), Some((1_700_000_000, -300)));
+        assert_eq!(t("1700000000"), Some((1_700_000_000, 0)));
+        assert_eq!(t("2026-01-01T00:00:00Z"), Some((1_767_225_600, 0)));
+        assert_eq!(t("next tuesday"), None);
     }
 }

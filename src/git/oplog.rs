@@ -136,8 +136,7 @@ pub fn append(repo: &Repository, entry: &OpEntry) -> Result<Oid, git2::Error> {
         .map(|p| repo.find_commit(*p))
         .collect::<Result<Vec<_>, _>>()?;
     let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
-    let signature = repo
-        .signature()
+    let signature = super::commit::identity(repo, "COMMITTER")
         .or_else(|_| Signature::now("git-loaf", "git-loaf@localhost"))?;
     let subject = format!("loaf op {} {:?}: {}", entry.id, entry.kind, entry.summary);
     let commit = repo.commit(None, &signature, &signature, &subject, &tree, &parents)?;

@@ -11,5 +11,7 @@ mod guard;
 mod nesl_conformance;
 mod nesl_differential;
 mod nesl_properties;
+mod scratch;
 mod support;
+mod transaction;
 mod validation;

@@ -1,0 +1,225 @@
+//! A scratch git repository for end-to-end tests: the git CLI and `git-loaf` both run in a
+//! deterministic environment (no system or global config, fixed identity and dates, UTC, C
+//! locale), and the user's whole state can be captured as one string to compare.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use crate::support::git_loaf;
+
+/// The environment every git and git-loaf process of a test gets.
+pub const ENV: [(&str, &str); 10] = [
+    ("GIT_CONFIG_NOSYSTEM", "1"),
+    ("GIT_CONFIG_GLOBAL", "/dev/null"),
+    ("GIT_AUTHOR_NAME", "Ada"),
+    ("GIT_AUTHOR_EMAIL", "ada@example.com"),
+    ("GIT_COMMITTER_NAME", "Ada"),
+    ("GIT_COMMITTER_EMAIL", "ada@example.com"),
+    ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z"),
+    ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z"),
+    ("TZ", "UTC"),
+    ("LC_ALL", "C"),
+];
+
+/// A repository in a temporary folder.
+pub struct Scratch {
+    _dir: tempfile::TempDir,
+    /// The working tree root (canonical: what the model is told).
+    pub root: PathBuf,
+}
+
+/// Runs git in `dir`; a failing command fails the test.
+pub fn git_in(dir: &Path, args: &[&str]) -> String {
+    let out = git_cmd(dir, args).output().expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?} in {}: {}",
+        dir.display(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A git command in `dir` with the deterministic environment.
+pub fn git_cmd(dir: &Path, args: &[&str]) -> Command {
+    let mut cmd = Command::new("git");
+    cmd.args(args).current_dir(dir).envs(ENV);
+    cmd
+}
+
+impl Scratch {
+    /// An empty repository on branch `main`.
+    pub fn empty() -> Scratch {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().join("repo");
+        std::fs::create_dir(&root).expect("mkdir");
+        let root = root.canonicalize().expect("canonical");
+        git_in(&root, &["init", "-q", "-b", "main"]);
+        git_in(&root, &["config", "user.name", "Ada"]);
+        git_in(&root, &["config", "user.email", "ada@example.com"]);
+        Scratch { _dir: dir, root }
+    }
+
+    /// A repository with one commit of `files` (path, content).
+    pub fn with(files: &[(&str, &str)]) -> Scratch {
+        let scratch = Scratch::empty();
+        for (path, content) in files {
+            scratch.write(path, content);
+        }
+        scratch.commit_all("initial");
+        scratch
+    }
+
+    /// A folder next to the repository, removed with it.
+    pub fn sibling(&self, name: &str) -> PathBuf {
+        self.root.parent().expect("has a parent").join(name)
+    }
+
+    /// Runs git in the repository.
+    pub fn git(&self, args: &[&str]) -> String {
+        git_in(&self.root, args)
+    }
+
+    /// Writes a file (creating folders).
+    pub fn write(&self, path: &str, content: &str) {
+        let full = self.root.join(path);
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).expect("mkdir");
+        }
+        std::fs::write(full, content).expect("write");
+    }
+
+    /// A file's content, `None` when absent.
+    pub fn read(&self, path: &str) -> Option<String> {
+        std::fs::read_to_string(self.root.join(path)).ok()
+    }
+
+    /// `git add -A && git commit`.
+    pub fn commit_all(&self, message: &str) {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "--allow-empty", "-m", message]);
+    }
+
+    /// Runs `git loaf args` in `dir` with `stdin`.
+    pub fn loaf_in(&self, dir: &Path, args: &[&str], stdin: &str) -> Output {
+        git_loaf()
+            .current_dir(dir)
+            .envs(ENV)
+            .args(args)
+            .write_stdin(stdin.to_owned())
+            .output()
+            .expect("git-loaf runs")
+    }
+
+    /// Runs `git loaf args` at the root.
+    pub fn loaf(&self, args: &[&str], stdin: &str) -> Output {
+        self.loaf_in(&self.root, args, stdin)
+    }
+
+    /// `git loaf apply` of `reply` (`/repo` in it stands for the root).
+    pub fn apply(&self, reply: &str) -> Output {
+        self.loaf(&["apply"], &self.reply(reply))
+    }
+
+    /// `reply` with `/repo` replaced by the root.
+    pub fn reply(&self, reply: &str) -> String {
+        reply.replace("/repo", &self.root.to_string_lossy())
+    }
+
+    /// Text with the root shown as `/repo`.
+    pub fn redact(&self, text: &[u8]) -> String {
+        String::from_utf8_lossy(text).replace(&*self.root.to_string_lossy(), "/repo")
+    }
+
+    /// HEAD's commit id, or `unborn`.
+    pub fn head(&self) -> String {
+        let out = git_cmd(&self.root, &["rev-parse", "-q", "--verify", "HEAD"])
+            .output()
+            .expect("git runs");
+        let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
+        if id.is_empty() {
+            "unborn".to_owned()
+        } else {
+            id
+        }
+    }
+
+    /// Everything git says about the user's state, plus the content of every file that is
+    /// not ignored: equal strings mean HEAD, index, working tree and untracked files are
+    /// identical.
+    pub fn state(&self) -> String {
+        let head = self.head();
+        let status = self.git(&["status", "--porcelain=v2", "--untracked-files=all"]);
+        let (staged, unstaged) = if head == "unborn" {
+            (self.git(&["ls-files", "--stage"]), String::new())
+        } else {
+            (self.git(&["diff", "--cached"]), self.git(&["diff"]))
+        };
+        let files = self.git(&[
+            "ls-files",
+            "-z",
+            "--cached",
+            "--others",
+            "--exclude-standard",
+        ]);
+        let mut contents = String::new();
+        let mut names: Vec<&str> = files.split('\0').filter(|n| !n.is_empty()).collect();
+        names.sort();
+        names.dedup();
+        for name in names {
+            let content = std::fs::read(self.root.join(name))
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
+                .unwrap_or_else(|_| "(absent)".to_owned());
+            contents.push_str(&format!("--- {name}\n{content}\n"));
+        }
+        format!(
+            "HEAD {head}\n{}\nSTATUS\n{status}\nSTAGED\n{staged}\nUNSTAGED\n{unstaged}\nFILES\n{contents}",
+            self.git(&["symbolic-ref", "-q", "HEAD"]).trim()
+        )
+    }
+
+    /// Checks the repository with `git fsck` and that git-loaf left no lock, journal, branch
+    /// or extra worktree behind.
+    pub fn assert_tidy(&self) {
+        self.git(&["fsck", "--no-progress"]);
+        let common = self.git(&["rev-parse", "--git-common-dir"]);
+        let common = self.root.join(common.trim());
+        assert!(!common.join("loaf/lock").exists(), "no lock left");
+        assert!(
+            !common.join("loaf/journal.json").exists(),
+            "no journal left"
+        );
+        let branches = self.git(&["branch", "--list", "loaf-stage"]);
+        assert_eq!(branches, "", "no stage branch");
+        let prune = self.git(&["worktree", "prune", "--dry-run", "-v"]);
+        assert_eq!(prune, "", "nothing for `git worktree prune` to clean");
+    }
+}
+
+/// One NESL block: values with a line break become heredocs.
+pub fn block(id: &str, action: &str, params: &[(&str, &str)]) -> String {
+    let mut out = format!("#!nesl [@three-char-SHA-256: {id}]\naction = \"{action}\"\n");
+    for (key, value) in params {
+        if value.contains('\n') {
+            out.push_str(&format!("{key} = <<'EOT_{id}'\n{value}\nEOT_{id}\n"));
+        } else {
+            let quoted = serde_json::to_string(value).expect("a string serializes");
+            out.push_str(&format!("{key} = {quoted}\n"));
+        }
+    }
+    out.push_str(&format!("#!end_{id}\n"));
+    out
+}
+
+/// A trailer's value on a commit, read by git.
+pub fn trailer(scratch: &Scratch, rev: &str, key: &str) -> String {
+    scratch
+        .git(&[
+            "log",
+            "-1",
+            &format!("--format=%(trailers:key={key},valueonly)"),
+            rev,
+        ])
+        .trim()
+        .to_owned()
+}

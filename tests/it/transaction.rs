@@ -1,0 +1,554 @@
+//! `git loaf apply` as a git transaction, end to end with the binary: the commit and its
+//! trailers as git reads them, the note, checkpoints, publishing, refusals, the lock, and
+//! `undo`/`redo`/`log`/`show`.
+
+use insta::assert_snapshot;
+
+use crate::scratch::{Scratch, block, trailer};
+
+fn code(out: &std::process::Output) -> Option<i32> {
+    out.status.code()
+}
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// The apply id and short commit in a report replaced by placeholders.
+fn redact_ids(scratch: &Scratch, text: &str) -> String {
+    let mut text = text.to_owned();
+    let head = scratch.head();
+    if head != "unborn" {
+        let id = trailer(scratch, "HEAD", "Loaf-Apply");
+        if !id.is_empty() {
+            text = text.replace(&id, "<id>");
+        }
+        text = text.replace(&head[..7], "<commit>");
+    }
+    text
+}
+
+#[test]
+fn a_partly_failed_reply_is_committed_with_trailers_git_reads_and_exits_1() {
+    let s = Scratch::with(&[("src/lib.rs", "fn a() {}\n"), ("README.md", "# demo\n")]);
+    let base = s.head();
+    let reply = format!(
+        "Here is the change.\n{}{}{}",
+        block(
+            "k7m",
+            "file_write",
+            &[
+                ("path", "/repo/src/new.rs"),
+                ("content", "pub fn new() {}\n")
+            ]
+        ),
+        block(
+            "x9z",
+            "file_replace_text",
+            &[
+                ("path", "/repo/src/lib.rs"),
+                ("old_text", "fn b() {}"),
+                ("new_text", "fn c() {}")
+            ]
+        ),
+        block("r2d", "file_read", &[("path", "/repo/README.md")]),
+    );
+    let out = s.loaf(&["apply", "--model", "test-model-1"], &s.reply(&reply));
+    assert_eq!(code(&out), Some(1), "{}", stderr(&out));
+    let report = redact_ids(&s, &s.redact(&out.stdout));
+    assert_snapshot!(report, @r"
+    === LOAF RESULTS === apply <id> · commit <commit>
+    k7m ✅ file_write /repo/src/new.rs
+    x9z ❌ file_replace_text /repo/src/lib.rs - file_replace_text: old_text not found in file; closest match at line 1 (67% similar):
+        1: fn a() {}
+    r2d ✅ file_read /repo/README.md
+    === OUTPUTS ===
+    [r2d] file_read /repo/README.md:
+    # demo
+    === END ===
+    ");
+    assert!(
+        !report.contains(".git/loaf"),
+        "the stage's path never shows"
+    );
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    assert_eq!(s.read("src/new.rs").as_deref(), Some("pub fn new() {}\n"));
+    assert_eq!(
+        s.git(&["log", "-1", "--format=%s%n%an <%ae>"]),
+        "AI: file_write src/new.rs\nAda <ada@example.com>\n"
+    );
+    assert_eq!(
+        s.git(&["rev-parse", "HEAD~1"]).trim(),
+        base,
+        "one commit on the old HEAD"
+    );
+    // git's own trailer parser reads every trailer.
+    let message = s.git(&["log", "-1", "--format=%B"]);
+    let parsed = crate::scratch::git_cmd(&s.root, &["interpret-trailers", "--parse"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(message.as_bytes())?;
+            child.wait_with_output()
+        })
+        .expect("interpret-trailers runs");
+    let parsed = String::from_utf8_lossy(&parsed.stdout);
+    let keys: Vec<&str> = parsed
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|k| k.0))
+        .collect();
+    assert_eq!(
+        keys,
+        ["Loaf-Apply", "Loaf-Base", "Loaf-Result", "Assisted-by"]
+    );
+    assert_eq!(trailer(&s, "HEAD", "Loaf-Base"), base);
+    assert_eq!(trailer(&s, "HEAD", "Assisted-by"), "test-model-1");
+    let result: serde_json::Value =
+        serde_json::from_str(&trailer(&s, "HEAD", "Loaf-Result")).expect("the trailer is JSON");
+    assert_eq!(result["success"], false);
+    assert_eq!(
+        result["results"][2]["data"]["content"]["bytes"], 7,
+        "bulky data hashed"
+    );
+    // The note holds the full result; `show` prints what apply printed.
+    let note = s.git(&["notes", "--ref=loaf", "show", "HEAD"]);
+    assert!(note.contains("# demo\\n"), "{note}");
+    let shown = s.loaf(&["show"], "");
+    assert_eq!(code(&shown), Some(0));
+    assert_eq!(shown.stdout, out.stdout, "show prints the same report");
+    let json = s.loaf(&["apply", "--json", "--dry-run"], "");
+    assert_eq!(code(&json), Some(0));
+    s.assert_tidy();
+    assert_eq!(s.git(&["branch", "--format=%(refname:short)"]), "main\n");
+}
+
+#[test]
+fn show_json_is_what_apply_json_printed_and_log_lists_counts() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    let reply = block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/b.txt"), ("content", "two")],
+    );
+    let out = s.loaf(&["apply", "--json"], &s.reply(&reply));
+    assert_eq!(code(&out), Some(0), "{}", stderr(&out));
+    let id = trailer(&s, "HEAD", "Loaf-Apply");
+    let shown = s.loaf(&["show", "--json", &id], "");
+    assert_eq!(code(&shown), Some(0), "{}", stderr(&shown));
+    assert_eq!(
+        String::from_utf8_lossy(&shown.stdout),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let applied: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
+    assert_eq!(applied["git"]["apply"], id.as_str());
+    assert_eq!(applied["git"]["commit"], s.head().as_str());
+    let log = s.loaf(&["log"], "");
+    let text = redact_ids(&s, &String::from_utf8_lossy(&log.stdout));
+    assert_snapshot!(text, @"<commit> <id> 2026-01-01T00:00:00Z ✅1 ❌0 AI: file_write b.txt");
+    let log = s.loaf(&["log", "--json"], "");
+    let entries: serde_json::Value = serde_json::from_slice(&log.stdout).expect("json");
+    assert_eq!(entries[0]["kind"], "apply");
+    assert_eq!(entries[0]["succeeded"], 1);
+    let missing = s.loaf(&["show", "HEAD~1"], "");
+    assert_eq!(code(&missing), Some(2));
+    assert!(
+        stderr(&missing).contains("not a git-loaf apply commit"),
+        "{}",
+        stderr(&missing)
+    );
+}
+
+#[test]
+fn reads_only_make_no_commit() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    let head = s.head();
+    let out = s.apply(&block("r1d", "file_read", &[("path", "/repo/a.txt")]));
+    assert_eq!(code(&out), Some(0), "{}", stderr(&out));
+    assert_eq!(s.head(), head);
+    assert!(
+        !s.redact(&out.stdout).contains("commit"),
+        "{}",
+        s.redact(&out.stdout)
+    );
+    let undo = s.loaf(&["undo"], "");
+    assert_eq!(code(&undo), Some(2), "nothing to undo");
+    assert!(stderr(&undo).contains("nothing to undo"));
+    s.assert_tidy();
+}
+
+fn dirty(s: &Scratch) {
+    s.write("a.txt", "ONE\n2\n3\n");
+    s.git(&["add", "a.txt"]);
+    s.write("a.txt", "ONE\n2\nTHREE\n");
+    std::fs::remove_file(s.root.join("gone.txt")).expect("rm");
+    s.write("untracked.txt", "mine\n");
+    s.write("staged-new.txt", "staged\n");
+    s.git(&["add", "staged-new.txt"]);
+    s.write("debug.log", "ignored\n");
+}
+
+#[test]
+fn a_dirty_tree_is_checkpointed_and_undo_brings_it_back_exactly() {
+    let s = Scratch::with(&[
+        (".gitignore", "*.log\n"),
+        ("a.txt", "1\n2\n3\n"),
+        ("gone.txt", "x\n"),
+        ("b.txt", "b\n"),
+    ]);
+    dirty(&s);
+    let before = s.state();
+    let reply = format!(
+        "{}{}",
+        block(
+            "k7m",
+            "file_replace_text",
+            &[
+                ("path", "/repo/a.txt"),
+                ("old_text", "THREE"),
+                ("new_text", "three by AI")
+            ]
+        ),
+        block(
+            "x9z",
+            "file_write",
+            &[("path", "/repo/b.txt"), ("content", "B")]
+        ),
+    );
+    let out = s.apply(&reply);
+    assert_eq!(
+        code(&out),
+        Some(0),
+        "{}{}",
+        stderr(&out),
+        s.redact(&out.stdout)
+    );
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some("ONE\n2\nthree by AI\n"),
+        "applied to what the model saw"
+    );
+    assert_eq!(
+        s.git(&["log", "--format=%s", "-3"]),
+        "AI: file_replace_text a.txt, file_write b.txt\nloaf: checkpoint\ninitial\n"
+    );
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        "",
+        "everything committed"
+    );
+    assert_eq!(s.read("debug.log").as_deref(), Some("ignored\n"));
+    let after = s.state();
+    let undo = s.loaf(&["undo"], "");
+    assert_eq!(code(&undo), Some(0), "{}", stderr(&undo));
+    assert_eq!(
+        s.state(),
+        before,
+        "HEAD, index split, files and untracked files as before"
+    );
+    let text = s.redact(&undo.stdout);
+    assert!(text.starts_with("Undid "), "{text}");
+    assert!(text.contains("Your uncommitted changes are back"), "{text}");
+    let redo = s.loaf(&["redo"], "");
+    assert_eq!(code(&redo), Some(0), "{}", stderr(&redo));
+    assert_eq!(s.state(), after, "redo puts the apply back");
+    assert_eq!(code(&s.loaf(&["undo"], "")), Some(0));
+    assert_eq!(s.state(), before);
+    s.assert_tidy();
+}
+
+#[test]
+fn repeated_undo_walks_back_and_a_new_apply_forgets_redo() {
+    let s = Scratch::with(&[("a.txt", "0\n")]);
+    let states: Vec<String> = (1..=3)
+        .map(|n| {
+            let out = s.apply(&block(
+                "k7m",
+                "file_write",
+                &[("path", "/repo/a.txt"), ("content", &n.to_string())],
+            ));
+            assert_eq!(code(&out), Some(0), "{}", stderr(&out));
+            s.state()
+        })
+        .collect();
+    let initial = {
+        assert_eq!(code(&s.loaf(&["undo"], "")), Some(0));
+        assert_eq!(s.state(), states[1]);
+        assert_eq!(code(&s.loaf(&["undo"], "")), Some(0));
+        assert_eq!(s.state(), states[0]);
+        assert_eq!(code(&s.loaf(&["undo"], "")), Some(0));
+        s.state()
+    };
+    assert_eq!(s.read("a.txt").as_deref(), Some("0\n"));
+    assert_eq!(
+        code(&s.loaf(&["undo"], "")),
+        Some(2),
+        "nothing left to undo"
+    );
+    assert_eq!(code(&s.loaf(&["redo"], "")), Some(0));
+    assert_eq!(s.state(), states[0]);
+    assert_eq!(code(&s.loaf(&["redo"], "")), Some(0));
+    assert_eq!(s.state(), states[1]);
+    let out = s.apply(&block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/c.txt"), ("content", "c")],
+    ));
+    assert_eq!(code(&out), Some(0));
+    let redo = s.loaf(&["redo"], "");
+    assert_eq!(code(&redo), Some(2), "a new apply forgets what was undone");
+    assert!(
+        stderr(&redo).contains("nothing to redo"),
+        "{}",
+        stderr(&redo)
+    );
+    assert_ne!(initial, s.state());
+}
+
+#[test]
+fn undo_refuses_changes_since_and_pushed_commits_unless_forced() {
+    let s = Scratch::with(&[("a.txt", "0\n")]);
+    let before = s.state();
+    let out = s.apply(&block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/a.txt"), ("content", "AI")],
+    ));
+    assert_eq!(code(&out), Some(0));
+    // A file edited since.
+    s.write("a.txt", "my edit\n");
+    let edited = s.state();
+    let undo = s.loaf(&["undo"], "");
+    assert_eq!(code(&undo), Some(3), "{}", stderr(&undo));
+    assert!(stderr(&undo).contains("changed since"), "{}", stderr(&undo));
+    assert_eq!(s.state(), edited, "nothing changed");
+    // An untracked file created since.
+    s.write("a.txt", "AI\n");
+    s.write("new.txt", "new\n");
+    assert_eq!(code(&s.loaf(&["undo"], "")), Some(3));
+    std::fs::remove_file(s.root.join("new.txt")).expect("rm");
+    // A commit made since.
+    s.write("b.txt", "b\n");
+    s.commit_all("mine");
+    let moved = s.state();
+    let undo = s.loaf(&["undo"], "");
+    assert_eq!(code(&undo), Some(3));
+    assert!(stderr(&undo).contains("HEAD moved"), "{}", stderr(&undo));
+    assert_eq!(s.state(), moved);
+    s.git(&["reset", "-q", "--hard", "HEAD~1"]);
+    // Pushed: a remote-tracking ref has the commit.
+    s.git(&["update-ref", "refs/remotes/origin/main", "HEAD"]);
+    let undo = s.loaf(&["undo"], "");
+    assert_eq!(code(&undo), Some(3));
+    assert!(stderr(&undo).contains("origin/main"), "{}", stderr(&undo));
+    assert!(
+        stderr(&undo).contains("git revert"),
+        "says what to do instead"
+    );
+    // Forced: done, and the edit made meanwhile is saved first.
+    s.write("a.txt", "edited again\n");
+    let forced = s.loaf(&["undo", "--force"], "");
+    assert_eq!(code(&forced), Some(0), "{}", stderr(&forced));
+    assert_eq!(s.state(), before);
+    let saved = s.git(&["for-each-ref", "--format=%(refname)", "refs/loaf/saved/"]);
+    let saved = saved.trim();
+    assert!(!saved.is_empty(), "the edit is saved");
+    assert_eq!(
+        s.git(&["show", &format!("{saved}:a.txt")]),
+        "edited again\n"
+    );
+}
+
+#[test]
+fn a_branch_moved_during_the_apply_keeps_the_commit_aside_and_exits_3() {
+    let s = Scratch::with(&[
+        (
+            "loaf.yml",
+            "allowed-actions: [file_write, file_read, exec]\n",
+        ),
+        ("a.txt", "0\n"),
+    ]);
+    // The exec runs in the stage; it commits in the user's repository meanwhile (`/repo`
+    // becomes the root when the reply is applied).
+    let script = "git -C '/repo' commit -q --allow-empty -m 'meanwhile'";
+    let reply = format!(
+        "{}{}",
+        block(
+            "k7m",
+            "file_write",
+            &[("path", "/repo/b.txt"), ("content", "AI")]
+        ),
+        block("e1x", "exec", &[("lang", "bash"), ("code", script)]),
+    );
+    let out = s.apply(&reply);
+    assert_eq!(
+        code(&out),
+        Some(3),
+        "{}{}",
+        stderr(&out),
+        s.redact(&out.stdout)
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("refs/loaf/") && err.contains("git cherry-pick"),
+        "{err}"
+    );
+    assert_eq!(
+        s.git(&["log", "-1", "--format=%s"]),
+        "meanwhile\n",
+        "the user's commit stays"
+    );
+    assert_eq!(s.read("b.txt"), None, "nothing written");
+    let kept = s.git(&["for-each-ref", "--format=%(refname)", "refs/loaf/"]);
+    let kept = kept
+        .lines()
+        .find(|l| !l.contains("oplog"))
+        .expect("kept ref");
+    assert_eq!(s.git(&["show", &format!("{kept}:b.txt")]), "AI");
+    s.assert_tidy();
+}
+
+#[test]
+fn a_file_the_user_edits_during_the_apply_is_never_overwritten() {
+    let s = Scratch::with(&[
+        ("loaf.yml", "allowed-actions: [file_write, exec]\n"),
+        ("a.txt", "0\n"),
+    ]);
+    let script = "printf 'user\\n' > '/repo/a.txt'";
+    let reply = format!(
+        "{}{}",
+        block("e1x", "exec", &[("lang", "bash"), ("code", script)]),
+        block(
+            "k7m",
+            "file_write",
+            &[("path", "/repo/a.txt"), ("content", "AI")]
+        ),
+    );
+    let out = s.apply(&reply);
+    assert_eq!(
+        code(&out),
+        Some(3),
+        "{}{}",
+        stderr(&out),
+        s.redact(&out.stdout)
+    );
+    assert!(
+        stderr(&out).contains("you changed a.txt"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(s.read("a.txt").as_deref(), Some("user\n"));
+}
+
+#[test]
+fn a_held_lock_makes_a_second_operation_exit_3_naming_the_holder() {
+    let s = Scratch::with(&[("a.txt", "0\n")]);
+    let mut holder = std::process::Command::new("sleep")
+        .arg("30")
+        .spawn()
+        .expect("sleep runs");
+    let lock = s.root.join(".git/loaf/lock");
+    std::fs::create_dir_all(lock.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &lock,
+        format!(
+            "{{\"pid\":{},\"command\":\"apply\",\"since\":0}}",
+            holder.id()
+        ),
+    )
+    .expect("write");
+    let out = s.apply(&block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/b.txt"), ("content", "x")],
+    ));
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(
+        code(&out),
+        Some(3),
+        "{}{}",
+        stderr(&out),
+        s.redact(&out.stdout)
+    );
+    assert!(
+        stderr(&out).contains(&format!("pid {}", holder.id())),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(s.read("b.txt"), None);
+    // The holder is gone now: its lock is stale and recovered.
+    let out = s.apply(&block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/b.txt"), ("content", "x")],
+    ));
+    assert_eq!(code(&out), Some(0), "{}", stderr(&out));
+    s.assert_tidy();
+}
+
+#[test]
+fn after_hook_changes_are_part_of_the_commit_and_the_message_format_is_used() {
+    let s = Scratch::with(&[
+        (
+            "loaf.yml",
+            "commit_message_format: \"model: {operation_summary}\"\nhooks:\n  after:\n    - run: \"printf formatted > formatted.txt\"\n",
+        ),
+        ("a.txt", "0\n"),
+    ]);
+    let out = s.apply(&block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/a.txt"), ("content", "1")],
+    ));
+    assert_eq!(code(&out), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        s.git(&["log", "-1", "--format=%s"]),
+        "model: file_write a.txt\n"
+    );
+    assert_eq!(s.git(&["show", "HEAD:formatted.txt"]), "formatted");
+    assert_eq!(s.read("formatted.txt").as_deref(), Some("formatted"));
+    assert_eq!(s.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn a_failing_before_hook_changes_nothing() {
+    let s = Scratch::with(&[
+        ("loaf.yml", "hooks:\n  before:\n    - run: \"exit 4\"\n"),
+        ("a.txt", "0\n"),
+    ]);
+    let before = s.state();
+    let out = s.apply(&block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/a.txt"), ("content", "1")],
+    ));
+    assert_eq!(code(&out), Some(1), "{}", stderr(&out));
+    assert_eq!(s.state(), before);
+    s.assert_tidy();
+}
+
+#[test]
+fn outside_a_repository_apply_says_to_use_no_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = crate::support::git_loaf()
+        .current_dir(dir.path())
+        .env(
+            "GIT_CEILING_DIRECTORIES",
+            dir.path().parent().expect("parent"),
+        )
+        .arg("apply")
+        .write_stdin("")
+        .output()
+        .expect("runs");
+    assert_eq!(code(&out), Some(2));
+    assert!(stderr(&out).contains("--no-commit"), "{}", stderr(&out));
+}
