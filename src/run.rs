@@ -53,12 +53,23 @@ impl Loaf {
 /// Runs `reply` where `paths` says: parse, check every block, run every valid action in
 /// order. Never fails: whatever goes wrong is in the result.
 pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult {
+    execute_fenced(reply, config, paths, Vec::new())
+}
+
+/// [`execute`], with folders (real paths) no action may touch and the reason each refusal
+/// gives: the transaction fences off submodules, which the stage does not check out.
+pub fn execute_fenced(
+    reply: &str,
+    config: &Config,
+    paths: &PathMap,
+    fences: Vec<(PathBuf, String)>,
+) -> ExecutionResult {
     let root = paths.user_root();
     // Inside a transaction the guard checks real (stage) paths, so its patterns resolve
     // from the real place of loaf.yml's folder.
     let config_dir = paths.to_real(&config.dir);
     let guard = match FsGuard::new(config.fs_guard.as_ref(), &paths.to_real(root), &config_dir) {
-        Ok(guard) => guard,
+        Ok(guard) => guard.fenced(fences),
         Err(error) => {
             return ExecutionResult {
                 fatal_error: Some(format!("loaf.yml: {error}")),

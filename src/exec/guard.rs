@@ -49,6 +49,7 @@ struct RuleSet {
 pub struct FsGuard {
     read: RuleSet,
     write: RuleSet,
+    fences: Vec<(PathBuf, String)>,
 }
 
 impl FsGuard {
@@ -79,7 +80,15 @@ impl FsGuard {
         Ok(FsGuard {
             read: RuleSet::new(&config.read, &base)?,
             write: RuleSet::new(&config.write, &base)?,
+            fences: Vec::new(),
         })
+    }
+
+    /// Adds folders no action may read or write whatever the rules say, each with the
+    /// reason the refusal gives (a submodule, which the stage does not check out).
+    pub fn fenced(mut self, fences: Vec<(PathBuf, String)>) -> FsGuard {
+        self.fences.extend(fences);
+        self
     }
 }
 
@@ -147,6 +156,9 @@ impl AccessCheck for FsGuard {
         };
         if path.as_os_str().as_encoded_bytes().contains(&0) {
             return Err(denied(": the path contains a NUL byte"));
+        }
+        if let Some((_, why)) = self.fences.iter().find(|(dir, _)| path.starts_with(dir)) {
+            return Err(format!("'{}' {why}", path.display()));
         }
         if !path.is_absolute() {
             return Err(denied(": the path is not absolute"));

@@ -98,7 +98,8 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     std::fs::write(&marker, &id).map_err(super::stage::StageError::from)?;
     crash_point("stage");
     let paths = PathMap::redirect(&root, stage.path());
-    let mut result = crate::run::execute(reply, &config, &paths);
+    let mut result =
+        crate::run::execute_fenced(reply, &config, &paths, submodule_fences(repo, &stage));
     crash_point("executed");
     let mut git = GitInfo {
         apply: id.clone(),
@@ -196,6 +197,25 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         kept,
         notices: session.notices,
     })
+}
+
+/// Submodule folders in the stage, each with the refusal an action touching it gets: the
+/// stage does not check submodules out, and a change there belongs to another repository.
+fn submodule_fences(repo: &Repository, stage: &Stage) -> Vec<(PathBuf, String)> {
+    let Ok(submodules) = repo.submodules() else {
+        return Vec::new();
+    };
+    submodules
+        .iter()
+        .map(|sub| {
+            let path = sub.path().to_path_buf();
+            let why = format!(
+                "is inside the submodule '{}', another repository: git-loaf does not read or change it from here; run `git loaf apply` inside that folder for changes there",
+                path.display()
+            );
+            (stage.path().join(path), why)
+        })
+        .collect()
 }
 
 /// The ref an apply moves: the branch HEAD points at (existing or unborn), or `HEAD` itself

@@ -11,6 +11,7 @@ mod guard;
 mod nesl_conformance;
 mod nesl_differential;
 mod nesl_properties;
+mod real_world;
 mod scratch;
 mod support;
 mod transaction;

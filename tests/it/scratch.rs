@@ -133,9 +133,12 @@ impl Scratch {
 
     /// HEAD's commit id, or `unborn`.
     pub fn head(&self) -> String {
-        let out = git_cmd(&self.root, &["rev-parse", "-q", "--verify", "HEAD"])
-            .output()
-            .expect("git runs");
+        let out = git_cmd(
+            &self.root,
+            &["rev-parse", "-q", "--verify", "HEAD^{commit}"],
+        )
+        .output()
+        .expect("git runs");
         let id = String::from_utf8_lossy(&out.stdout).trim().to_owned();
         if id.is_empty() {
             "unborn".to_owned()
@@ -172,9 +175,12 @@ impl Scratch {
                 .unwrap_or_else(|_| "(absent)".to_owned());
             contents.push_str(&format!("--- {name}\n{content}\n"));
         }
+        let branch = git_cmd(&self.root, &["symbolic-ref", "-q", "HEAD"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default();
         format!(
-            "HEAD {head}\n{}\nSTATUS\n{status}\nSTAGED\n{staged}\nUNSTAGED\n{unstaged}\nFILES\n{contents}",
-            self.git(&["symbolic-ref", "-q", "HEAD"]).trim()
+            "HEAD {head} {branch}\nSTATUS\n{status}\nSTAGED\n{staged}\nUNSTAGED\n{unstaged}\nFILES\n{contents}"
         )
     }
 
