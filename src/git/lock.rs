@@ -60,6 +60,7 @@ pub enum LockError {
 pub struct RepoLock {
     path: PathBuf,
     holder: Holder,
+    recovered: Option<Holder>,
 }
 
 impl RepoLock {
@@ -79,15 +80,24 @@ impl RepoLock {
             since: now_secs(),
         };
         let deadline = Instant::now() + wait;
+        let mut recovered = None;
         loop {
             match create(&path, &holder) {
-                Ok(()) => return Ok(RepoLock { path, holder }),
+                Ok(()) => {
+                    return Ok(RepoLock {
+                        path,
+                        holder,
+                        recovered,
+                    });
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
                 Err(e) => return Err(io(e)),
             }
             match read_holder(&path) {
                 Some(current) if !is_running(current.pid) => {
-                    recover(&path, Some(&current)).map_err(io)?
+                    if recover(&path, Some(&current)).map_err(io)? {
+                        recovered = Some(current);
+                    }
                 }
                 Some(current) if Instant::now() >= deadline => {
                     let age_secs = now_secs().saturating_sub(current.since);
@@ -98,7 +108,7 @@ impl RepoLock {
                 }
                 // Unreadable and old: its writer died between creating and filling it.
                 None if age(&path).is_some_and(|a| a > STALE_EMPTY) => {
-                    recover(&path, None).map_err(io)?
+                    recover(&path, None).map_err(io)?;
                 }
                 // Held, or being written right now: try again.
                 _ => std::thread::sleep(POLL),
@@ -109,6 +119,12 @@ impl RepoLock {
     /// Who holds it (this process).
     pub fn holder(&self) -> &Holder {
         &self.holder
+    }
+
+    /// The dead process whose lock this one replaced, if any: it may have left git's own
+    /// lock files behind.
+    pub fn recovered(&self) -> Option<&Holder> {
+        self.recovered.as_ref()
     }
 }
 
@@ -134,15 +150,14 @@ fn read_holder(path: &Path) -> Option<Holder> {
 }
 
 /// Removes a lock whose holder is dead (`dead`), or that never got a holder written
-/// (`None`), unless another process replaced it meanwhile.
-fn recover(path: &Path, dead: Option<&Holder>) -> std::io::Result<()> {
+/// (`None`), unless another process replaced it meanwhile. True when this call removed it.
+fn recover(path: &Path, dead: Option<&Holder>) -> std::io::Result<bool> {
     let guard = path.with_extension("recover");
     match OpenOptions::new().write(true).create_new(true).open(&guard) {
         Ok(_) => {
-            if read_holder(path).as_ref() == dead {
-                let _ = std::fs::remove_file(path);
-            }
-            std::fs::remove_file(&guard)
+            let removed = read_holder(path).as_ref() == dead && std::fs::remove_file(path).is_ok();
+            std::fs::remove_file(&guard)?;
+            Ok(removed)
         }
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
             // Someone else is recovering; a recovery file left by a crash is cleared.
@@ -150,7 +165,7 @@ fn recover(path: &Path, dead: Option<&Holder>) -> std::io::Result<()> {
                 let _ = std::fs::remove_file(&guard);
             }
             std::thread::sleep(POLL);
-            Ok(())
+            Ok(false)
         }
         Err(e) => Err(e),
     }

@@ -71,11 +71,12 @@ pub fn entries(repo: &Repository) -> Result<Vec<OpEntry>, git2::Error> {
     };
     while let Some(id) = next {
         let commit = repo.find_commit(id)?;
-        let entry = commit
-            .tree()?
-            .get_name(ENTRY_FILE)
-            .map(|e| e.id())
-            .and_then(|blob| repo.find_blob(blob).ok())
+        let Some(file) = commit.tree()?.get_name(ENTRY_FILE).map(|e| e.id()) else {
+            break; // the root that starts the chain
+        };
+        let entry = repo
+            .find_blob(file)
+            .ok()
             .and_then(|blob| serde_json::from_slice::<OpEntry>(blob.content()).ok());
         // An entry this version cannot read (written by a newer one) is skipped, not fatal.
         out.extend(entry);
@@ -119,7 +120,25 @@ pub fn append(repo: &Repository, entry: &OpEntry) -> Result<Oid, git2::Error> {
     }
     tree.insert("keep", keep.write()?, 0o040000)?;
     let tree = repo.find_tree(tree.write()?)?;
-    let mut parents: Vec<Oid> = previous.into_iter().collect();
+    let signature = super::commit::identity(repo, "COMMITTER")
+        .or_else(|_| Signature::now("git-loaf", "git-loaf@localhost"))?;
+    // The first parent is always the previous entry, so the log is the first-parent chain;
+    // the very first entry gets an empty root commit there, which ends the chain.
+    let first = match previous {
+        Some(previous) => previous,
+        None => {
+            let empty = repo.find_tree(repo.treebuilder(None)?.write()?)?;
+            repo.commit(
+                None,
+                &signature,
+                &signature,
+                "loaf operation log",
+                &empty,
+                &[],
+            )?
+        }
+    };
+    let mut parents: Vec<Oid> = vec![first];
     for head in [&entry.before.head, &entry.after.head]
         .into_iter()
         .flatten()
@@ -136,8 +155,6 @@ pub fn append(repo: &Repository, entry: &OpEntry) -> Result<Oid, git2::Error> {
         .map(|p| repo.find_commit(*p))
         .collect::<Result<Vec<_>, _>>()?;
     let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
-    let signature = super::commit::identity(repo, "COMMITTER")
-        .or_else(|_| Signature::now("git-loaf", "git-loaf@localhost"))?;
     let subject = format!("loaf op {} {:?}: {}", entry.id, entry.kind, entry.summary);
     let commit = repo.commit(None, &signature, &signature, &subject, &tree, &parents)?;
     let log = format!("git-loaf: {:?} {}", entry.kind, entry.id);
@@ -246,6 +263,12 @@ mod tests {
         );
         assert_eq!(all[1], first);
         assert_eq!(newest_id(&repo).expect("newest").as_deref(), Some("u1"));
+        let chain = git(root, &["rev-list", "--first-parent", "--count", OPLOG_REF]);
+        assert_eq!(
+            chain.trim(),
+            "3",
+            "two entries and the root: never the user's history"
+        );
         // The commit is kept alive by the log even if the branch forgets it.
         let reachable = git(root, &["rev-list", "--all"]);
         assert!(reachable.contains(&head));

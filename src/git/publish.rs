@@ -90,9 +90,18 @@ fn list(paths: &[PathBuf]) -> String {
     }
 }
 
-/// Aborts the process at a named point when `LOAF_CRASH_AT` names it: the crash-safety tests
-/// use it to kill an operation at exact moments, on top of random SIGKILLs.
+/// A named moment of an operation, for the crash-safety tests: when `LOAF_CRASH_AT` names it
+/// the process aborts there; when `LOAF_PAUSE_AT` names it, it sleeps there
+/// (`LOAF_PAUSE_MS`, default 3000) so that a test can SIGKILL it at exactly that moment.
+/// Without those variables it does nothing.
 pub fn crash_point(name: &str) {
+    if std::env::var_os("LOAF_PAUSE_AT").is_some_and(|v| v == name) {
+        let ms = std::env::var("LOAF_PAUSE_MS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(3000);
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
     if std::env::var_os("LOAF_CRASH_AT").is_some_and(|v| v == name) {
         std::process::abort();
     }
@@ -376,6 +385,7 @@ fn write_files(
         }
         repo.checkout_tree(to_work.as_object(), Some(&mut checkout))?;
     }
+    crash_point("checkout");
     let mut index = repo.index()?;
     index.read(false)?;
     // Skipped files still get their after index entry: the user's edit then shows as an

@@ -114,6 +114,16 @@ impl Session {
         let root: PathBuf = repo.workdir().ok_or(TxError::Bare)?.components().collect();
         let lock = RepoLock::acquire(repo.commondir(), command, LOCK_WAIT)?;
         let mut notices = Vec::new();
+        if let Some(dead) = lock.recovered() {
+            let removed = remove_stale_git_locks(&repo, dead.since);
+            if !removed.is_empty() {
+                notices.push(format!(
+                    "an earlier git-loaf operation (pid {}) died holding git lock files; removed {}",
+                    dead.pid,
+                    removed.join(", ")
+                ));
+            }
+        }
         match publish::recover(&repo)? {
             Recovered::Nothing => {}
             Recovered::RolledBack => notices.push(
@@ -139,4 +149,49 @@ impl Session {
             _lock: lock,
         })
     }
+}
+
+/// Removes the `.lock` files a killed git-loaf process may have left: in the stage (ours
+/// alone) always; in the user's repository only those created while that process ran
+/// (modified at or after `since`, in seconds since the epoch), so that a lock held by one of
+/// the user's own git commands started before it is left alone. Returns what was removed.
+fn remove_stale_git_locks(repo: &Repository, since: u64) -> Vec<String> {
+    let common = repo.commondir();
+    let git_dir = repo.path();
+    let stage_admin = common.join("worktrees").join("loaf-stage");
+    let mut removed = Vec::new();
+    let ours = [
+        stage_admin.join("index.lock"),
+        stage_admin.join("HEAD.lock"),
+        common.join("refs/heads/loaf-stage.lock"),
+    ];
+    for path in ours {
+        if std::fs::remove_file(&path).is_ok() {
+            removed.push(path.display().to_string());
+        }
+    }
+    let mut users = vec![
+        git_dir.join("index.lock"),
+        git_dir.join("HEAD.lock"),
+        common.join("packed-refs.lock"),
+        common.join("config.lock"),
+        common.join("refs/loaf/oplog.lock"),
+        common.join("refs/notes/loaf.lock"),
+    ];
+    if let Ok(head) = repo.find_reference("HEAD")
+        && let Ok(Some(branch)) = head.symbolic_target()
+    {
+        users.push(common.join(format!("{branch}.lock")));
+    }
+    for path in users {
+        let created_during = std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .is_some_and(|t| t.as_secs() >= since);
+        if created_during && std::fs::remove_file(&path).is_ok() {
+            removed.push(path.display().to_string());
+        }
+    }
+    removed
 }

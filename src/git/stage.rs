@@ -53,6 +53,16 @@ impl Stage {
     /// Opens the stage, creating it at `start` the first time (or when it was deleted).
     pub fn open_or_create(repo: &Repository, start: Oid) -> Result<Stage, StageError> {
         let path = repo.commondir().join("loaf").join("stage");
+        // Present only while a stage is being created: if a crash interrupted that, the
+        // branch, worktree entry and folder there are ours to remove.
+        let creating = repo.commondir().join("loaf").join("stage-creating");
+        if creating.exists() {
+            if let Ok(mut branch) = repo.find_branch(NAME, BranchType::Local) {
+                branch.delete()?;
+            }
+            remove_stage(repo, &path)?;
+            std::fs::remove_file(&creating)?;
+        }
         if let Ok(worktree) = repo.find_worktree(NAME)
             && worktree.validate().is_ok()
             && path.join(".git").exists()
@@ -61,25 +71,14 @@ impl Stage {
             return Ok(Stage { repo: stage, path });
         }
         let start = repo.find_commit(start)?;
-        // A stale entry (its folder deleted) would make the add fail: prune it first.
-        if let Ok(worktree) = repo.find_worktree(NAME) {
-            let _ = worktree.unlock();
-            let _ = worktree.prune(Some(
-                git2::WorktreePruneOptions::new()
-                    .valid(true)
-                    .locked(true)
-                    .working_tree(true),
-            ));
-        }
-        if path.exists() {
-            std::fs::remove_dir_all(&path)?;
-        }
+        remove_stage(repo, &path)?;
         std::fs::create_dir_all(path.parent().unwrap_or(&path))?;
         if repo.find_branch(NAME, BranchType::Local).is_ok() {
             return Err(StageError::Git(git2::Error::from_str(&format!(
                 "a branch named '{NAME}' exists; rename it to let git-loaf create its stage"
             ))));
         }
+        std::fs::write(&creating, "")?;
         // libgit2 checks a worktree out from a branch: make one at `start` (which works on an
         // unborn repository too), then detach and delete it.
         let branch = repo.branch(NAME, &start, false)?;
@@ -96,6 +95,7 @@ impl Stage {
             branch.delete()?;
         }
         detached?;
+        std::fs::remove_file(&creating)?;
         Ok(Stage { repo: stage?, path })
     }
 
@@ -213,6 +213,28 @@ impl Stage {
         self.repo.set_head_detached(commit)?;
         Ok(())
     }
+}
+
+/// Removes the stage's worktree entry (however stale or locked) and its folder.
+fn remove_stage(repo: &Repository, path: &Path) -> Result<(), StageError> {
+    if let Ok(worktree) = repo.find_worktree(NAME) {
+        let _ = worktree.unlock();
+        let _ = worktree.prune(Some(
+            git2::WorktreePruneOptions::new()
+                .valid(true)
+                .locked(true)
+                .working_tree(true),
+        ));
+    }
+    // An entry a crash left half made is not found as a worktree, yet blocks a new one.
+    let admin = repo.commondir().join("worktrees").join(NAME);
+    if admin.exists() && repo.find_worktree(NAME).is_err() {
+        std::fs::remove_dir_all(&admin)?;
+    }
+    if path.exists() {
+        std::fs::remove_dir_all(path)?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -49,17 +49,3 @@ fn dry_run_json_is_the_plan() {
         "names the current directory as the root outside a repository: {message}"
     );
 }
-
-#[test]
-fn apply_without_no_commit_says_what_to_use() {
-    let out = git_loaf()
-        .arg("apply")
-        .write_stdin("")
-        .output()
-        .expect("runs");
-    assert_eq!(out.status.code(), Some(2));
-    assert_snapshot!(String::from_utf8_lossy(&out.stderr), @r"
-    error: the git transaction of `apply` is not built yet
-    hint: use `git loaf apply --no-commit` to run the actions directly, or `--dry-run` to check the reply
-    ");
-}

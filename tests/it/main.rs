@@ -5,6 +5,7 @@ mod cli_apply;
 mod cli_apply_no_commit;
 mod cli_parse;
 mod config;
+mod crash;
 mod execute_seeds;
 mod fs_actions;
 mod guard;

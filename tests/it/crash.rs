@@ -1,0 +1,302 @@
+//! Crash safety and concurrency: applies killed at named moments (abort) and at many random
+//! moments (SIGKILL: during a slow `exec`, inside publish), then one more command; the user's
+//! branch, index and working tree must be exactly as before or exactly as after, and the
+//! repository tidy. And four applies at once: each commits or exits 3, nothing lost.
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::scratch::{ENV, Scratch, block};
+
+/// The reply every trial applies: writes, an edit of a file the user changed, a deletion, a
+/// slow `exec` (`SLOW` seconds) that writes too, and a final write.
+fn reply(slow: &str) -> String {
+    [
+        block(
+            "w1a",
+            "file_write",
+            &[
+                ("path", "/repo/src/new.rs"),
+                ("content", "pub fn new() {}\n"),
+            ],
+        ),
+        block(
+            "w2b",
+            "file_replace_text",
+            &[
+                ("path", "/repo/a.txt"),
+                ("old_text", "dirty"),
+                ("new_text", "edited by AI"),
+            ],
+        ),
+        block("d3c", "file_delete", &[("path", "/repo/old.txt")]),
+        block(
+            "e4d",
+            "exec",
+            &[
+                ("lang", "bash"),
+                (
+                    "code",
+                    &format!("touch exec-started; sleep {slow}; printf built > out.txt"),
+                ),
+            ],
+        ),
+        block(
+            "w5e",
+            "file_write",
+            &[("path", "/repo/docs/z.md"), ("content", "# z\n")],
+        ),
+    ]
+    .concat()
+}
+
+/// A repository with uncommitted work of every kind, where exec is allowed.
+fn scene() -> Scratch {
+    let s = Scratch::with(&[
+        (
+            "loaf.yml",
+            "allowed-actions: [file_write, file_replace_text, file_delete, file_read, exec]\n",
+        ),
+        (".gitignore", "*.log\n"),
+        ("a.txt", "clean\n"),
+        ("old.txt", "old\n"),
+        ("keep.txt", "keep\n"),
+    ]);
+    s.write("a.txt", "dirty\n");
+    s.write("keep.txt", "keep staged\n");
+    s.git(&["add", "keep.txt"]);
+    s.write("keep.txt", "keep staged\nand unstaged\n");
+    s.write("untracked.txt", "mine\n");
+    s.write("build.log", "ignored\n");
+    s
+}
+
+/// The user's state without commit ids (they contain the time): subjects and trees of the
+/// history, status, diffs and every file's content.
+fn content_state(s: &Scratch) -> String {
+    let state = s.state();
+    let rest = state.split_once('\n').map(|x| x.1).unwrap_or("");
+    let history = if s.head() == "unborn" {
+        String::new()
+    } else {
+        s.git(&["log", "--format=%s %T"])
+    };
+    format!("{history}{rest}")
+}
+
+/// The state after an uninterrupted apply, from an identical scene.
+fn expected_after(slow: &str) -> String {
+    let s = scene();
+    let out = s.loaf(&["apply"], &s.reply(&reply(slow)));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    content_state(&s)
+}
+
+fn spawn_apply(s: &Scratch, text: &str, env: &[(&str, &str)]) -> Child {
+    let mut child = Command::new(assert_cmd::cargo::cargo_bin("git-loaf"))
+        .arg("apply")
+        .current_dir(&s.root)
+        .envs(ENV)
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("git-loaf starts");
+    use std::io::Write as _;
+    let mut stdin = child.stdin.take().expect("stdin");
+    stdin.write_all(text.as_bytes()).expect("reply written");
+    drop(stdin);
+    child
+}
+
+/// Runs the next command (a read-only apply) and returns the state it leaves, after checking
+/// it worked and left the repository tidy.
+fn next_command(s: &Scratch) -> String {
+    let out = s.apply(&block("r9z", "file_read", &[("path", "/repo/keep.txt")]));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "the next command works: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    s.assert_tidy();
+    content_state(s)
+}
+
+#[test]
+fn an_abort_at_each_named_moment_leaves_all_before_or_all_after() {
+    let after = expected_after("0");
+    let moments = [
+        ("checkpoint", false),
+        ("stage", false),
+        ("executed", false),
+        ("committed", false),
+        ("journal", false),
+        ("ref", true),
+        ("checkout", true),
+        ("files", true),
+        ("oplog", true),
+    ];
+    for (moment, committed) in moments {
+        let s = scene();
+        let before = content_state(&s);
+        let status = spawn_apply(&s, &s.reply(&reply("0")), &[("LOAF_CRASH_AT", moment)])
+            .wait()
+            .expect("waits");
+        assert!(!status.success(), "{moment}: aborted");
+        let state = next_command(&s);
+        let expected = if committed { &after } else { &before };
+        assert_eq!(&state, expected, "after an abort at {moment}");
+        if committed {
+            let undo = s.loaf(&["undo"], "");
+            assert_eq!(
+                undo.status.code(),
+                Some(0),
+                "{moment}: {}",
+                String::from_utf8_lossy(&undo.stderr)
+            );
+            assert_eq!(
+                content_state(&s),
+                before,
+                "{moment}: undo restores the state before"
+            );
+        }
+    }
+}
+
+#[test]
+fn sigkill_at_many_moments_leaves_all_before_or_all_after() {
+    let slow = "0.3";
+    let after = expected_after(slow);
+    // How long one apply takes here, to spread the kills over it.
+    let probe = scene();
+    let started = Instant::now();
+    spawn_apply(&probe, &probe.reply(&reply(slow)), &[])
+        .wait()
+        .expect("waits");
+    let span = started.elapsed() + Duration::from_millis(50);
+    const TRIALS: u32 = 24;
+    let (mut befores, mut afters) = (0, 0);
+    for trial in 0..TRIALS {
+        let s = scene();
+        let before = content_state(&s);
+        let mut child = spawn_apply(&s, &s.reply(&reply(slow)), &[]);
+        std::thread::sleep(span * trial / TRIALS);
+        let _ = child.kill();
+        let _ = child.wait();
+        let state = next_command(&s);
+        if state == before {
+            befores += 1;
+        } else {
+            assert_eq!(state, after, "trial {trial}: neither before nor after");
+            afters += 1;
+        }
+    }
+    assert!(
+        befores > 0 && afters > 0,
+        "kills landed on both sides: {befores} before, {afters} after"
+    );
+}
+
+/// Waits until `ready` holds (or fails after 20 s).
+fn wait_for(what: &str, ready: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !ready() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn sigkill_during_a_slow_exec_and_inside_publish() {
+    let after = expected_after("0");
+    // During the exec: nothing of the user's has changed yet.
+    let s = scene();
+    let before = content_state(&s);
+    let mut child = spawn_apply(&s, &s.reply(&reply("30")), &[]);
+    let started = s.root.join(".git/loaf/stage/exec-started");
+    wait_for("the exec", || started.exists());
+    let _ = child.kill();
+    let _ = child.wait();
+    assert_eq!(next_command(&s), before, "killed during exec");
+    // Inside publish: after the branch moved, before the files; and after the files, before
+    // the index.
+    for moment in ["ref", "checkout"] {
+        let s = scene();
+        let head = s.head();
+        let mut child = spawn_apply(
+            &s,
+            &s.reply(&reply("0")),
+            &[("LOAF_PAUSE_AT", moment), ("LOAF_PAUSE_MS", "30000")],
+        );
+        let journal = s.root.join(".git/loaf/journal.json");
+        wait_for("publish", || journal.exists() && s.head() != head);
+        if moment == "checkout" {
+            wait_for("the files", || s.read("docs/z.md").is_some());
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(next_command(&s), after, "killed inside publish at {moment}");
+    }
+}
+
+#[test]
+fn four_applies_at_once_each_commit_or_exit_3_and_nothing_is_lost() {
+    let s = Scratch::with(&[
+        ("loaf.yml", "allowed-actions: [file_write, exec]\n"),
+        ("a.txt", "a\n"),
+    ]);
+    let children: Vec<(usize, Child)> = (0..4)
+        .map(|i| {
+            let text = [
+                block(
+                    "w1a",
+                    "file_write",
+                    &[
+                        ("path", &format!("/repo/c{i}.txt")),
+                        ("content", &format!("{i}\n")),
+                    ],
+                ),
+                block("e2b", "exec", &[("lang", "bash"), ("code", "sleep 0.2")]),
+            ]
+            .concat();
+            (i, spawn_apply(&s, &s.reply(&text), &[]))
+        })
+        .collect();
+    let mut committed = Vec::new();
+    for (i, mut child) in children {
+        let code = child.wait().expect("waits").code();
+        match code {
+            Some(0) => committed.push(i),
+            Some(3) => {}
+            other => panic!("apply {i} exited {other:?}"),
+        }
+    }
+    assert!(!committed.is_empty(), "at least the first one commits");
+    let commits = s.git(&["rev-list", "--count", "HEAD"]);
+    assert_eq!(commits.trim(), (1 + committed.len()).to_string());
+    let tree = s.git(&["ls-tree", "--name-only", "HEAD"]);
+    for i in 0..4 {
+        let name = format!("c{i}.txt");
+        assert_eq!(
+            tree.lines().any(|l| l == name),
+            committed.contains(&i),
+            "c{i}.txt is in HEAD exactly when its apply committed: {tree}"
+        );
+        assert_eq!(s.read(&name).is_some(), committed.contains(&i));
+    }
+    assert_eq!(s.git(&["status", "--porcelain"]), "");
+    let ops = s.git(&["rev-list", "--first-parent", "--count", "refs/loaf/oplog"]);
+    assert_eq!(
+        ops.trim(),
+        (committed.len() + 1).to_string(),
+        "one log entry per commit, and the root of the log"
+    );
+    s.assert_tidy();
+}
