@@ -28,6 +28,13 @@ use super::oplog::{self, OpEntry};
 
 /// The journal's file name in `<common git dir>/loaf/`.
 const JOURNAL: &str = "journal.json";
+/// Folders in `<common git dir>/loaf/` where files are checked out before being renamed into
+/// the working tree; one a crash left is removed by [`recover`].
+const STAGING_PREFIX: &str = "publish-";
+
+fn io_error(what: &str, path: &Path, error: std::io::Error) -> git2::Error {
+    git2::Error::from_str(&format!("{what} {}: {error}", path.display()))
+}
 
 /// A move of the user's ref, working tree and index from one state to another.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -159,6 +166,17 @@ pub enum Recovered {
 /// Finishes or drops a publish a crash interrupted. Call with the repository lock held,
 /// before anything else.
 pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
+    if let Ok(entries) = std::fs::read_dir(repo.commondir().join("loaf")) {
+        for entry in entries.flatten() {
+            if entry
+                .file_name()
+                .to_string_lossy()
+                .starts_with(STAGING_PREFIX)
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    }
     let journal = journal_path(repo);
     let text = match std::fs::read(&journal) {
         Ok(text) => text,
@@ -370,20 +388,36 @@ fn write_files(
         remove_file(&t.workdir, path)?;
     }
     if !written.is_empty() {
+        // Checked out (filters applied, modes set) into a folder next to the journal, then
+        // renamed into place one by one: a file is always either its old or its new self,
+        // even if the process dies in the middle (libgit2 writes files in place).
+        let loaf_dir = repo.commondir().join("loaf");
+        let staging = tempfile::Builder::new()
+            .prefix(STAGING_PREFIX)
+            .tempdir_in(&loaf_dir)
+            .map_err(|e| io_error("cannot create a folder in", &loaf_dir, e))?;
         let mut checkout = CheckoutBuilder::new();
         checkout
             .force()
             .update_index(false)
-            .disable_pathspec_match(true);
+            .disable_pathspec_match(true)
+            .target_dir(staging.path());
         for path in &written {
-            // A folder in the way of a file (or the reverse) goes first.
-            if t.workdir.join(path).is_dir() {
-                std::fs::remove_dir_all(t.workdir.join(path))
-                    .map_err(|e| git2::Error::from_str(&format!("{}: {e}", path.display())))?;
-            }
             checkout.path(path.as_path());
         }
         repo.checkout_tree(to_work.as_object(), Some(&mut checkout))?;
+        for path in &written {
+            let (from, to) = (staging.path().join(path), t.workdir.join(path));
+            // A folder in the way of a file goes first.
+            if to.is_dir() && !to.is_symlink() {
+                std::fs::remove_dir_all(&to).map_err(|e| io_error("cannot remove", &to, e))?;
+            }
+            if let Some(parent) = to.parent() {
+                std::fs::create_dir_all(parent)
+                    .map_err(|e| io_error("cannot create", parent, e))?;
+            }
+            std::fs::rename(&from, &to).map_err(|e| io_error("cannot write", &to, e))?;
+        }
     }
     crash_point("checkout");
     let mut index = repo.index()?;

@@ -57,10 +57,11 @@ impl Stage {
         // branch, worktree entry and folder there are ours to remove.
         let creating = repo.commondir().join("loaf").join("stage-creating");
         if creating.exists() {
+            // The worktree first: libgit2 will not delete a branch a worktree has checked out.
+            remove_stage(repo, &path)?;
             if let Ok(mut branch) = repo.find_branch(NAME, BranchType::Local) {
                 branch.delete()?;
             }
-            remove_stage(repo, &path)?;
             std::fs::remove_file(&creating)?;
         }
         if let Ok(worktree) = repo.find_worktree(NAME)

@@ -181,13 +181,19 @@ fn sigkill_at_many_moments_leaves_all_before_or_all_after() {
         .wait()
         .expect("waits");
     let span = started.elapsed() + Duration::from_millis(50);
-    const TRIALS: u32 = 24;
+    // 24 in CI; `LOAF_CRASH_TRIALS=500` for a long run.
+    let trials: u32 = std::env::var("LOAF_CRASH_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(24);
     let (mut befores, mut afters) = (0, 0);
-    for trial in 0..TRIALS {
+    for trial in 0..trials {
         let s = scene();
         let before = content_state(&s);
         let mut child = spawn_apply(&s, &s.reply(&reply(slow)), &[]);
-        std::thread::sleep(span * trial / TRIALS);
+        std::thread::sleep(
+            span * (trial % 24) / 24 + Duration::from_micros(u64::from(trial * 397 % 1000)),
+        );
         let _ = child.kill();
         let _ = child.wait();
         let state = next_command(&s);

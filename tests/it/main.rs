@@ -6,6 +6,7 @@ mod cli_apply_no_commit;
 mod cli_parse;
 mod config;
 mod crash;
+mod demo;
 mod execute_seeds;
 mod fs_actions;
 mod guard;
