@@ -552,3 +552,52 @@ fn outside_a_repository_apply_says_to_use_no_commit() {
     assert_eq!(code(&out), Some(2));
     assert!(stderr(&out).contains("--no-commit"), "{}", stderr(&out));
 }
+
+#[test]
+fn moves_deletions_and_folder_changes_commit_exactly_what_the_stage_holds() {
+    let s = Scratch::with(&[
+        ("lib/a.rs", "a\n"),
+        ("lib/b.rs", "b\n"),
+        ("old/x.txt", "x\n"),
+        ("old/deep/y.txt", "y\n"),
+        ("gone.txt", "gone\n"),
+    ]);
+    let before = s.state();
+    let reply = [
+        block(
+            "m1a",
+            "file_move",
+            &[
+                ("old_path", "/repo/lib/a.rs"),
+                ("new_path", "/repo/src/a.rs"),
+            ],
+        ),
+        block(
+            "m2b",
+            "file_move",
+            &[
+                ("old_path", "/repo/lib/b.rs"),
+                ("new_path", "/repo/src/b.rs"),
+            ],
+        ),
+        block("d3a", "file_delete", &[("path", "/repo/old/x.txt")]),
+        block("d3b", "file_delete", &[("path", "/repo/old/deep/y.txt")]),
+        block("d3c", "dir_delete", &[("path", "/repo/old/deep")]),
+        block("d3d", "dir_delete", &[("path", "/repo/old")]),
+        block("f4d", "file_delete", &[("path", "/repo/gone.txt")]),
+        block("c5e", "dir_create", &[("path", "/repo/empty")]),
+    ]
+    .concat();
+    let out = s.apply(&reply);
+    assert_eq!(code(&out), Some(0), "{}", s.redact(&out.stdout));
+    let tree = s.git(&["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert_eq!(tree, "src/a.rs\nsrc/b.rs\n", "{}", s.redact(&out.stdout));
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    assert!(!s.root.join("lib").exists() && !s.root.join("old").exists());
+    assert_eq!(s.read("src/b.rs").as_deref(), Some("b\n"));
+    assert_eq!(code(&s.loaf(&["undo"], "")), Some(0));
+    assert_eq!(s.state(), before);
+}
