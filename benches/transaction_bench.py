@@ -27,6 +27,7 @@ import bisect
 import os
 import platform
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -105,10 +106,17 @@ def run(cmd, cwd, env, stdin=None):
     return proc.stdout.decode()
 
 
+def children_cpu():
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def timed(fn, *args):
+    """Wall seconds of fn, and the CPU seconds (user + system) of the processes it ran."""
+    cpu = children_cpu()
     start = time.perf_counter()
     fn(*args)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, children_cpu() - cpu
 
 
 def generate(root, env):
@@ -234,11 +242,12 @@ def main():
     # The first apply creates the stage; the same edit is committed in the git copy (timed
     # too, for reference: it is an ordinary commit).
     first = Edit(text, "first")
-    first_loaf = timed(bench.loaf_apply, first.reply(loaf_root, 25))
-    first_git = timed(bench.git_commit, first)
+    first_loaf, first_loaf_cpu = timed(bench.loaf_apply, first.reply(loaf_root, 25))
+    first_git, _ = timed(bench.git_commit, first)
     bench.check_same("the first apply")
 
     times = {key: [] for key in ("loaf apply", "git apply", "loaf undo", "git undo")}
+    cpus = {key: [] for key in times}
     for r in range(args.runs):
         edit = Edit(text, "round %d" % r)
         reply = edit.reply(loaf_root, r)
@@ -248,10 +257,14 @@ def main():
             apply_steps.reverse()
             undo_steps.reverse()
         for key, fn, arg in apply_steps:
-            times[key].append(timed(fn, arg))
+            wall, cpu = timed(fn, arg)
+            times[key].append(wall)
+            cpus[key].append(cpu)
         bench.check_same("apply in round %d" % r)
         for key, fn in undo_steps:
-            times[key].append(timed(fn))
+            wall, cpu = timed(fn)
+            times[key].append(wall)
+            cpus[key].append(cpu)
         bench.check_same("undo in round %d" % r)
         # Untimed: the same edit again, so the next round builds on it.
         bench.loaf_apply(reply)
@@ -278,12 +291,13 @@ def main():
 
     med = {k: statistics.median(v) for k, v in times.items()}
     low = {k: min(v) for k, v in times.items()}
+    cpu = {k: statistics.median(v) for k, v in cpus.items()}
     git_version = run(["git", "--version"], work, env).strip()
     print("%s; %s, %d CPUs; %d rounds, %d files edited per round, tools alternating"
           % (git_version, platform.machine(), os.cpu_count() or 0, args.runs, EDITED))
     print()
-    print("| | median | min | peak RSS |")
-    print("| --- | ---: | ---: | ---: |")
+    print("| | median | min | CPU (median) | peak RSS |")
+    print("| --- | ---: | ---: | ---: | ---: |")
     rows = [
         ("loaf apply", "`git-loaf apply` (5 files)"),
         ("git apply", "baseline: write 5 files + `git add -A` + `git commit`"),
@@ -291,17 +305,20 @@ def main():
         ("git undo", "baseline: `git reset --hard HEAD~1`"),
     ]
     for key, label in rows:
-        print("| %s | %s | %s | %.1f MB |" % (label, ms(med[key]), ms(low[key]), rss[key]))
-    print("| **apply: git-loaf / baseline** | **%.2f×** | %.2f× | |"
-          % (med["loaf apply"] / med["git apply"], low["loaf apply"] / low["git apply"]))
-    print("| **undo: git-loaf / baseline** | **%.2f×** | %.2f× | |"
-          % (med["loaf undo"] / med["git undo"], low["loaf undo"] / low["git undo"]))
+        print("| %s | %s | %s | %s | %.1f MB |"
+              % (label, ms(med[key]), ms(low[key]), ms(cpu[key]), rss[key]))
+    for what in ("apply", "undo"):
+        loaf, git = "loaf " + what, "git " + what
+        print("| **%s: git-loaf / baseline** | **%.2f×** | %.2f× | %.2f× | |"
+              % (what, med[loaf] / med[git], low[loaf] / low[git], cpu[loaf] / cpu[git]))
     print()
     print("one-time: first `git-loaf apply` (creates the staging worktree, full checkout): "
-          "%s, i.e. about %s over a later apply; the same edit with plain git: %s"
-          % (ms(first_loaf), ms(first_loaf - med["loaf apply"]), ms(first_git)))
-    print("peak RSS: max of `git add -A` and `git commit` for the baseline apply; each from one "
-          "separate run under /usr/bin/time -f %M")
+          "%s wall, %s CPU, i.e. about %s over a later apply; the same edit with plain git: %s"
+          % (ms(first_loaf), ms(first_loaf_cpu), ms(first_loaf - med["loaf apply"]),
+             ms(first_git)))
+    print("CPU: user + system time of the processes run (the baseline's Python file writes are "
+          "not in it); peak RSS: one separate run under /usr/bin/time -f %M (baseline apply: "
+          "the larger of `git add -A` and `git commit`)")
 
 
 if __name__ == "__main__":

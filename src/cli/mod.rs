@@ -52,6 +52,7 @@ impl From<Outcome> for ExitCode {
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
+    crate::git::publish::mark_start();
     init_logging();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -123,8 +124,11 @@ fn init_logging() {
         .ok()
         .and_then(|v| v.parse::<tracing::Level>().ok())
         .unwrap_or(tracing::Level::WARN);
+    use std::io::IsTerminal as _;
+    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(colour)
         .with_max_level(level)
         .without_time()
         .try_init();

@@ -60,6 +60,7 @@ fn in_flight_marker(repo: &Repository) -> PathBuf {
 /// Runs `reply` as one transaction in the repository containing `cwd`.
 pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied, TxError> {
     let session = Session::begin(cwd, "apply")?;
+    crash_point("locked");
     let repo = &session.repo;
     let root = session.root.clone();
     let config = Config::load(&root)?;

@@ -97,11 +97,25 @@ fn list(paths: &[PathBuf]) -> String {
     }
 }
 
+/// When the process started its work (the first call of [`mark_start`]): `LOAF_LOG=debug`
+/// shows how long each moment took to reach, to see where an operation spends its time.
+static STARTED: std::sync::LazyLock<std::time::Instant> =
+    std::sync::LazyLock::new(std::time::Instant::now);
+
+/// Starts the clock [`crash_point`] reports against.
+pub fn mark_start() {
+    std::sync::LazyLock::force(&STARTED);
+}
+
 /// A named moment of an operation, for the crash-safety tests: when `LOAF_CRASH_AT` names it
 /// the process aborts there; when `LOAF_PAUSE_AT` names it, it sleeps there
 /// (`LOAF_PAUSE_MS`, default 3000) so that a test can SIGKILL it at exactly that moment.
 /// Without those variables it does nothing.
 pub fn crash_point(name: &str) {
+    tracing::debug!(
+        "{name} reached after {:.1} ms",
+        STARTED.elapsed().as_secs_f64() * 1000.0
+    );
     if std::env::var_os("LOAF_PAUSE_AT").is_some_and(|v| v == name) {
         let ms = std::env::var("LOAF_PAUSE_MS")
             .ok()
