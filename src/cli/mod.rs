@@ -53,6 +53,7 @@ impl From<Outcome> for ExitCode {
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
     crate::git::publish::mark_start();
+    crate::git::init();
     init_logging();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,

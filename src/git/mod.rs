@@ -13,11 +13,18 @@ pub mod oplog;
 pub mod publish;
 pub mod session;
 pub mod stage;
+pub mod treediff;
 #[cfg(test)]
 mod testing;
 pub mod undo;
 
 use std::path::{Path, PathBuf};
+
+/// Sets libgit2 up as git behaves: objects read from the database are not re-hashed to verify
+/// them (git leaves that to `git fsck`; libgit2 would spend a few milliseconds per tree walk).
+pub fn init() {
+    git2::opts::strict_hash_verification(false);
+}
 
 /// The working tree root of the repository containing `dir`, if any (a bare repository has
 /// none).

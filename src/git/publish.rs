@@ -6,7 +6,7 @@
 //! 1. checks the ref still holds `old` and, for an apply, that the user has not changed a path
 //!    the transition changes (otherwise nothing is touched: [`PublishError::Moved`] /
 //!    [`PublishError::Changed`]);
-//! 2. writes a journal (`<git dir>/loaf/journal.json`, fsynced);
+//! 2. writes a journal (`<git dir>/loaf/journal.json`, renamed into place whole);
 //! 3. moves the ref by compare-and-swap — the commit point;
 //! 4. writes only the paths that differ to the working tree and index;
 //! 5. appends the operation log entry and deletes the journal.
@@ -198,7 +198,7 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
         Err(e) => return Err(e.into()),
     };
     let Ok(t) = serde_json::from_slice::<Transition>(&text) else {
-        // Torn while being written: the ref cannot have moved yet (it moves after the fsync).
+        // Unreadable: the ref cannot have moved (it moves only after the journal is in place).
         std::fs::remove_file(&journal)?;
         return Ok(Recovered::RolledBack);
     };
@@ -225,16 +225,17 @@ fn journal_path(repo: &Repository) -> PathBuf {
     repo.commondir().join("loaf").join(JOURNAL)
 }
 
-/// Writes the journal durably: a temporary file, fsynced, renamed into place.
+/// Writes the journal whole or not at all: a temporary file renamed into place. Not fsynced:
+/// it guards against the process dying, which the page cache survives; like git's own
+/// default (`core.fsync` unset), durability across a power loss is left to the filesystem.
 fn write_journal(path: &Path, t: &Transition) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(path);
     std::fs::create_dir_all(dir)?;
     let json = serde_json::to_vec(t).map_err(std::io::Error::other)?;
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
     file.write_all(&json)?;
-    file.as_file().sync_all()?;
     file.persist(path).map_err(|e| e.error)?;
-    std::fs::File::open(dir)?.sync_all()
+    Ok(())
 }
 
 /// What `ref_name` holds now (`None` when it does not exist: unborn).
@@ -300,20 +301,9 @@ impl Paths {
     }
 }
 
-/// Paths whose entry differs between two trees.
+/// Paths whose entry differs between two trees (ids in hex).
 pub fn differing(repo: &Repository, a: &str, b: &str) -> Result<BTreeSet<PathBuf>, git2::Error> {
-    let mut out = BTreeSet::new();
-    if a == b {
-        return Ok(out);
-    }
-    let a = repo.find_tree(oid(a)?)?;
-    let b = repo.find_tree(oid(b)?)?;
-    let diff = repo.diff_tree_to_tree(Some(&a), Some(&b), None)?;
-    for delta in diff.deltas() {
-        out.extend(delta.old_file().path().map(Path::to_path_buf));
-        out.extend(delta.new_file().path().map(Path::to_path_buf));
-    }
-    Ok(out)
+    super::treediff::changed_paths(repo, Some(oid(a)?), Some(oid(b)?))
 }
 
 /// The blob id a tree holds at `path`.

@@ -7,7 +7,6 @@
 //! HEAD and a locked worktree entry, and no branch: libgit2 creates a branch named after the
 //! worktree, which is deleted at once so that `git branch` lists only the user's branches.
 
-use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use git2::build::CheckoutBuilder;
@@ -116,19 +115,18 @@ impl Stage {
     /// files (build output) are kept.
     pub fn reset_to(&self, commit: Oid, scan: bool) -> Result<(), StageError> {
         let target = self.repo.find_commit(commit)?;
-        let current = self.repo.head()?.peel_to_tree()?;
-        let mut paths: BTreeSet<PathBuf> = BTreeSet::new();
-        let diff = self
-            .repo
-            .diff_tree_to_tree(Some(&current), Some(&target.tree()?), None)?;
-        for delta in diff.deltas() {
-            paths.extend(delta.old_file().path().map(Path::to_path_buf));
-            paths.extend(delta.new_file().path().map(Path::to_path_buf));
-        }
+        let current = self.repo.head()?.peel_to_commit()?;
+        let mut paths = super::treediff::changed_paths(
+            &self.repo,
+            Some(current.tree_id()),
+            Some(target.tree_id()),
+        )?;
         if scan {
             paths.extend(self.dirty_paths()?);
         }
-        self.repo.set_head_detached(commit)?;
+        if current.id() != commit {
+            self.repo.set_head_detached(commit)?;
+        }
         if paths.is_empty() {
             return Ok(());
         }

@@ -1,0 +1,133 @@
+//! The paths that differ between two trees, found by walking both and skipping every
+//! subtree whose id is the same on both sides: the cost follows what changed, not the size of
+//! the repository (libgit2's tree-to-tree diff visits every entry of both trees).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use git2::{ObjectType, Oid, Repository, Tree};
+
+/// One entry of a tree: its id, mode and whether it is a folder.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Entry {
+    id: Oid,
+    mode: i32,
+    tree: bool,
+}
+
+/// File paths (never folders) whose entry differs between `a` and `b`, either side possibly
+/// absent (an empty tree).
+pub fn changed_paths(
+    repo: &Repository,
+    a: Option<Oid>,
+    b: Option<Oid>,
+) -> Result<BTreeSet<PathBuf>, git2::Error> {
+    let mut out = BTreeSet::new();
+    if a == b {
+        return Ok(out);
+    }
+    let a = a.map(|id| repo.find_tree(id)).transpose()?;
+    let b = b.map(|id| repo.find_tree(id)).transpose()?;
+    walk(repo, a.as_ref(), b.as_ref(), Path::new(""), &mut out)?;
+    Ok(out)
+}
+
+fn entries(tree: Option<&Tree<'_>>) -> BTreeMap<Vec<u8>, Entry> {
+    tree.map(|t| {
+        t.iter()
+            .map(|e| {
+                let entry = Entry {
+                    id: e.id(),
+                    mode: e.filemode(),
+                    tree: e.kind() == Some(ObjectType::Tree),
+                };
+                (e.name_bytes().to_vec(), entry)
+            })
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+fn walk(
+    repo: &Repository,
+    a: Option<&Tree<'_>>,
+    b: Option<&Tree<'_>>,
+    prefix: &Path,
+    out: &mut BTreeSet<PathBuf>,
+) -> Result<(), git2::Error> {
+    let (left, right) = (entries(a), entries(b));
+    let names: BTreeSet<&Vec<u8>> = left.keys().chain(right.keys()).collect();
+    for name in names {
+        let (x, y) = (left.get(name).copied(), right.get(name).copied());
+        if x == y {
+            continue;
+        }
+        let path = prefix.join(entry_name(name));
+        let blob = |e: Option<Entry>| e.filter(|e| !e.tree);
+        if blob(x) != blob(y) && (blob(x).is_some() || blob(y).is_some()) {
+            out.insert(path.clone());
+        }
+        let subtree = |e: Option<Entry>| -> Result<Option<Tree<'_>>, git2::Error> {
+            e.filter(|e| e.tree).map(|e| repo.find_tree(e.id)).transpose()
+        };
+        let (sa, sb) = (subtree(x)?, subtree(y)?);
+        if sa.is_some() || sb.is_some() {
+            walk(repo, sa.as_ref(), sb.as_ref(), &path, out)?;
+        }
+    }
+    Ok(())
+}
+
+/// A tree entry's name as a path component. On Unix any bytes are a valid name; elsewhere a
+/// name that is not UTF-8 is converted lossily (trees made there hold UTF-8).
+#[cfg(unix)]
+fn entry_name(bytes: &[u8]) -> std::ffi::OsString {
+    use std::os::unix::ffi::OsStrExt as _;
+    std::ffi::OsStr::from_bytes(bytes).to_os_string()
+}
+
+#[cfg(not(unix))]
+fn entry_name(bytes: &[u8]) -> std::ffi::OsString {
+    String::from_utf8_lossy(bytes).into_owned().into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::testing::{git, init_repo};
+
+    #[test]
+    fn agrees_with_git_diff_and_skips_nothing_that_changed() {
+        let dir = init_repo();
+        let root = dir.path();
+        let write = |p: &str, c: &str| {
+            let full = root.join(p);
+            std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+            std::fs::write(full, c).expect("write");
+        };
+        for (p, c) in [("a/b/c.txt", "1"), ("a/d.txt", "2"), ("e.txt", "3"), ("f/g.txt", "4"), ("same/x", "5")] {
+            write(p, c);
+        }
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        write("a/b/c.txt", "changed");
+        std::fs::remove_file(root.join("e.txt")).expect("rm");
+        write("e.txt/now-a-folder.txt", "6");
+        std::fs::remove_dir_all(root.join("f")).expect("rm");
+        write("f", "now a file");
+        write("new/deep/file.txt", "7");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "two"]);
+        let repo = Repository::open(root).expect("open");
+        let tree = |rev: &str| repo.revparse_single(rev).and_then(|o| o.peel_to_tree()).map(|t| t.id()).ok();
+        let ours = changed_paths(&repo, tree("HEAD~1"), tree("HEAD")).expect("diff");
+        let theirs: BTreeSet<PathBuf> = git(root, &["diff", "--name-only", "--no-renames", "HEAD~1", "HEAD"])
+            .lines()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(ours, theirs);
+        let all = changed_paths(&repo, None, tree("HEAD")).expect("diff");
+        assert_eq!(all.len(), git(root, &["ls-files"]).lines().count());
+        assert!(changed_paths(&repo, tree("HEAD"), tree("HEAD")).expect("diff").is_empty());
+    }
+}
