@@ -118,7 +118,8 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         });
     }
     let touched = touched(&result, &config, &root);
-    let tree = stage.snapshot(&touched)?;
+    let tree = stage.snapshot(&touched, repo)?;
+    crash_point("snapshot");
     if tree == base_tree {
         // Nothing changed (reads only, or writes that changed nothing): no commit.
         stage.set_head(start)?;
@@ -143,6 +144,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     };
     let parents: Vec<Oid> = base.into_iter().collect();
     let commit = write_commit(repo, tree, &parents, &message(&subject, &trailers))?;
+    crash_point("commit");
     stage.set_head(commit)?;
     let _ = std::fs::remove_file(&marker);
     git.commit = Some(commit.to_string());

@@ -24,11 +24,31 @@ pub struct Checkpoint {
 }
 
 /// Whether the working tree or index differs from HEAD (untracked, non-ignored files count).
-/// Scans the working tree once and writes the refreshed stat data back to the index, so the
-/// next scan (ours or git's) is fast.
+/// Staged changes are found by comparing the index, as a tree, with HEAD's tree: libgit2
+/// reuses the index's cached subtrees, so this is far cheaper than diffing HEAD against every
+/// index entry. Then the working tree is scanned once against the index, and the refreshed
+/// stat data written back so that the next scan (ours or git's) is fast.
 pub fn is_dirty(repo: &Repository) -> Result<bool, git2::Error> {
+    let head_tree = match head_commit(repo)? {
+        Some(head) => Some(repo.find_commit(head)?.tree_id()),
+        None => None,
+    };
+    let mut index = repo.index()?;
+    let staged = match (head_tree, index.write_tree()) {
+        (Some(head), Ok(tree)) => head != tree,
+        (None, Ok(_)) => !index.is_empty(),
+        // Unmerged entries: certainly not clean.
+        (_, Err(_)) => true,
+    };
+    if staged {
+        return Ok(true);
+    }
+    if super::quickscan::certainly_clean(repo)? {
+        return Ok(false);
+    }
     let mut options = StatusOptions::new();
     options
+        .show(git2::StatusShow::Workdir)
         .include_untracked(true)
         .recurse_untracked_dirs(true)
         .include_ignored(false)

@@ -11,11 +11,13 @@ pub mod history;
 pub mod lock;
 pub mod oplog;
 pub mod publish;
+pub mod quickscan;
 pub mod session;
 pub mod stage;
-pub mod treediff;
 #[cfg(test)]
 mod testing;
+pub mod treebuild;
+pub mod treediff;
 pub mod undo;
 
 use std::path::{Path, PathBuf};

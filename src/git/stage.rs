@@ -158,53 +158,31 @@ impl Stage {
             .collect())
     }
 
-    /// Writes the stage's files as a tree (ignored files left out) and updates its index to
-    /// match. With [`Touched::Paths`] only those paths are looked at, so a run that wrote five
-    /// files costs five files, not a walk of the repository.
-    pub fn snapshot(&self, touched: &Touched) -> Result<Oid, StageError> {
-        let mut index = self.repo.index()?;
+    /// Writes the stage's files as a tree (ignored files left out). With [`Touched::Paths`]
+    /// only those paths are read, on top of the tree of the stage's HEAD, and the index is not
+    /// touched, so a run that wrote five files costs five files; the stage's index then lags
+    /// behind for those paths, which only makes the next scan check them again. With
+    /// [`Touched::Anything`] the whole stage is added to its index.
+    pub fn snapshot(&self, touched: &Touched, user: &Repository) -> Result<Oid, StageError> {
         match touched {
             Touched::Anything => {
+                let mut index = self.repo.index()?;
                 index.add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)?;
                 index.update_all(["*"].iter(), None)?;
+                let tree = index.write_tree()?;
+                index.write()?;
+                Ok(tree)
             }
             Touched::Paths(paths) => {
-                for path in paths {
-                    self.stage_path(&mut index, path)?;
-                }
+                let base = self.repo.head()?.peel_to_tree()?.id();
+                let source = super::treebuild::Source {
+                    repo: &self.repo,
+                    root: &self.path,
+                    filters: user,
+                };
+                Ok(super::treebuild::tree_with_paths(&source, base, paths)?)
             }
         }
-        let tree = index.write_tree()?;
-        index.write()?;
-        Ok(tree)
-    }
-
-    /// Puts one path's current state (file, folder, or nothing) into the index.
-    fn stage_path(&self, index: &mut git2::Index, path: &Path) -> Result<(), StageError> {
-        let full = self.path.join(path);
-        let tracked = index.get_path(path, 0).is_some();
-        match std::fs::symlink_metadata(&full) {
-            Ok(meta) if meta.is_dir() => {
-                // A folder created or moved here: remove what the index had under it (a
-                // file of that name, or entries whose files are gone), then add its files.
-                let _ = index.remove_path(path);
-                let _ = index.remove_dir(path, 0);
-                let spec = path.join("*");
-                let spec = spec.to_string_lossy();
-                index.add_all([spec.as_ref()].iter(), git2::IndexAddOption::DEFAULT, None)?;
-            }
-            Ok(_) => {
-                if tracked || !self.repo.is_path_ignored(path)? {
-                    index.add_path(path)?;
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                let _ = index.remove_path(path);
-                let _ = index.remove_dir(path, 0);
-            }
-            Err(e) => return Err(e.into()),
-        }
-        Ok(())
     }
 
     /// Records that the stage now holds `commit` (its files and index already do).
@@ -340,7 +318,7 @@ mod tests {
         std::fs::create_dir_all(stage.path().join("target")).expect("mkdir");
         std::fs::write(stage.path().join("target/out"), "ignored\n").expect("write");
         let tree = repo
-            .find_tree(stage.snapshot(&Touched::Anything).expect("snapshot"))
+            .find_tree(stage.snapshot(&Touched::Anything, &repo).expect("snapshot"))
             .expect("tree");
         let names: Vec<String> = tree
             .iter()

@@ -68,7 +68,9 @@ fn walk(
             out.insert(path.clone());
         }
         let subtree = |e: Option<Entry>| -> Result<Option<Tree<'_>>, git2::Error> {
-            e.filter(|e| e.tree).map(|e| repo.find_tree(e.id)).transpose()
+            e.filter(|e| e.tree)
+                .map(|e| repo.find_tree(e.id))
+                .transpose()
         };
         let (sa, sb) = (subtree(x)?, subtree(y)?);
         if sa.is_some() || sb.is_some() {
@@ -105,7 +107,13 @@ mod tests {
             std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
             std::fs::write(full, c).expect("write");
         };
-        for (p, c) in [("a/b/c.txt", "1"), ("a/d.txt", "2"), ("e.txt", "3"), ("f/g.txt", "4"), ("same/x", "5")] {
+        for (p, c) in [
+            ("a/b/c.txt", "1"),
+            ("a/d.txt", "2"),
+            ("e.txt", "3"),
+            ("f/g.txt", "4"),
+            ("same/x", "5"),
+        ] {
             write(p, c);
         }
         git(root, &["add", "-A"]);
@@ -119,15 +127,27 @@ mod tests {
         git(root, &["add", "-A"]);
         git(root, &["commit", "-q", "-m", "two"]);
         let repo = Repository::open(root).expect("open");
-        let tree = |rev: &str| repo.revparse_single(rev).and_then(|o| o.peel_to_tree()).map(|t| t.id()).ok();
+        let tree = |rev: &str| {
+            repo.revparse_single(rev)
+                .and_then(|o| o.peel_to_tree())
+                .map(|t| t.id())
+                .ok()
+        };
         let ours = changed_paths(&repo, tree("HEAD~1"), tree("HEAD")).expect("diff");
-        let theirs: BTreeSet<PathBuf> = git(root, &["diff", "--name-only", "--no-renames", "HEAD~1", "HEAD"])
-            .lines()
-            .map(PathBuf::from)
-            .collect();
+        let theirs: BTreeSet<PathBuf> = git(
+            root,
+            &["diff", "--name-only", "--no-renames", "HEAD~1", "HEAD"],
+        )
+        .lines()
+        .map(PathBuf::from)
+        .collect();
         assert_eq!(ours, theirs);
         let all = changed_paths(&repo, None, tree("HEAD")).expect("diff");
         assert_eq!(all.len(), git(root, &["ls-files"]).lines().count());
-        assert!(changed_paths(&repo, tree("HEAD"), tree("HEAD")).expect("diff").is_empty());
+        assert!(
+            changed_paths(&repo, tree("HEAD"), tree("HEAD"))
+                .expect("diff")
+                .is_empty()
+        );
     }
 }

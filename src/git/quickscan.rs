@@ -1,0 +1,295 @@
+//! A fast, parallel proof that the working tree matches the index, used before falling back
+//! to libgit2's full status (which stats every file on one thread; git's own status spreads
+//! that over threads, `core.preloadIndex`).
+//!
+//! It answers only "certainly clean" or "cannot tell": every tracked file's stat data must
+//! equal its index entry (and not be racily clean), and every name in a folder holding tracked
+//! files must be tracked or ignored. Anything else — a changed stat, an untracked name,
+//! conflicts, sparse or assume-unchanged entries — sends the caller to the full status, so a
+//! mistake here can only cost time, never hide a change.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use git2::{IndexEntry, ObjectType, Repository};
+
+/// Index flags: stage (conflicts) and assume-unchanged; extended: skip-worktree,
+/// intent-to-add.
+const STAGE_MASK: u16 = 0x3000;
+const ASSUME_VALID: u16 = 0x8000;
+const SKIP_WORKTREE: u16 = 1 << 14;
+const INTENT_TO_ADD: u16 = 1 << 13;
+const GITLINK: u32 = 0o160000;
+
+/// True when the working tree certainly matches the index (untracked, non-ignored files
+/// count as a difference); false when it may not.
+pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
+    let Some(root) = repo.workdir() else {
+        return Ok(false);
+    };
+    let Ok(index_time) = std::fs::metadata(repo.path().join("index")).and_then(|m| m.modified())
+    else {
+        return Ok(false);
+    };
+    let index_time = unix_time(index_time);
+    let index = repo.index()?;
+    let entries: Vec<IndexEntry> = index.iter().collect();
+    if entries.iter().any(|e| {
+        e.flags & (STAGE_MASK | ASSUME_VALID) != 0
+            || e.flags_extended & (SKIP_WORKTREE | INTENT_TO_ADD) != 0
+    }) {
+        return Ok(false);
+    }
+    let mut files: HashSet<&[u8]> = HashSet::with_capacity(entries.len());
+    let mut dirs: HashSet<&[u8]> = HashSet::new();
+    dirs.insert(b"");
+    let mut submodules: HashSet<&[u8]> = HashSet::new();
+    for entry in &entries {
+        let path = entry.path.as_slice();
+        if entry.mode == GITLINK {
+            submodules.insert(path);
+        } else {
+            files.insert(path);
+        }
+        let mut end = path.len();
+        while let Some(slash) = path[..end].iter().rposition(|b| *b == b'/') {
+            if !dirs.insert(&path[..slash]) {
+                break;
+            }
+            end = slash;
+        }
+    }
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    let changed = AtomicBool::new(false);
+    let racy: std::sync::Mutex<Vec<&IndexEntry>> = std::sync::Mutex::new(Vec::new());
+    // Tracked files: stat data as recorded.
+    std::thread::scope(|scope| {
+        let chunk = entries.len().div_ceil(threads).max(1);
+        for part in entries.chunks(chunk) {
+            let (changed, racy) = (&changed, &racy);
+            scope.spawn(move || {
+                for entry in part {
+                    if changed.load(Ordering::Relaxed) {
+                        return;
+                    }
+                    match stat_state(root, entry, index_time) {
+                        Stat::Same => {}
+                        Stat::Racy => match racy.lock() {
+                            Ok(mut list) => list.push(entry),
+                            Err(_) => changed.store(true, Ordering::Relaxed),
+                        },
+                        Stat::Changed => changed.store(true, Ordering::Relaxed),
+                    }
+                }
+            });
+        }
+    });
+    if changed.load(Ordering::Relaxed) {
+        return Ok(false);
+    }
+    // Racily clean entries (written in the same clock tick as the index, typically the files
+    // the last operation wrote): their content decides. Hashed without filters, so a file
+    // with CRLF conversion counts as changed and goes to the full status.
+    for entry in racy.into_inner().unwrap_or_default() {
+        let path = root.join(bytes_path(&entry.path));
+        let content = if entry.mode & 0o170000 == 0o120000 {
+            std::fs::read_link(&path).ok().and_then(|t| {
+                git2::Oid::hash_object(ObjectType::Blob, t.as_os_str().as_encoded_bytes()).ok()
+            })
+        } else {
+            git2::Oid::hash_file(ObjectType::Blob, &path).ok()
+        };
+        if content != Some(entry.id) {
+            return Ok(false);
+        }
+    }
+    // Untracked names in the folders that hold tracked files.
+    let dir_list: Vec<&[u8]> = dirs.iter().copied().collect();
+    let found: std::sync::Mutex<Vec<(PathBuf, bool)>> = std::sync::Mutex::new(Vec::new());
+    let unreadable = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        let chunk = dir_list.len().div_ceil(threads).max(1);
+        for part in dir_list.chunks(chunk) {
+            let (found, unreadable, files, dirs, submodules) =
+                (&found, &unreadable, &files, &dirs, &submodules);
+            scope.spawn(move || {
+                let mut local = Vec::new();
+                for dir in part {
+                    let Ok(read) = std::fs::read_dir(root.join(bytes_path(dir))) else {
+                        unreadable.store(true, Ordering::Relaxed);
+                        return;
+                    };
+                    for child in read.flatten() {
+                        let name = child.file_name();
+                        let name = name.as_encoded_bytes();
+                        if dir.is_empty() && name == b".git" {
+                            continue;
+                        }
+                        let mut rel = dir.to_vec();
+                        if !rel.is_empty() {
+                            rel.push(b'/');
+                        }
+                        rel.extend_from_slice(name);
+                        let rel = rel.as_slice();
+                        if files.contains(rel) || dirs.contains(rel) || submodules.contains(rel) {
+                            continue;
+                        }
+                        let is_dir = child.file_type().is_ok_and(|t| t.is_dir());
+                        local.push((bytes_path(rel).to_path_buf(), is_dir));
+                    }
+                }
+                if let Ok(mut all) = found.lock() {
+                    all.extend(local);
+                }
+            });
+        }
+    });
+    if unreadable.load(Ordering::Relaxed) {
+        return Ok(false);
+    }
+    let found = found.into_inner().unwrap_or_default();
+    for (path, is_dir) in found {
+        // libgit2 matches folder patterns (`target/`) only with the trailing slash.
+        let probe = if is_dir { path.join("") } else { path };
+        if !repo.is_path_ignored(&probe)? {
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
+/// How a tracked file's stat data compares with its index entry.
+enum Stat {
+    /// As recorded: unchanged.
+    Same,
+    /// As recorded, but modified no earlier than the index was written: stat data cannot
+    /// tell (git's "racily clean"); the content must be compared.
+    Racy,
+    /// Different, missing, or a submodule: the full status decides.
+    Changed,
+}
+
+fn stat_state(root: &Path, entry: &IndexEntry, index_time: (i64, u32)) -> Stat {
+    if entry.mode == GITLINK {
+        return Stat::Same;
+    }
+    let Ok(meta) = std::fs::symlink_metadata(root.join(bytes_path(&entry.path))) else {
+        return Stat::Changed;
+    };
+    let mtime = (i64::from(entry.mtime.seconds()), entry.mtime.nanoseconds());
+    if stat_matches(&meta, entry, mtime, entry.file_size) {
+        if mtime >= index_time {
+            Stat::Racy
+        } else {
+            Stat::Same
+        }
+    } else if entry.file_size == 0 && stat_matches(&meta, entry, mtime, meta_size(&meta)) {
+        // git and libgit2 "smudge" a racily clean entry when writing the index (size 0)
+        // so that it cannot pass as clean; its content decides.
+        Stat::Racy
+    } else {
+        Stat::Changed
+    }
+}
+
+fn meta_size(meta: &std::fs::Metadata) -> u32 {
+    meta.len() as u32
+}
+
+/// Whether type, executable bit, times, inode and size (`size`, as the index records it)
+/// are the file's.
+#[cfg(unix)]
+fn stat_matches(
+    meta: &std::fs::Metadata,
+    entry: &IndexEntry,
+    mtime: (i64, u32),
+    size: u32,
+) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    let kind_ok = match entry.mode & 0o170000 {
+        0o120000 => meta.file_type().is_symlink(),
+        0o100000 => {
+            meta.file_type().is_file() && (meta.mode() & 0o100 != 0) == (entry.mode & 0o100 != 0)
+        }
+        _ => false,
+    };
+    kind_ok
+        && (meta.mtime(), meta.mtime_nsec() as u32) == mtime
+        && (meta.ctime(), meta.ctime_nsec() as u32)
+            == (i64::from(entry.ctime.seconds()), entry.ctime.nanoseconds())
+        && meta.size() as u32 == size
+        && meta.ino() as u32 == entry.ino
+}
+
+#[cfg(not(unix))]
+fn stat_matches(_: &std::fs::Metadata, _: &IndexEntry, _: (i64, u32), _: u32) -> bool {
+    false
+}
+
+fn unix_time(time: std::time::SystemTime) -> (i64, u32) {
+    time.duration_since(std::time::UNIX_EPOCH)
+        .map(|d| (d.as_secs() as i64, d.subsec_nanos()))
+        .unwrap_or((0, 0))
+}
+
+#[cfg(unix)]
+fn bytes_path(bytes: &[u8]) -> &Path {
+    use std::os::unix::ffi::OsStrExt as _;
+    Path::new(std::ffi::OsStr::from_bytes(bytes))
+}
+
+#[cfg(not(unix))]
+fn bytes_path(bytes: &[u8]) -> &Path {
+    Path::new(std::str::from_utf8(bytes).unwrap_or("\u{fffd}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::testing::{git, init_repo};
+
+    #[test]
+    fn clean_only_when_nothing_differs() {
+        let dir = init_repo();
+        let root = dir.path();
+        let write = |p: &str, c: &str| {
+            let full = root.join(p);
+            std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+            std::fs::write(full, c).expect("write");
+        };
+        write(".gitignore", "target/\n*.log\n");
+        write("a.txt", "a\n");
+        write("src/deep/b.rs", "b\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        // Let the clock move past the files' mtimes, then refresh the index (not racy).
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        git(root, &["update-index", "--really-refresh"]);
+        let repo = Repository::open(root).expect("open");
+        let clean = || certainly_clean(&repo).expect("scan");
+        assert!(clean(), "a fresh checkout is clean");
+        write("target/out.bin", "ignored\n");
+        write("src/debug.log", "ignored\n");
+        assert!(clean(), "ignored files do not count");
+        write("src/deep/new.rs", "untracked\n");
+        assert!(!clean(), "an untracked file");
+        std::fs::remove_file(root.join("src/deep/new.rs")).expect("rm");
+        write("newdir/x", "untracked folder\n");
+        assert!(!clean(), "an untracked folder");
+        std::fs::remove_dir_all(root.join("newdir")).expect("rm");
+        assert!(clean());
+        write("a.txt", "changed\n");
+        assert!(!clean(), "a modified file");
+        write("a.txt", "a\n");
+        assert!(!clean(), "same content, new stat: the full status decides");
+        // What publish does: the file written, then at once its index entry (libgit2 smudges
+        // it if racily clean; then its content decides).
+        let mut index = repo.index().expect("index");
+        index.add_path(Path::new("a.txt")).expect("add");
+        index.write().expect("write");
+        assert!(clean(), "an entry written right after its file");
+        std::fs::remove_file(root.join("src/deep/b.rs")).expect("rm");
+        assert!(!clean(), "a deleted file");
+    }
+}
