@@ -34,7 +34,11 @@ pub fn is_dirty(repo: &Repository) -> Result<bool, git2::Error> {
         None => None,
     };
     let mut index = repo.index()?;
-    let staged = match (head_tree, index.write_tree()) {
+    let index_tree = match known_index_tree(repo) {
+        Some(tree) => Ok(tree),
+        None => index.write_tree(),
+    };
+    let staged = match (head_tree, index_tree) {
         (Some(head), Ok(tree)) => head != tree,
         (None, Ok(_)) => !index.is_empty(),
         // Unmerged entries: certainly not clean.
@@ -55,6 +59,55 @@ pub fn is_dirty(repo: &Repository) -> Result<bool, git2::Error> {
         .exclude_submodules(true)
         .update_index(true);
     Ok(!repo.statuses(Some(&mut options))?.is_empty())
+}
+
+/// Where git-loaf notes which tree the index holds, after writing it.
+fn index_note_path(repo: &Repository) -> std::path::PathBuf {
+    let name = repo
+        .path()
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    repo.commondir()
+        .join("loaf")
+        .join(format!("index-tree-{name}"))
+}
+
+/// The identity of the index file: git and libgit2 replace it by rename on every write, so
+/// the same inode, size and mtime mean the same file.
+#[cfg(unix)]
+fn index_identity(repo: &Repository) -> Option<String> {
+    use std::os::unix::fs::MetadataExt as _;
+    let meta = std::fs::metadata(repo.path().join("index")).ok()?;
+    Some(format!(
+        "{} {} {} {}",
+        meta.ino(),
+        meta.len(),
+        meta.mtime(),
+        meta.mtime_nsec()
+    ))
+}
+
+#[cfg(not(unix))]
+fn index_identity(_repo: &Repository) -> Option<String> {
+    None
+}
+
+/// Records that the index file, just written, holds `tree`: the next dirty check then needs
+/// neither to rebuild the index's tree (~5 ms on 20,000 files) nor to trust anything else.
+pub fn note_index_tree(repo: &Repository, tree: Oid) {
+    if let Some(identity) = index_identity(repo) {
+        let _ = std::fs::write(index_note_path(repo), format!("{tree} {identity}"));
+    }
+}
+
+/// The tree the index holds, if the index file is still the one [`note_index_tree`] saw.
+fn known_index_tree(repo: &Repository) -> Option<Oid> {
+    let note = std::fs::read_to_string(index_note_path(repo)).ok()?;
+    let (tree, identity) = note.split_once(' ')?;
+    (Some(identity) == index_identity(repo).as_deref())
+        .then(|| Oid::from_str(tree).ok())
+        .flatten()
 }
 
 /// The commit HEAD points at, or `None` on an unborn branch.

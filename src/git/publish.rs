@@ -432,6 +432,7 @@ fn write_files(
         set_index_entry(&mut index, &t.workdir, path, &to_index, &to_work)?;
     }
     index.write()?;
+    super::checkpoint::note_index_tree(repo, to_index.id());
     Ok(skipped)
 }
 

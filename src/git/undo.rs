@@ -13,7 +13,7 @@ use git2::{Oid, Repository};
 use super::apply::{head_ref, new_id, now_secs};
 use super::checkpoint;
 use super::oplog::{self, OpEntry, OpKind, UserState};
-use super::publish::{self, Transition, differing};
+use super::publish::{self, Transition, crash_point, differing};
 use super::session::{Session, TxError};
 
 /// What undo or redo did.
@@ -42,6 +42,7 @@ pub struct Walked {
 /// Undoes the most recent operation not yet undone in the working tree containing `cwd`.
 pub fn undo(cwd: &Path, force: bool) -> Result<Walked, TxError> {
     let session = Session::begin(cwd, "undo")?;
+    crash_point("locked");
     let workdir = session.root.display().to_string();
     let entries = oplog::entries(&session.repo)?;
     let Some(target) = oplog::stacks(&entries, &workdir).undoable.pop() else {
@@ -53,9 +54,11 @@ pub fn undo(cwd: &Path, force: bool) -> Result<Walked, TxError> {
                     .into(),
         });
     };
+    crash_point("logged");
     if !force {
         refuse_if_pushed(&session.repo, &target)?;
     }
+    crash_point("pushed-checked");
     walk(session, target, OpKind::Undo, force)
 }
 
@@ -99,6 +102,7 @@ fn walk(session: Session, target: OpEntry, kind: OpKind, force: bool) -> Result<
     let head = head.map(|o| o.to_string());
     let id = new_id(&target.id);
     let current = current_state(repo, head.clone(), &id)?;
+    crash_point("scanned");
     let changed =
         head != expected.head || current.work != expected.work || current.index != expected.index;
     let mut saved = None;

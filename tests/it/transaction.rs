@@ -330,6 +330,13 @@ fn undo_refuses_changes_since_and_pushed_commits_unless_forced() {
     assert_eq!(code(&undo), Some(3), "{}", stderr(&undo));
     assert!(stderr(&undo).contains("changed since"), "{}", stderr(&undo));
     assert_eq!(s.state(), edited, "nothing changed");
+    // Only the index changed since (the file is as the apply left it).
+    s.write("a.txt", "AI");
+    s.git(&["rm", "-q", "--cached", "a.txt"]);
+    let unstaged = s.state();
+    assert_eq!(code(&s.loaf(&["undo"], "")), Some(3), "an index-only change is seen");
+    assert_eq!(s.state(), unstaged);
+    s.git(&["add", "a.txt"]);
     // An untracked file created since.
     s.write("a.txt", "AI\n");
     s.write("new.txt", "new\n");
