@@ -66,6 +66,13 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     let config = Config::load(&root)?;
     let id = new_id(reply);
     let (ref_name, old_head) = head_ref(repo)?;
+    checkpoint::refuse_intent_to_add(repo).map_err(|paths| TxError::Refused {
+        message: format!(
+            "{} added with `git add -N` (intent to add): git-loaf cannot record that state exactly, so undo could not restore it",
+            paths.join(", ")
+        ),
+        hint: "`git add` those files (or `git reset` them to untrack), then apply again".into(),
+    })?;
     let checkpoint = checkpoint::take(repo, &id).map_err(|e| {
         if e.class() == git2::ErrorClass::Index {
             TxError::Refused {
@@ -117,7 +124,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
             notices: session.notices,
         });
     }
-    let touched = touched(&result, &config, &root);
+    let touched = through_symlinks_means_anything(touched(&result, &config, &root), stage.path());
     let tree = stage.snapshot(&touched, repo)?;
     crash_point("snapshot");
     if tree == base_tree {
@@ -185,7 +192,11 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     };
     let kept = match publish::publish(repo, &transition, true) {
         Ok(()) => None,
-        Err(error @ (PublishError::Moved { .. } | PublishError::Changed(_))) => {
+        Err(
+            error @ (PublishError::Moved { .. }
+            | PublishError::Changed(_)
+            | PublishError::IndexLocked(_)),
+        ) => {
             let refname = format!("refs/loaf/{id}");
             repo.reference(&refname, commit, true, "git-loaf: kept, not published")?;
             Some(Kept {
@@ -284,6 +295,26 @@ fn touched(result: &ExecutionResult, config: &Config, root: &Path) -> Touched {
     paths.sort();
     paths.dedup();
     Touched::Paths(paths)
+}
+
+/// An action on a path that passes through a symlink in the stage (a linked file or folder)
+/// changed the link's target, not the path it named: the touched paths no longer say what
+/// changed, so the whole stage is looked at.
+fn through_symlinks_means_anything(touched: Touched, stage: &Path) -> Touched {
+    let Touched::Paths(paths) = &touched else {
+        return touched;
+    };
+    let linked = paths.iter().any(|path| {
+        path.ancestors()
+            .filter(|p| !p.as_os_str().is_empty())
+            .any(|p| {
+                stage
+                    .join(p)
+                    .symlink_metadata()
+                    .is_ok_and(|m| m.file_type().is_symlink())
+            })
+    });
+    if linked { Touched::Anything } else { touched }
 }
 
 /// `path` relative to `root`, `.` and `..` resolved lexically; `None` outside the root or for

@@ -124,6 +124,22 @@ pub fn head_commit(repo: &Repository) -> Result<Option<Oid>, git2::Error> {
     }
 }
 
+/// Paths staged with `git add -N` (intent to add). A checkpoint records the index as a tree,
+/// which has no place for that flag (the entry would come back as a staged empty file), so
+/// an operation refuses rather than restore something else than what was there.
+pub fn refuse_intent_to_add(repo: &Repository) -> Result<(), Vec<String>> {
+    const INTENT_TO_ADD: u16 = 1 << 13;
+    let Ok(index) = repo.index() else {
+        return Ok(());
+    };
+    let paths: Vec<String> = index
+        .iter()
+        .filter(|e| e.flags_extended & INTENT_TO_ADD != 0)
+        .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+        .collect();
+    if paths.is_empty() { Ok(()) } else { Err(paths) }
+}
+
 /// Records the working tree and index if they differ from HEAD; `None` when they do not.
 /// Writes objects only: the user's files, index and refs are untouched.
 pub fn take(repo: &Repository, id: &str) -> Result<Option<Checkpoint>, git2::Error> {

@@ -75,6 +75,9 @@ pub enum PublishError {
     /// The user changed paths the transition also changes.
     #[error("you changed {} while git-loaf ran", list(.0))]
     Changed(Vec<PathBuf>),
+    /// Another git command holds the index lock.
+    #[error("another git command is using the index ({} exists)", .0.display())]
+    IndexLocked(PathBuf),
     /// git failed.
     #[error("{0}")]
     Git(#[from] git2::Error),
@@ -146,6 +149,12 @@ pub fn publish(repo: &Repository, t: &Transition, check_user: bool) -> Result<()
             return Err(PublishError::Changed(changed));
         }
     }
+    // The index is written after the commit point: make sure no one holds it first, rather
+    // than move the branch and then fail half way (the journal would finish it, but later).
+    let index_lock = repo.path().join("index.lock");
+    if index_lock.exists() {
+        return Err(PublishError::IndexLocked(index_lock));
+    }
     let journal = journal_path(repo);
     write_journal(&journal, t)?;
     crash_point("journal");
@@ -208,7 +217,10 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
         return Ok(Recovered::RolledBack);
     };
     let now = current(&user, &t.ref_name);
-    if now != t.new || now == t.old {
+    // When the ref does not move (old == new: e.g. a forced undo whose HEAD is already
+    // where it goes), its value cannot tell whether the crash came before the commit point;
+    // rolling forward carefully is safe either way.
+    if now != t.new || (now == t.old && t.old != t.new) {
         std::fs::remove_file(&journal)?;
         return Ok(Recovered::RolledBack);
     }

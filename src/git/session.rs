@@ -60,7 +60,9 @@ impl TxError {
     pub fn is_refusal(&self) -> bool {
         matches!(
             self,
-            TxError::Refused { .. } | TxError::Lock(LockError::Busy { .. })
+            TxError::Refused { .. }
+                | TxError::Lock(LockError::Busy { .. })
+                | TxError::Publish(PublishError::IndexLocked(_))
         )
     }
 
@@ -81,6 +83,10 @@ impl TxError {
             TxError::Config(_) => {
                 "fix loaf.yml (see loaf.yml.example for every key), or move it away to use the defaults".into()
             }
+            TxError::Publish(PublishError::IndexLocked(path)) => format!(
+                "wait for that git command to finish and try again; if none is running (a crash), remove {}",
+                path.display()
+            ),
             TxError::Stage(_) | TxError::Publish(_) | TxError::Git(_) => {
                 "nothing of yours was changed; run `git status` to check the repository, then try again (LOAF_LOG=debug shows more)".into()
             }
@@ -153,8 +159,10 @@ impl Session {
 
 /// Removes the `.lock` files a killed git-loaf process may have left: in the stage (ours
 /// alone) always; in the user's repository only those created while that process ran
-/// (modified at or after `since`, in seconds since the epoch), so that a lock held by one of
-/// the user's own git commands started before it is left alone. Returns what was removed.
+/// (modified at or after `since`, in seconds since the epoch) that no running process holds
+/// open (git and libgit2 keep a lock file open until they commit or drop it), so that a
+/// lock of one of the user's own git commands is never taken away. Returns what was
+/// removed.
 fn remove_stale_git_locks(repo: &Repository, since: u64) -> Vec<String> {
     let common = repo.commondir();
     let git_dir = repo.path();
@@ -189,9 +197,32 @@ fn remove_stale_git_locks(repo: &Repository, since: u64) -> Vec<String> {
             .ok()
             .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
             .is_some_and(|t| t.as_secs() >= since);
-        if created_during && std::fs::remove_file(&path).is_ok() {
+        if created_during && !held_open(&path) && std::fs::remove_file(&path).is_ok() {
             removed.push(path.display().to_string());
         }
     }
     removed
+}
+
+/// Whether any process has `path` open (Linux: `/proc/*/fd`). When that cannot be known, it
+/// is assumed open: a lock is then left for the user (git's message names it).
+fn held_open(path: &Path) -> bool {
+    let Ok(processes) = std::fs::read_dir("/proc") else {
+        return true;
+    };
+    let Ok(target) = path.canonicalize() else {
+        return false; // gone already
+    };
+    for process in processes.flatten() {
+        let Ok(fds) = std::fs::read_dir(process.path().join("fd")) else {
+            continue; // another user's process, or exited meanwhile
+        };
+        if fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|link| link == target))
+        {
+            return true;
+        }
+    }
+    false
 }

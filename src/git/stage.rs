@@ -177,10 +177,11 @@ impl Stage {
                 let base = self.repo.head()?.peel_to_tree()?.id();
                 let source = super::treebuild::Source {
                     repo: &self.repo,
+                    base,
                     root: &self.path,
                     filters: user,
                 };
-                Ok(super::treebuild::tree_with_paths(&source, base, paths)?)
+                Ok(super::treebuild::tree_with_paths(&source, paths)?)
             }
         }
     }

@@ -26,6 +26,9 @@ const GITLINK_MODE: i32 = 0o160000;
 pub struct Source<'a> {
     /// The repository the files are in (objects, ignore rules).
     pub repo: &'a Repository,
+    /// The tree the paths are applied to: what it tracks stays tracked even if ignored, and
+    /// its submodules are kept.
+    pub base: Oid,
     /// Its working tree.
     pub root: &'a Path,
     /// The repository whose attributes pick the filters.
@@ -38,11 +41,10 @@ pub struct Source<'a> {
 /// already hold are left out, as `git add` would.
 pub fn tree_with_paths(
     source: &Source<'_>,
-    base: Oid,
     paths: &[std::path::PathBuf],
 ) -> Result<Oid, git2::Error> {
     let repo = source.repo;
-    let base_tree = repo.find_tree(base)?;
+    let base_tree = repo.find_tree(source.base)?;
     let mut changes: Vec<(Vec<OsString>, Value)> = Vec::new();
     for path in paths {
         let parts: Vec<OsString> = path
@@ -55,8 +57,7 @@ pub fn tree_with_paths(
         if parts.is_empty() {
             continue;
         }
-        let tracked = base_tree.get_path(path).is_ok();
-        let value = from_disk(source, path, tracked)?;
+        let value = from_disk(source, &base_tree, path)?;
         changes.push((parts, value));
     }
     // Shallow paths first, so that a folder rebuilt from disk is refined, not undone, by a
@@ -71,9 +72,15 @@ fn empty_tree(repo: &Repository) -> Result<Oid, git2::Error> {
 }
 
 /// The entry `path` should have, read from disk.
-fn from_disk(source: &Source<'_>, path: &Path, tracked: bool) -> Result<Value, git2::Error> {
+fn from_disk(source: &Source<'_>, base: &Tree<'_>, path: &Path) -> Result<Value, git2::Error> {
     let repo = source.repo;
     let full = source.root.join(path);
+    let in_base = base.get_path(path).ok().map(|e| (e.id(), e.filemode()));
+    // A submodule is never checked out in the stage: keep what the base records.
+    if let Some((_, GITLINK_MODE)) = in_base {
+        return Ok(in_base);
+    }
+    let tracked = in_base.is_some();
     let meta = match std::fs::symlink_metadata(&full) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -91,7 +98,7 @@ fn from_disk(source: &Source<'_>, path: &Path, tracked: bool) -> Result<Value, g
         )));
     }
     if meta.is_dir() {
-        return folder(source, path);
+        return folder(source, base, path);
     }
     let bytes = std::fs::read(&full)
         .map_err(|e| git2::Error::from_str(&format!("{}: {e}", full.display())))?;
@@ -117,7 +124,7 @@ fn file_mode(_meta: &std::fs::Metadata) -> i32 {
 }
 
 /// A folder on disk as a tree (`None` when it holds nothing git would keep).
-fn folder(source: &Source<'_>, path: &Path) -> Result<Value, git2::Error> {
+fn folder(source: &Source<'_>, base: &Tree<'_>, path: &Path) -> Result<Value, git2::Error> {
     let repo = source.repo;
     let full = source.root.join(path);
     let read = std::fs::read_dir(&full)
@@ -131,7 +138,7 @@ fn folder(source: &Source<'_>, path: &Path) -> Result<Value, git2::Error> {
             continue;
         }
         let child = path.join(&name);
-        if let Some((id, mode)) = from_disk(source, &child, false)? {
+        if let Some((id, mode)) = from_disk(source, base, &child)? {
             builder.insert(&name, id, mode)?;
         }
     }
@@ -217,7 +224,9 @@ mod tests {
         write("old/x.md", "x\n");
         write("old/deep/y.md", "y\n");
         write("keep/k.md", "k\n");
+        write("keep/tracked.log", "tracked though ignored\n");
         git(root, &["add", "-A"]);
+        git(root, &["add", "-f", "keep/tracked.log"]);
         git(root, &["commit", "-q", "-m", "base"]);
         let base = git(root, &["rev-parse", "HEAD^{tree}"]);
         write("a.txt", "one\r\ntwo\r\n");
@@ -246,17 +255,18 @@ mod tests {
             "debug.log",
             "empty",
             "missing/file",
+            "keep",
         ]
         .iter()
         .map(PathBuf::from)
         .collect();
         let source = Source {
             repo: &repo,
+            base: Oid::from_str(base.trim()).expect("oid"),
             root,
             filters: &repo,
         };
-        let ours = tree_with_paths(&source, Oid::from_str(base.trim()).expect("oid"), &touched)
-            .expect("tree");
+        let ours = tree_with_paths(&source, &touched).expect("tree");
         git(root, &["add", "-A"]);
         let theirs = git(root, &["write-tree"]);
         assert_eq!(ours.to_string(), theirs.trim());

@@ -118,7 +118,7 @@ fn spawn_apply(s: &Scratch, text: &str, env: &[(&str, &str)]) -> Child {
 /// Runs the next command (a read-only apply) and returns the state it leaves, after checking
 /// it worked and left the repository tidy.
 fn next_command(s: &Scratch) -> String {
-    let out = s.apply(&block("r9z", "file_read", &[("path", "/repo/keep.txt")]));
+    let out = s.apply(&block("r9z", "file_read", &[("path", "/repo/a.txt")]));
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -305,4 +305,33 @@ fn four_applies_at_once_each_commit_or_exit_3_and_nothing_is_lost() {
         "one log entry per commit, and the root of the log"
     );
     s.assert_tidy();
+}
+
+#[test]
+fn a_crash_in_an_undo_that_does_not_move_the_branch_rolls_forward() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    let out = s.apply(&block(
+        "w1a",
+        "file_write",
+        &[("path", "/repo/a.txt"), ("content", "model\n")],
+    ));
+    assert_eq!(out.status.code(), Some(0));
+    let before = s.git(&["rev-parse", "HEAD~1"]);
+    s.git(&["reset", "-q", "--soft", "HEAD~1"]);
+    let crashed = Command::new(assert_cmd::cargo::cargo_bin("git-loaf"))
+        .args(["undo", "--force"])
+        .current_dir(&s.root)
+        .envs(ENV)
+        .env("LOAF_CRASH_AT", "checkout")
+        .status()
+        .expect("runs");
+    assert!(!crashed.success());
+    next_command(&s);
+    assert_eq!(s.git(&["rev-parse", "HEAD"]), before);
+    assert_eq!(
+        s.git(&["status", "--porcelain"]),
+        "",
+        "files and index both as before the apply"
+    );
+    assert_eq!(s.read("a.txt").as_deref(), Some("a\n"));
 }

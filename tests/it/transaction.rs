@@ -334,7 +334,11 @@ fn undo_refuses_changes_since_and_pushed_commits_unless_forced() {
     s.write("a.txt", "AI");
     s.git(&["rm", "-q", "--cached", "a.txt"]);
     let unstaged = s.state();
-    assert_eq!(code(&s.loaf(&["undo"], "")), Some(3), "an index-only change is seen");
+    assert_eq!(
+        code(&s.loaf(&["undo"], "")),
+        Some(3),
+        "an index-only change is seen"
+    );
     assert_eq!(s.state(), unstaged);
     s.git(&["add", "a.txt"]);
     // An untracked file created since.
@@ -607,4 +611,133 @@ fn moves_deletions_and_folder_changes_commit_exactly_what_the_stage_holds() {
     assert_eq!(s.read("src/b.rs").as_deref(), Some("b\n"));
     assert_eq!(code(&s.loaf(&["undo"], "")), Some(0));
     assert_eq!(s.state(), before);
+}
+
+#[test]
+fn a_tracked_file_that_is_ignored_survives_a_folder_action() {
+    let s = Scratch::with(&[(".gitignore", "*.log\n"), ("src/a.txt", "a\n")]);
+    s.write("src/gen.log", "keep me\n");
+    s.git(&["add", "-f", "src/gen.log"]);
+    s.commit_all("tracked log");
+    let head = s.head();
+    let out = s.apply(&block("d1r", "dir_delete", &[("path", "/repo/src")]));
+    assert_eq!(code(&out), Some(1), "not empty: refused");
+    assert_eq!(s.head(), head, "nothing to commit");
+    assert_eq!(s.read("src/gen.log").as_deref(), Some("keep me\n"));
+    let out = s.apply(&format!(
+        "{}{}",
+        block("c1d", "dir_create", &[("path", "/repo/src")]),
+        block(
+            "w2e",
+            "file_write",
+            &[("path", "/repo/src/b.txt"), ("content", "b")]
+        ),
+    ));
+    assert_eq!(code(&out), Some(0), "{}", s.redact(&out.stdout));
+    assert_eq!(
+        s.git(&["ls-tree", "-r", "--name-only", "HEAD", "src"]),
+        "src/a.txt\nsrc/b.txt\nsrc/gen.log\n"
+    );
+    assert_eq!(s.read("src/gen.log").as_deref(), Some("keep me\n"));
+}
+
+#[test]
+fn writes_through_symlinks_commit_the_target_and_keep_the_links() {
+    let s = Scratch::with(&[("a.txt", "a\n"), ("real/x.txt", "x\n")]);
+    std::os::unix::fs::symlink("a.txt", s.root.join("alink")).expect("symlink");
+    std::os::unix::fs::symlink("real", s.root.join("linkdir")).expect("symlink");
+    s.commit_all("links");
+    let out = s.apply(&format!(
+        "{}{}",
+        block(
+            "w1a",
+            "file_write",
+            &[("path", "/repo/alink"), ("content", "via link\n")]
+        ),
+        block(
+            "w2b",
+            "file_write",
+            &[("path", "/repo/linkdir/new.txt"), ("content", "new\n")]
+        ),
+    ));
+    assert_eq!(code(&out), Some(0), "{}", s.redact(&out.stdout));
+    assert_eq!(s.git(&["show", "HEAD:a.txt"]), "via link\n");
+    assert_eq!(s.git(&["show", "HEAD:real/new.txt"]), "new\n");
+    assert_eq!(
+        s.git(&["ls-tree", "HEAD", "alink", "linkdir"])
+            .matches("120000")
+            .count(),
+        2,
+        "still links"
+    );
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    // The stage holds nothing left over for a later apply to pick up.
+    let out = s.apply(&block(
+        "w3c",
+        "file_write",
+        &[("path", "/repo/b.txt"), ("content", "b\n")],
+    ));
+    assert_eq!(code(&out), Some(0));
+    assert_eq!(
+        s.git(&["show", "--name-only", "--format=", "HEAD"]),
+        "b.txt\n"
+    );
+}
+
+#[test]
+fn intent_to_add_entries_are_refused_rather_than_restored_wrongly() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    s.write("ita.txt", "intent\n");
+    s.git(&["add", "-N", "ita.txt"]);
+    let before = s.state();
+    let out = s.apply(&block(
+        "w1a",
+        "file_write",
+        &[("path", "/repo/a.txt"), ("content", "b")],
+    ));
+    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("git add -N"), "{}", stderr(&out));
+    assert_eq!(s.state(), before);
+}
+
+#[test]
+fn a_git_lock_held_by_a_live_process_is_never_removed() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    let loaf_lock = s.root.join(".git/loaf/lock");
+    std::fs::create_dir_all(loaf_lock.parent().expect("parent")).expect("mkdir");
+    std::fs::write(
+        &loaf_lock,
+        "{\"pid\":999999999,\"command\":\"apply\",\"since\":1}",
+    )
+    .expect("write");
+    let index_lock = s.root.join(".git/index.lock");
+    let mut holder = std::process::Command::new("bash")
+        .args([
+            "-c",
+            "exec 3>\"$1\"; sleep 30",
+            "hold",
+            &index_lock.to_string_lossy(),
+        ])
+        .spawn()
+        .expect("bash runs");
+    while !index_lock.exists() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::write(s.root.join("a.txt"), "dirty\n").expect("write");
+    let out = s.apply(&block(
+        "w1a",
+        "file_write",
+        &[("path", "/repo/b.txt"), ("content", "b")],
+    ));
+    let still_there = index_lock.exists();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert!(still_there, "the live lock stays");
+    assert_eq!(code(&out), Some(3), "{}", stderr(&out));
+    assert!(stderr(&out).contains("index.lock"), "{}", stderr(&out));
+    assert_eq!(s.read("b.txt"), None, "nothing written");
+    assert_eq!(s.git(&["log", "--format=%s"]), "initial\n");
 }
