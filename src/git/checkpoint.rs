@@ -178,33 +178,10 @@ pub fn take(repo: &Repository, id: &str) -> Result<Option<Checkpoint>, git2::Err
 
 #[cfg(test)]
 mod tests {
-    use std::path::Path;
-
     use super::*;
-    use crate::git::testing::{git, init_repo, user_state as state};
-
-    fn repo() -> tempfile::TempDir {
-        let dir = init_repo();
-        let root = dir.path();
-        std::fs::write(root.join(".gitignore"), "*.log\n").expect("write");
-        std::fs::write(root.join("a.txt"), "1\n2\n3\n").expect("write");
-        std::fs::write(root.join("gone.txt"), "x\n").expect("write");
-        git(root, &["add", "-A"]);
-        git(root, &["commit", "-q", "-m", "first"]);
-        dir
-    }
+    use crate::git::testing::{committed_repo as repo, git, make_dirty, user_state as state};
 
     /// Uncommitted work of every kind: a partially staged file (line 1 staged, line 3 not),
-    /// a deletion, an untracked file and an ignored one.
-    fn make_dirty(root: &Path) {
-        std::fs::write(root.join("a.txt"), "ONE\n2\n3\n").expect("write");
-        git(root, &["add", "a.txt"]);
-        std::fs::write(root.join("a.txt"), "ONE\n2\nTHREE\n").expect("write");
-        std::fs::remove_file(root.join("gone.txt")).expect("rm");
-        std::fs::write(root.join("new.txt"), "new\n").expect("write");
-        std::fs::write(root.join("debug.log"), "ignored\n").expect("write");
-    }
-
     /// Everything `git` says about the user's state.
     #[test]
     fn a_clean_tree_needs_no_checkpoint() {

@@ -521,27 +521,7 @@ mod tests {
     use super::*;
     use crate::git::checkpoint;
     use crate::git::oplog::{OpKind, UserState};
-    use crate::git::testing::{git, init_repo, user_state};
-
-    fn repo() -> tempfile::TempDir {
-        let dir = init_repo();
-        let root = dir.path();
-        std::fs::write(root.join(".gitignore"), "*.log\n").expect("write");
-        std::fs::write(root.join("a.txt"), "1\n2\n3\n").expect("write");
-        std::fs::write(root.join("gone.txt"), "x\n").expect("write");
-        git(root, &["add", "-A"]);
-        git(root, &["commit", "-q", "-m", "first"]);
-        dir
-    }
-
-    fn make_dirty(root: &Path) {
-        std::fs::write(root.join("a.txt"), "ONE\n2\n3\n").expect("write");
-        git(root, &["add", "a.txt"]);
-        std::fs::write(root.join("a.txt"), "ONE\n2\nTHREE\n").expect("write");
-        std::fs::remove_file(root.join("gone.txt")).expect("rm");
-        std::fs::write(root.join("new.txt"), "new\n").expect("write");
-        std::fs::write(root.join("debug.log"), "ignored\n").expect("write");
-    }
+    use crate::git::testing::{committed_repo as repo, git, make_dirty, user_state};
 
     fn tree_of(repo: &Repository, commit: &str) -> String {
         repo.find_commit(oid(commit).expect("oid"))

@@ -247,17 +247,13 @@ fn bytes_path(bytes: &[u8]) -> &Path {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::testing::{git, init_repo};
+    use crate::git::testing::{git, init_repo, write_file};
 
     #[test]
     fn clean_only_when_nothing_differs() {
         let dir = init_repo();
         let root = dir.path();
-        let write = |p: &str, c: &str| {
-            let full = root.join(p);
-            std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
-            std::fs::write(full, c).expect("write");
-        };
+        let write = |p: &str, c: &str| write_file(root, p, c);
         write(".gitignore", "target/\n*.log\n");
         write("a.txt", "a\n");
         write("src/deep/b.rs", "b\n");

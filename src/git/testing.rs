@@ -50,3 +50,33 @@ pub fn user_state(root: &Path) -> String {
     ]
     .join("\n---\n")
 }
+
+/// Writes `content` at `rel` under `root`, creating folders.
+pub fn write_file(root: &Path, rel: &str, content: &str) {
+    let full = root.join(rel);
+    std::fs::create_dir_all(full.parent().expect("a file has a parent")).expect("mkdir");
+    std::fs::write(full, content).expect("write");
+}
+
+/// A repository with one commit: `.gitignore` (`*.log`), `a.txt` (three lines), `gone.txt`.
+pub fn committed_repo() -> tempfile::TempDir {
+    let dir = init_repo();
+    let root = dir.path();
+    write_file(root, ".gitignore", "*.log\n");
+    write_file(root, "a.txt", "1\n2\n3\n");
+    write_file(root, "gone.txt", "x\n");
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "first"]);
+    dir
+}
+
+/// Uncommitted work of every kind on a [`committed_repo`]: a partially staged file (line 1
+/// staged, line 3 not), a deletion, an untracked file and an ignored one.
+pub fn make_dirty(root: &Path) {
+    write_file(root, "a.txt", "ONE\n2\n3\n");
+    git(root, &["add", "a.txt"]);
+    write_file(root, "a.txt", "ONE\n2\nTHREE\n");
+    std::fs::remove_file(root.join("gone.txt")).expect("rm");
+    write_file(root, "new.txt", "new\n");
+    write_file(root, "debug.log", "ignored\n");
+}

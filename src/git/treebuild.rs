@@ -206,18 +206,14 @@ mod tests {
     use std::path::PathBuf;
 
     use super::*;
-    use crate::git::testing::{git, init_repo};
+    use crate::git::testing::{git, init_repo, write_file};
 
     /// The tree built from the touched paths is the one `git add -A && git write-tree` makes.
     #[test]
     fn matches_what_git_add_makes() {
         let dir = init_repo();
         let root = dir.path();
-        let write = |p: &str, c: &str| {
-            let full = root.join(p);
-            std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
-            std::fs::write(full, c).expect("write");
-        };
+        let write = |p: &str, c: &str| write_file(root, p, c);
         write(".gitignore", "*.log\n");
         write(".gitattributes", "*.txt text eol=crlf\n");
         write("a.txt", "one\n");

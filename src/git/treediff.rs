@@ -96,17 +96,13 @@ fn entry_name(bytes: &[u8]) -> std::ffi::OsString {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::testing::{git, init_repo};
+    use crate::git::testing::{git, init_repo, write_file};
 
     #[test]
     fn agrees_with_git_diff_and_skips_nothing_that_changed() {
         let dir = init_repo();
         let root = dir.path();
-        let write = |p: &str, c: &str| {
-            let full = root.join(p);
-            std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
-            std::fs::write(full, c).expect("write");
-        };
+        let write = |p: &str, c: &str| write_file(root, p, c);
         for (p, c) in [
             ("a/b/c.txt", "1"),
             ("a/d.txt", "2"),
