@@ -66,13 +66,9 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     let config = Config::load(&root)?;
     let id = new_id(reply);
     let (ref_name, old_head) = head_ref(repo)?;
-    checkpoint::refuse_intent_to_add(repo).map_err(|paths| TxError::Refused {
-        message: format!(
-            "{} added with `git add -N` (intent to add): git-loaf cannot record that state exactly, so undo could not restore it",
-            paths.join(", ")
-        ),
-        hint: "`git add` those files (or `git reset` them to untrack), then apply again".into(),
-    })?;
+    checkpoint::refuse_intent_to_add(repo)
+        .map_err(|paths| TxError::intent_to_add(&paths, "apply"))?;
+
     let checkpoint = checkpoint::take(repo, &id).map_err(|e| {
         if e.class() == git2::ErrorClass::Index {
             TxError::Refused {
@@ -124,7 +120,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
             notices: session.notices,
         });
     }
-    let touched = through_symlinks_means_anything(touched(&result, &config, &root), stage.path());
+    let touched = touched(&result, &config, &root, stage.path());
     let tree = stage.snapshot(&touched, repo)?;
     crash_point("snapshot");
     if tree == base_tree {
@@ -269,8 +265,10 @@ pub fn now_secs() -> i64 {
 }
 
 /// What the run may have changed in the stage: the targets of write actions, unless `exec`
-/// ran or hooks are configured (they can change anything).
-fn touched(result: &ExecutionResult, config: &Config, root: &Path) -> Touched {
+/// ran or hooks are configured (they can change anything), or a target's path passes
+/// through a symlink in the stage (the action changed the link's target, not the path it
+/// named).
+fn touched(result: &ExecutionResult, config: &Config, root: &Path, stage: &Path) -> Touched {
     let hooks = !config.hooks.before.is_empty() || !config.hooks.after.is_empty();
     if hooks || result.results.iter().any(|r| r.action == "exec") {
         return Touched::Anything;
@@ -294,27 +292,22 @@ fn touched(result: &ExecutionResult, config: &Config, root: &Path) -> Touched {
     }
     paths.sort();
     paths.dedup();
+    if paths.iter().any(|path| through_symlink(stage, path)) {
+        return Touched::Anything;
+    }
     Touched::Paths(paths)
 }
 
-/// An action on a path that passes through a symlink in the stage (a linked file or folder)
-/// changed the link's target, not the path it named: the touched paths no longer say what
-/// changed, so the whole stage is looked at.
-fn through_symlinks_means_anything(touched: Touched, stage: &Path) -> Touched {
-    let Touched::Paths(paths) = &touched else {
-        return touched;
-    };
-    let linked = paths.iter().any(|path| {
-        path.ancestors()
-            .filter(|p| !p.as_os_str().is_empty())
-            .any(|p| {
-                stage
-                    .join(p)
-                    .symlink_metadata()
-                    .is_ok_and(|m| m.file_type().is_symlink())
-            })
-    });
-    if linked { Touched::Anything } else { touched }
+/// Whether `path` or one of its folders is a symlink in the stage.
+fn through_symlink(stage: &Path, path: &Path) -> bool {
+    path.ancestors()
+        .filter(|p| !p.as_os_str().is_empty())
+        .any(|p| {
+            stage
+                .join(p)
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_symlink())
+        })
 }
 
 /// `path` relative to `root`, `.` and `..` resolved lexically; `None` outside the root or for

@@ -22,6 +22,20 @@ pub mod undo;
 
 use std::path::{Path, PathBuf};
 
+/// A path as git stores it (index entries, tree entry names: bytes). On Unix any bytes are a
+/// path and nothing is copied; elsewhere a path that is not UTF-8 is converted lossily
+/// (repositories made there hold UTF-8).
+#[cfg(unix)]
+pub(crate) fn path_from_bytes(bytes: &[u8]) -> std::borrow::Cow<'_, Path> {
+    use std::os::unix::ffi::OsStrExt as _;
+    std::borrow::Cow::Borrowed(Path::new(std::ffi::OsStr::from_bytes(bytes)))
+}
+
+#[cfg(not(unix))]
+pub(crate) fn path_from_bytes(bytes: &[u8]) -> std::borrow::Cow<'_, Path> {
+    std::borrow::Cow::Owned(PathBuf::from(String::from_utf8_lossy(bytes).into_owned()))
+}
+
 /// Sets libgit2 up as git behaves: objects read from the database are not re-hashed to verify
 /// them (git leaves that to `git fsck`; libgit2 would spend a few milliseconds per tree walk).
 pub fn init() {

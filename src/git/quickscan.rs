@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use git2::{IndexEntry, ObjectType, Repository};
 
+use super::path_from_bytes;
+
 /// Index flags: stage (conflicts) and assume-unchanged; extended: skip-worktree,
 /// intent-to-add.
 const STAGE_MASK: u16 = 0x3000;
@@ -92,7 +94,7 @@ pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
     // the last operation wrote): their content decides. Hashed without filters, so a file
     // with CRLF conversion counts as changed and goes to the full status.
     for entry in racy.into_inner().unwrap_or_default() {
-        let path = root.join(bytes_path(&entry.path));
+        let path = root.join(path_from_bytes(&entry.path));
         let content = if entry.mode & 0o170000 == 0o120000 {
             std::fs::read_link(&path).ok().and_then(|t| {
                 git2::Oid::hash_object(ObjectType::Blob, t.as_os_str().as_encoded_bytes()).ok()
@@ -116,7 +118,7 @@ pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
             scope.spawn(move || {
                 let mut local = Vec::new();
                 for dir in part {
-                    let Ok(read) = std::fs::read_dir(root.join(bytes_path(dir))) else {
+                    let Ok(read) = std::fs::read_dir(root.join(path_from_bytes(dir))) else {
                         unreadable.store(true, Ordering::Relaxed);
                         return;
                     };
@@ -136,7 +138,7 @@ pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
                             continue;
                         }
                         let is_dir = child.file_type().is_ok_and(|t| t.is_dir());
-                        local.push((bytes_path(rel).to_path_buf(), is_dir));
+                        local.push((path_from_bytes(rel).into_owned(), is_dir));
                     }
                 }
                 if let Ok(mut all) = found.lock() {
@@ -174,7 +176,7 @@ fn stat_state(root: &Path, entry: &IndexEntry, index_time: (i64, u32)) -> Stat {
     if entry.mode == GITLINK {
         return Stat::Same;
     }
-    let Ok(meta) = std::fs::symlink_metadata(root.join(bytes_path(&entry.path))) else {
+    let Ok(meta) = std::fs::symlink_metadata(root.join(path_from_bytes(&entry.path))) else {
         return Stat::Changed;
     };
     let mtime = (i64::from(entry.mtime.seconds()), entry.mtime.nanoseconds());
@@ -231,17 +233,6 @@ fn unix_time(time: std::time::SystemTime) -> (i64, u32) {
     time.duration_since(std::time::UNIX_EPOCH)
         .map(|d| (d.as_secs() as i64, d.subsec_nanos()))
         .unwrap_or((0, 0))
-}
-
-#[cfg(unix)]
-fn bytes_path(bytes: &[u8]) -> &Path {
-    use std::os::unix::ffi::OsStrExt as _;
-    Path::new(std::ffi::OsStr::from_bytes(bytes))
-}
-
-#[cfg(not(unix))]
-fn bytes_path(bytes: &[u8]) -> &Path {
-    Path::new(std::str::from_utf8(bytes).unwrap_or("\u{fffd}"))
 }
 
 #[cfg(test)]

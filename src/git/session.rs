@@ -56,6 +56,20 @@ pub enum TxError {
 }
 
 impl TxError {
+    /// The refusal for index entries staged with `git add -N` (intent to add), which a
+    /// checkpoint cannot record exactly: `command` is the one to run again.
+    pub fn intent_to_add(paths: &[String], command: &str) -> TxError {
+        TxError::Refused {
+            message: format!(
+                "{} added with `git add -N` (intent to add): git-loaf cannot record that state exactly, so it could not be restored",
+                paths.join(", ")
+            ),
+            hint: format!(
+                "`git add` those files (or `git reset` them to untrack), then run `git loaf {command}` again"
+            ),
+        }
+    }
+
     /// Whether this is a refusal for safety (exit 3) rather than an error (exit 2).
     pub fn is_refusal(&self) -> bool {
         matches!(

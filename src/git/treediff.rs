@@ -62,7 +62,7 @@ fn walk(
         if x == y {
             continue;
         }
-        let path = prefix.join(entry_name(name));
+        let path = prefix.join(super::path_from_bytes(name));
         let blob = |e: Option<Entry>| e.filter(|e| !e.tree);
         if blob(x) != blob(y) && (blob(x).is_some() || blob(y).is_some()) {
             out.insert(path.clone());
@@ -78,19 +78,6 @@ fn walk(
         }
     }
     Ok(())
-}
-
-/// A tree entry's name as a path component. On Unix any bytes are a valid name; elsewhere a
-/// name that is not UTF-8 is converted lossily (trees made there hold UTF-8).
-#[cfg(unix)]
-fn entry_name(bytes: &[u8]) -> std::ffi::OsString {
-    use std::os::unix::ffi::OsStrExt as _;
-    std::ffi::OsStr::from_bytes(bytes).to_os_string()
-}
-
-#[cfg(not(unix))]
-fn entry_name(bytes: &[u8]) -> std::ffi::OsString {
-    String::from_utf8_lossy(bytes).into_owned().into()
 }
 
 #[cfg(test)]

@@ -100,13 +100,8 @@ fn walk(session: Session, target: OpEntry, kind: OpKind, force: bool) -> Result<
         });
     }
     let head = head.map(|o| o.to_string());
-    checkpoint::refuse_intent_to_add(repo).map_err(|paths| TxError::Refused {
-        message: format!(
-            "{} added with `git add -N` (intent to add): that state cannot be saved exactly",
-            paths.join(", ")
-        ),
-        hint: format!("`git add` or `git reset` those files, then run `git loaf {verb}` again"),
-    })?;
+    checkpoint::refuse_intent_to_add(repo).map_err(|paths| TxError::intent_to_add(&paths, verb))?;
+
     let id = new_id(&target.id);
     let current = current_state(repo, head.clone(), &id)?;
     crash_point("scanned");
