@@ -7,16 +7,6 @@ use std::os::unix::fs::MetadataExt as _;
 
 use crate::scratch::{Scratch, block, git_in};
 
-fn ok(out: &std::process::Output, s: &Scratch) {
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "stderr: {}\nstdout: {}",
-        String::from_utf8_lossy(&out.stderr),
-        s.redact(&out.stdout)
-    );
-}
-
 #[test]
 fn an_empty_repository_gets_a_root_commit_and_undo_makes_it_empty_again() {
     let s = Scratch::empty();
@@ -26,7 +16,7 @@ fn an_empty_repository_gets_a_root_commit_and_undo_makes_it_empty_again() {
         "file_write",
         &[("path", "/repo/src/main.rs"), ("content", "fn main() {}\n")],
     ));
-    ok(&out, &s);
+    s.assert_exit(&out, 0);
     assert_eq!(
         s.git(&["rev-list", "--count", "HEAD"]),
         "1\n",
@@ -40,7 +30,7 @@ fn an_empty_repository_gets_a_root_commit_and_undo_makes_it_empty_again() {
         s.git(&["status", "--porcelain", "--untracked-files=all"]),
         ""
     );
-    ok(&s.loaf(&["undo"], ""), &s);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(s.head(), "unborn");
     assert_eq!(s.state(), before);
     assert!(
@@ -62,18 +52,18 @@ fn an_empty_repository_with_uncommitted_files_keeps_them_through_apply_and_undo(
         "file_write",
         &[("path", "/repo/new.txt"), ("content", "ai")],
     ));
-    ok(&out, &s);
+    s.assert_exit(&out, 0);
     assert_eq!(
         s.git(&["log", "--format=%s"]),
         "AI: file_write new.txt\nloaf: checkpoint\n"
     );
-    ok(&s.loaf(&["undo"], ""), &s);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(
         s.state(),
         before,
         "unborn again, one file staged and one untracked"
     );
-    ok(&s.loaf(&["redo"], ""), &s);
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
     assert_eq!(s.read("new.txt").as_deref(), Some("ai"));
 }
 
@@ -86,13 +76,13 @@ fn a_detached_head_moves_alone_and_the_branch_stays() {
     s.git(&["checkout", "-q", "--detach", "HEAD~1"]);
     let before = s.state();
     let detached = s.head();
-    ok(
+    s.assert_exit(
         &s.apply(&block(
             "k7m",
             "file_write",
             &[("path", "/repo/b.txt"), ("content", "b")],
         )),
-        &s,
+        0,
     );
     assert_eq!(s.git(&["rev-parse", "HEAD~1"]).trim(), detached);
     assert_eq!(
@@ -105,7 +95,7 @@ fn a_detached_head_moves_alone_and_the_branch_stays() {
         "still detached"
     );
     let undo = s.loaf(&["undo"], "");
-    ok(&undo, &s);
+    s.assert_exit(&undo, 0);
     assert!(
         s.redact(&undo.stdout).contains("detached HEAD"),
         "{}",
@@ -138,7 +128,7 @@ fn a_linked_worktree_checkout_is_applied_to_on_its_own_branch() {
             ("content", "feature\n"),
         ],
     );
-    ok(&s.loaf_in(&wt, &["apply"], &reply), &s);
+    s.assert_exit(&s.loaf_in(&wt, &["apply"], &reply), 0);
     assert_eq!(
         std::fs::read_to_string(wt.join("a.txt")).ok().as_deref(),
         Some("feature\n")
@@ -158,7 +148,7 @@ fn a_linked_worktree_checkout_is_applied_to_on_its_own_branch() {
     );
     // Undo from the main worktree has nothing of its own to undo.
     assert_eq!(s.loaf(&["undo"], "").status.code(), Some(2));
-    ok(&s.loaf_in(&wt, &["undo"], ""), &s);
+    s.assert_exit(&s.loaf_in(&wt, &["undo"], ""), 0);
     assert_eq!(
         std::fs::read_to_string(wt.join("a.txt")).ok().as_deref(),
         Some("1\n")
@@ -214,7 +204,7 @@ fn a_repository_with_a_submodule_keeps_it_as_it_is() {
         s.git(&["show", "--name-only", "--format=", "HEAD"]),
         "a.txt\n"
     );
-    ok(&s.loaf(&["undo"], ""), &s);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(s.read("a.txt").as_deref(), Some("1\n"));
     assert_eq!(s.read("vendor/lib/lib.txt").as_deref(), Some("library\n"));
     s.assert_tidy();
@@ -250,7 +240,7 @@ fn crlf_from_gitattributes_is_preserved_and_the_blob_stays_lf() {
             &[("path", "/repo/new.txt"), ("content", "x\ny\n")]
         ),
     ));
-    ok(&out, &s);
+    s.assert_exit(&out, 0);
     assert_eq!(s.read("a.txt").as_deref(), Some("one\r\nTWO\r\nthree\r\n"));
     assert_eq!(
         s.git(&["show", "HEAD:a.txt"]),
@@ -259,7 +249,7 @@ fn crlf_from_gitattributes_is_preserved_and_the_blob_stays_lf() {
     );
     assert_eq!(s.git(&["show", "HEAD:new.txt"]), "x\ny\n");
     assert_eq!(s.git(&["status", "--porcelain"]), "", "git sees no change");
-    ok(&s.loaf(&["undo"], ""), &s);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(s.read("a.txt").as_deref(), Some("one\r\ntwo\r\nthree\r\n"));
     assert_eq!(s.git(&["status", "--porcelain"]), "");
 }
@@ -271,7 +261,7 @@ fn core_autocrlf_files_keep_crlf() {
     std::fs::remove_file(s.root.join("c.md")).expect("rm");
     s.git(&["checkout", "--", "c.md"]);
     assert_eq!(s.read("c.md").as_deref(), Some("alpha\r\nbeta\r\n"));
-    ok(
+    s.assert_exit(
         &s.apply(&block(
             "k7m",
             "file_replace_text",
@@ -281,7 +271,7 @@ fn core_autocrlf_files_keep_crlf() {
                 ("new_text", "gamma"),
             ],
         )),
-        &s,
+        0,
     );
     assert_eq!(s.read("c.md").as_deref(), Some("alpha\r\ngamma\r\n"));
     assert_eq!(s.git(&["show", "HEAD:c.md"]), "alpha\ngamma\n");
@@ -331,7 +321,7 @@ fn large_and_binary_files_next_to_the_edits_are_not_rewritten() {
         binary
     );
     assert_eq!(s.git(&["status", "--porcelain"]), "");
-    ok(&s.loaf(&["undo"], ""), &s);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(stat("big.bin"), big_stat, "undo leaves them alone too");
 }
 
@@ -359,7 +349,7 @@ fn paths_with_spaces_and_non_ascii_characters() {
             ]
         ),
     ));
-    ok(&out, &s);
+    s.assert_exit(&out, 0);
     assert!(
         s.redact(&out.stdout)
             .contains("/repo/nouveau dossier/résumé 1.md")
@@ -381,7 +371,7 @@ fn paths_with_spaces_and_non_ascii_characters() {
         "dir with space/naïve ☕.txt\nnouveau dossier/résumé 1.md\n"
     );
     assert_eq!(s.git(&["status", "--porcelain"]), "");
-    ok(&s.loaf(&["undo"], ""), &s);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(s.state(), before);
     assert!(!s.root.join("nouveau dossier").exists());
 }

@@ -131,6 +131,17 @@ impl Scratch {
         String::from_utf8_lossy(text).replace(&*self.root.to_string_lossy(), "/repo")
     }
 
+    /// Fails the test, showing stderr and the report, unless `out` exited with `code`.
+    pub fn assert_exit(&self, out: &Output, code: i32) {
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "stderr: {}\nstdout: {}",
+            String::from_utf8_lossy(&out.stderr),
+            self.redact(&out.stdout)
+        );
+    }
+
     /// HEAD's commit id, or `unborn`.
     pub fn head(&self) -> String {
         let out = git_cmd(

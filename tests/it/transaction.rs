@@ -224,13 +224,7 @@ fn a_dirty_tree_is_checkpointed_and_undo_brings_it_back_exactly() {
         ),
     );
     let out = s.apply(&reply);
-    assert_eq!(
-        code(&out),
-        Some(0),
-        "{}{}",
-        stderr(&out),
-        s.redact(&out.stdout)
-    );
+    s.assert_exit(&out, 0);
     assert_eq!(
         s.read("a.txt").as_deref(),
         Some("ONE\n2\nthree by AI\n"),
@@ -400,13 +394,7 @@ fn a_branch_moved_during_the_apply_keeps_the_commit_aside_and_exits_3() {
         block("e1x", "exec", &[("lang", "bash"), ("code", script)]),
     );
     let out = s.apply(&reply);
-    assert_eq!(
-        code(&out),
-        Some(3),
-        "{}{}",
-        stderr(&out),
-        s.redact(&out.stdout)
-    );
+    s.assert_exit(&out, 3);
     let err = stderr(&out);
     assert!(
         err.contains("refs/loaf/") && err.contains("git cherry-pick"),
@@ -444,13 +432,7 @@ fn a_file_the_user_edits_during_the_apply_is_never_overwritten() {
         ),
     );
     let out = s.apply(&reply);
-    assert_eq!(
-        code(&out),
-        Some(3),
-        "{}{}",
-        stderr(&out),
-        s.redact(&out.stdout)
-    );
+    s.assert_exit(&out, 3);
     assert!(
         stderr(&out).contains("you changed a.txt"),
         "{}",
@@ -483,13 +465,7 @@ fn a_held_lock_makes_a_second_operation_exit_3_naming_the_holder() {
     ));
     let _ = holder.kill();
     let _ = holder.wait();
-    assert_eq!(
-        code(&out),
-        Some(3),
-        "{}{}",
-        stderr(&out),
-        s.redact(&out.stdout)
-    );
+    s.assert_exit(&out, 3);
     assert!(
         stderr(&out).contains(&format!("pid {}", holder.id())),
         "{}",
