@@ -34,6 +34,8 @@ status=${PIPESTATUS[1]:-$status}
 echo "(exit $status: one block used an unknown action, on purpose; the rest is committed)"
 step "git log --format='%h %s'"
 git log --format='%h %s'
+step "git status --short"
+git status --short
 step "git loaf log"
 "$GIT_LOAF" log
 step "git loaf show --json | head -5"

@@ -59,6 +59,10 @@ pub struct GitInfo {
     pub base: Option<String>,
     /// The apply's id.
     pub apply: String,
+    /// Paths the apply changed that held uncommitted work of the user's: that work is now
+    /// part of the commit.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub uncommitted: Vec<String>,
 }
 
 /// One action that ran.
@@ -110,6 +114,13 @@ impl ExecutionResult {
             }
         }
         out.push('\n');
+        if let Some(git) = self.git.as_ref().filter(|g| !g.uncommitted.is_empty()) {
+            let _ = writeln!(
+                out,
+                "note: the commit includes uncommitted changes you had in {}",
+                git.uncommitted.join(", ")
+            );
+        }
         if let Some(fatal) = &self.fatal_error {
             let _ = writeln!(out, "FATAL: {fatal}");
         }
@@ -361,6 +372,7 @@ mod tests {
                 checkpoint: None,
                 base: Some("0f0f0f0".into()),
                 apply: "3f2a1c".into(),
+                uncommitted: Vec::new(),
             }),
         }
     }

@@ -42,11 +42,7 @@ pub fn run_log(args: &LogArgs) -> Result<Outcome, CliError> {
     }
     let mut out = String::new();
     for e in &entries {
-        let counts = if e.kind == "apply" {
-            format!("✅{} ❌{}", e.succeeded, e.failed)
-        } else {
-            "checkpoint".to_owned()
-        };
+        let counts = format!("✅{} ❌{}", e.succeeded, e.failed);
         out.push_str(&format!(
             "{} {} {} {counts} {}\n",
             &e.commit[..7.min(e.commit.len())],

@@ -7,12 +7,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use git2::{Oid, Repository};
 use sha2::{Digest, Sha256};
 
-use super::checkpoint::{self, head_commit};
+use super::checkpoint::{self, Checkpoint, head_commit};
 use super::commit::{Trailers, message, write_commit, write_note};
 use super::oplog::{OpEntry, OpKind, UserState};
 use super::publish::{self, PublishError, Transition, crash_point};
 use super::session::{Session, TxError};
 use super::stage::{Stage, Touched};
+use super::treebuild;
 use crate::actions::Schema;
 use crate::config::Config;
 use crate::exec::PathMap;
@@ -69,7 +70,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     checkpoint::refuse_intent_to_add(repo)
         .map_err(|paths| TxError::intent_to_add(&paths, "apply"))?;
 
-    let checkpoint = checkpoint::take(repo, &id).map_err(|e| {
+    let checkpoint = checkpoint::take(repo).map_err(|e| {
         if e.class() == git2::ErrorClass::Index {
             TxError::Refused {
                 message: format!("the index cannot be recorded: {}", e.message()),
@@ -80,21 +81,15 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         }
     })?;
     crash_point("checkpoint");
-    let base = checkpoint.map(|c| c.commit).or(old_head);
-    let empty_tree = repo.treebuilder(None)?.write()?;
-    let base_tree = match base {
-        Some(commit) => repo.find_commit(commit)?.tree_id(),
-        None => empty_tree,
-    };
-    // The user's files are the base tree either way; the index is the checkpoint's when
-    // there is one.
-    let from_work = base_tree;
-    let from_index = checkpoint.map_or(base_tree, |c| c.index_tree);
-    // The stage starts at the base; an unborn branch gets an empty, unreferenced root commit
-    // (only the stage's HEAD points at it).
-    let start = match base {
-        Some(commit) => commit,
-        None => write_commit(repo, empty_tree, &[], "loaf: empty start")?,
+    // The stage starts from what the user has (HEAD plus uncommitted work, as a commit that
+    // only the stage's HEAD refers to); an unborn branch with nothing gets an empty root.
+    let from_work = checkpoint.work_tree;
+    let from_index = checkpoint.index_tree;
+    let start = match old_head {
+        None if checkpoint.is_clean() => {
+            write_commit(repo, checkpoint.head_tree, &[], "loaf: empty start")?
+        }
+        _ => checkpoint.as_commit(repo, "loaf: stage start")?,
     };
     let stage = Stage::open_or_create(repo, start)?;
     let marker = in_flight_marker(repo);
@@ -121,9 +116,16 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         });
     }
     let touched = touched(&result, &config, &root, stage.path());
-    let tree = stage.snapshot(&touched, repo)?;
+    let staged = stage.snapshot(&touched, repo)?;
     crash_point("snapshot");
-    if tree == base_tree {
+    // What the apply changed: the stage against the user's working tree. Only those paths
+    // go into the commit (on HEAD's tree) and into the index; everything else the user had
+    // uncommitted stays uncommitted.
+    let changed: Vec<PathBuf> =
+        super::treediff::changed_paths(repo, Some(from_work), Some(staged))?
+            .into_iter()
+            .collect();
+    if changed.is_empty() {
         // Nothing changed (reads only, or writes that changed nothing): no commit.
         stage.set_head(start)?;
         let _ = std::fs::remove_file(&marker);
@@ -134,6 +136,9 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
             notices: session.notices,
         });
     }
+    let tree = treebuild::tree_with_entries(repo, checkpoint.head_tree, staged, &changed)?;
+    let to_index = treebuild::tree_with_entries(repo, from_index, staged, &changed)?;
+    git.uncommitted = carried_uncommitted(repo, &checkpoint, &changed)?;
     let summary = operation_summary(&result, &root);
     let subject = config
         .commit_message_format
@@ -145,17 +150,24 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         assisted_by: options.model.clone(),
         ..Trailers::default()
     };
-    let parents: Vec<Oid> = base.into_iter().collect();
+    let parents: Vec<Oid> = old_head.into_iter().collect();
     let commit = write_commit(repo, tree, &parents, &message(&subject, &trailers))?;
     crash_point("commit");
-    stage.set_head(commit)?;
+    // The stage holds the user's work plus the apply's: record that as its HEAD, so the next
+    // apply moves it by the difference.
+    let stage_head = if staged == tree {
+        commit
+    } else {
+        write_commit(repo, staged, &[commit], "loaf: stage")?
+    };
+    stage.set_head(stage_head)?;
     let _ = std::fs::remove_file(&marker);
     git.commit = Some(commit.to_string());
-    git.checkpoint = checkpoint.map(|c| c.commit.to_string());
+    git.checkpoint = (!checkpoint.is_clean()).then(|| from_work.to_string());
     result.git = Some(git);
     write_note(repo, commit, &note_json(&result))?;
     crash_point("committed");
-    let tree = tree.to_string();
+    let (staged, to_index) = (staged.to_string(), to_index.to_string());
     let transition = Transition {
         workdir: root.clone(),
         ref_name: ref_name.clone(),
@@ -163,8 +175,8 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         new: Some(commit.to_string()),
         from_work: from_work.to_string(),
         from_index: from_index.to_string(),
-        to_work: tree.clone(),
-        to_index: tree.clone(),
+        to_work: staged.clone(),
+        to_index: to_index.clone(),
         message: format!("git-loaf apply {id}: {subject}"),
         op: OpEntry {
             id: id.clone(),
@@ -181,8 +193,8 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
             },
             after: UserState {
                 head: Some(commit.to_string()),
-                work: tree.clone(),
-                index: tree,
+                work: staged,
+                index: to_index,
             },
         },
     };
@@ -207,6 +219,34 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         kept,
         notices: session.notices,
     })
+}
+
+/// The paths the apply changed where the user had uncommitted work (in the file or staged):
+/// that work is now part of the commit, and the report says so.
+fn carried_uncommitted(
+    repo: &Repository,
+    checkpoint: &Checkpoint,
+    changed: &[PathBuf],
+) -> Result<Vec<String>, git2::Error> {
+    if checkpoint.is_clean() {
+        return Ok(Vec::new());
+    }
+    let entry = |tree: Oid, path: &Path| -> Result<Option<(Oid, i32)>, git2::Error> {
+        Ok(repo
+            .find_tree(tree)?
+            .get_path(path)
+            .ok()
+            .map(|e| (e.id(), e.filemode())))
+    };
+    let mut out = Vec::new();
+    for path in changed {
+        let head = entry(checkpoint.head_tree, path)?;
+        if entry(checkpoint.work_tree, path)? != head || entry(checkpoint.index_tree, path)? != head
+        {
+            out.push(path.display().to_string());
+        }
+    }
+    Ok(out)
 }
 
 /// Submodule folders in the stage, each with the refusal an action touching it gets: the

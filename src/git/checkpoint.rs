@@ -2,25 +2,48 @@
 //! user's files, index or HEAD, so that actions apply to exactly what the model saw and undo
 //! can put that work back exactly.
 //!
-//! A checkpoint is a commit `loaf: checkpoint` whose tree is the working tree (tracked changes
-//! and untracked, non-ignored files) and whose only parent is HEAD, so history stays linear
-//! (squash refuses merge commits). The staged state, partially staged files included, is
-//! kept as a separate tree (`index_tree`); the operation log keeps that tree alive and uses it
-//! when undo puts the user's work back.
-
+//! A checkpoint is two trees, never a commit on the user's branch (DESIGN §2): the working
+//! tree as `git add -A` would record it (tracked changes and untracked, non-ignored files;
+//! skip-worktree entries as the index has them, since a sparse checkout's missing files are
+//! not deletions) and the index, partially staged files included. The operation log keeps
+//! both alive; nothing of them reaches the branch unless an apply changes that very path.
 use git2::{IndexAddOption, Oid, Repository, StatusOptions};
 
-use super::commit::{Trailers, message, write_commit};
+use super::commit::write_commit;
 
 /// The recorded state of the user's working tree and index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Checkpoint {
-    /// The `loaf: checkpoint` commit: its tree is the working tree.
-    pub commit: Oid,
-    /// The tree of the index (what was staged).
-    pub index_tree: Oid,
     /// HEAD when it was taken (`None` on an unborn branch).
     pub head: Option<Oid>,
+    /// HEAD's tree (the empty tree on an unborn branch).
+    pub head_tree: Oid,
+    /// The working tree, as `git add -A` would record it.
+    pub work_tree: Oid,
+    /// The tree of the index (what was staged).
+    pub index_tree: Oid,
+}
+
+impl Checkpoint {
+    /// Whether the working tree and index are exactly HEAD.
+    pub fn is_clean(&self) -> bool {
+        self.work_tree == self.head_tree && self.index_tree == self.head_tree
+    }
+
+    /// A commit holding the working tree on top of HEAD, referenced by nobody but the caller
+    /// (the stage's start, or what a forced undo saves under `refs/loaf/saved/`): HEAD itself
+    /// when the working tree is HEAD's.
+    pub fn as_commit(&self, repo: &Repository, subject: &str) -> Result<Oid, git2::Error> {
+        match self.head {
+            Some(head) if self.work_tree == self.head_tree => Ok(head),
+            _ => write_commit(
+                repo,
+                self.work_tree,
+                &self.head.into_iter().collect::<Vec<_>>(),
+                subject,
+            ),
+        }
+    }
 }
 
 /// Whether the working tree or index differs from HEAD (untracked, non-ignored files count).
@@ -140,40 +163,52 @@ pub fn refuse_intent_to_add(repo: &Repository) -> Result<(), Vec<String>> {
     if paths.is_empty() { Ok(()) } else { Err(paths) }
 }
 
-/// Records the working tree and index if they differ from HEAD; `None` when they do not.
-/// Writes objects only: the user's files, index and refs are untouched.
-pub fn take(repo: &Repository, id: &str) -> Result<Option<Checkpoint>, git2::Error> {
-    if !is_dirty(repo)? {
-        return Ok(None);
-    }
+/// The flag git sets on index entries outside a sparse checkout.
+const SKIP_WORKTREE: u16 = 1 << 14;
+
+/// The empty tree's id (written if missing).
+pub fn empty_tree(repo: &Repository) -> Result<Oid, git2::Error> {
+    repo.treebuilder(None)?.write()
+}
+
+/// Records the working tree and index. Writes objects only: the user's files, index and refs
+/// are untouched. A clean tree costs a fast scan and no object.
+pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
     let head = head_commit(repo)?;
+    let head_tree = match head {
+        Some(head) => repo.find_commit(head)?.tree_id(),
+        None => empty_tree(repo)?,
+    };
+    if !is_dirty(repo)? {
+        return Ok(Checkpoint {
+            head,
+            head_tree,
+            work_tree: head_tree,
+            index_tree: head_tree,
+        });
+    }
     let mut index = repo.index()?;
     let index_tree = index.write_tree_to(repo)?;
+    // A sparse checkout's skip-worktree entries are absent from disk by design: git sees
+    // them unchanged, and so must the working tree recorded here.
+    let sparse: Vec<git2::IndexEntry> = index
+        .iter()
+        .filter(|e| e.flags_extended & SKIP_WORKTREE != 0)
+        .collect();
     // Add everything to the in-memory index to get the working tree as a tree, then drop
     // those changes: the index on disk is never written.
     let added = index
         .add_all(["*"].iter(), IndexAddOption::DEFAULT, None)
         .and_then(|()| index.update_all(["*"].iter(), None))
+        .and_then(|()| sparse.iter().try_for_each(|e| index.add(e)))
         .and_then(|()| index.write_tree_to(repo));
     index.read(true)?;
-    let worktree_tree = added?;
-    let trailers = Trailers {
-        checkpoint: Some(id.to_owned()),
-        base: head,
-        ..Trailers::default()
-    };
-    let parents: Vec<Oid> = head.into_iter().collect();
-    let commit = write_commit(
-        repo,
-        worktree_tree,
-        &parents,
-        &message("loaf: checkpoint", &trailers),
-    )?;
-    Ok(Some(Checkpoint {
-        commit,
-        index_tree,
+    Ok(Checkpoint {
         head,
-    }))
+        head_tree,
+        work_tree: added?,
+        index_tree,
+    })
 }
 
 #[cfg(test)]
@@ -181,15 +216,19 @@ mod tests {
     use super::*;
     use crate::git::testing::{committed_repo as repo, git, make_dirty, user_state as state};
 
-    /// Uncommitted work of every kind: a partially staged file (line 1 staged, line 3 not),
-    /// Everything `git` says about the user's state.
     #[test]
-    fn a_clean_tree_needs_no_checkpoint() {
+    fn a_clean_tree_is_head_and_writes_nothing() {
         let dir = repo();
         let repo = Repository::open(dir.path()).expect("open");
-        assert_eq!(take(&repo, "c1").expect("checkpoint"), None);
+        let checkpoint = take(&repo).expect("checkpoint");
+        assert!(checkpoint.is_clean());
+        let head = repo.head().and_then(|h| h.peel_to_commit()).expect("head");
+        assert_eq!(checkpoint.head_tree, head.tree_id());
+        assert_eq!(checkpoint.as_commit(&repo, "x").expect("commit"), head.id());
     }
 
+    /// Uncommitted work of every kind (a partially staged file, a deletion, an untracked and
+    /// an ignored file): recorded as trees, nothing of the user's changed, no commit made.
     #[test]
     fn records_the_staged_unstaged_split_without_changing_anything() {
         let dir = repo();
@@ -197,44 +236,45 @@ mod tests {
         make_dirty(root);
         let before = state(root);
         let index_before = git(root, &["ls-files", "--stage"]);
+        let refs_before = git(root, &["for-each-ref"]);
         let repo = Repository::open(root).expect("open");
-        let checkpoint = take(&repo, "c1").expect("checkpoint").expect("dirty");
+        let checkpoint = take(&repo).expect("checkpoint");
+        assert!(!checkpoint.is_clean());
         assert_eq!(state(root), before, "the user's state is untouched");
+        assert_eq!(git(root, &["ls-files", "--stage"]), index_before);
         assert_eq!(
-            git(root, &["ls-files", "--stage"]),
-            index_before,
-            "the index is untouched"
+            git(root, &["for-each-ref"]),
+            refs_before,
+            "no ref, no commit"
         );
-        let show = |rev: &str| git(root, &["show", rev]);
-        let cp = checkpoint.commit.to_string();
-        let ix = checkpoint.index_tree.to_string();
-        assert_eq!(
-            show(&format!("{cp}:a.txt")),
-            "ONE\n2\nTHREE\n",
-            "working tree content"
+        let cat = |tree: Oid, path: &str| git(root, &["cat-file", "-p", &format!("{tree}:{path}")]);
+        assert_eq!(cat(checkpoint.work_tree, "a.txt"), "ONE\n2\nTHREE\n");
+        assert_eq!(cat(checkpoint.index_tree, "a.txt"), "ONE\n2\n3\n");
+        assert_eq!(cat(checkpoint.work_tree, "new.txt"), "new\n");
+        let files = git(
+            root,
+            &["ls-tree", "--name-only", &checkpoint.work_tree.to_string()],
         );
-        assert_eq!(
-            git(root, &["cat-file", "-p", &format!("{ix}:a.txt")]),
-            "ONE\n2\n3\n",
-            "staged content"
-        );
-        assert_eq!(show(&format!("{cp}:new.txt")), "new\n");
-        let files = git(root, &["ls-tree", "--name-only", &cp]);
         assert_eq!(
             files, ".gitignore\na.txt\nnew.txt\n",
             "deletion kept, ignored file left out"
         );
-        assert!(git(root, &["log", "-1", "--format=%B", &cp]).contains("Loaf-Checkpoint: c1"));
-        assert_eq!(
-            git(root, &["rev-list", "--parents", "-n1", &cp])
-                .split_whitespace()
-                .count(),
-            2,
-            "one parent: history stays linear"
+    }
+
+    /// Files a sparse checkout leaves out are not deletions.
+    #[test]
+    fn skip_worktree_files_are_recorded_as_the_index_has_them() {
+        let dir = repo();
+        let root = dir.path();
+        git(root, &["update-index", "--skip-worktree", "gone.txt"]);
+        std::fs::remove_file(root.join("gone.txt")).expect("rm");
+        std::fs::write(root.join("new.txt"), "new\n").expect("write");
+        let repo = Repository::open(root).expect("open");
+        let checkpoint = take(&repo).expect("checkpoint");
+        let files = git(
+            root,
+            &["ls-tree", "--name-only", &checkpoint.work_tree.to_string()],
         );
-        assert_eq!(
-            git(root, &["branch", "--format=%(refname:short)"]),
-            "main\n"
-        );
+        assert_eq!(files, ".gitignore\na.txt\ngone.txt\nnew.txt\n");
     }
 }

@@ -11,8 +11,6 @@ pub const NOTES_REF: &str = "refs/notes/loaf";
 pub struct Trailers {
     /// `Loaf-Apply: <id>` on every apply commit.
     pub apply: Option<String>,
-    /// `Loaf-Checkpoint: <id>` on checkpoint commits.
-    pub checkpoint: Option<String>,
     /// `Loaf-Base: <oid>`: HEAD before the apply.
     pub base: Option<Oid>,
     /// `Loaf-Result: <single-line JSON>`.
@@ -27,9 +25,6 @@ impl Trailers {
         let mut pairs = Vec::new();
         if let Some(id) = &self.apply {
             pairs.push(("Loaf-Apply", id.clone()));
-        }
-        if let Some(id) = &self.checkpoint {
-            pairs.push(("Loaf-Checkpoint", id.clone()));
         }
         if let Some(base) = self.base {
             pairs.push(("Loaf-Base", base.to_string()));

@@ -21,9 +21,9 @@ const SCAN_LIMIT: usize = 100_000;
 pub struct LogEntry {
     /// The commit id.
     pub commit: String,
-    /// `apply` or `checkpoint`.
+    /// `apply` (the only kind of loaf commit on a branch).
     pub kind: &'static str,
-    /// The apply's or checkpoint's id.
+    /// The apply's id.
     pub id: String,
     /// Commit time, RFC 3339 UTC.
     pub time: String,
@@ -68,11 +68,8 @@ fn entry(commit: &Commit<'_>) -> Option<LogEntry> {
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.clone())
     };
-    let (kind, id) = match (get("Loaf-Apply"), get("Loaf-Checkpoint")) {
-        (Some(id), _) => ("apply", id),
-        (None, Some(id)) => ("checkpoint", id),
-        _ => return None,
-    };
+    let id = get("Loaf-Apply")?;
+    let kind = "apply";
     let (succeeded, failed) = get("Loaf-Result")
         .and_then(|json| serde_json::from_str::<Value>(&json).ok())
         .map(|v| counts(&v))

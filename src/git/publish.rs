@@ -577,8 +577,8 @@ mod tests {
         let before = user_state(root);
         let repo = Repository::open(root).expect("open");
         let head = repo.refname_to_id("HEAD").expect("head").to_string();
-        let cp = checkpoint::take(&repo, "c1").expect("take").expect("dirty");
-        let cp_commit = cp.commit.to_string();
+        let cp = checkpoint::take(&repo).expect("take");
+        let cp_commit = cp.as_commit(&repo, "work").expect("commit").to_string();
         let cp_tree = tree_of(&repo, &cp_commit);
         let cp_index = cp.index_tree.to_string();
         let forward = transition(

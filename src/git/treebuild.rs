@@ -67,6 +67,40 @@ pub fn tree_with_paths(
     Ok(update(repo, Some(&base_tree), &refs)?.map_or(empty_tree(repo)?, |(id, _)| id))
 }
 
+/// `base` with every path in `paths` (file paths, relative) set to the entry `source` has
+/// there, or removed where `source` has none: how an apply's changes, found between the
+/// user's working tree and the stage, are laid onto HEAD's tree (and onto the index's).
+pub fn tree_with_entries(
+    repo: &Repository,
+    base: Oid,
+    source: Oid,
+    paths: &[std::path::PathBuf],
+) -> Result<Oid, git2::Error> {
+    let base_tree = repo.find_tree(base)?;
+    let source_tree = repo.find_tree(source)?;
+    let mut changes: Vec<(Vec<OsString>, Value)> = Vec::new();
+    for path in paths {
+        let parts: Vec<OsString> = path
+            .components()
+            .filter_map(|c| match c {
+                Component::Normal(n) => Some(n.to_os_string()),
+                _ => None,
+            })
+            .collect();
+        let value = source_tree
+            .get_path(path)
+            .ok()
+            .map(|e| (e.id(), e.filemode()))
+            .filter(|(_, mode)| *mode != TREE_MODE);
+        changes.push((parts, value));
+    }
+    // Removals before additions at the same depth do not matter (distinct paths); shallow
+    // first so that a file replaced by a folder is removed before the folder's files land.
+    changes.sort_by_key(|(parts, _)| parts.len());
+    let refs: Vec<(&[OsString], Value)> = changes.iter().map(|(p, v)| (p.as_slice(), *v)).collect();
+    Ok(update(repo, Some(&base_tree), &refs)?.map_or(empty_tree(repo)?, |(id, _)| id))
+}
+
 fn empty_tree(repo: &Repository) -> Result<Oid, git2::Error> {
     repo.treebuilder(None)?.write()
 }

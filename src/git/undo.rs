@@ -103,7 +103,7 @@ fn walk(session: Session, target: OpEntry, kind: OpKind, force: bool) -> Result<
     checkpoint::refuse_intent_to_add(repo).map_err(|paths| TxError::intent_to_add(&paths, verb))?;
 
     let id = new_id(&target.id);
-    let current = current_state(repo, head.clone(), &id)?;
+    let current = current_state(repo)?;
     crash_point("scanned");
     let changed =
         head != expected.head || current.work != expected.work || current.index != expected.index;
@@ -129,9 +129,18 @@ fn walk(session: Session, target: OpEntry, kind: OpKind, force: bool) -> Result<
                 hint: hint.into(),
             });
         }
-        // Keep what the forced undo moves away from: uncommitted work (a checkpoint commit,
-        // whose parent is HEAD) or commits made on top of the operation.
-        let keep = current.commit.or(match &head {
+        // Keep what the forced undo moves away from: uncommitted work (as a commit whose
+        // parent is HEAD, referenced only from refs/loaf/saved/) or commits made on top of
+        // the operation.
+        let uncommitted = match current.checkpoint.is_clean() {
+            true => None,
+            false => Some(
+                current
+                    .checkpoint
+                    .as_commit(repo, &format!("loaf: uncommitted work saved by {id}"))?,
+            ),
+        };
+        let keep = uncommitted.or(match &head {
             Some(h) if head != expected.head => Some(Oid::from_str(h)?),
             _ => None,
         });
@@ -186,30 +195,20 @@ fn walk(session: Session, target: OpEntry, kind: OpKind, force: bool) -> Result<
     })
 }
 
-/// The user's state now: trees of the working tree and index, and a commit holding them if
-/// they differ from HEAD.
+/// The user's state now: trees of the working tree and index.
 struct Current {
     work: String,
     index: String,
-    commit: Option<Oid>,
+    checkpoint: checkpoint::Checkpoint,
 }
 
-fn current_state(repo: &Repository, head: Option<String>, id: &str) -> Result<Current, TxError> {
-    match checkpoint::take(repo, id)? {
-        Some(cp) => Ok(Current {
-            work: repo.find_commit(cp.commit)?.tree_id().to_string(),
-            index: cp.index_tree.to_string(),
-            commit: Some(cp.commit),
-        }),
-        None => {
-            let tree = current_head_tree(repo, head.as_deref())?;
-            Ok(Current {
-                work: tree.clone(),
-                index: tree,
-                commit: None,
-            })
-        }
-    }
+fn current_state(repo: &Repository) -> Result<Current, TxError> {
+    let checkpoint = checkpoint::take(repo)?;
+    Ok(Current {
+        work: checkpoint.work_tree.to_string(),
+        index: checkpoint.index_tree.to_string(),
+        checkpoint,
+    })
 }
 
 /// The tree of `head` (the empty tree for an unborn branch).

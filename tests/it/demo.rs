@@ -47,12 +47,13 @@ fn the_readme_demo_applies_logs_and_undoes() {
 
     $ git log --format='%h %s'
     <id> AI: file_replace_text src/greet.py, file_write tests/test_greet.py
-    <id> loaf: checkpoint
     <id> greet: first version
+
+    $ git status --short
+    ?? NOTES.txt
 
     $ git loaf log
     <id> <id> 2026-01-01T00:00:00Z ✅2 ❌1 AI: file_replace_text src/greet.py, file_write tests/test_greet.py
-    <id> <id> 2026-01-01T00:00:00Z checkpoint loaf: checkpoint
 
     $ git loaf show --json | head -5
     {

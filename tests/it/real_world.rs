@@ -53,9 +53,16 @@ fn an_empty_repository_with_uncommitted_files_keeps_them_through_apply_and_undo(
         &[("path", "/repo/new.txt"), ("content", "ai")],
     ));
     s.assert_exit(&out, 0);
+    assert_eq!(s.git(&["log", "--format=%s"]), "AI: file_write new.txt\n");
     assert_eq!(
-        s.git(&["log", "--format=%s"]),
-        "AI: file_write new.txt\nloaf: checkpoint\n"
+        s.git(&["ls-tree", "-r", "--name-only", "HEAD"]),
+        "new.txt\n",
+        "the root commit holds only what the apply wrote"
+    );
+    assert_eq!(
+        s.git(&["status", "--porcelain"]),
+        "A  staged.txt\n?? notes.txt\n",
+        "the user's files stay uncommitted"
     );
     s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(

@@ -197,7 +197,7 @@ fn dirty(s: &Scratch) {
 }
 
 #[test]
-fn a_dirty_tree_is_checkpointed_and_undo_brings_it_back_exactly() {
+fn a_dirty_tree_stays_uncommitted_except_the_touched_paths_and_undo_brings_it_back() {
     let s = Scratch::with(&[
         (".gitignore", "*.log\n"),
         ("a.txt", "1\n2\n3\n"),
@@ -206,6 +206,7 @@ fn a_dirty_tree_is_checkpointed_and_undo_brings_it_back_exactly() {
     ]);
     dirty(&s);
     let before = s.state();
+    let before_status = s.git(&["status", "--porcelain", "--untracked-files=all"]);
     let reply = format!(
         "{}{}",
         block(
@@ -231,15 +232,49 @@ fn a_dirty_tree_is_checkpointed_and_undo_brings_it_back_exactly() {
         "applied to what the model saw"
     );
     assert_eq!(
-        s.git(&["log", "--format=%s", "-3"]),
-        "AI: file_replace_text a.txt, file_write b.txt\nloaf: checkpoint\ninitial\n"
+        s.git(&["log", "--format=%s"]),
+        "AI: file_replace_text a.txt, file_write b.txt\ninitial\n",
+        "no checkpoint commit on the branch"
     );
     assert_eq!(
-        s.git(&["status", "--porcelain", "--untracked-files=all"]),
-        "",
-        "everything committed"
+        s.git(&["show", "--format=", "--name-status", "HEAD"]),
+        "M\ta.txt\nM\tb.txt\n",
+        "the commit holds only what the apply changed"
     );
+    assert_eq!(
+        s.git(&["show", "HEAD:a.txt"]),
+        "ONE\n2\nthree by AI\n",
+        "the touched file as the stage held it, the user's edits included"
+    );
+    let untouched = |status: &str| -> String {
+        status
+            .lines()
+            .filter(|l| !l.ends_with(" a.txt") && !l.ends_with(" b.txt"))
+            .map(|l| format!("{l}\n"))
+            .collect()
+    };
+    let status = s.git(&["status", "--porcelain", "--untracked-files=all"]);
+    assert_eq!(
+        status, " D gone.txt\nA  staged-new.txt\n?? untracked.txt\n",
+        "the rest stays uncommitted, staged and unstaged as it was"
+    );
+    assert_eq!(untouched(&before_status), untouched(&status));
     assert_eq!(s.read("debug.log").as_deref(), Some("ignored\n"));
+    let report = s.redact(&out.stdout);
+    assert!(
+        report.contains("note: the commit includes uncommitted changes you had in a.txt\n"),
+        "{report}"
+    );
+    assert!(
+        !s.git(&["log", "--all", "--format=%B"])
+            .contains("Loaf-Checkpoint"),
+        "no checkpoint trailer anywhere"
+    );
+    assert!(
+        !s.git(&["log", "--format=", "--name-only", "main"])
+            .contains("untracked.txt"),
+        "an untracked file the reply did not touch never enters the branch's history"
+    );
     let after = s.state();
     let undo = s.loaf(&["undo"], "");
     assert_eq!(code(&undo), Some(0), "{}", stderr(&undo));
