@@ -148,7 +148,6 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         base: old_head,
         result: Some(result.to_trailer_json()),
         assisted_by: options.model.clone(),
-        ..Trailers::default()
     };
     let parents: Vec<Oid> = old_head.into_iter().collect();
     let commit = write_commit(repo, tree, &parents, &message(&subject, &trailers))?;

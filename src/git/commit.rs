@@ -178,7 +178,6 @@ mod tests {
             base: Some(Oid::ZERO_SHA1),
             result: Some(result.clone()),
             assisted_by: Some("claude-x".into()),
-            ..Trailers::default()
         };
         let commit = write_commit(
             &repo,
