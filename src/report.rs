@@ -63,6 +63,13 @@ pub struct GitInfo {
     /// part of the commit.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub uncommitted: Vec<String>,
+    /// Files of the commit not written to the user's tree because the user changed them
+    /// while it was being published (never overwritten).
+    #[serde(rename = "notWritten", skip_serializing_if = "Vec::is_empty")]
+    pub not_written: Vec<String>,
+    /// Why the commit was not published (kept under `refs/loaf/`) and how to take it.
+    #[serde(rename = "notApplied", skip_serializing_if = "Option::is_none")]
+    pub not_applied: Option<String>,
 }
 
 /// One action that ran.
@@ -109,11 +116,27 @@ impl ExecutionResult {
         let mut out = String::from("=== LOAF RESULTS ===");
         if let Some(git) = &self.git {
             let _ = write!(out, " apply {}", git.apply);
-            if let Some(commit) = &git.commit {
-                let _ = write!(out, " · commit {}", short(commit));
+            match (&git.not_applied, &git.commit) {
+                (Some(why), _) => {
+                    let _ = write!(out, " · NOT APPLIED: {why}");
+                }
+                (None, Some(commit)) => {
+                    let _ = write!(out, " · commit {}", short(commit));
+                }
+                (None, None) => {}
             }
         }
         out.push('\n');
+        if self.git.as_ref().is_some_and(|g| g.not_applied.is_some()) {
+            out.push_str("None of the changes below reached the user's files.\n");
+        }
+        if let Some(git) = self.git.as_ref().filter(|g| !g.not_written.is_empty()) {
+            let _ = writeln!(
+                out,
+                "note: not written to the working tree because the user changed them meanwhile (the commit has the reply's version): {}",
+                git.not_written.join(", ")
+            );
+        }
         if let Some(git) = self.git.as_ref().filter(|g| !g.uncommitted.is_empty()) {
             let _ = writeln!(
                 out,
@@ -373,6 +396,8 @@ mod tests {
                 base: Some("0f0f0f0".into()),
                 apply: "3f2a1c".into(),
                 uncommitted: Vec::new(),
+                not_written: Vec::new(),
+                not_applied: None,
             }),
         }
     }

@@ -92,12 +92,16 @@ fn transaction(args: &ApplyArgs, cwd: &std::path::Path, text: &str) -> Result<Ou
     if let Some(kept) = &applied.kept {
         return Err(CliError::refused(
             format!(
-                "{}; nothing of yours was changed. The apply's commit is kept as {}",
+                "NOT APPLIED: {}; nothing of yours was changed. The apply's commit is kept as {}",
                 kept.reason, kept.refname
             ),
             format!(
-                "take it with `git cherry-pick {0}` (or look first: `git loaf show {0}`), or apply the reply again",
-                kept.refname
+                "look at it with `git loaf show {0}`, then `git loaf take {0}` to apply it to your tree (uncommitted edits are kept) or `git loaf drop {0}` to discard it",
+                result
+                    .git
+                    .as_ref()
+                    .map(|g| g.apply.as_str())
+                    .unwrap_or_default()
             ),
         ));
     }

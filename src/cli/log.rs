@@ -42,7 +42,11 @@ pub fn run_log(args: &LogArgs) -> Result<Outcome, CliError> {
     }
     let mut out = String::new();
     for e in &entries {
-        let counts = format!("✅{} ❌{}", e.succeeded, e.failed);
+        let counts = if e.kind == "kept" {
+            format!("NOT APPLIED (git loaf take {0} | git loaf drop {0})", e.id)
+        } else {
+            format!("✅{} ❌{}", e.succeeded, e.failed)
+        };
         out.push_str(&format!(
             "{} {} {} {counts} {}\n",
             &e.commit[..7.min(e.commit.len())],

@@ -3,6 +3,7 @@
 
 mod apply;
 mod error;
+mod kept;
 mod log;
 mod parse;
 mod undo;
@@ -30,6 +31,8 @@ enum Command {
     Redo(undo::RedoArgs),
     Log(log::LogArgs),
     Show(log::ShowArgs),
+    Take(kept::TakeArgs),
+    Drop(kept::DropArgs),
 }
 
 /// How a command that ran ended.
@@ -70,6 +73,8 @@ pub fn main() -> ExitCode {
         Command::Redo(args) => undo::run_redo(&args),
         Command::Log(args) => log::run_log(&args),
         Command::Show(args) => log::run_show(&args),
+        Command::Take(args) => kept::run_take(&args),
+        Command::Drop(args) => kept::run_drop(&args),
     };
     match result {
         Ok(outcome) => outcome.into(),

@@ -9,6 +9,7 @@ use sha2::{Digest, Sha256};
 
 use super::checkpoint::{self, Checkpoint, head_commit};
 use super::commit::{Trailers, message, write_commit, write_note};
+use super::merge;
 use super::oplog::{OpEntry, OpKind, UserState};
 use super::publish::{self, PublishError, Transition, crash_point};
 use super::session::{Session, TxError};
@@ -197,27 +198,67 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
             },
         },
     };
-    let kept = match publish::publish(repo, &transition, true) {
-        Ok(()) => None,
-        Err(
-            error @ (PublishError::Moved { .. }
-            | PublishError::Changed(_)
-            | PublishError::IndexLocked(_)),
-        ) => {
+    let mut transition = transition;
+    let mut notices = session.notices.clone();
+    let mut attempts = 0;
+    let outcome = loop {
+        match publish::publish(repo, &transition, true) {
+            Ok(skipped) => break Ok(skipped),
+            // The user saved a file the apply changed while it ran: merge and try again (a
+            // few times: they may still be saving).
+            Err(PublishError::Changed(paths)) if attempts < 3 => {
+                attempts += 1;
+                match merge::merge_users_edits(repo, &mut transition, &paths)? {
+                    Ok(merged) => notices.push(format!(
+                        "you changed {} while git-loaf ran: merged with the reply's change (your edit stays uncommitted)",
+                        shown(&merged)
+                    )),
+                    Err(merge::Overlap(reason)) => break Err(reason),
+                }
+            }
+            Err(
+                error @ (PublishError::Moved { .. }
+                | PublishError::Changed(_)
+                | PublishError::IndexLocked(_)),
+            ) => break Err(error.to_string()),
+            Err(other) => return Err(other.into()),
+        }
+    };
+    let kept = match outcome {
+        Ok(skipped) => {
+            if !skipped.is_empty() {
+                let git = result.git.get_or_insert_with(GitInfo::default);
+                git.not_written = skipped.iter().map(|p| p.display().to_string()).collect();
+                write_note(repo, commit, &note_json(&result))?;
+            }
+            None
+        }
+        Err(reason) => {
             let refname = format!("refs/loaf/{id}");
             repo.reference(&refname, commit, true, "git-loaf: kept, not published")?;
-            Some(Kept {
-                refname,
-                reason: error.to_string(),
-            })
+            if let Some(git) = result.git.as_mut() {
+                git.not_applied = Some(format!(
+                    "{reason}; the commit is kept as {refname}: `git loaf take {id}` applies it, `git loaf drop {id}` discards it"
+                ));
+            }
+            write_note(repo, commit, &note_json(&result))?;
+            Some(Kept { refname, reason })
         }
-        Err(other) => return Err(other.into()),
     };
     Ok(Applied {
         result,
         kept,
-        notices: session.notices,
+        notices,
     })
+}
+
+/// Paths for a message.
+fn shown(paths: &[PathBuf]) -> String {
+    paths
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The paths the apply changed where the user had uncommitted work (in the file or staged):

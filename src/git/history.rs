@@ -21,7 +21,8 @@ const SCAN_LIMIT: usize = 100_000;
 pub struct LogEntry {
     /// The commit id.
     pub commit: String,
-    /// `apply` (the only kind of loaf commit on a branch).
+    /// `apply`, or `kept` for an apply's commit that was not published (`git loaf take` /
+    /// `git loaf drop`).
     pub kind: &'static str,
     /// The apply's id.
     pub id: String,
@@ -42,13 +43,21 @@ fn open(cwd: &Path) -> Result<Repository, TxError> {
 /// The newest `limit` loaf commits reachable from HEAD along first parents.
 pub fn log(cwd: &Path, limit: usize) -> Result<Vec<LogEntry>, TxError> {
     let repo = open(cwd)?;
+    // Kept commits first: they wait for the user to take or drop them.
+    let mut kept = Vec::new();
+    for k in super::kept::list(&repo)? {
+        if let Some(mut e) = repo.find_commit(k.commit).ok().as_ref().and_then(entry) {
+            e.kind = "kept";
+            kept.push(e);
+        }
+    }
     let Ok(head) = repo.head().and_then(|h| h.peel_to_commit()) else {
-        return Ok(Vec::new());
+        return Ok(kept);
     };
     let mut walk = repo.revwalk()?;
     walk.push(head.id())?;
     walk.simplify_first_parent()?;
-    let mut out = Vec::new();
+    let mut out = kept;
     for oid in walk.take(SCAN_LIMIT) {
         if out.len() >= limit {
             break;

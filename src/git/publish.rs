@@ -21,9 +21,10 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use git2::build::CheckoutBuilder;
-use git2::{Index, IndexEntry, IndexTime, Oid, Repository, Tree};
+use git2::{Index, Oid, Repository, Tree};
 use serde::{Deserialize, Serialize};
 
+use super::index_lock::{self, IndexLock, IndexLockError};
 use super::oplog::{self, OpEntry};
 
 /// The journal's file name in `<common git dir>/loaf/`.
@@ -78,12 +79,24 @@ pub enum PublishError {
     /// Another git command holds the index lock.
     #[error("another git command is using the index ({} exists)", .0.display())]
     IndexLocked(PathBuf),
+    /// Writing the index failed.
+    #[error("{0}")]
+    Index(IndexLockError),
     /// git failed.
     #[error("{0}")]
     Git(#[from] git2::Error),
     /// The journal could not be written.
     #[error("cannot write the journal: {0}")]
     Io(#[from] std::io::Error),
+}
+
+impl From<IndexLockError> for PublishError {
+    fn from(error: IndexLockError) -> Self {
+        match error {
+            IndexLockError::Busy(path) => PublishError::IndexLocked(path),
+            other => PublishError::Index(other),
+        }
+    }
 }
 
 fn list(paths: &[PathBuf]) -> String {
@@ -112,14 +125,26 @@ pub fn mark_start() {
 
 /// A named moment of an operation, for the crash-safety tests: when `LOAF_CRASH_AT` names it
 /// the process aborts there; when `LOAF_PAUSE_AT` names it, it sleeps there
-/// (`LOAF_PAUSE_MS`, default 3000) so that a test can SIGKILL it at exactly that moment.
+/// (`LOAF_PAUSE_MS`, default 3000) so that a test can SIGKILL it at exactly that moment, or,
+/// with `LOAF_PAUSE_FILE`, writes that file and waits until the test removes it (to act in
+/// the user's repository at exactly that moment).
 /// Without those variables it does nothing.
 pub fn crash_point(name: &str) {
     tracing::debug!(
         "{name} reached after {:.1} ms",
         STARTED.elapsed().as_secs_f64() * 1000.0
     );
-    if std::env::var_os("LOAF_PAUSE_AT").is_some_and(|v| v == name) {
+    if std::env::var_os("LOAF_PAUSE_AT").is_some_and(|v| v == name)
+        && let Some(handshake) = std::env::var_os("LOAF_PAUSE_FILE")
+    {
+        // A test's handshake: say we are here, then wait until the test removes the file.
+        let handshake = std::path::PathBuf::from(handshake);
+        let _ = std::fs::write(&handshake, name);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while handshake.exists() && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    } else if std::env::var_os("LOAF_PAUSE_AT").is_some_and(|v| v == name) {
         let ms = std::env::var("LOAF_PAUSE_MS")
             .ok()
             .and_then(|v| v.parse().ok())
@@ -133,8 +158,14 @@ pub fn crash_point(name: &str) {
 
 /// Publishes `t`. With `check_user`, refuses when the user changed, since `from_*` was
 /// recorded, a path this transition changes (apply); undo and redo check the whole state
-/// themselves before calling.
-pub fn publish(repo: &Repository, t: &Transition, check_user: bool) -> Result<(), PublishError> {
+/// themselves before calling. The user's `index.lock` is held from before that check until
+/// the new index is in place. Returns the files left alone because the user changed them
+/// between the check and the moment each would have been replaced (never overwritten).
+pub fn publish(
+    repo: &Repository,
+    t: &Transition,
+    check_user: bool,
+) -> Result<Vec<PathBuf>, PublishError> {
     let now = current(repo, &t.ref_name);
     if now != t.old {
         return Err(PublishError::Moved {
@@ -143,17 +174,14 @@ pub fn publish(repo: &Repository, t: &Transition, check_user: bool) -> Result<()
         });
     }
     let paths = Paths::of(repo, t)?;
+    // Taken before the commit point, so that the index can always be written after it.
+    let lock = IndexLock::acquire(repo)?;
+    let mut index = lock.read()?;
     if check_user {
-        let changed = changed_by_user(repo, t, &paths)?;
+        let changed = changed_by_user(repo, t, &paths, &index)?;
         if !changed.is_empty() {
             return Err(PublishError::Changed(changed));
         }
-    }
-    // The index is written after the commit point: make sure no one holds it first, rather
-    // than move the branch and then fail half way (the journal would finish it, but later).
-    let index_lock = repo.path().join("index.lock");
-    if index_lock.exists() {
-        return Err(PublishError::IndexLocked(index_lock));
     }
     let journal = journal_path(repo);
     write_journal(&journal, t)?;
@@ -163,12 +191,15 @@ pub fn publish(repo: &Repository, t: &Transition, check_user: bool) -> Result<()
         return Err(e);
     }
     crash_point("ref");
-    write_files(repo, t, &paths, false)?;
+    let skipped = write_files(repo, t, &paths, &mut index)?;
+    crash_point("index");
+    lock.commit(&mut index)?;
+    super::checkpoint::note_index_tree(repo, oid(&t.to_index)?);
     crash_point("files");
     oplog::append(repo, &t.op)?;
     crash_point("oplog");
     std::fs::remove_file(&journal)?;
-    Ok(())
+    Ok(skipped)
 }
 
 /// What a crashed operation left, and what [`recover`] did with it.
@@ -225,7 +256,11 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
         return Ok(Recovered::RolledBack);
     }
     let paths = Paths::of(&user, &t)?;
-    let skipped = write_files(&user, &t, &paths, true)?;
+    let lock = IndexLock::acquire(&user)?;
+    let mut index = lock.read()?;
+    let skipped = write_files(&user, &t, &paths, &mut index)?;
+    lock.commit(&mut index)?;
+    super::checkpoint::note_index_tree(&user, oid(&t.to_index)?);
     if oplog::newest_id(&user)?.as_deref() != Some(t.op.id.as_str()) {
         oplog::append(&user, &t.op)?;
     }
@@ -319,7 +354,7 @@ pub fn differing(repo: &Repository, a: &str, b: &str) -> Result<BTreeSet<PathBuf
 }
 
 /// The blob id a tree holds at `path`.
-fn blob_at(tree: &Tree<'_>, path: &Path) -> Option<(Oid, i32)> {
+pub(crate) fn blob_at(tree: &Tree<'_>, path: &Path) -> Option<(Oid, i32)> {
     tree.get_path(path)
         .ok()
         .map(|e| (e.id(), e.filemode()))
@@ -329,7 +364,7 @@ fn blob_at(tree: &Tree<'_>, path: &Path) -> Option<(Oid, i32)> {
 /// The blob the user's file at `path` would be if added (filters such as CRLF conversion
 /// applied), `None` when absent. A folder or unreadable file gives the null id, which
 /// matches nothing.
-fn file_blob(repo: &Repository, workdir: &Path, path: &Path) -> Option<Oid> {
+pub(crate) fn file_blob(repo: &Repository, workdir: &Path, path: &Path) -> Option<Oid> {
     let full = workdir.join(path);
     match std::fs::symlink_metadata(&full) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
@@ -348,11 +383,10 @@ fn changed_by_user(
     repo: &Repository,
     t: &Transition,
     paths: &Paths,
+    index: &Index,
 ) -> Result<Vec<PathBuf>, git2::Error> {
     let from_work = repo.find_tree(oid(&t.from_work)?)?;
     let from_index = repo.find_tree(oid(&t.from_index)?)?;
-    let mut index = repo.index()?;
-    index.read(false)?;
     let mut changed = Vec::new();
     for path in &paths.index {
         let file_changed = paths.work.contains(path)
@@ -367,32 +401,46 @@ fn changed_by_user(
     Ok(changed)
 }
 
-/// Writes the working tree paths that differ, then the index entries that differ. When
-/// `careful` (rolling forward after a crash), a file holding neither its before nor its after
-/// content is left alone and returned.
+/// Writes the working tree paths that differ, then sets the index entries that differ (in
+/// `index`, written by the caller). Each file is checked right before it is replaced: one
+/// already holding its after content is left as it is (a roll-forward after a crash), one
+/// holding neither its before nor its after content was changed by the user meanwhile and is
+/// left alone and returned — nothing of the user's is ever overwritten.
 fn write_files(
     repo: &Repository,
     t: &Transition,
     paths: &Paths,
-    careful: bool,
+    index: &mut Index,
 ) -> Result<Vec<PathBuf>, git2::Error> {
     let from_work = repo.find_tree(oid(&t.from_work)?)?;
     let to_work = repo.find_tree(oid(&t.to_work)?)?;
     let to_index = repo.find_tree(oid(&t.to_index)?)?;
     let mut skipped = Vec::new();
-    let mut write: Vec<&PathBuf> = Vec::new();
-    for path in &paths.work {
+    // What a path may hold now for it to be replaced: its before content, or (done already)
+    // its after content.
+    let verdict = |path: &Path| {
         let before = blob_at(&from_work, path).map(|b| b.0);
         let after = blob_at(&to_work, path).map(|b| b.0);
         let now = file_blob(repo, &t.workdir, path);
-        if careful && now == after {
-            continue;
+        if now == after {
+            Verdict::Done
+        } else if now == before {
+            Verdict::Replace
+        } else {
+            Verdict::UserChanged
         }
-        if careful && now != before {
-            skipped.push(path.clone());
-            continue;
+    };
+    let mut write: Vec<&PathBuf> = Vec::new();
+    for path in &paths.work {
+        match verdict(path) {
+            Verdict::Replace => write.push(path),
+            Verdict::UserChanged => skipped.push(path.clone()),
+            // A deletion a crash interrupted may have left its folders behind.
+            Verdict::Done if blob_at(&to_work, path).is_none() => {
+                remove_empty_parents(&t.workdir, path);
+            }
+            Verdict::Done => {}
         }
-        write.push(path);
     }
     // Deletions by hand (checkout would judge "untracked" against HEAD, which has already
     // moved); everything else by a checkout of just those paths, so filters (CRLF, eol)
@@ -401,7 +449,11 @@ fn write_files(
         .into_iter()
         .partition(|path| blob_at(&to_work, path).is_none());
     for path in gone {
-        remove_file(&t.workdir, path)?;
+        if verdict(path) == Verdict::Replace {
+            remove_file(&t.workdir, path)?;
+        } else {
+            skipped.push(path.clone());
+        }
     }
     if !written.is_empty() {
         // Checked out (filters applied, modes set) into a folder next to the journal, then
@@ -424,6 +476,11 @@ fn write_files(
         repo.checkout_tree(to_work.as_object(), Some(&mut checkout))?;
         for path in &written {
             let (from, to) = (staging.path().join(path), t.workdir.join(path));
+            // The last look before replacing: an edit saved since the first one wins.
+            if verdict(path) != Verdict::Replace {
+                skipped.push((*path).clone());
+                continue;
+            }
             // A folder in the way of a file goes first.
             if to.is_dir() && !to.is_symlink() {
                 std::fs::remove_dir_all(&to).map_err(|e| io_error("cannot remove", &to, e))?;
@@ -436,16 +493,35 @@ fn write_files(
         }
     }
     crash_point("checkout");
-    let mut index = repo.index()?;
-    index.read(false)?;
     // Skipped files still get their after index entry: the user's edit then shows as an
     // unstaged change on top of the new HEAD, as if made after the operation.
     for path in &paths.index {
-        set_index_entry(&mut index, &t.workdir, path, &to_index, &to_work)?;
+        let holds_it = !skipped.contains(path);
+        set_index_entry(index, &t.workdir, path, &to_index, &to_work, holds_it)?;
     }
-    index.write()?;
-    super::checkpoint::note_index_tree(repo, to_index.id());
     Ok(skipped)
+}
+
+/// What may be done with one file of the working tree, judged right before it is replaced.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Verdict {
+    /// It holds its before content: replace it.
+    Replace,
+    /// It already holds its after content.
+    Done,
+    /// It holds something else: the user's; leave it.
+    UserChanged,
+}
+
+/// Folders left empty above `path`, up to the working tree root, are removed (as git does).
+fn remove_empty_parents(workdir: &Path, path: &Path) {
+    let mut dir = path.parent();
+    while let Some(parent) = dir.filter(|d| !d.as_os_str().is_empty()) {
+        if std::fs::remove_dir(workdir.join(parent)).is_err() {
+            break;
+        }
+        dir = parent.parent();
+    }
 }
 
 /// Removes a file the transition deletes, then its folders left empty (as git does).
@@ -461,19 +537,14 @@ fn remove_file(workdir: &Path, path: &Path) -> Result<(), git2::Error> {
             )));
         }
     }
-    let mut dir = path.parent();
-    while let Some(parent) = dir.filter(|d| !d.as_os_str().is_empty()) {
-        if std::fs::remove_dir(workdir.join(parent)).is_err() {
-            break;
-        }
-        dir = parent.parent();
-    }
+    remove_empty_parents(workdir, path);
     Ok(())
 }
 
 /// Makes the index entry of `path` what `to_index` says. When the file on disk is that
-/// content, the entry gets the file's stat data (so git sees it clean without re-reading);
-/// otherwise (a partially staged file) zeroed stat data, so git re-hashes and sees the
+/// content (`file_holds_it`: written by us or left as it was), the entry gets the file's stat
+/// data (so git sees it clean without re-reading); otherwise (a partially staged file, or a
+/// file the user changed meanwhile) zeroed stat data, so git re-hashes and sees the
 /// difference.
 fn set_index_entry(
     index: &mut Index,
@@ -481,6 +552,7 @@ fn set_index_entry(
     path: &Path,
     to_index: &Tree<'_>,
     to_work: &Tree<'_>,
+    file_holds_it: bool,
 ) -> Result<(), git2::Error> {
     let Some((id, mode)) = blob_at(to_index, path) else {
         if index.get_path(path, 0).is_some()
@@ -490,30 +562,10 @@ fn set_index_entry(
         }
         return Ok(());
     };
-    let same_as_file = blob_at(to_work, path).is_some_and(|(w, _)| w == id);
-    if same_as_file && workdir.join(path).symlink_metadata().is_ok() {
-        index.add_path(path)?;
-        // The clean filter gives the same blob as the tree unless the user's filters changed
-        // in between; the recorded content wins either way.
-        if index.get_path(path, 0).is_some_and(|e| e.id == id) {
-            return Ok(());
-        }
-    }
-    let bytes = path.as_os_str().as_encoded_bytes().to_vec();
-    index.add(&IndexEntry {
-        ctime: IndexTime::new(0, 0),
-        mtime: IndexTime::new(0, 0),
-        dev: 0,
-        ino: 0,
-        mode: mode as u32,
-        uid: 0,
-        gid: 0,
-        file_size: 0,
-        id,
-        flags: bytes.len().min(0xfff) as u16,
-        flags_extended: 0,
-        path: bytes,
-    })
+    let same_as_file = file_holds_it && blob_at(to_work, path).is_some_and(|(w, _)| w == id);
+    let full = workdir.join(path);
+    let stat_from = same_as_file.then_some(full.as_path());
+    index.add(&index_lock::entry(path, id, mode as u32, stat_from))
 }
 
 #[cfg(test)]

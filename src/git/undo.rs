@@ -176,7 +176,18 @@ fn walk(session: Session, target: OpEntry, kind: OpKind, force: bool) -> Result<
             after: wanted.clone(),
         },
     };
-    publish::publish(repo, &transition, false)?;
+    let skipped = publish::publish(repo, &transition, false)?;
+    let mut notices = session.notices;
+    if !skipped.is_empty() {
+        notices.push(format!(
+            "left as you changed them just now (not overwritten): {}",
+            skipped
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     let paths = differing(repo, &current.work, &wanted.work)?
         .into_iter()
         .map(|p| p.display().to_string())
@@ -191,7 +202,7 @@ fn walk(session: Session, target: OpEntry, kind: OpKind, force: bool) -> Result<
         to: wanted.head.clone(),
         paths,
         saved,
-        notices: session.notices,
+        notices,
     })
 }
 

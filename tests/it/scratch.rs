@@ -121,6 +121,42 @@ impl Scratch {
         self.loaf(&["apply"], &self.reply(reply))
     }
 
+    /// `git loaf apply` of `reply`, paused at the named moment (see `crash_point`) while
+    /// `meanwhile` acts in the repository as the user would.
+    pub fn apply_pausing(&self, reply: &str, moment: &str, meanwhile: impl FnOnce()) -> Output {
+        use std::io::Write as _;
+        let handshake = self.sibling("pause-handshake");
+        let _ = std::fs::remove_file(&handshake);
+        let mut child = Command::new(assert_cmd::cargo::cargo_bin("git-loaf"))
+            .arg("apply")
+            .current_dir(&self.root)
+            .envs(ENV)
+            .env("NO_COLOR", "1")
+            .env("LOAF_PAUSE_AT", moment)
+            .env("LOAF_PAUSE_FILE", &handshake)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("git-loaf starts");
+        let mut stdin = child.stdin.take().expect("stdin");
+        stdin
+            .write_all(self.reply(reply).as_bytes())
+            .expect("reply written");
+        drop(stdin);
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+        while !handshake.exists() {
+            assert!(
+                std::time::Instant::now() < until,
+                "git-loaf never reached {moment}"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        meanwhile();
+        std::fs::remove_file(&handshake).expect("resume");
+        child.wait_with_output().expect("git-loaf ends")
+    }
+
     /// `reply` with `/repo` replaced by the root.
     pub fn reply(&self, reply: &str) -> String {
         reply.replace("/repo", &self.root.to_string_lossy())

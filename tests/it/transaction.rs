@@ -4,7 +4,7 @@
 
 use insta::assert_snapshot;
 
-use crate::scratch::{Scratch, block, trailer};
+use crate::scratch::{Scratch, block, git_cmd, trailer};
 
 fn code(out: &std::process::Output) -> Option<i32> {
     out.status.code()
@@ -408,31 +408,30 @@ fn undo_refuses_changes_since_and_pushed_commits_unless_forced() {
 }
 
 #[test]
-fn a_branch_moved_during_the_apply_keeps_the_commit_aside_and_exits_3() {
-    let s = Scratch::with(&[
-        (
-            "loaf.yml",
-            "allowed-actions: [file_write, file_read, exec]\n",
-        ),
-        ("a.txt", "0\n"),
-    ]);
-    // The exec runs in the stage; it commits in the user's repository meanwhile (`/repo`
-    // becomes the root when the reply is applied).
-    let script = "git -C '/repo' commit -q --allow-empty -m 'meanwhile'";
-    let reply = format!(
-        "{}{}",
-        block(
-            "k7m",
-            "file_write",
-            &[("path", "/repo/b.txt"), ("content", "AI")]
-        ),
-        block("e1x", "exec", &[("lang", "bash"), ("code", script)]),
+fn a_branch_moved_during_the_apply_keeps_the_commit_aside_says_not_applied_and_exits_3() {
+    let s = Scratch::with(&[("a.txt", "0\n")]);
+    let reply = block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/b.txt"), ("content", "AI")],
     );
-    let out = s.apply(&reply);
+    let out = s.apply_pausing(&reply, "committed", || {
+        s.git(&["commit", "-q", "--allow-empty", "-m", "meanwhile"]);
+    });
     s.assert_exit(&out, 3);
+    let report = s.redact(&out.stdout);
+    let first = report.lines().next().unwrap_or_default();
+    assert!(
+        first.contains("NOT APPLIED: refs/heads/main moved while git-loaf ran"),
+        "{report}"
+    );
+    assert!(
+        !first.contains(" · commit "),
+        "no commit id as if applied: {first}"
+    );
     let err = stderr(&out);
     assert!(
-        err.contains("refs/loaf/") && err.contains("git cherry-pick"),
+        err.contains("refs/loaf/") && err.contains("git loaf take"),
         "{err}"
     );
     assert_eq!(
@@ -447,33 +446,172 @@ fn a_branch_moved_during_the_apply_keeps_the_commit_aside_and_exits_3() {
         .find(|l| !l.contains("oplog"))
         .expect("kept ref");
     assert_eq!(s.git(&["show", &format!("{kept}:b.txt")]), "AI");
+    let shown = s.loaf(&["show", kept], "");
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("NOT APPLIED"),
+        "show prints what apply printed"
+    );
+    let id = kept.trim_start_matches("refs/loaf/");
+    let log = s.loaf(&["log"], "");
+    assert!(
+        String::from_utf8_lossy(&log.stdout).contains(&format!(
+            "NOT APPLIED (git loaf take {id} | git loaf drop {id})"
+        )),
+        "{}",
+        String::from_utf8_lossy(&log.stdout)
+    );
+    // Taken later, with uncommitted work of the user's present: replayed onto the moved
+    // branch; the user's work stays uncommitted.
+    s.write("a.txt", "user's uncommitted edit\n");
+    s.write("notes.txt", "untracked\n");
+    let before_take = s.state();
+    let take = s.loaf(&["take", id], "");
+    s.assert_exit(&take, 0);
+    assert_eq!(s.read("b.txt").as_deref(), Some("AI"));
+    assert_eq!(
+        s.git(&["log", "--format=%s"]),
+        "AI: file_write b.txt\nmeanwhile\ninitial\n"
+    );
+    assert_eq!(
+        s.git(&["status", "--porcelain"]),
+        " M a.txt\n?? notes.txt\n",
+        "the user's work stays uncommitted"
+    );
+    assert_eq!(
+        s.git(&["for-each-ref", "--format=%(refname)", kept]),
+        "",
+        "no longer kept"
+    );
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.state(), before_take, "undo takes it back");
     s.assert_tidy();
 }
 
 #[test]
-fn a_file_the_user_edits_during_the_apply_is_never_overwritten() {
-    let s = Scratch::with(&[
-        ("loaf.yml", "allowed-actions: [file_write, exec]\n"),
-        ("a.txt", "0\n"),
-    ]);
-    let script = "printf 'user\\n' > '/repo/a.txt'";
-    let reply = format!(
-        "{}{}",
-        block("e1x", "exec", &[("lang", "bash"), ("code", script)]),
-        block(
-            "k7m",
-            "file_write",
-            &[("path", "/repo/a.txt"), ("content", "AI")]
-        ),
+fn an_edit_on_the_same_lines_during_the_apply_is_never_overwritten() {
+    let s = Scratch::with(&[("a.txt", "0\n")]);
+    let reply = block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/a.txt"), ("content", "AI\n")],
     );
-    let out = s.apply(&reply);
+    let out = s.apply_pausing(&reply, "committed", || s.write("a.txt", "user\n"));
     s.assert_exit(&out, 3);
+    let report = s.redact(&out.stdout);
     assert!(
-        stderr(&out).contains("you changed a.txt"),
+        report.starts_with("=== LOAF RESULTS === apply ")
+            && report
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .contains("NOT APPLIED: you and the reply both changed the same lines of a.txt"),
+        "{report}"
+    );
+    assert_eq!(s.read("a.txt").as_deref(), Some("user\n"));
+    assert_eq!(s.git(&["log", "--format=%s"]), "initial\n");
+    let kept = s.git(&["for-each-ref", "--format=%(refname:lstrip=2)", "refs/loaf/"]);
+    let id = kept
+        .lines()
+        .find(|l| *l != "oplog")
+        .expect("kept")
+        .to_owned();
+    let take = s.loaf(&["take", &id], "");
+    s.assert_exit(&take, 3);
+    assert!(
+        stderr(&take).contains("same lines of a.txt"),
+        "{}",
+        stderr(&take)
+    );
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some("user\n"),
+        "a refused take changes nothing"
+    );
+    s.assert_exit(&s.loaf(&["drop", &id], ""), 0);
+    assert_eq!(
+        s.git(&[
+            "for-each-ref",
+            "--format=%(refname)",
+            &format!("refs/loaf/{id}")
+        ]),
+        ""
+    );
+    s.assert_exit(&s.loaf(&["drop", &id], ""), 2);
+}
+
+#[test]
+fn an_edit_elsewhere_in_the_file_during_the_apply_is_merged_and_stays_uncommitted() {
+    let s = Scratch::with(&[("a.txt", "1\n2\n3\n4\n5\n")]);
+    let reply = block(
+        "k7m",
+        "file_replace_text",
+        &[
+            ("path", "/repo/a.txt"),
+            ("old_text", "1\n"),
+            ("new_text", "one by AI\n"),
+        ],
+    );
+    let before = s.state();
+    let out = s.apply_pausing(&reply, "committed", || {
+        s.write("a.txt", "1\n2\n3\n4\nfive by user\n")
+    });
+    s.assert_exit(&out, 0);
+    assert!(
+        stderr(&out).contains("you changed a.txt while git-loaf ran: merged"),
         "{}",
         stderr(&out)
     );
-    assert_eq!(s.read("a.txt").as_deref(), Some("user\n"));
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some("one by AI\n2\n3\n4\nfive by user\n"),
+        "both edits"
+    );
+    assert_eq!(
+        s.git(&["show", "HEAD:a.txt"]),
+        "one by AI\n2\n3\n4\n5\n",
+        "the commit holds the reply's change only"
+    );
+    assert_eq!(s.git(&["status", "--porcelain"]), " M a.txt\n");
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some("1\n2\n3\n4\nfive by user\n"),
+        "undo gives back the user's edit, without the reply's"
+    );
+    assert_ne!(s.state(), before, "the user's edit is not lost by undo");
+    s.assert_tidy();
+}
+
+#[test]
+fn git_add_cannot_slip_in_while_the_index_is_being_published() {
+    let s = Scratch::with(&[("a.txt", "0\n"), ("other.txt", "o\n")]);
+    let reply = block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/a.txt"), ("content", "AI\n")],
+    );
+    let out = s.apply_pausing(&reply, "ref", || {
+        s.write("other.txt", "staged by the user\n");
+        let add = git_cmd(&s.root, &["add", "other.txt"])
+            .output()
+            .expect("git runs");
+        assert!(
+            !add.status.success(),
+            "git add must wait: git-loaf holds index.lock"
+        );
+        let commit = git_cmd(&s.root, &["commit", "-q", "-a", "-m", "half"])
+            .output()
+            .expect("git runs");
+        assert!(
+            !commit.status.success(),
+            "no commit on a half-published state"
+        );
+    });
+    s.assert_exit(&out, 0);
+    assert_eq!(s.git(&["status", "--porcelain"]), " M other.txt\n");
+    s.git(&["add", "other.txt"]);
+    assert_eq!(s.git(&["status", "--porcelain"]), "M  other.txt\n");
+    s.assert_tidy();
 }
 
 #[test]

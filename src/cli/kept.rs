@@ -1,0 +1,60 @@
+//! `git loaf take` and `git loaf drop`: what to do with an apply that was kept, not applied.
+
+use clap::Args;
+
+use super::{CliError, Outcome};
+use crate::git::kept;
+
+/// Apply a kept commit (one `git loaf apply` could not publish: it said NOT APPLIED) to the
+/// current branch: replayed onto HEAD if HEAD moved, merged with your uncommitted edits, which
+/// stay uncommitted. `git loaf undo` takes it back.
+///
+/// Example: `git loaf take 3f2a1c`
+#[derive(Debug, Args)]
+pub struct TakeArgs {
+    /// The apply id (`git loaf log` lists kept applies).
+    id: String,
+}
+
+/// Discard a kept commit.
+///
+/// Example: `git loaf drop 3f2a1c`
+#[derive(Debug, Args)]
+pub struct DropArgs {
+    /// The apply id (`git loaf log` lists kept applies).
+    id: String,
+}
+
+/// Runs `git loaf take`.
+pub fn run_take(args: &TakeArgs) -> Result<Outcome, CliError> {
+    let taken = kept::take(&super::current_dir()?, &args.id)?;
+    super::print_notices(&taken.notices);
+    let mut out = format!(
+        "Took {}: now commit {}\n",
+        args.id,
+        &taken.commit.to_string()[..7]
+    );
+    if !taken.merged.is_empty() {
+        let paths: Vec<String> = taken
+            .merged
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect();
+        out.push_str(&format!(
+            "Your uncommitted edits to {} were merged in and stay uncommitted.\n",
+            paths.join(", ")
+        ));
+    }
+    super::print_out(&out).map(|()| Outcome::Success)
+}
+
+/// Runs `git loaf drop`.
+pub fn run_drop(args: &DropArgs) -> Result<Outcome, CliError> {
+    let dropped = kept::drop_kept(&super::current_dir()?, &args.id)?;
+    super::print_out(&format!(
+        "Dropped {} (commit {})\n",
+        dropped.id,
+        &dropped.commit.to_string()[..7]
+    ))
+    .map(|()| Outcome::Success)
+}

@@ -1,0 +1,184 @@
+//! Changing the user's index as git itself does: `index.lock` is created exclusively before
+//! the index is read, held while the working tree files are replaced, and turned into the new
+//! index by one rename. While it is held, `git add` or `git commit` fail with git's own "index
+//! is locked" message instead of racing us (a `git add` made between our read and our write
+//! would otherwise be lost), and a crash that leaves it behind stops plain git from building
+//! a commit on a half-published state until the next loaf command recovers.
+
+use std::fs::OpenOptions;
+use std::path::{Path, PathBuf};
+
+use git2::{Index, IndexEntry, IndexTime, Oid, Repository};
+
+/// The held `index.lock` of one working tree.
+#[derive(Debug)]
+pub struct IndexLock {
+    lock: PathBuf,
+    index: PathBuf,
+    /// Where the new index is written before it replaces the lock file's content.
+    scratch: PathBuf,
+    done: bool,
+}
+
+/// Why the lock could not be taken or the index written.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexLockError {
+    /// Another process holds `index.lock`.
+    #[error("another git command is using the index ({} exists)", .0.display())]
+    Busy(PathBuf),
+    /// Reading or writing failed.
+    #[error("{0}")]
+    Git(#[from] git2::Error),
+    /// A file operation failed.
+    #[error("{}: {error}", .path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What failed.
+        error: std::io::Error,
+    },
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> IndexLockError + '_ {
+    move |error| IndexLockError::Io {
+        path: path.to_path_buf(),
+        error,
+    }
+}
+
+impl IndexLock {
+    /// Takes `index.lock` of `repo`'s working tree, or says who has it.
+    pub fn acquire(repo: &Repository) -> Result<IndexLock, IndexLockError> {
+        let index = repo.path().join("index");
+        let lock = repo.path().join("index.lock");
+        match OpenOptions::new().write(true).create_new(true).open(&lock) {
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(IndexLockError::Busy(lock));
+            }
+            Err(e) => return Err(io(&lock)(e)),
+        }
+        Ok(IndexLock {
+            scratch: repo.path().join("loaf-index.new"),
+            lock,
+            index,
+            done: false,
+        })
+    }
+
+    /// The index as it is now, to change in memory; nobody else can write it meanwhile.
+    pub fn read(&self) -> Result<Index, IndexLockError> {
+        let _ = std::fs::remove_file(&self.scratch);
+        if self.index.exists() {
+            std::fs::copy(&self.index, &self.scratch).map_err(io(&self.scratch))?;
+        }
+        Ok(Index::open(&self.scratch)?)
+    }
+
+    /// Writes `index` as the working tree's index and releases the lock: the new content
+    /// takes the lock file's place, then the lock file becomes the index (git's protocol).
+    pub fn commit(mut self, index: &mut Index) -> Result<(), IndexLockError> {
+        index.write()?;
+        std::fs::rename(&self.scratch, &self.lock).map_err(io(&self.lock))?;
+        std::fs::rename(&self.lock, &self.index).map_err(io(&self.index))?;
+        self.done = true;
+        Ok(())
+    }
+}
+
+impl Drop for IndexLock {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.scratch);
+        if !self.done {
+            let _ = std::fs::remove_file(&self.lock);
+        }
+    }
+}
+
+/// An index entry for `path` holding blob `id`, with the stat data of the file at `full`
+/// when it holds exactly that content (git then sees it clean without re-reading it), or
+/// zeroed stat data otherwise (git re-hashes the file and sees the difference).
+pub fn entry(path: &Path, id: Oid, mode: u32, full: Option<&Path>) -> IndexEntry {
+    let bytes = path.as_os_str().as_encoded_bytes().to_vec();
+    let mut entry = IndexEntry {
+        ctime: IndexTime::new(0, 0),
+        mtime: IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode,
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id,
+        flags: bytes.len().min(0xfff) as u16,
+        flags_extended: 0,
+        path: bytes,
+    };
+    #[cfg(unix)]
+    if let Some(meta) = full.and_then(|f| std::fs::symlink_metadata(f).ok()) {
+        use std::os::unix::fs::MetadataExt as _;
+        // Index stat fields are 32 bits wide, as git truncates them.
+        entry.ctime = IndexTime::new(meta.ctime() as i32, meta.ctime_nsec() as u32);
+        entry.mtime = IndexTime::new(meta.mtime() as i32, meta.mtime_nsec() as u32);
+        entry.dev = meta.dev() as u32;
+        entry.ino = meta.ino() as u32;
+        entry.uid = meta.uid();
+        entry.gid = meta.gid();
+        entry.file_size = meta.size() as u32;
+    }
+    #[cfg(not(unix))]
+    let _ = full;
+    entry
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::testing::{committed_repo, git};
+
+    #[test]
+    fn a_held_lock_makes_git_add_fail_and_commit_replaces_the_index() {
+        let dir = committed_repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let lock = IndexLock::acquire(&repo).expect("lock");
+        assert!(matches!(
+            IndexLock::acquire(&repo),
+            Err(IndexLockError::Busy(_))
+        ));
+        std::fs::write(root.join("a.txt"), "changed\n").expect("write");
+        let add = std::process::Command::new("git")
+            .args(["add", "a.txt"])
+            .current_dir(root)
+            .output()
+            .expect("git runs");
+        assert!(!add.status.success(), "git add must wait for our lock");
+        let mut index = lock.read().expect("read");
+        let id = repo.blob(b"changed\n").expect("blob");
+        index
+            .add(&entry(
+                Path::new("a.txt"),
+                id,
+                0o100644,
+                Some(&root.join("a.txt")),
+            ))
+            .expect("add");
+        lock.commit(&mut index).expect("commit");
+        assert!(!root.join(".git/index.lock").exists());
+        assert_eq!(git(root, &["status", "--porcelain"]), "M  a.txt\n");
+    }
+
+    #[test]
+    fn dropping_the_lock_without_commit_leaves_the_index_alone() {
+        let dir = committed_repo();
+        let root = dir.path();
+        let before = std::fs::read(root.join(".git/index")).expect("index");
+        let repo = Repository::open(root).expect("open");
+        drop(IndexLock::acquire(&repo).expect("lock"));
+        assert!(!root.join(".git/index.lock").exists());
+        assert_eq!(
+            std::fs::read(root.join(".git/index")).expect("index"),
+            before
+        );
+    }
+}
