@@ -204,6 +204,10 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
     })
 }
 
+/// The working tree and index trees after a landing, and the paths merged with the user's
+/// edits.
+type Landing = (Oid, Oid, Vec<PathBuf>);
+
 /// The working tree and index after landing `target` (a tree on top of `head_tree`) on the
 /// user's state `cp`: each changed path merged with the user's uncommitted edits there.
 fn land(
@@ -212,7 +216,7 @@ fn land(
     head_tree: Oid,
     target_tree: Oid,
     changed: &[PathBuf],
-) -> Result<Result<(Oid, Oid, Vec<PathBuf>), Overlap>, git2::Error> {
+) -> Result<Result<Landing, Overlap>, git2::Error> {
     let (head, target) = (repo.find_tree(head_tree)?, repo.find_tree(target_tree)?);
     let (work, index) = (
         repo.find_tree(cp.work_tree)?,
