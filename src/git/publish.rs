@@ -215,6 +215,14 @@ pub enum Recovered {
         /// Paths left alone because they held neither the before nor the after content.
         skipped: Vec<PathBuf>,
     },
+    /// The ref had moved to the operation's commit and then on (a commit made before the
+    /// next loaf command): its files and index were not all written; nothing was changed.
+    Superseded {
+        /// The operation's commit.
+        commit: String,
+        /// What the ref holds now.
+        now: String,
+    },
 }
 
 /// Finishes or drops a publish a crash interrupted. Call with the repository lock held,
@@ -251,6 +259,26 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
     // When the ref does not move (old == new: e.g. a forced undo whose HEAD is already
     // where it goes), its value cannot tell whether the crash came before the commit point;
     // rolling forward carefully is safe either way.
+    if now != t.new && now != t.old {
+        // The ref moved since the crash (the user committed, after removing the index.lock
+        // the crash left). If it moved on from the operation's commit, that commit was
+        // published and its files were not all written: say so, change nothing.
+        let after_new = match (&now, &t.new) {
+            (Some(now), Some(new)) => user
+                .graph_descendant_of(oid(now)?, oid(new)?)
+                .unwrap_or(false),
+            _ => false,
+        };
+        std::fs::remove_file(&journal)?;
+        return Ok(if after_new {
+            Recovered::Superseded {
+                commit: t.new.clone().unwrap_or_default(),
+                now: now.unwrap_or_default(),
+            }
+        } else {
+            Recovered::RolledBack
+        });
+    }
     if now != t.new || (now == t.old && t.old != t.new) {
         std::fs::remove_file(&journal)?;
         return Ok(Recovered::RolledBack);

@@ -140,6 +140,7 @@ fn an_abort_at_each_named_moment_leaves_all_before_or_all_after() {
         ("journal", false),
         ("ref", true),
         ("checkout", true),
+        ("index", true),
         ("files", true),
         ("oplog", true),
     ];
@@ -168,6 +169,37 @@ fn an_abort_at_each_named_moment_leaves_all_before_or_all_after() {
             );
         }
     }
+}
+
+/// Killed after the branch moved and before the index was written, git-loaf leaves git's
+/// own `index.lock` behind: plain git cannot build a commit on the half-published state.
+/// A user who removes the lock and commits anyway is told what happened, not that nothing
+/// had changed.
+#[test]
+fn plain_git_cannot_build_on_a_half_published_state() {
+    let s = scene();
+    let status = spawn_apply(&s, &s.reply(&reply("0")), &[("LOAF_CRASH_AT", "checkout")])
+        .wait()
+        .expect("waits");
+    assert!(!status.success());
+    let commit = crate::scratch::git_cmd(&s.root, &["commit", "-q", "--allow-empty", "-m", "x"])
+        .output()
+        .expect("git runs");
+    assert!(!commit.status.success(), "git commit refuses: index.lock");
+    assert!(
+        String::from_utf8_lossy(&commit.stderr).contains("index.lock"),
+        "{}",
+        String::from_utf8_lossy(&commit.stderr)
+    );
+    std::fs::remove_file(s.root.join(".git/index.lock")).expect("the user removes the lock");
+    s.git(&["commit", "-q", "--allow-empty", "-m", "the user's commit"]);
+    let out = s.apply(&block("r9z", "file_read", &[("path", "/repo/a.txt")]));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !err.contains("before it changed anything") && err.contains("branch has moved on"),
+        "{err}"
+    );
+    assert!(!s.root.join(".git/loaf/journal.json").exists());
 }
 
 #[test]
