@@ -131,11 +131,13 @@ impl FsGuard {
 
     /// Why `path` (absolute, `..` resolved lexically or by the filesystem) is git's own
     /// and never touched: the root's `.git` in any case, a git directory, or, for writing,
-    /// any `.git` below the root.
-    fn git_internal(&self, access: Access, path: &Path) -> Option<&'static str> {
-        // Inside a transaction the root (the stage) is itself inside the git directory.
-        let in_git_dir = self.protected.iter().any(|dir| path.starts_with(dir));
-        if in_git_dir && !path.starts_with(&self.root) {
+    /// any `.git` below the root. `given` is the path as the action named it.
+    fn git_internal(&self, access: Access, given: &Path, path: &Path) -> Option<&'static str> {
+        // Inside a transaction the root (the stage) is itself inside the git directory: a
+        // path named under it stays there, but one reaching it from elsewhere (`<repo>/../
+        // <repo>/.git/loaf/stage/x`) is the git directory.
+        let in_root = given.starts_with(&self.root) && path.starts_with(&self.root);
+        if !in_root && self.protected.iter().any(|dir| path.starts_with(dir)) {
             return Some(": it is inside the repository's git directory, which only git changes");
         }
         let inside = path.strip_prefix(&self.root).ok()?;
@@ -223,7 +225,7 @@ impl AccessCheck for FsGuard {
         }
         // Before resolving: inside a transaction the root's `.git` is a file, under which
         // nothing resolves.
-        if let Some(why) = self.git_internal(access, &lexical(path)) {
+        if let Some(why) = self.git_internal(access, path, &lexical(path)) {
             return Err(denied(why));
         }
         let resolved = resolve(path).map_err(|e| {
@@ -232,7 +234,7 @@ impl AccessCheck for FsGuard {
             let through_git = path
                 .ancestors()
                 .find_map(|p| p.canonicalize().ok())
-                .and_then(|found| self.git_internal(access, &found));
+                .and_then(|found| self.git_internal(access, path, &found));
             match (through_git, e.raw_os_error()) {
                 (Some(why), _) => denied(why),
                 (None, Some(ELOOP)) => {
@@ -242,7 +244,7 @@ impl AccessCheck for FsGuard {
             }
         })?;
         // The resolved path is not shown: it may be a place the model never saw.
-        if let Some(why) = self.git_internal(access, &resolved) {
+        if let Some(why) = self.git_internal(access, path, &resolved) {
             return Err(denied(why));
         }
         if let Some(why) = self.fence(&resolved) {

@@ -132,7 +132,7 @@ impl Session {
     /// ([`super::states::refuse_in_progress`]).
     pub fn begin(cwd: &Path, command: &str) -> Result<Session, TxError> {
         let repo =
-            Repository::discover(cwd).map_err(|_| TxError::NotARepository(cwd.to_path_buf()))?;
+            super::states::discover(cwd).map_err(|_| TxError::NotARepository(cwd.to_path_buf()))?;
         let root: PathBuf = repo.workdir().ok_or(TxError::Bare)?.components().collect();
         let lock = RepoLock::acquire(repo.commondir(), command, LOCK_WAIT)?;
         let mut notices = Vec::new();

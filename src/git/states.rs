@@ -241,10 +241,21 @@ pub fn sparse_fences(repo: &Repository, stage_root: &Path) -> Vec<(PathBuf, Stri
 /// common dir, which holds every other worktree's (the stage's included) and git-loaf's own
 /// state. Empty outside a repository.
 pub fn git_dirs(dir: &Path) -> Vec<PathBuf> {
-    let Ok(repo) = Repository::discover(dir) else {
+    let Ok(repo) = discover(dir) else {
         return Vec::new();
     };
     let mut dirs = vec![repo.path().to_path_buf(), repo.commondir().to_path_buf()];
     dirs.dedup();
     dirs
+}
+
+/// The repository containing `dir`, found as git finds it. Not `Repository::discover`: that
+/// opens the git dir it finds on its own, so a working tree whose `.git` is a file pointing
+/// elsewhere (`git init --separate-git-dir`) gets the git dir's parent as its working tree.
+pub fn discover(dir: &Path) -> Result<Repository, git2::Error> {
+    Repository::open_ext(
+        dir,
+        git2::RepositoryOpenFlags::empty(),
+        [] as [&std::ffi::OsStr; 0],
+    )
 }
