@@ -56,8 +56,9 @@ pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult
     execute_fenced(reply, config, paths, Vec::new())
 }
 
-/// [`execute`], with folders (real paths) no action may touch and the reason each refusal
-/// gives: the transaction fences off submodules, which the stage does not check out.
+/// [`execute`], with folders or files (real paths) no action may touch and the reason each
+/// refusal gives: the transaction fences off submodules, which the stage does not check
+/// out, and paths outside a sparse checkout.
 pub fn execute_fenced(
     reply: &str,
     config: &Config,
@@ -68,8 +69,12 @@ pub fn execute_fenced(
     // Inside a transaction the guard checks real (stage) paths, so its patterns resolve
     // from the real place of loaf.yml's folder.
     let config_dir = paths.to_real(&config.dir);
-    let guard = match FsGuard::new(config.fs_guard.as_ref(), &paths.to_real(root), &config_dir) {
-        Ok(guard) => guard.fenced(fences),
+    let real_root = paths.to_real(root);
+    // Whatever loaf.yml allows, git's own files stay git's: the git dir of the repository
+    // actions run in (inside a transaction the stage's, whose common dir is the user's).
+    let git_dirs = crate::git::states::git_dirs(&real_root);
+    let guard = match FsGuard::new(config.fs_guard.as_ref(), &real_root, &config_dir) {
+        Ok(guard) => guard.fenced(fences).protect(git_dirs),
         Err(error) => {
             return ExecutionResult {
                 fatal_error: Some(format!("loaf.yml: {error}")),

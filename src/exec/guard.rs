@@ -7,7 +7,14 @@
 //! wins (the one with the most path segments free of wildcards); on a tie, deny wins. No
 //! match: denied. Without an `fs-guard` key: the root is allowed for reading and writing,
 //! its `.git` denied, everything else denied.
+//!
+//! Whatever the rules say, the repository's git directories ([`FsGuard::protect`]) and the
+//! root's `.git` (in any letter case, file or folder) are never read or written, nor is a
+//! `.git` anywhere below the root written (git cannot record such a path); and fenced
+//! places ([`FsGuard::fenced`]: submodules, paths outside a sparse checkout) are refused
+//! with their own reason.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
@@ -49,7 +56,13 @@ struct RuleSet {
 pub struct FsGuard {
     read: RuleSet,
     write: RuleSet,
-    fences: Vec<(PathBuf, String)>,
+    /// The root, canonical: its `.git` is never touched.
+    root: PathBuf,
+    /// Git directories (canonical) never touched.
+    protected: Vec<PathBuf>,
+    /// Places no action may touch, by path: looked up for each ancestor of a checked path,
+    /// so that thousands of fences (a sparse checkout) cost a few lookups per check.
+    fences: BTreeMap<PathBuf, String>,
 }
 
 impl FsGuard {
@@ -80,15 +93,62 @@ impl FsGuard {
         Ok(FsGuard {
             read: RuleSet::new(&config.read, &base)?,
             write: RuleSet::new(&config.write, &base)?,
-            fences: Vec::new(),
+            root: canonical_or_same(root),
+            protected: Vec::new(),
+            fences: BTreeMap::new(),
         })
     }
 
-    /// Adds folders no action may read or write whatever the rules say, each with the
-    /// reason the refusal gives (a submodule, which the stage does not check out).
+    /// Adds folders or files no action may read or write whatever the rules say, each with
+    /// the reason the refusal gives (a submodule, which the stage does not check out; a path
+    /// outside the sparse checkout). Both the path as given and the path it resolves to are
+    /// checked.
     pub fn fenced(mut self, fences: Vec<(PathBuf, String)>) -> FsGuard {
-        self.fences.extend(fences);
+        for (path, why) in fences {
+            let resolved = canonical_or_same(&path);
+            if resolved != path {
+                self.fences.insert(resolved, why.clone());
+            }
+            self.fences.insert(path, why);
+        }
         self
+    }
+
+    /// Adds git directories no action may read or write whatever the rules say (the
+    /// repository's git dir and common dir): a path is refused when it resolves inside one.
+    pub fn protect(mut self, dirs: Vec<PathBuf>) -> FsGuard {
+        self.protected
+            .extend(dirs.iter().map(|dir| canonical_or_same(dir)));
+        self
+    }
+
+    /// The fence `path` or one of its folders is, if any.
+    fn fence(&self, path: &Path) -> Option<&str> {
+        path.ancestors()
+            .find_map(|p| self.fences.get(p))
+            .map(String::as_str)
+    }
+
+    /// Why `path` (absolute, `..` resolved lexically or by the filesystem) is git's own
+    /// and never touched: the root's `.git` in any case, a git directory, or, for writing,
+    /// any `.git` below the root. `given` is the path as the action named it.
+    fn git_internal(&self, access: Access, given: &Path, path: &Path) -> Option<&'static str> {
+        // Inside a transaction the root (the stage) is itself inside the git directory: a
+        // path named under it stays there, but one reaching it from elsewhere (`<repo>/../
+        // <repo>/.git/loaf/stage/x`) is the git directory.
+        let in_root = given.starts_with(&self.root) && path.starts_with(&self.root);
+        if !in_root && self.protected.iter().any(|dir| path.starts_with(dir)) {
+            return Some(": it is inside the repository's git directory, which only git changes");
+        }
+        let inside = path.strip_prefix(&self.root).ok()?;
+        let mut parts = inside.components().map(|c| c.as_os_str());
+        let is_git = |part: &std::ffi::OsStr| part.eq_ignore_ascii_case(".git");
+        if parts.next().is_some_and(is_git) {
+            return Some(": it is the repository's git directory, which only git changes");
+        }
+        (access == Access::Write && parts.any(is_git)).then_some(
+            ": a path with a `.git` folder in it belongs to another repository and git cannot record it",
+        )
     }
 }
 
@@ -157,16 +217,39 @@ impl AccessCheck for FsGuard {
         if path.as_os_str().as_encoded_bytes().contains(&0) {
             return Err(denied(": the path contains a NUL byte"));
         }
-        if let Some((_, why)) = self.fences.iter().find(|(dir, _)| path.starts_with(dir)) {
+        if let Some(why) = self.fence(path) {
             return Err(format!("'{}' {why}", path.display()));
         }
         if !path.is_absolute() {
             return Err(denied(": the path is not absolute"));
         }
-        let resolved = resolve(path).map_err(|e| match e.raw_os_error() {
-            Some(ELOOP) => denied(": too many levels of symbolic links (a symlink loop?)"),
-            _ => denied(&format!(": {e}")),
+        // Before resolving: inside a transaction the root's `.git` is a file, under which
+        // nothing resolves.
+        if let Some(why) = self.git_internal(access, path, &lexical(path)) {
+            return Err(denied(why));
+        }
+        let resolved = resolve(path).map_err(|e| {
+            // A path through a symlink to the root's `.git` (a file inside a transaction)
+            // fails to resolve: name the place rather than the error.
+            let through_git = path
+                .ancestors()
+                .find_map(|p| p.canonicalize().ok())
+                .and_then(|found| self.git_internal(access, path, &found));
+            match (through_git, e.raw_os_error()) {
+                (Some(why), _) => denied(why),
+                (None, Some(ELOOP)) => {
+                    denied(": too many levels of symbolic links (a symlink loop?)")
+                }
+                (None, _) => denied(&format!(": {e}")),
+            }
         })?;
+        // The resolved path is not shown: it may be a place the model never saw.
+        if let Some(why) = self.git_internal(access, path, &resolved) {
+            return Err(denied(why));
+        }
+        if let Some(why) = self.fence(&resolved) {
+            return Err(format!("'{}' {why}", path.display()));
+        }
         if set.allows(&resolved) {
             Ok(resolved)
         } else if resolved != path {
@@ -212,6 +295,21 @@ fn resolve(path: &Path) -> io::Result<PathBuf> {
             Err(e) => return Err(e),
         }
     }
+}
+
+/// `path` with `.` and `..` resolved as text (nothing is read).
+fn lexical(path: &Path) -> PathBuf {
+    let mut normal = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::ParentDir => {
+                normal.pop();
+            }
+            Component::CurDir => {}
+            other => normal.push(other),
+        }
+    }
+    normal
 }
 
 fn canonical_or_same(path: &Path) -> PathBuf {

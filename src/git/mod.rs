@@ -17,6 +17,7 @@ pub mod publish;
 pub mod quickscan;
 pub mod session;
 pub mod stage;
+pub mod states;
 #[cfg(test)]
 mod testing;
 pub mod treebuild;

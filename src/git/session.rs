@@ -126,11 +126,13 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
-    /// Opens the repository containing `cwd`, takes its lock for `command`, and recovers
-    /// from a crashed operation.
+    /// Opens the repository containing `cwd`, takes its lock for `command`, recovers from a
+    /// crashed operation, and refuses while the user is in the middle of a merge, rebase,
+    /// cherry-pick, revert or bisect, or has unresolved conflicts
+    /// ([`super::states::refuse_in_progress`]).
     pub fn begin(cwd: &Path, command: &str) -> Result<Session, TxError> {
         let repo =
-            Repository::discover(cwd).map_err(|_| TxError::NotARepository(cwd.to_path_buf()))?;
+            super::states::discover(cwd).map_err(|_| TxError::NotARepository(cwd.to_path_buf()))?;
         let root: PathBuf = repo.workdir().ok_or(TxError::Bare)?.components().collect();
         let lock = RepoLock::acquire(repo.commondir(), command, LOCK_WAIT)?;
         let mut notices = Vec::new();
@@ -169,6 +171,9 @@ impl Session {
                 notices.push(notice);
             }
         }
+        // After recovery, which only finishes git-loaf's own interrupted work: the user's
+        // merge, rebase or conflicts are theirs to finish before anything else moves.
+        super::states::refuse_in_progress(&repo, command)?;
         Ok(Session {
             repo,
             root,

@@ -248,3 +248,109 @@ fn actions_through_the_guard_change_nothing() {
     assert!(s.root.join("src/a.rs").exists(), "the move did not happen");
     assert!(!s.outside.join("new.txt").exists() && !s.outside.join("a.rs").exists());
 }
+
+/// A guard allowing everything everywhere: what stays refused is the guard's own doing.
+fn open_guard(root: &Path) -> FsGuard {
+    let everything = GuardRules {
+        allow: vec!["/**".into()],
+        deny: vec![],
+    };
+    let config = FsGuardConfig {
+        read: everything.clone(),
+        write: everything,
+    };
+    FsGuard::new(Some(&config), root, root).expect("guard")
+}
+
+#[test]
+#[cfg(unix)]
+fn git_dirs_and_dot_git_in_any_case_are_refused_whatever_loaf_yml_says() {
+    let s = scene();
+    symlink(&s.root.join(".git"), &s.root.join("g"));
+    std::fs::create_dir_all(s.root.join("nested/.git")).expect("mkdir");
+    let guard = open_guard(&s.root).protect(vec![s.root.join(".git")]);
+    for path in [
+        ".git/config",
+        ".GIT/x",
+        ".Git",
+        "src/../.git/HEAD",
+        "g/config",
+    ] {
+        let message = refused(&guard, Access::Write, &s.root.join(path));
+        assert!(message.contains("git directory"), "{path}: {message}");
+        refused(&guard, Access::Read, &s.root.join(path));
+    }
+    let message = refused(&guard, Access::Write, &s.root.join("nested/.git/config"));
+    assert!(message.contains("another repository"), "{message}");
+    assert!(
+        guard
+            .check(Access::Read, &s.root.join("nested/.git/config"))
+            .is_ok(),
+        "a nested repository's files can be read when loaf.yml allows"
+    );
+    assert!(guard.check(Access::Write, &s.root.join("src/a.rs")).is_ok());
+    assert!(
+        guard
+            .check(Access::Write, &s.root.join(".gitignore"))
+            .is_ok()
+    );
+}
+
+#[test]
+fn a_stage_inside_the_git_dir_works_but_is_no_way_into_it() {
+    // The transaction's layout: the root is `<repo>/.git/loaf/stage`, whose `.git` is a file.
+    let s = scene();
+    let common = s.root.join(".git");
+    let stage = common.join("loaf/stage");
+    std::fs::create_dir_all(stage.join("src")).expect("mkdir");
+    std::fs::write(stage.join(".git"), "gitdir: ../../worktrees/loaf-stage\n").expect("write");
+    let guard = FsGuard::new(None, &stage, &stage)
+        .expect("guard")
+        .protect(vec![common.join("worktrees/loaf-stage"), common.clone()]);
+    assert!(
+        guard
+            .check(Access::Write, &stage.join("src/new.rs"))
+            .is_ok()
+    );
+    assert!(guard.check(Access::Read, &stage.join("src/../src")).is_ok());
+    for path in [
+        stage.join(".git/config"),
+        stage.join(".git"),
+        stage.join("../x.txt"),
+        stage.join("../../config"),
+        s.root.join("../root/.git/loaf/stage/src/new.rs"),
+        common.join("config"),
+    ] {
+        let message = refused(&guard, Access::Write, &path);
+        assert!(
+            message.contains("git directory") && !message.contains("Not a directory"),
+            "{}: {message}",
+            path.display()
+        );
+    }
+}
+
+#[test]
+fn fences_cover_everything_below_them_and_only_that() {
+    let s = scene();
+    let guard = default_guard(&s).fenced(vec![
+        (
+            s.root.join("dir2"),
+            "is outside your sparse checkout".into(),
+        ),
+        (s.root.join("src/a.rs"), "is skip-worktree".into()),
+    ]);
+    for (path, why) in [
+        ("dir2", "sparse"),
+        ("dir2/sub/c", "sparse"),
+        ("src/../dir2/b", "sparse"),
+        ("src/a.rs", "skip-worktree"),
+    ] {
+        let message = guard
+            .check(Access::Read, &s.root.join(path))
+            .expect_err(path);
+        assert!(message.contains(why), "{path}: {message}");
+    }
+    assert!(guard.check(Access::Write, &s.root.join("dir20/x")).is_ok());
+    assert!(guard.check(Access::Write, &s.root.join("src/b.rs")).is_ok());
+}

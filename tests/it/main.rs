@@ -15,6 +15,7 @@ mod nesl_differential;
 mod nesl_properties;
 mod real_world;
 mod scratch;
+mod states;
 mod support;
 mod transaction;
 mod validation;
