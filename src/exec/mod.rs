@@ -120,10 +120,13 @@ impl PathMap {
         &self.user_root
     }
 
-    /// Where a path the model wrote really is.
+    /// Where a path the model wrote really is. A path whose `..` climb out of the root
+    /// (`<root>/../x`) is outside it, not under the real root's parent.
     pub fn to_real(&self, user: &Path) -> PathBuf {
         match user.strip_prefix(&self.user_root) {
-            Ok(rest) if self.user_root != self.real_root => self.real_root.join(rest),
+            Ok(rest) if self.user_root != self.real_root && !climbs_out(rest) => {
+                self.real_root.join(rest)
+            }
             _ => user.to_path_buf(),
         }
     }
@@ -147,6 +150,20 @@ impl PathMap {
         );
         text.replace(real.as_ref(), user.as_ref())
     }
+}
+
+/// Whether the `..` in relative `path` lead above where it starts.
+fn climbs_out(path: &Path) -> bool {
+    let mut depth = 0usize;
+    for component in path.components() {
+        match component {
+            std::path::Component::ParentDir if depth == 0 => return true,
+            std::path::Component::ParentDir => depth -= 1,
+            std::path::Component::Normal(_) => depth += 1,
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Where actions run and what they may touch.

@@ -98,8 +98,9 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     std::fs::write(&marker, &id).map_err(super::stage::StageError::from)?;
     crash_point("stage");
     let paths = PathMap::redirect(&root, stage.path());
-    let mut result =
-        crate::run::execute_fenced(reply, &config, &paths, submodule_fences(repo, &stage));
+    let mut fences = submodule_fences(repo, &stage);
+    fences.extend(super::states::sparse_fences(repo, stage.path()));
+    let mut result = crate::run::execute_fenced(reply, &config, &paths, fences);
     crash_point("executed");
     let mut git = GitInfo {
         apply: id.clone(),
@@ -364,7 +365,13 @@ fn touched(result: &ExecutionResult, config: &Config, root: &Path, stage: &Path)
                 continue;
             };
             for line in value.lines().map(str::trim).filter(|l| !l.is_empty()) {
-                if let Some(relative) = relative_to(root, Path::new(line)) {
+                // git cannot record a path through a `.git` (the guard refuses them; the
+                // stage's `.git` is a file, so reading one would fail).
+                if let Some(relative) = relative_to(root, Path::new(line))
+                    && !relative
+                        .components()
+                        .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
+                {
                     paths.push(relative);
                 }
             }

@@ -198,7 +198,15 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
     // Add everything to the in-memory index to get the working tree as a tree, then drop
     // those changes: the index on disk is never written.
     let added = index
-        .add_all(["*"].iter(), IndexAddOption::DEFAULT, None)
+        .add_all(
+            ["*"].iter(),
+            IndexAddOption::DEFAULT,
+            // An untracked nested repository comes as `dir/` (libgit2 cannot add it and
+            // fails with "invalid path"): an untracked folder of another repository, left out.
+            Some(&mut |path: &std::path::Path, _: &[u8]| {
+                i32::from(path.as_os_str().as_encoded_bytes().ends_with(b"/"))
+            }),
+        )
         .and_then(|()| index.update_all(["*"].iter(), None))
         .and_then(|()| sparse.iter().try_for_each(|e| index.add(e)))
         .and_then(|()| index.write_tree_to(repo));

@@ -37,7 +37,7 @@ pub struct LogEntry {
 }
 
 fn open(cwd: &Path) -> Result<Repository, TxError> {
-    Repository::discover(cwd).map_err(|_| TxError::NotARepository(cwd.to_path_buf()))
+    super::states::discover(cwd).map_err(|_| TxError::NotARepository(cwd.to_path_buf()))
 }
 
 /// The newest `limit` loaf commits reachable from HEAD along first parents.

@@ -38,7 +38,7 @@ pub fn merge_users_edits(
                 "you staged {shown} while git-loaf ran"
             ))));
         }
-        let ours = file_blob(repo, &t.workdir, path);
+        let ours = file_blob(repo, &t.workdir, path, &from_work);
         let ours_entry = ours.map(|id| (id, blob_at(&from_work, path).map_or(0o100644, |b| b.1)));
         let merged_entry = match merge_entry(
             repo,

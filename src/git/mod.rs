@@ -49,7 +49,7 @@ pub fn init() {
 /// The working tree root of the repository containing `dir`, if any (a bare repository has
 /// none).
 pub fn worktree_root(dir: &Path) -> Option<PathBuf> {
-    let repo = git2::Repository::discover(dir).ok()?;
+    let repo = states::discover(dir).ok()?;
     let root = repo.workdir()?.to_path_buf();
     // libgit2 keeps a trailing separator; the model should see `/repo`, not `/repo/`.
     Some(root.components().collect())

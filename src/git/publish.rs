@@ -391,13 +391,28 @@ pub(crate) fn blob_at(tree: &Tree<'_>, path: &Path) -> Option<(Oid, i32)> {
 
 /// The blob the user's file at `path` would be if added (filters such as CRLF conversion
 /// applied), `None` when absent. A folder or unreadable file gives the null id, which
-/// matches nothing.
-pub(crate) fn file_blob(repo: &Repository, workdir: &Path, path: &Path) -> Option<Oid> {
+/// matches nothing, except a folder where `base` has one too (a folder the transition
+/// replaces by a file, whose files are checked one by one): absent, as in `base`.
+pub(crate) fn file_blob(
+    repo: &Repository,
+    workdir: &Path,
+    path: &Path,
+    base: &Tree<'_>,
+) -> Option<Oid> {
     let full = workdir.join(path);
+    let folder_in_base = || base.get_path(path).is_ok_and(|e| e.filemode() == 0o040000);
     match std::fs::symlink_metadata(&full) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        // A file where a folder of `path` should be (a file replaced by a folder): absent.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            None
+        }
         Err(_) => Some(Oid::ZERO_SHA1),
-        Ok(meta) if meta.is_dir() => Some(Oid::ZERO_SHA1),
+        Ok(meta) if meta.is_dir() => (!folder_in_base()).then_some(Oid::ZERO_SHA1),
         Ok(meta) if meta.file_type().is_symlink() => std::fs::read_link(&full)
             .ok()
             .and_then(|target| repo.blob(target.as_os_str().as_encoded_bytes()).ok())
@@ -418,7 +433,8 @@ fn changed_by_user(
     let mut changed = Vec::new();
     for path in &paths.index {
         let file_changed = paths.work.contains(path)
-            && file_blob(repo, &t.workdir, path) != blob_at(&from_work, path).map(|b| b.0);
+            && file_blob(repo, &t.workdir, path, &from_work)
+                != blob_at(&from_work, path).map(|b| b.0);
         let staged = index.get_path(path, 0).map(|e| e.id);
         let conflicted = (1..=3).any(|stage| index.get_path(path, stage).is_some());
         let index_changed = conflicted || staged != blob_at(&from_index, path).map(|b| b.0);
@@ -449,7 +465,7 @@ fn write_files(
     let verdict = |path: &Path| {
         let before = blob_at(&from_work, path).map(|b| b.0);
         let after = blob_at(&to_work, path).map(|b| b.0);
-        let now = file_blob(repo, &t.workdir, path);
+        let now = file_blob(repo, &t.workdir, path, &from_work);
         if now == after {
             Verdict::Done
         } else if now == before {

@@ -117,7 +117,15 @@ fn from_disk(source: &Source<'_>, base: &Tree<'_>, path: &Path) -> Result<Value,
     let tracked = in_base.is_some();
     let meta = match std::fs::symlink_metadata(&full) {
         Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        // Under a file (a folder the run replaced by a file): absent.
+        Err(e)
+            if matches!(
+                e.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+            ) =>
+        {
+            return Ok(None);
+        }
         Err(e) => return Err(git2::Error::from_str(&format!("{}: {e}", full.display()))),
     };
     if !tracked && repo.is_path_ignored(path)? {

@@ -300,7 +300,6 @@ fn report(s: &Scratch, out: &Output) -> String {
 }
 
 #[test]
-#[ignore = "needs the lead's touched() change in src/git/apply.rs (/tmp/st8/states-lead.patch)"]
 fn a_write_into_git_is_one_refused_block_among_good_ones() {
     let s = Scratch::with(&[("a.txt", "a\n")]);
     let config = s.read(".git/config");
@@ -347,7 +346,6 @@ fn a_write_into_git_is_one_refused_block_among_good_ones() {
 }
 
 #[test]
-#[ignore = "needs the lead's touched() change in src/git/apply.rs (/tmp/st8/states-lead.patch)"]
 fn every_way_into_the_git_dir_is_refused_per_block() {
     let s = Scratch::with(&[("a.txt", "a\n")]);
     // Real paths: `/repo` would be replaced twice in `/repo/../repo/...`.
@@ -405,7 +403,6 @@ fn every_way_into_the_git_dir_is_refused_per_block() {
 }
 
 #[test]
-#[ignore = "needs the lead's treebuild.rs and publish.rs changes (/tmp/st8/states-lead.patch)"]
 fn a_file_replaced_by_a_folder_and_back_commits_publishes_and_undoes() {
     let s = Scratch::with(&[("a", "file\n"), ("d/x", "inner\n")]);
     let before = s.state();
@@ -440,7 +437,6 @@ fn a_file_replaced_by_a_folder_and_back_commits_publishes_and_undoes() {
 }
 
 #[test]
-#[ignore = "needs the lead's checkpoint.rs change (/tmp/st8/states-lead.patch)"]
 fn an_untracked_nested_repository_is_an_untracked_folder() {
     let s = Scratch::with(&[("a.txt", "a\n")]);
     let nested = s.root.join("nested");
@@ -490,7 +486,6 @@ fn sparse() -> Scratch {
 }
 
 #[test]
-#[ignore = "needs the lead's sparse_fences call in src/git/apply.rs (/tmp/st8/states-lead.patch)"]
 fn actions_outside_the_sparse_checkout_are_refused_with_a_hint() {
     let s = sparse();
     let reply = [
@@ -531,7 +526,6 @@ fn actions_outside_the_sparse_checkout_are_refused_with_a_hint() {
 }
 
 #[test]
-#[ignore = "needs the lead's checkpoint change"]
 fn files_outside_the_sparse_checkout_are_never_committed_as_deleted() {
     let s = sparse();
     // Clean, then with uncommitted work, so that the user's state has to be recorded.
