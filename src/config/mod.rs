@@ -394,3 +394,40 @@ struct RawStage {
     isolate: Vec<String>,
     share: Option<Vec<String>>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_isolate_is_read_and_checked() {
+        let config = Config::parse(
+            "stage:\n  isolate: [\".env\", \"**/secrets/**\"]\n",
+            Path::new(""),
+        )
+        .expect("valid");
+        assert_eq!(config.stage.isolate, [".env", "**/secrets/**"]);
+        assert!(config.notices.is_empty());
+        let error = Config::parse("version: 1\nstage:\n  isolate: [\"a[\"]\n", Path::new(""))
+            .expect_err("a bad glob");
+        assert!(
+            error
+                .to_string()
+                .contains("line 3: stage.isolate: invalid pattern 'a['"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn stage_share_is_accepted_with_a_notice_pointing_to_isolate() {
+        let config = Config::parse("stage:\n  share: [target]\n", Path::new("")).expect("valid");
+        assert_eq!(config.stage.share, ["target"]);
+        assert_eq!(config.notices.len(), 1);
+        assert!(
+            config.notices[0].contains("line 2: stage.share is deprecated")
+                && config.notices[0].contains("stage.isolate"),
+            "{:?}",
+            config.notices
+        );
+    }
+}

@@ -20,11 +20,11 @@
 //! [`PathMap::showing`]: crate::exec::PathMap::showing
 
 use std::cell::{OnceCell, RefCell};
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 
-use git2::{ObjectType, Oid, Repository, StatusOptions};
+use git2::{ObjectType, Oid, Repository};
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
@@ -114,95 +114,97 @@ pub struct Entry {
 /// them (an ignored folder as one entry, not its content), sorted: without `.git`, without
 /// what `isolate` keeps out, and nothing inside a submodule.
 ///
-/// This is a status walk of the whole tree (about 40 ms on a 20,000-file repository): call
-/// it only when exec or hooks will run.
+/// It reads the folders that hold tracked files (the index names them) and the untracked
+/// folders, and asks the ignore rules only about names the index does not know: no file is
+/// stat'ed or hashed, unlike a status. Still a walk of the tree's folders: call it only when
+/// exec or hooks will run.
 pub fn ignored_entries(repo: &Repository, isolate: &GlobSet) -> Result<Vec<Entry>, VisibleError> {
     let Some(root) = repo.workdir() else {
         return Ok(Vec::new());
     };
-    let mut options = StatusOptions::new();
-    options
-        .include_ignored(true)
-        .recurse_ignored_dirs(false)
-        // Ignored files inside untracked folders are found only if those are walked.
-        .include_untracked(true)
-        .recurse_untracked_dirs(true)
-        .exclude_submodules(true)
-        .update_index(false);
-    let statuses = repo.statuses(Some(&mut options))?;
-    let submodules: Vec<PathBuf> = repo
-        .submodules()
-        .map(|subs| subs.iter().map(|s| s.path().to_path_buf()).collect())
-        .unwrap_or_default();
-    let mut entries = Vec::new();
-    for status in statuses.iter() {
-        if !status.status().contains(git2::Status::IGNORED) {
-            continue;
+    let index = repo.index()?;
+    let mut tracked: HashSet<Vec<u8>> = HashSet::with_capacity(index.len());
+    let mut folders: BTreeSet<Vec<u8>> = BTreeSet::new();
+    folders.insert(Vec::new());
+    for entry in index.iter() {
+        let path = entry.path;
+        let mut end = path.len();
+        while let Some(slash) = path[..end].iter().rposition(|b| *b == b'/') {
+            if !folders.insert(path[..slash].to_vec()) {
+                break;
+            }
+            end = slash;
         }
-        let bytes = status.path_bytes();
-        let is_dir = bytes.ends_with(b"/");
-        let path = path_from_bytes(bytes.strip_suffix(b"/").unwrap_or(bytes)).into_owned();
-        if in_git_dir(&path)
-            || isolated(isolate, &path)
-            || submodules.iter().any(|s| path.starts_with(s))
-        {
-            continue;
-        }
-        // libgit2 marks a folder with a trailing `/`; a symlink to a folder is a file to git.
-        let is_dir = is_dir
-            || std::fs::symlink_metadata(root.join(&path)).is_ok_and(|m| m.file_type().is_dir());
-        entries.push(Entry { path, is_dir });
+        // Submodules (gitlinks) are tracked names too: nothing inside is looked at.
+        tracked.insert(path);
     }
-    for found in ignored_in_tracked_folders(repo, root)? {
-        if !isolated(isolate, &found.path) && !submodules.iter().any(|s| found.path.starts_with(s))
-        {
-            entries.push(found);
-        }
+    let known = |name: &Path| {
+        let bytes = name.as_os_str().as_encoded_bytes();
+        tracked.contains(bytes) || folders.contains(bytes)
+    };
+    let mut walk = Walk {
+        repo,
+        root,
+        isolate,
+        entries: Vec::new(),
+    };
+    for folder in &folders {
+        walk.folder(&path_from_bytes(folder), &known)?;
     }
+    let mut entries = walk.entries;
     entries.sort_by(|a, b| a.path.cmp(&b.path));
-    entries.dedup();
     Ok(entries)
 }
 
-/// The untracked entries of ignored folders that hold tracked files (`build/` ignored,
-/// `build/keep.txt` added with `-f`): git lists them as ignored, libgit2's status does not.
-/// One ignore lookup per tracked folder, one folder read per ignored one.
-fn ignored_in_tracked_folders(repo: &Repository, root: &Path) -> Result<Vec<Entry>, VisibleError> {
-    let index = repo.index()?;
-    let mut tracked = BTreeSet::new();
-    let mut folders = BTreeSet::new();
-    for entry in index.iter() {
-        let path = path_from_bytes(&entry.path).into_owned();
-        let mut parent = path.parent();
-        while let Some(folder) = parent.filter(|p| !p.as_os_str().is_empty()) {
-            if !folders.insert(folder.to_path_buf()) {
-                break;
-            }
-            parent = folder.parent();
-        }
-        tracked.insert(path);
-    }
-    let mut found = Vec::new();
-    for folder in &folders {
-        if !repo.is_path_ignored(folder)? {
-            continue;
-        }
-        let full = root.join(folder);
-        let Ok(read) = std::fs::read_dir(&full) else {
-            continue;
+/// The state of an [`ignored_entries`] walk.
+struct Walk<'a> {
+    repo: &'a Repository,
+    root: &'a Path,
+    isolate: &'a GlobSet,
+    entries: Vec<Entry>,
+}
+
+impl Walk<'_> {
+    /// Looks at the names in `folder` that `known` (tracked) does not claim: an ignored one
+    /// is an entry, an untracked folder is walked in turn (unless it is a repository of its
+    /// own, which git does not look into either) and, when all it holds is ignored, becomes
+    /// one entry itself, as git lists it. Returns whether all `folder` holds is ignored (and
+    /// nothing of it isolated).
+    fn folder(
+        &mut self,
+        folder: &Path,
+        known: &dyn Fn(&Path) -> bool,
+    ) -> Result<bool, VisibleError> {
+        let Ok(read) = std::fs::read_dir(self.root.join(folder)) else {
+            return Ok(false);
         };
+        let (mut ignored, mut other) = (0, 0);
         for child in read.filter_map(Result::ok) {
             let path = folder.join(child.file_name());
-            if tracked.contains(&path) || folders.contains(&path) || in_git_dir(&path) {
-                continue;
-            }
-            if repo.is_path_ignored(&path)? {
-                let is_dir = child.file_type().is_ok_and(|t| t.is_dir());
-                found.push(Entry { path, is_dir });
+            let is_dir = child.file_type().is_ok_and(|t| t.is_dir());
+            let entry = if in_git_dir(&path) || known(&path) {
+                false
+            } else if self.repo.is_path_ignored(&path)? {
+                true
+            } else if is_dir && !self.root.join(&path).join(".git").exists() {
+                let mark = self.entries.len();
+                let whole = self.folder(&path, &|_| false)?;
+                if whole {
+                    self.entries.truncate(mark);
+                }
+                whole
+            } else {
+                false
+            };
+            if entry && !isolated(self.isolate, &path) {
+                ignored += 1;
+                self.entries.push(Entry { path, is_dir });
+            } else {
+                other += 1;
             }
         }
+        Ok(ignored > 0 && other == 0)
     }
-    Ok(found)
 }
 
 /// Whether a path is inside a `.git` folder (any case: the filesystem may not care).

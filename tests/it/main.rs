@@ -18,3 +18,4 @@ mod scratch;
 mod support;
 mod transaction;
 mod validation;
+mod visible;

@@ -356,3 +356,49 @@ fn undo_and_publish_skip_what_the_user_changed_since() {
     );
     assert_eq!(read(".venv/new/mod.py").as_deref(), Some("user's\n"));
 }
+
+#[test]
+fn ignored_entries_match_git_for_untracked_folders_negations_and_nested_repositories() {
+    let (dir, repo) = repo();
+    let root = dir.path();
+    write_file(
+        root,
+        ".gitignore",
+        ".venv/\n.env\n*.log\nbuild/\nsecrets/\ncache/*\n!cache/keep\n",
+    );
+    write_file(root, "logs/a.log", "only ignored inside: one entry\n");
+    write_file(root, "logs/deep/b.log", "x\n");
+    write_file(root, "cache/drop", "ignored\n");
+    write_file(root, "cache/keep", "negated: untracked\n");
+    write_file(root, "mixed/c.log", "ignored\n");
+    write_file(root, "mixed/notes.md", "untracked\n");
+    std::fs::create_dir_all(root.join("empty")).expect("mkdir");
+    git(&root.join("mixed"), &["init", "-q", "nested"]);
+    write_file(
+        root,
+        "mixed/nested/inner.log",
+        "inside another repository\n",
+    );
+    let none = isolate_set(&[]).expect("globs");
+    let ours: Vec<String> = ignored_entries(&repo, &none)
+        .expect("entries")
+        .iter()
+        .map(|e| e.path.display().to_string() + if e.is_dir { "/" } else { "" })
+        .collect();
+    let listed = git(root, &["status", "--porcelain", "--ignored"]);
+    let gits: Vec<&str> = listed
+        .lines()
+        .filter_map(|l| l.strip_prefix("!! "))
+        .collect();
+    assert_eq!(ours, gits, "{listed}");
+    assert!(ours.contains(&"logs/".to_owned()), "{ours:?}");
+    // An isolated file keeps its folder from becoming one entry.
+    let isolate = isolate_set(&["logs/a.log".into()]).expect("globs");
+    let kept: Vec<PathBuf> = ignored_entries(&repo, &isolate)
+        .expect("entries")
+        .into_iter()
+        .map(|e| e.path)
+        .filter(|p| p.starts_with("logs"))
+        .collect();
+    assert_eq!(kept, [PathBuf::from("logs/deep")]);
+}
