@@ -57,6 +57,8 @@ pub struct Config {
     pub stage: StageConfig,
     /// The folder loaf.yml is in (relative fs-guard patterns resolve from it).
     pub dir: PathBuf,
+    /// Things to tell the user about loaf.yml on stderr (deprecated keys).
+    pub notices: Vec<String>,
 }
 
 /// `fs-guard`: globs allowed and denied, for reading and for writing.
@@ -117,7 +119,11 @@ pub struct ExecConfig {
 /// `stage`: the staging worktree.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StageConfig {
-    /// Ignored directories linked into the stage (e.g. `target`, `node_modules`).
+    /// Globs (relative to the root) of ignored files and folders kept out of the stage; every
+    /// other ignored entry of the user's tree is visible there (DESIGN §2 "Stage").
+    pub isolate: Vec<String>,
+    /// Deprecated, no effect: ignored folders the stage was to share. Every ignored entry is
+    /// visible now; loading a loaf.yml that sets it adds a notice to [`Config::notices`].
     pub share: Vec<String>,
 }
 
@@ -147,6 +153,7 @@ impl Config {
             },
             stage: StageConfig::default(),
             dir: dir.to_path_buf(),
+            notices: Vec::new(),
         }
     }
 
@@ -229,7 +236,27 @@ impl Config {
             config.exec.max_output = exec.max_output.unwrap_or(DEFAULT_MAX_OUTPUT);
         }
         if let Some(stage) = raw.stage {
-            config.stage.share = stage.share;
+            for pattern in &stage.isolate {
+                globset::GlobBuilder::new(pattern.trim().trim_start_matches("./"))
+                    .literal_separator(true)
+                    .build()
+                    .map_err(|e| {
+                        invalid(format!(
+                            "{}stage.isolate: invalid pattern '{pattern}': {}",
+                            line_of(text, pattern),
+                            e.kind()
+                        ))
+                    })?;
+            }
+            config.stage.isolate = stage.isolate;
+            if let Some(share) = stage.share {
+                config.notices.push(format!(
+                    "{}: {}stage.share is deprecated and has no effect: every ignored file and folder is now visible in the stage; remove it, and list what to keep out under stage.isolate",
+                    dir.join(FILE_NAME).display(),
+                    line_of(text, "share:")
+                ));
+                config.stage.share = share;
+            }
         }
         Ok(config)
     }
@@ -364,5 +391,43 @@ struct RawExec {
 #[serde(deny_unknown_fields)]
 struct RawStage {
     #[serde(default)]
-    share: Vec<String>,
+    isolate: Vec<String>,
+    share: Option<Vec<String>>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stage_isolate_is_read_and_checked() {
+        let config = Config::parse(
+            "stage:\n  isolate: [\".env\", \"**/secrets/**\"]\n",
+            Path::new(""),
+        )
+        .expect("valid");
+        assert_eq!(config.stage.isolate, [".env", "**/secrets/**"]);
+        assert!(config.notices.is_empty());
+        let error = Config::parse("version: 1\nstage:\n  isolate: [\"a[\"]\n", Path::new(""))
+            .expect_err("a bad glob");
+        assert!(
+            error
+                .to_string()
+                .contains("line 3: stage.isolate: invalid pattern 'a['"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn stage_share_is_accepted_with_a_notice_pointing_to_isolate() {
+        let config = Config::parse("stage:\n  share: [target]\n", Path::new("")).expect("valid");
+        assert_eq!(config.stage.share, ["target"]);
+        assert_eq!(config.notices.len(), 1);
+        assert!(
+            config.notices[0].contains("line 2: stage.share is deprecated")
+                && config.notices[0].contains("stage.isolate"),
+            "{:?}",
+            config.notices
+        );
+    }
 }

@@ -13,6 +13,7 @@ pub mod process;
 pub mod shell;
 
 use std::path::{Path, PathBuf};
+use std::rc::Rc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -91,11 +92,37 @@ impl AccessCheck for AllowAll {
     }
 }
 
-/// Maps the paths the model sees (the user's) to where actions really run, and back.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Which of the user's files show through the staging worktree where it holds nothing: the
+/// files git ignores (`.venv`, `node_modules`, `.env`), which a worktree never holds. The
+/// transaction implements it (`git::visible::Visibility`); this module only asks.
+pub trait ShowThrough {
+    /// Whether the user's file or folder at `relative` (to the root) is visible.
+    fn shows(&self, relative: &Path) -> bool;
+    /// Whether the stage holds only a placeholder at `relative` (an empty file or folder
+    /// where exec gets the user's entry mounted), which hides nothing.
+    fn placeholder(&self, relative: &Path) -> bool;
+    /// The user's file at `relative` was copied into the stage to be changed: from now on
+    /// the stage's copy (or its absence, if the run deletes it) is what the run sees.
+    fn copy_made(&self, relative: &Path);
+}
+
+/// Maps the paths the model sees (the user's) to where actions really run, and back; and,
+/// in a stage, which of the user's own files show through it ([`ShowThrough`]).
+#[derive(Clone)]
 pub struct PathMap {
     user_root: PathBuf,
     real_root: PathBuf,
+    through: Option<Rc<dyn ShowThrough>>,
+}
+
+impl std::fmt::Debug for PathMap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PathMap")
+            .field("user_root", &self.user_root)
+            .field("real_root", &self.real_root)
+            .field("show_through", &self.through.is_some())
+            .finish()
+    }
 }
 
 impl PathMap {
@@ -104,6 +131,7 @@ impl PathMap {
         PathMap {
             user_root: root.to_path_buf(),
             real_root: root.to_path_buf(),
+            through: None,
         }
     }
 
@@ -112,7 +140,17 @@ impl PathMap {
         PathMap {
             user_root: user_root.to_path_buf(),
             real_root: real_root.to_path_buf(),
+            through: None,
         }
+    }
+
+    /// Where `real_root` holds nothing (or a placeholder), the user's file shows through
+    /// when `through` says so: reads get the user's file, writes a copy of it first.
+    pub fn showing(mut self, through: Rc<dyn ShowThrough>) -> Self {
+        if self.user_root != self.real_root {
+            self.through = Some(through);
+        }
+        self
     }
 
     /// The root as the model sees it (the repository root, or the current directory).
@@ -150,6 +188,89 @@ impl PathMap {
         );
         text.replace(real.as_ref(), user.as_ref())
     }
+
+    /// The user's own file (or folder) to use for the real path `real`, when the stage holds
+    /// nothing there, or only a placeholder, and the user's path shows through and exists.
+    /// No walk: one `lstat` in the stage, then one question to [`ShowThrough`].
+    pub fn show_through(&self, real: &Path) -> Option<PathBuf> {
+        let through = self.through.as_ref()?;
+        let relative = normal_relative(real.strip_prefix(&self.real_root).ok()?)?;
+        match real.symlink_metadata() {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Ok(_) if through.placeholder(&relative) => {}
+            _ => return None,
+        }
+        let user = self.user_root.join(&relative);
+        (user.symlink_metadata().is_ok() && through.shows(&relative)).then_some(user)
+    }
+
+    /// The user's entries in the folder matching the real folder `real_dir` that show
+    /// through it (the stage lacks them, or holds a placeholder), as the user's paths.
+    pub fn shown_in(&self, real_dir: &Path) -> Vec<PathBuf> {
+        let Some(through) = self.through.as_ref() else {
+            return Vec::new();
+        };
+        let Some(relative) = real_dir.strip_prefix(&self.real_root).ok() else {
+            return Vec::new();
+        };
+        let Ok(entries) = std::fs::read_dir(self.user_root.join(relative)) else {
+            return Vec::new();
+        };
+        entries
+            .filter_map(Result::ok)
+            .filter_map(|entry| {
+                let name = entry.file_name();
+                let here = relative.join(&name);
+                let hidden =
+                    real_dir.join(&name).symlink_metadata().is_ok() && !through.placeholder(&here);
+                (!hidden && through.shows(&here)).then(|| entry.path())
+            })
+            .collect()
+    }
+
+    /// The path the fs-guard should judge for `path`: a user's file that shows through is
+    /// judged as if it were in the stage (the guard's rules are anchored there), after its
+    /// symlinks are resolved, so a link out of the tree is judged where it leads.
+    pub fn guard_view(&self, path: &Path) -> PathBuf {
+        if self.through.is_none()
+            || path.starts_with(&self.real_root)
+            || !path.starts_with(&self.user_root)
+        {
+            return path.to_path_buf();
+        }
+        let resolved = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let root =
+            std::fs::canonicalize(&self.user_root).unwrap_or_else(|_| self.user_root.clone());
+        match resolved.strip_prefix(&root) {
+            Ok(rest) => self.real_root.join(rest),
+            Err(_) => resolved,
+        }
+    }
+
+    /// Records that the real path `real` now holds a copy of the user's file.
+    pub fn copy_made(&self, real: &Path) {
+        let relative = real
+            .strip_prefix(&self.real_root)
+            .ok()
+            .and_then(normal_relative);
+        if let (Some(through), Some(relative)) = (self.through.as_ref(), relative) {
+            through.copy_made(&relative);
+        }
+    }
+}
+
+/// `relative` with `.` and `..` resolved lexically; `None` for the root itself or outside it.
+fn normal_relative(relative: &Path) -> Option<PathBuf> {
+    let mut out = PathBuf::new();
+    for component in relative.components() {
+        match component {
+            std::path::Component::Normal(n) => out.push(n),
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir if out.pop() => {}
+            _ => return None,
+        }
+    }
+    (!out.as_os_str().is_empty()).then_some(out)
 }
 
 /// Whether the `..` in relative `path` lead above where it starts.

@@ -23,6 +23,7 @@ mod testing;
 pub mod treebuild;
 pub mod treediff;
 pub mod undo;
+pub mod visible;
 
 use std::path::{Path, PathBuf};
 

@@ -6,6 +6,13 @@
 //! and the paths the last run dirtied, not by a full checkout. It is left with a detached
 //! HEAD and a locked worktree entry, and no branch: libgit2 creates a branch named after the
 //! worktree, which is deleted at once so that `git branch` lists only the user's branches.
+//!
+//! Ignored files are never the stage's own: the user's show through it (see
+//! [`super::visible`]), so whatever ignored content a run left in the stage (an ignored file
+//! an action wrote, a cache exec made) is removed by the next reset, lest an old copy hide the
+//! user's current file. [`Stage::snapshot`] records where a run may have left some: the paths
+//! its actions wrote, or "anywhere" after exec or hooks, which costs the next reset one
+//! status scan of the stage.
 
 use std::path::{Path, PathBuf};
 
@@ -14,6 +21,11 @@ use git2::{BranchType, Oid, Repository, StatusOptions, WorktreeAddOptions};
 
 /// The worktree's name in `git worktree list`.
 const NAME: &str = "loaf-stage";
+
+/// The record of where the last run may have left ignored content, next to the stage.
+const WRITTEN: &str = "stage-written";
+/// Its first line when only the listed paths (NUL-separated after it) may hold some.
+const WRITTEN_PATHS: &[u8] = b"paths\n";
 
 /// Why the stage could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -95,8 +107,10 @@ impl Stage {
             branch.delete()?;
         }
         detached?;
+        let stage = Stage { repo: stage?, path };
+        stage.record_written(&Touched::Paths(Vec::new()))?;
         std::fs::remove_file(&creating)?;
-        Ok(Stage { repo: stage?, path })
+        Ok(stage)
     }
 
     /// Where the stage's files are.
@@ -112,7 +126,8 @@ impl Stage {
     /// Brings the stage's files and index to `commit`: only the paths that differ between the
     /// current and the target commit are checked out, plus, when `scan` is set (`exec`, hooks
     /// or a crash may have changed anything), every path a status scan finds dirty. Ignored
-    /// files (build output) are kept.
+    /// content the last run left is removed: at the paths it wrote, or, after exec or hooks
+    /// (or without a record), wherever a status scan finds some.
     pub fn reset_to(&self, commit: Oid, scan: bool) -> Result<(), StageError> {
         let target = self.repo.find_commit(commit)?;
         let current = self.repo.head()?.peel_to_commit()?;
@@ -121,9 +136,20 @@ impl Stage {
             Some(current.tree_id()),
             Some(target.tree_id()),
         )?;
-        if scan {
-            paths.extend(self.dirty_paths()?);
+        // Before the checkout, while the ignore rules and HEAD are the ones the run had.
+        match self.written() {
+            Touched::Paths(written) if !scan => {
+                self.remove_ignored_at(&current.tree()?, &written)?;
+            }
+            _ => {
+                let (dirty, ignored) = self.scan()?;
+                paths.extend(dirty);
+                for path in ignored {
+                    remove_all(&self.path.join(path))?;
+                }
+            }
         }
+        self.record_written(&Touched::Paths(Vec::new()))?;
         if current.id() != commit {
             self.repo.set_head_detached(commit)?;
         }
@@ -143,19 +169,106 @@ impl Stage {
         Ok(())
     }
 
-    /// Paths whose file differs from the stage's index or HEAD, untracked ones included.
-    fn dirty_paths(&self) -> Result<Vec<PathBuf>, StageError> {
+    /// Paths whose file differs from the stage's index or HEAD, untracked ones included; and
+    /// the topmost ignored entries.
+    fn scan(&self) -> Result<(Vec<PathBuf>, Vec<PathBuf>), StageError> {
         let mut options = StatusOptions::new();
         options
             .include_untracked(true)
             .recurse_untracked_dirs(true)
-            .include_ignored(false)
+            .include_ignored(true)
+            .recurse_ignored_dirs(false)
+            .exclude_submodules(true)
             .update_index(true);
         let statuses = self.repo.statuses(Some(&mut options))?;
-        Ok(statuses
-            .iter()
-            .filter_map(|s| s.path().ok().map(PathBuf::from))
-            .collect())
+        let (mut dirty, mut ignored) = (Vec::new(), Vec::new());
+        for status in statuses.iter() {
+            let bytes = status.path_bytes();
+            let path = super::path_from_bytes(bytes.strip_suffix(b"/").unwrap_or(bytes));
+            if status.status().contains(git2::Status::IGNORED) {
+                ignored.push(path.into_owned());
+            } else {
+                dirty.push(path.into_owned());
+            }
+        }
+        Ok((dirty, ignored))
+    }
+
+    /// Paths whose file differs from the stage's index or HEAD, untracked ones included.
+    #[cfg(test)]
+    fn dirty_paths(&self) -> Result<Vec<PathBuf>, StageError> {
+        Ok(self.scan()?.0)
+    }
+
+    /// Removes, among the paths a run wrote, what the stage holds there that `tree` (the
+    /// stage's HEAD) does not track and git ignores, and the folders left empty on the way
+    /// up (an ignored file's folders were made for it; an empty folder is nothing git keeps).
+    fn remove_ignored_at(
+        &self,
+        tree: &git2::Tree<'_>,
+        written: &[PathBuf],
+    ) -> Result<(), StageError> {
+        let mut written: Vec<&PathBuf> = written.iter().collect();
+        written.sort_by_key(|p| std::cmp::Reverse(p.components().count()));
+        for path in written {
+            let full = self.path.join(path);
+            if let Ok(meta) = full.symlink_metadata()
+                && tree.get_path(path).is_err()
+            {
+                if meta.is_dir() {
+                    if self.repo.is_path_ignored(path)? {
+                        std::fs::remove_dir_all(&full)?;
+                    } else {
+                        let _ = std::fs::remove_dir(&full);
+                    }
+                } else if self.repo.is_path_ignored(path)? {
+                    std::fs::remove_file(&full)?;
+                }
+            }
+            for folder in path.ancestors().skip(1) {
+                if folder.as_os_str().is_empty()
+                    || tree.get_path(folder).is_ok()
+                    || std::fs::remove_dir(self.path.join(folder)).is_err()
+                {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Where the last run may have left ignored content; anywhere when unknown.
+    fn written(&self) -> Touched {
+        let Ok(bytes) = std::fs::read(self.written_record()) else {
+            return Touched::Anything;
+        };
+        match bytes.strip_prefix(WRITTEN_PATHS) {
+            Some(list) => Touched::Paths(
+                list.split(|b| *b == 0)
+                    .filter(|p| !p.is_empty())
+                    .map(|p| super::path_from_bytes(p).into_owned())
+                    .collect(),
+            ),
+            None => Touched::Anything,
+        }
+    }
+
+    /// Records where the run may leave ignored content, for the next reset.
+    fn record_written(&self, touched: &Touched) -> Result<(), StageError> {
+        let mut bytes = Vec::new();
+        if let Touched::Paths(paths) = touched {
+            bytes.extend_from_slice(WRITTEN_PATHS);
+            for path in paths {
+                bytes.extend_from_slice(path.as_os_str().as_encoded_bytes());
+                bytes.push(0);
+            }
+        }
+        std::fs::write(self.written_record(), bytes)?;
+        Ok(())
+    }
+
+    fn written_record(&self) -> PathBuf {
+        self.repo.commondir().join("loaf").join(WRITTEN)
     }
 
     /// Writes the stage's files as a tree (ignored files left out). With [`Touched::Paths`]
@@ -163,7 +276,11 @@ impl Stage {
     /// touched, so a run that wrote five files costs five files; the stage's index then lags
     /// behind for those paths, which only makes the next scan check them again. With
     /// [`Touched::Anything`] the whole stage is added to its index.
+    ///
+    /// It also records `touched` for the next [`Stage::reset_to`], which removes the ignored
+    /// content the run may have left there.
     pub fn snapshot(&self, touched: &Touched, user: &Repository) -> Result<Oid, StageError> {
+        self.record_written(touched)?;
         match touched {
             Touched::Anything => {
                 let mut index = self.repo.index()?;
@@ -191,6 +308,17 @@ impl Stage {
         self.repo.set_head_detached(commit)?;
         Ok(())
     }
+}
+
+/// Removes a file, a symlink (not what it points to) or a folder with its content.
+fn remove_all(full: &Path) -> Result<(), StageError> {
+    match full.symlink_metadata() {
+        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(full)?,
+        Ok(_) => std::fs::remove_file(full)?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => return Err(e.into()),
+    }
+    Ok(())
 }
 
 /// Removes the stage's worktree entry (however stale or locked) and its folder.
@@ -283,7 +411,7 @@ mod tests {
     fn reset_moves_by_the_difference_and_clears_leftovers() {
         let (_dir, repo, first, second) = repo();
         let stage = Stage::open_or_create(&repo, second).expect("created");
-        // A previous run's leftovers: a change, an untracked file, and ignored build output.
+        // A crashed run's leftovers: a change, an untracked file, and ignored build output.
         std::fs::write(stage.path().join("keep.txt"), "changed by a run\n").expect("write");
         std::fs::write(stage.path().join("stray.txt"), "untracked\n").expect("write");
         std::fs::create_dir_all(stage.path().join("target")).expect("mkdir");
@@ -300,13 +428,79 @@ mod tests {
         );
         assert_eq!(read("stray.txt"), None, "untracked leftovers removed");
         assert_eq!(
-            read("target/cache").as_deref(),
-            Some("build\n"),
-            "ignored output kept"
+            read("target/cache"),
+            None,
+            "ignored leftovers removed: the user's show through instead"
         );
         assert!(stage.dirty_paths().expect("status").is_empty());
         stage.reset_to(second, false).expect("reset back");
         assert_eq!(read("b.txt").as_deref(), Some("b\n"));
+    }
+
+    #[test]
+    fn reset_removes_the_ignored_files_a_run_wrote_and_their_folders_only() {
+        let (dir, repo, first, second) = repo();
+        let stage = Stage::open_or_create(&repo, second).expect("created");
+        let write = |p: &str, text: &str| {
+            let full = stage.path().join(p);
+            std::fs::create_dir_all(full.parent().expect("parent")).expect("mkdir");
+            std::fs::write(full, text).expect("write");
+        };
+        // Left by an earlier run that had exec: not recorded below, so kept by a paths reset.
+        write("target/old", "exec output\n");
+        // This run's actions: an ignored file in a new folder, an empty folder, a change to a
+        // tracked file (committed: the stage's HEAD moves to it).
+        write("target/deep/new.o", "written\n");
+        std::fs::create_dir_all(stage.path().join("empty")).expect("mkdir");
+        write("a.txt", "changed\n");
+        let touched = Touched::Paths(
+            ["target/deep/new.o", "empty", "a.txt", "never"]
+                .map(PathBuf::from)
+                .to_vec(),
+        );
+        let tree = stage.snapshot(&touched, &repo).expect("snapshot");
+        let parent = repo.find_commit(second).expect("commit");
+        let sig = git2::Signature::now("Ada", "ada@example.com").expect("sig");
+        let commit = repo
+            .commit(
+                None,
+                &sig,
+                &sig,
+                "run",
+                &repo.find_tree(tree).expect("tree"),
+                &[&parent],
+            )
+            .expect("commit");
+        stage.set_head(commit).expect("head");
+        stage.reset_to(first, false).expect("reset");
+        let exists = |p: &str| stage.path().join(p).symlink_metadata().is_ok();
+        assert!(
+            !exists("target/deep/new.o"),
+            "the ignored file this run wrote"
+        );
+        assert!(!exists("target/deep"), "its folder, left empty");
+        assert!(!exists("empty"), "an empty folder from dir_create");
+        assert!(
+            exists("target/old"),
+            "not this run's: no scan needed for a paths run"
+        );
+        assert_eq!(
+            std::fs::read_to_string(stage.path().join("a.txt"))
+                .ok()
+                .as_deref(),
+            Some("one\n")
+        );
+        // A run with exec or hooks may have left ignored content anywhere: the next reset
+        // scans for it.
+        write("target/exec", "x\n");
+        stage.snapshot(&Touched::Anything, &repo).expect("snapshot");
+        stage.reset_to(first, false).expect("reset");
+        assert!(!exists("target"), "every ignored entry removed");
+        assert_eq!(
+            git(dir.path(), &["status", "--porcelain"]),
+            "",
+            "the user's tree untouched"
+        );
     }
 
     #[test]

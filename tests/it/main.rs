@@ -19,3 +19,4 @@ mod states;
 mod support;
 mod transaction;
 mod validation;
+mod visible;

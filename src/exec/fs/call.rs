@@ -100,6 +100,22 @@ impl<'a> Call<'a> {
                 .check(access, &real)
                 .map_err(|refusal| self.ws.paths.scrub(&refusal))?;
         }
+        if let Some(own) = self.ws.paths.show_through(&real) {
+            if !needs.contains(&Access::Write) {
+                // Read where it is (symlinks resolved), judged by the guard where it leads.
+                self.ws
+                    .guard
+                    .check(Access::Read, &self.ws.paths.guard_view(&own))
+                    .map_err(|refusal| self.ws.paths.scrub(&refusal))?;
+                let checked = std::fs::canonicalize(&own).unwrap_or_else(|_| own.clone());
+                return Ok(Target {
+                    user: user.to_owned(),
+                    real: own,
+                    checked,
+                });
+            }
+            self.copy_up(&own, &real, user)?;
+        }
         Ok(Target {
             user: user.to_owned(),
             real,
@@ -107,9 +123,35 @@ impl<'a> Call<'a> {
         })
     }
 
-    /// Whether the guard allows `access` to a real path met while walking a directory.
+    /// Copies the user's file (or symlink) `own` into the stage at `real` before a change, so
+    /// that the change starts from what the user has; folders are not copied (what goes into
+    /// them lands in the stage's folder, and the rest of the user's still shows through).
+    fn copy_up(&self, own: &Path, real: &Path, user: &str) -> Result<(), String> {
+        let Ok(meta) = own.symlink_metadata() else {
+            return Ok(());
+        };
+        let copied = if meta.file_type().is_symlink() {
+            std::fs::read_link(own).and_then(|target| {
+                make_parent(real)?;
+                symlink(&target, real)
+            })
+        } else if meta.is_file() {
+            make_parent(real).and_then(|()| std::fs::copy(own, real).map(|_| ()))
+        } else {
+            return Ok(());
+        };
+        copied.map_err(|e| super::os_error::os_error(&e, "copyfile", user))?;
+        self.ws.paths.copy_made(real);
+        Ok(())
+    }
+
+    /// Whether the guard allows `access` to a real path met while walking a directory (or a
+    /// user's file that shows through the stage, judged as if it were in the stage).
     pub fn allowed(&self, access: Access, real: &Path) -> bool {
-        self.ws.guard.check(access, real).is_ok()
+        self.ws
+            .guard
+            .check(access, &self.ws.paths.guard_view(real))
+            .is_ok()
     }
 
     /// The model's form of a path found under `root` while walking it.
@@ -123,4 +165,21 @@ impl<'a> Call<'a> {
             Err(_) => self.ws.paths.to_user(found).to_string_lossy().into_owned(),
         }
     }
+}
+
+fn make_parent(path: &Path) -> std::io::Result<()> {
+    match path.parent() {
+        Some(parent) => std::fs::create_dir_all(parent),
+        None => Ok(()),
+    }
+}
+
+#[cfg(unix)]
+fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+#[cfg(not(unix))]
+fn symlink(target: &Path, link: &Path) -> std::io::Result<()> {
+    std::fs::copy(target, link).map(|_| ())
 }

@@ -42,9 +42,15 @@ pub(super) fn ls(call: &Call) -> Result<Outcome, String> {
     let target = call.path("path", &[Access::Read])?;
     require_dir(&target)?;
     let entries = fs::read_dir(&target.real).map_err(|e| os_error(&e, "scandir", &target.user))?;
+    // The user's ignored entries the stage lacks are listed as the user has them.
+    let shown = call.ws.paths.shown_in(&target.real);
+    let names: std::collections::BTreeSet<_> = shown.iter().filter_map(|p| p.file_name()).collect();
+    let staged = entries
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.file_name().is_none_or(|name| !names.contains(name)));
     let mut listing: Vec<(String, Value)> = Vec::new();
-    for entry in entries.filter_map(Result::ok) {
-        let path = entry.path();
+    for path in staged.chain(shown.iter().cloned()) {
         if !call.allowed(Access::Read, &path) {
             continue;
         }
@@ -65,7 +71,11 @@ pub(super) fn ls(call: &Call) -> Result<Outcome, String> {
             .modified()
             .map(|t| humantime::format_rfc3339_seconds(t).to_string())
             .unwrap_or_default();
-        let name = entry.file_name().to_string_lossy().into_owned();
+        let name = path
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
         listing.push((
             name.clone(),
             json!({"name": name, "type": kind, "size": size, "modified": modified}),

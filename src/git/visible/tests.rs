@@ -1,0 +1,404 @@
+use std::os::unix::fs::PermissionsExt as _;
+
+use super::*;
+use crate::exec::ShowThrough as _;
+use crate::git::testing::{git, init_repo, write_file};
+
+/// A repository whose `.gitignore` ignores `.venv/`, `.env`, `*.log`, `build/` and
+/// `secrets/`, with one commit (`src/a.txt`, and `build/keep.txt` tracked though ignored) and
+/// ignored content of every kind on disk.
+fn repo() -> (tempfile::TempDir, Repository) {
+    let dir = init_repo();
+    let root = dir.path();
+    write_file(
+        root,
+        ".gitignore",
+        ".venv/\n.env\n*.log\nbuild/\nsecrets/\n",
+    );
+    write_file(root, "src/a.txt", "a\n");
+    write_file(root, "build/keep.txt", "tracked though ignored\n");
+    git(root, &["add", ".gitignore", "src/a.txt"]);
+    git(root, &["add", "-f", "build/keep.txt"]);
+    git(root, &["commit", "-q", "-m", "first"]);
+    write_file(root, ".venv/pyvenv.cfg", "home = /usr/bin\n");
+    write_file(root, ".venv/lib/site.py", "# site\n");
+    write_file(root, ".env", "PASSWORD=1\n");
+    write_file(root, "top.log", "log\n");
+    write_file(root, "build/out.o", "object\n");
+    write_file(root, "new/notes.txt", "untracked\n");
+    write_file(root, "new/run.log", "ignored in an untracked folder\n");
+    write_file(root, "src/secrets/key", "k\n");
+    let repo = Repository::open(root).expect("open");
+    (dir, repo)
+}
+
+fn entry(path: &str, is_dir: bool) -> Entry {
+    Entry {
+        path: path.into(),
+        is_dir,
+    }
+}
+
+#[test]
+fn ignored_entries_are_the_topmost_ones_as_git_status_lists_them() {
+    let (dir, repo) = repo();
+    let none = isolate_set(&[]).expect("globs");
+    let entries = ignored_entries(&repo, &none).expect("entries");
+    assert_eq!(
+        entries,
+        [
+            entry(".env", false),
+            entry(".venv", true),
+            entry("build/out.o", false),
+            entry("new/run.log", false),
+            entry("src/secrets", true),
+            entry("top.log", false),
+        ]
+    );
+    // What git itself lists (folders end with `/`).
+    let listed = git(dir.path(), &["status", "--porcelain", "--ignored"]);
+    let ours: Vec<String> = entries
+        .iter()
+        .map(|e| e.path.display().to_string() + if e.is_dir { "/" } else { "" })
+        .collect();
+    let gits: Vec<&str> = listed
+        .lines()
+        .filter_map(|l| l.strip_prefix("!! "))
+        .collect();
+    assert_eq!(ours, gits, "{listed}");
+    let isolate = isolate_set(&[".env".into(), "**/secrets/**".into()]).expect("globs");
+    let kept: Vec<PathBuf> = ignored_entries(&repo, &isolate)
+        .expect("entries")
+        .into_iter()
+        .map(|e| e.path)
+        .collect();
+    assert_eq!(
+        kept,
+        [".venv", "build/out.o", "new/run.log", "top.log"].map(PathBuf::from)
+    );
+}
+
+#[test]
+fn entries_inside_a_submodule_are_left_out() {
+    let (dir, repo) = repo();
+    let sub = init_repo();
+    write_file(sub.path(), ".gitignore", "*.log\n");
+    git(sub.path(), &["add", "-A"]);
+    git(sub.path(), &["commit", "-q", "-m", "sub"]);
+    let url = sub.path().display().to_string();
+    git(
+        dir.path(),
+        &[
+            "-c",
+            "protocol.file.allow=always",
+            "submodule",
+            "add",
+            "-q",
+            &url,
+            "lib/sub",
+        ],
+    );
+    write_file(&dir.path().join("lib/sub"), "inner.log", "x\n");
+    let none = isolate_set(&[]).expect("globs");
+    let entries = ignored_entries(&repo, &none).expect("entries");
+    assert!(
+        entries.iter().all(|e| !e.path.starts_with("lib")),
+        "{entries:?}"
+    );
+    assert!(entries.contains(&entry(".venv", true)));
+}
+
+#[test]
+fn isolate_globs_are_relative_and_a_folder_pattern_covers_the_folder() {
+    let set =
+        isolate_set(&["secrets/**".into(), "**/*.pem".into(), "./.env".into()]).expect("globs");
+    assert!(isolated(&set, Path::new("secrets")));
+    assert!(isolated(&set, Path::new("secrets/a/b")));
+    assert!(isolated(&set, Path::new("certs/x.pem")));
+    assert!(isolated(&set, Path::new(".env")));
+    assert!(!isolated(&set, Path::new("a/.env")), "relative to the root");
+    assert!(!isolated(&set, Path::new("a/secrets")));
+    assert!(!isolated(
+        &isolate_set(&[]).expect("globs"),
+        Path::new(".env")
+    ));
+    let error = isolate_set(&["a[".into()]).expect_err("bad glob");
+    assert!(error.to_string().contains("'a['"), "{error}");
+}
+
+#[test]
+fn placeholders_fill_only_empty_places_and_go_away_unless_written() {
+    let stage = tempfile::tempdir().expect("tempdir");
+    write_file(stage.path(), "build/keep.txt", "tracked\n");
+    let placed = place(
+        stage.path(),
+        &[
+            entry(".venv", true),
+            entry(".env", false),
+            entry("build/out.o", false),
+            entry("build/keep.txt", false),
+        ],
+    )
+    .expect("placed");
+    let made: Vec<&Path> = placed.entries().map(|e| e.path.as_path()).collect();
+    assert_eq!(made, [".venv", ".env", "build/out.o"].map(Path::new));
+    assert!(stage.path().join(".venv").is_dir());
+    assert_eq!(std::fs::read(stage.path().join(".env")).ok(), Some(vec![]));
+    assert!(placed.holds(Path::new(".env")));
+    assert!(!placed.holds(Path::new("build/keep.txt")), "not ours");
+    // A run wrote `.env` (by a rename: another file) and into `.venv`.
+    write_file(stage.path(), ".env.tmp", "");
+    std::fs::rename(stage.path().join(".env.tmp"), stage.path().join(".env")).expect("mv");
+    write_file(stage.path(), ".venv/x", "x\n");
+    assert!(!placed.holds(Path::new(".env")), "replaced");
+    assert!(!placed.holds(Path::new(".venv")), "not empty");
+    let kept = placed.remove();
+    assert_eq!(kept, [".env", ".venv"].map(PathBuf::from));
+    assert!(!stage.path().join("build/out.o").exists());
+    assert_eq!(
+        std::fs::read_to_string(stage.path().join("build/keep.txt"))
+            .ok()
+            .as_deref(),
+        Some("tracked\n")
+    );
+}
+
+#[test]
+fn ignored_untracked_unisolated_paths_show_through() {
+    let (dir, _repo) = repo();
+    let view = Visibility::new(
+        dir.path(),
+        isolate_set(&["**/secrets/**".into()]).expect("globs"),
+    );
+    for shown in [
+        ".env",
+        ".venv",
+        ".venv/pyvenv.cfg",
+        "top.log",
+        "build/out.o",
+        "new/run.log",
+    ] {
+        assert!(view.shows(Path::new(shown)), "{shown}");
+    }
+    for hidden in [
+        "src/a.txt",
+        "src",
+        "new/notes.txt",
+        "build/keep.txt",
+        "build",
+        "src/secrets/key",
+        ".git/config",
+        ".GIT/config",
+        "",
+    ] {
+        assert!(!view.shows(Path::new(hidden)), "{hidden}");
+    }
+    view.copy_made(Path::new(".env"));
+    assert!(!view.shows(Path::new(".env")), "the stage's copy rules now");
+    assert_eq!(view.copied(), BTreeSet::from([PathBuf::from(".env")]));
+}
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).expect("meta").permissions().mode() & 0o7777
+}
+
+/// A run in `stage` that wrote `.env` (mode 600 kept), a new file in a new folder of the
+/// user's `.venv`, an empty folder, and deleted the user's `top.log`.
+fn extras_of_a_run(repo: &Repository) -> (tempfile::TempDir, Extras) {
+    let root = repo.workdir().expect("workdir");
+    std::fs::set_permissions(root.join(".env"), std::fs::Permissions::from_mode(0o600))
+        .expect("chmod");
+    let stage = tempfile::tempdir().expect("tempdir");
+    write_file(stage.path(), ".env", "PASSWORD=2\n");
+    std::fs::set_permissions(
+        stage.path().join(".env"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .expect("chmod");
+    write_file(stage.path(), ".venv/new/mod.py", "x = 1\n");
+    std::fs::create_dir_all(stage.path().join("newdir")).expect("mkdir");
+    write_file(stage.path(), "src/a.txt", "committed, not an extra\n");
+    let tree = repo
+        .head()
+        .and_then(|h| h.peel_to_tree())
+        .expect("tree")
+        .id();
+    let touched = [
+        ".env",
+        ".venv/new/mod.py",
+        "newdir",
+        "src/a.txt",
+        "top.log",
+        "never.log",
+    ]
+    .map(PathBuf::from);
+    let copied = BTreeSet::from([PathBuf::from(".env"), PathBuf::from("top.log")]);
+    let extras = extras(repo, stage.path(), tree, &touched, &copied).expect("extras");
+    (stage, extras)
+}
+
+#[test]
+fn extras_record_what_git_will_not_commit_both_ways() {
+    let (_dir, repo) = repo();
+    let (_stage, extras) = extras_of_a_run(&repo);
+    let blob = |text: &str| {
+        Oid::hash_object(ObjectType::Blob, text.as_bytes())
+            .expect("hash")
+            .to_string()
+    };
+    let file = |text: &str, mode| State::File {
+        blob: blob(text),
+        mode,
+    };
+    let change = |path: &str, before, after| Change {
+        path: path.into(),
+        before,
+        after,
+    };
+    assert_eq!(
+        extras.changes,
+        [
+            change(
+                ".env",
+                file("PASSWORD=1\n", 0o600),
+                file("PASSWORD=2\n", 0o600)
+            ),
+            change(".venv/new", State::Absent, State::Dir),
+            change(".venv/new/mod.py", State::Absent, file("x = 1\n", 0o644)),
+            change("newdir", State::Absent, State::Dir),
+            change("top.log", file("log\n", 0o644), State::Absent),
+        ]
+    );
+    // Both sides are in the object database, and one tree keeps them.
+    let kept = repo
+        .find_tree(extras.keep_tree(&repo).expect("tree"))
+        .expect("kept");
+    assert_eq!(kept.len(), 4);
+    assert!(
+        repo.find_blob(Oid::from_str(&blob("PASSWORD=1\n")).expect("oid"))
+            .is_ok()
+    );
+    // The operation log can hold it.
+    let json = serde_json::to_string(&extras).expect("json");
+    assert!(json.contains(r#""kind":"absent""#), "{json}");
+    let back: Extras = serde_json::from_str(&json).expect("parse");
+    assert_eq!(back, extras);
+}
+
+#[test]
+fn publish_undo_and_redo_move_the_user_tree_and_keep_the_users_folders() {
+    let (dir, repo) = repo();
+    let root = dir.path();
+    let (_stage, extras) = extras_of_a_run(&repo);
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).ok();
+    assert_eq!(
+        extras.publish(&repo, root).expect("publish"),
+        Vec::<PathBuf>::new()
+    );
+    assert_eq!(read(".env").as_deref(), Some("PASSWORD=2\n"));
+    assert_eq!(mode(&root.join(".env")), 0o600);
+    assert_eq!(read(".venv/new/mod.py").as_deref(), Some("x = 1\n"));
+    assert!(root.join("newdir").is_dir());
+    assert_eq!(read("top.log"), None);
+    assert_eq!(
+        extras.publish(&repo, root).expect("again"),
+        Vec::<PathBuf>::new(),
+        "repeating a publish (after a crash) is harmless"
+    );
+    assert_eq!(
+        extras.undo(&repo, root).expect("undo"),
+        Vec::<PathBuf>::new()
+    );
+    assert_eq!(read(".env").as_deref(), Some("PASSWORD=1\n"));
+    assert_eq!(mode(&root.join(".env")), 0o600);
+    assert!(
+        !root.join(".venv/new").exists(),
+        "the folder the apply made is gone"
+    );
+    assert_eq!(
+        read(".venv/pyvenv.cfg").as_deref(),
+        Some("home = /usr/bin\n")
+    );
+    assert!(!root.join("newdir").exists());
+    assert_eq!(read("top.log").as_deref(), Some("log\n"));
+    assert_eq!(
+        extras.redo(&repo, root).expect("redo"),
+        Vec::<PathBuf>::new()
+    );
+    assert_eq!(read(".env").as_deref(), Some("PASSWORD=2\n"));
+    assert!(root.join("newdir").is_dir());
+}
+
+#[test]
+fn undo_and_publish_skip_what_the_user_changed_since() {
+    let (dir, repo) = repo();
+    let root = dir.path();
+    let (_stage, extras) = extras_of_a_run(&repo);
+    extras.publish(&repo, root).expect("publish");
+    // The user edits `.env`, puts a file in the new folder, recreates `top.log`.
+    write_file(root, ".env", "PASSWORD=mine\n");
+    write_file(root, "newdir/mine.txt", "mine\n");
+    write_file(root, "top.log", "new log\n");
+    let skipped = extras.undo(&repo, root).expect("undo");
+    assert_eq!(skipped, [".env", "newdir", "top.log"].map(PathBuf::from));
+    let read = |p: &str| std::fs::read_to_string(root.join(p)).ok();
+    assert_eq!(read(".env").as_deref(), Some("PASSWORD=mine\n"));
+    assert_eq!(read("newdir/mine.txt").as_deref(), Some("mine\n"));
+    assert_eq!(read("top.log").as_deref(), Some("new log\n"));
+    assert!(!root.join(".venv/new").exists(), "the rest is undone");
+    // A publish does not overwrite a file the user changed either.
+    write_file(root, ".venv/new/mod.py", "user's\n");
+    let skipped = extras.redo(&repo, root).expect("redo");
+    assert!(
+        skipped.contains(&PathBuf::from(".venv/new/mod.py")),
+        "{skipped:?}"
+    );
+    assert_eq!(read(".venv/new/mod.py").as_deref(), Some("user's\n"));
+}
+
+#[test]
+fn ignored_entries_match_git_for_untracked_folders_negations_and_nested_repositories() {
+    let (dir, repo) = repo();
+    let root = dir.path();
+    write_file(
+        root,
+        ".gitignore",
+        ".venv/\n.env\n*.log\nbuild/\nsecrets/\ncache/*\n!cache/keep\n",
+    );
+    write_file(root, "logs/a.log", "only ignored inside: one entry\n");
+    write_file(root, "logs/deep/b.log", "x\n");
+    write_file(root, "cache/drop", "ignored\n");
+    write_file(root, "cache/keep", "negated: untracked\n");
+    write_file(root, "mixed/c.log", "ignored\n");
+    write_file(root, "mixed/notes.md", "untracked\n");
+    std::fs::create_dir_all(root.join("empty")).expect("mkdir");
+    git(&root.join("mixed"), &["init", "-q", "nested"]);
+    write_file(
+        root,
+        "mixed/nested/inner.log",
+        "inside another repository\n",
+    );
+    let none = isolate_set(&[]).expect("globs");
+    let ours: Vec<String> = ignored_entries(&repo, &none)
+        .expect("entries")
+        .iter()
+        .map(|e| e.path.display().to_string() + if e.is_dir { "/" } else { "" })
+        .collect();
+    let listed = git(root, &["status", "--porcelain", "--ignored"]);
+    let gits: Vec<&str> = listed
+        .lines()
+        .filter_map(|l| l.strip_prefix("!! "))
+        .collect();
+    assert_eq!(ours, gits, "{listed}");
+    assert!(ours.contains(&"logs/".to_owned()), "{ours:?}");
+    // An isolated file keeps its folder from becoming one entry.
+    let isolate = isolate_set(&["logs/a.log".into()]).expect("globs");
+    let kept: Vec<PathBuf> = ignored_entries(&repo, &isolate)
+        .expect("entries")
+        .into_iter()
+        .map(|e| e.path)
+        .filter(|p| p.starts_with("logs"))
+        .collect();
+    assert_eq!(kept, [PathBuf::from("logs/deep")]);
+}
