@@ -84,6 +84,7 @@ pub fn run_exec_with_path(params: &Params, ws: &Workspace, path: Option<&OsStr>)
         path: path.map(OsStr::to_os_string),
         timeout: ws.exec_timeout,
         max_output: ws.max_output,
+        sandbox: ws.sandbox,
     };
     match process::run(&job) {
         Ok(finished) => outcome(&finished, params, ws),
@@ -108,7 +109,13 @@ fn working_dir(params: &Params, ws: &Workspace) -> Result<PathBuf, String> {
         .guard
         .check(Access::Read, &ws.paths.to_real(&user))
         .map_err(|refusal| ws.paths.scrub(&refusal))?;
-    match std::fs::metadata(&real) {
+    // Inside a visible ignored folder the stage holds only a placeholder; the code will
+    // see the user's folder there.
+    let seen = match ws.sandbox {
+        Some(sandbox) => sandbox.seen_at(&real),
+        None => real.clone(),
+    };
+    match std::fs::metadata(&seen) {
         Ok(meta) if meta.is_dir() => Ok(real),
         Ok(_) => Err(format!(
             "exec: cwd is not a directory '{}' (ENOTDIR)",
