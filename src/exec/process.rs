@@ -9,6 +9,10 @@
 //! not outlive it; one that left the group (`setsid`) is not waited for longer than
 //! [`PIPE_GRACE`].
 //!
+//! Inside a transaction the job carries a [`Sandbox`]: the child then runs in namespaces
+//! where the stage is at the user's path and nothing outlives it, or, in the fallback, with
+//! its process group recorded for crash recovery (see `sandbox.rs`).
+//!
 //! Output is read on one thread per stream while the child runs, so a child writing more
 //! than a pipe holds never blocks. Bytes past the cap are read and dropped; the result says
 //! how many there were.

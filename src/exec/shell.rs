@@ -5,7 +5,9 @@
 //! `python3 -c`, `node -e`), in the requested working directory (the root by default),
 //! with stdin closed and the environment inherited. The code runs in its own process group:
 //! at the timeout the whole group is killed, and anything it started in the background is
-//! killed when it ends (see `process.rs`). Messages follow the loaf seed:
+//! killed when it ends (see `process.rs`). Inside a transaction it runs in the workspace's
+//! [sandbox](super::sandbox): `cd <repository root>` leads into the stage, and nothing it
+//! starts survives it. Messages follow the loaf seed:
 //! `exec: python3 not found in PATH (ENOENT)`, `exec: Process timeout after 30s (TIMEOUT)`.
 //!
 //! `data` is `{stdout, stderr, exit_code}` (`exit_code` null when there is none: timeout or
