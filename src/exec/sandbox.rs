@@ -82,7 +82,7 @@ impl Sandbox {
             user_root: user_root.to_path_buf(),
             stage_root: stage_root.to_path_buf(),
             git_common_dir: git_common_dir.to_path_buf(),
-            visible: visible.into_iter().filter(|p| is_plain(p)).collect(),
+            visible: topmost(visible.into_iter().filter(|p| is_plain(p)).collect()),
             isolated: false,
         };
         let turned_off = std::env::var_os(SANDBOX_ENV).is_some_and(|v| turns_off(&v));
@@ -425,6 +425,19 @@ fn stat_fields(pid: u32) -> Option<(u32, u64)> {
 /// Whether a `LOAF_SANDBOX` value turns namespaces off.
 fn turns_off(value: &OsStr) -> bool {
     value.eq_ignore_ascii_case("off")
+}
+
+/// The entries not inside another one (which already shows them).
+fn topmost(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    paths
+        .iter()
+        .filter(|p| {
+            !paths
+                .iter()
+                .any(|other| other != *p && p.starts_with(other))
+        })
+        .cloned()
+        .collect()
 }
 
 /// A relative path of normal components, not inside `.git`.

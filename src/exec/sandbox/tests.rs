@@ -129,6 +129,7 @@ fn visible_placeholders_are_made_when_missing_and_odd_entries_left_out() {
             "../x",
             "/abs",
             ".git/config",
+            "sub/target/debug",
         ]
         .into_iter()
         .map(PathBuf::from)
