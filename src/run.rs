@@ -101,6 +101,7 @@ pub fn execute_fenced(
         max_file_size: config.max_file_size,
         exec_timeout: config.exec.timeout,
         max_output: config.exec.max_output,
+        sandbox: None,
     };
     let results: Vec<ActionResult> = plan
         .actions

@@ -3,7 +3,8 @@
 //!
 //! Each hook runs with `sh -c` in its own process group, in its `cwd` (default: the root),
 //! and is killed with its whole group at its timeout. Hooks run in order; the first failure
-//! stops the rest unless that hook has `continueOnError`.
+//! stops the rest unless that hook has `continueOnError`. Inside a transaction they run in
+//! the same [sandbox](super::sandbox) as `exec` code ([`run_hooks_in`]).
 //!
 //! # `${VAR}` in commands
 //!
@@ -26,6 +27,7 @@ use serde::Serialize;
 
 use super::PathMap;
 use super::process::{self, Ending, Job};
+use super::sandbox::Sandbox;
 
 /// How long a hook may run when loaf.yml gives no `timeout` (the seed's 30000 ms).
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30);
@@ -97,12 +99,25 @@ pub struct HooksResult {
 
 /// Runs `hooks` in order with `${VAR}` taken from `vars`; `default_cwd` (a user path, like
 /// each hook's `cwd`) is where hooks without a `cwd` run. Paths are mapped with `paths`,
-/// and the real ones are scrubbed from every output and message.
+/// and the real ones are scrubbed from every output and message. No sandbox: for runs
+/// outside a transaction.
 pub fn run_hooks(
     hooks: &[Hook],
     vars: &BTreeMap<String, String>,
     default_cwd: &Path,
     paths: &PathMap,
+) -> HooksResult {
+    run_hooks_in(hooks, vars, default_cwd, paths, None)
+}
+
+/// [`run_hooks`] in `sandbox` (inside a transaction: the stage at the user's path, no
+/// survivors), as `exec` code runs.
+pub fn run_hooks_in(
+    hooks: &[Hook],
+    vars: &BTreeMap<String, String>,
+    default_cwd: &Path,
+    paths: &PathMap,
+    sandbox: Option<&Sandbox>,
 ) -> HooksResult {
     let env = var_environment(vars);
     let mut result = HooksResult {
@@ -111,7 +126,7 @@ pub fn run_hooks(
         success: true,
     };
     for hook in hooks {
-        let run = run_one(hook, vars, &env, default_cwd, paths);
+        let run = run_one(hook, vars, &env, (default_cwd, paths), sandbox);
         let stop = run.error.is_some() && !hook.continue_on_error;
         if let Some(error) = &run.error {
             result.errors.push(format!("{}: {error}", hook.run));
@@ -159,8 +174,8 @@ fn run_one(
     hook: &Hook,
     vars: &BTreeMap<String, String>,
     env: &[(OsString, OsString)],
-    default_cwd: &Path,
-    paths: &PathMap,
+    (default_cwd, paths): (&Path, &PathMap),
+    sandbox: Option<&Sandbox>,
 ) -> HookRun {
     let failed = |error: String| HookRun {
         command: hook.run.clone(),
@@ -175,7 +190,11 @@ fn run_one(
         None => default_cwd.to_path_buf(),
     };
     let cwd = paths.to_real(&user_cwd);
-    if !cwd.is_dir() {
+    let seen = match sandbox {
+        Some(sandbox) => sandbox.seen_at(&cwd),
+        None => cwd.clone(),
+    };
+    if !seen.is_dir() {
         return failed(format!("cwd not found '{}' (ENOENT)", user_cwd.display()));
     }
     let job = Job {
@@ -186,6 +205,7 @@ fn run_one(
         path: None,
         timeout: hook.timeout,
         max_output: HOOK_OUTPUT_CAP,
+        sandbox,
     };
     let finished = match process::run(&job) {
         Ok(finished) => finished,

@@ -10,6 +10,7 @@ pub mod fs;
 pub mod guard;
 pub mod hooks;
 pub mod process;
+pub mod sandbox;
 pub mod shell;
 
 use std::path::{Path, PathBuf};
@@ -299,10 +300,14 @@ pub struct Workspace<'a> {
     pub exec_timeout: Duration,
     /// Bytes kept of each exec output stream; the rest is cut and marked truncated.
     pub max_output: usize,
+    /// Where `exec` code runs inside a transaction (the stage at the user's path, visible
+    /// ignored entries, no survivors); None: directly where its paths say.
+    pub sandbox: Option<&'a sandbox::Sandbox>,
 }
 
 impl Workspace<'_> {
-    /// Defaults for tests: everything allowed, no redirection, 10 MiB, 30 s, 1 MiB.
+    /// Defaults for tests: everything allowed, no redirection, 10 MiB, 30 s, 1 MiB, no
+    /// sandbox.
     pub fn permissive<'a>(guard: &'a dyn AccessCheck, paths: &'a PathMap) -> Workspace<'a> {
         Workspace {
             guard,
@@ -310,6 +315,7 @@ impl Workspace<'_> {
             max_file_size: 10 * 1024 * 1024,
             exec_timeout: Duration::from_secs(30),
             max_output: 1024 * 1024,
+            sandbox: None,
         }
     }
 }

@@ -9,6 +9,10 @@
 //! not outlive it; one that left the group (`setsid`) is not waited for longer than
 //! [`PIPE_GRACE`].
 //!
+//! Inside a transaction the job carries a [`Sandbox`]: the child then runs in namespaces
+//! where the stage is at the user's path and nothing outlives it, or, in the fallback, with
+//! its process group recorded for crash recovery (see `sandbox.rs`).
+//!
 //! Output is read on one thread per stream while the child runs, so a child writing more
 //! than a pipe holds never blocks. Bytes past the cap are read and dropped; the result says
 //! how many there were.
@@ -24,6 +28,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, kill_process_group};
+
+use super::sandbox::Sandbox;
 
 /// How long, once the process group is gone, the output pipes may take to reach their end
 /// (a process that escaped the group can hold them open forever).
@@ -47,6 +53,9 @@ pub(crate) struct Job<'a> {
     pub timeout: Duration,
     /// Bytes kept of each output stream.
     pub max_output: usize,
+    /// Where the process runs inside a transaction (`cwd` is then a stage path); None: as
+    /// it is, where `cwd` says.
+    pub sandbox: Option<&'a Sandbox>,
 }
 
 /// How the process ended.
@@ -148,7 +157,6 @@ pub(crate) fn run(job: &Job) -> Result<Finished, RunError> {
     let mut command = Command::new(job.program);
     command
         .args(&job.args)
-        .current_dir(job.cwd)
         .envs(job.env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -161,12 +169,23 @@ pub(crate) fn run(job: &Job) -> Result<Finished, RunError> {
         program: job.program.to_owned(),
         source,
     };
+    // Dropped (placeholders back, records removed) only once the group is dead.
+    let mut session = match job.sandbox {
+        Some(sandbox) => Some(sandbox.enter(&mut command, job.cwd).map_err(io_error)?),
+        None => {
+            command.current_dir(job.cwd);
+            None
+        }
+    };
     let mut child = command.spawn().map_err(|e| match e.kind() {
         io::ErrorKind::NotFound => RunError::NotFound(job.program.to_owned()),
         _ => io_error(e),
     })?;
     let started = Instant::now();
     let group = Pid::from_child(&child);
+    if let Some(session) = &mut session {
+        session.started(child.id());
+    }
 
     let (done_tx, done_rx) = mpsc::channel();
     let stdout = child
@@ -202,14 +221,21 @@ pub(crate) fn run(job: &Job) -> Result<Finished, RunError> {
     wait_for_streams(&done_rx, [stdout.is_some(), stderr.is_some()]);
 
     let status = status.map_err(io_error)?;
+    let captured = |stream: Option<Stream>| {
+        let mut captured = stream.map(|s| s.snapshot()).unwrap_or_else(empty);
+        if let Some(session) = &session {
+            captured.text = session.scrub(captured.text);
+        }
+        captured
+    };
     Ok(Finished {
         ending: if timed_out {
             Ending::TimedOut
         } else {
             ending_of(status)
         },
-        stdout: stdout.map(|s| s.snapshot()).unwrap_or_else(empty),
-        stderr: stderr.map(|s| s.snapshot()).unwrap_or_else(empty),
+        stdout: captured(stdout),
+        stderr: captured(stderr),
     })
 }
 

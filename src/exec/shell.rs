@@ -5,7 +5,9 @@
 //! `python3 -c`, `node -e`), in the requested working directory (the root by default),
 //! with stdin closed and the environment inherited. The code runs in its own process group:
 //! at the timeout the whole group is killed, and anything it started in the background is
-//! killed when it ends (see `process.rs`). Messages follow the loaf seed:
+//! killed when it ends (see `process.rs`). Inside a transaction it runs in the workspace's
+//! [sandbox](super::sandbox): `cd <repository root>` leads into the stage, and nothing it
+//! starts survives it. Messages follow the loaf seed:
 //! `exec: python3 not found in PATH (ENOENT)`, `exec: Process timeout after 30s (TIMEOUT)`.
 //!
 //! `data` is `{stdout, stderr, exit_code}` (`exit_code` null when there is none: timeout or
@@ -84,6 +86,7 @@ pub fn run_exec_with_path(params: &Params, ws: &Workspace, path: Option<&OsStr>)
         path: path.map(OsStr::to_os_string),
         timeout: ws.exec_timeout,
         max_output: ws.max_output,
+        sandbox: ws.sandbox,
     };
     match process::run(&job) {
         Ok(finished) => outcome(&finished, params, ws),
@@ -108,7 +111,13 @@ fn working_dir(params: &Params, ws: &Workspace) -> Result<PathBuf, String> {
         .guard
         .check(Access::Read, &ws.paths.to_real(&user))
         .map_err(|refusal| ws.paths.scrub(&refusal))?;
-    match std::fs::metadata(&real) {
+    // Inside a visible ignored folder the stage holds only a placeholder; the code will
+    // see the user's folder there.
+    let seen = match ws.sandbox {
+        Some(sandbox) => sandbox.seen_at(&real),
+        None => real.clone(),
+    };
+    match std::fs::metadata(&seen) {
         Ok(meta) if meta.is_dir() => Ok(real),
         Ok(_) => Err(format!(
             "exec: cwd is not a directory '{}' (ENOTDIR)",

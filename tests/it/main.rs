@@ -14,6 +14,7 @@ mod nesl_conformance;
 mod nesl_differential;
 mod nesl_properties;
 mod real_world;
+mod sandbox;
 mod scratch;
 mod states;
 mod support;

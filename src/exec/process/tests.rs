@@ -11,6 +11,7 @@ fn bash(script: &str, timeout_ms: u64, max_output: usize) -> Job<'static> {
         path: None,
         timeout: Duration::from_millis(timeout_ms),
         max_output,
+        sandbox: None,
     }
 }
 

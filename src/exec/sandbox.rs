@@ -1,0 +1,506 @@
+//! Where `exec` code and hooks run inside a transaction, so that they cannot bypass it
+//! (DESIGN §2, "Exec cannot escape the transaction").
+//!
+//! The model was told the repository's real path, so `cd /that/path && sed -i … a.txt` must
+//! edit the stage, not the user's tree; and nothing the code starts may keep running after
+//! the apply — not even when git-loaf itself is SIGKILLed — or a later apply would commit
+//! what an orphan wrote into the stage.
+//!
+//! # Isolated (Linux, user namespaces available)
+//!
+//! The code runs in new user, mount and PID namespaces (see `namespace.rs`). In its private
+//! mount namespace:
+//! - the stage is bind-mounted at the repository's real path, so every path the model knows
+//!   leads into the stage;
+//! - each [visible](Sandbox::new) ignored entry of the user's tree (`.venv`, `node_modules`,
+//!   `.env`) is bind-mounted over its placeholder in the stage, so it is used, and written,
+//!   in place;
+//! - git commands see the stage's worktree and index: the user's git dir is bind-mounted on a
+//!   private temporary folder before the root is covered, and the stage's `.git` file and
+//!   its admin folder's `commondir` are overlaid with files naming that folder.
+//!
+//! The PID namespace's init is a small relay process of ours whose death kills everything in
+//! the namespace; it dies when git-loaf dies (`PR_SET_PDEATHSIG`), when the code's main
+//! process ends, and at the timeout (it is in the code's process group).
+//!
+//! # Fallback
+//!
+//! Where namespaces cannot be created (kernels or containers that forbid unprivileged user
+//! namespaces), or when the environment variable `LOAF_SANDBOX=off` turns them off, the code
+//! runs as before: in the stage, in its own process group. Visible entries are symlinks to
+//! the user's entries for the duration of each run (placeholders are put back after). The
+//! running process group is recorded in `<git common dir>/loaf/exec-pgid` with its leader's
+//! start time, so that if git-loaf is killed the next command can end it with
+//! [`kill_recorded`]. Writes through the repository's real path are not redirected in this
+//! mode: [`Sandbox::isolated`] tells the caller to look for them, and [`fallback_notice`]
+//! gives the one line to say so once per process.
+
+use std::ffi::OsStr;
+use std::fs;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+#[cfg(target_os = "linux")]
+mod namespace;
+
+/// The environment variable that turns namespaces off (`LOAF_SANDBOX=off`).
+pub const SANDBOX_ENV: &str = "LOAF_SANDBOX";
+
+/// Where the running exec's process group is recorded, under the git common dir.
+const RECORD: &str = "loaf/exec-pgid";
+
+/// Where exec code and hooks run: the user's paths, the stage behind them, and the ignored
+/// entries of the user's tree to show in place.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    user_root: PathBuf,
+    stage_root: PathBuf,
+    git_common_dir: PathBuf,
+    visible: Vec<PathBuf>,
+    isolated: bool,
+}
+
+impl Sandbox {
+    /// A sandbox for code run in the stage `stage_root` of the repository whose working tree
+    /// is `user_root` (the path the model sees) and whose common git dir is `git_common_dir`
+    /// (holding the stage's worktree admin folder). `visible` are root-relative paths of
+    /// ignored entries of the user's tree that the code must see in place; entries that are
+    /// not plain relative paths, or inside `.git`, are left out.
+    ///
+    /// Namespaces are used when they work and `LOAF_SANDBOX` is not `off`; the first call
+    /// that decides otherwise arms [`fallback_notice`].
+    pub fn new(
+        user_root: &Path,
+        stage_root: &Path,
+        git_common_dir: &Path,
+        visible: Vec<PathBuf>,
+    ) -> Sandbox {
+        let sandbox = Sandbox {
+            user_root: user_root.to_path_buf(),
+            stage_root: stage_root.to_path_buf(),
+            git_common_dir: git_common_dir.to_path_buf(),
+            visible: topmost(visible.into_iter().filter(|p| is_plain(p)).collect()),
+            isolated: false,
+        };
+        let turned_off = std::env::var_os(SANDBOX_ENV).is_some_and(|v| turns_off(&v));
+        if turned_off {
+            return sandbox.fallback(format!("{SANDBOX_ENV}=off"));
+        }
+        match namespaces_work() {
+            Ok(()) => Sandbox {
+                isolated: true,
+                ..sandbox
+            },
+            Err(why) => sandbox.fallback(why),
+        }
+    }
+
+    /// The same sandbox without namespaces, as `LOAF_SANDBOX=off` would make it.
+    pub fn without_isolation(self) -> Sandbox {
+        self.fallback("isolation turned off".into())
+    }
+
+    fn fallback(self, why: String) -> Sandbox {
+        arm_notice(why);
+        Sandbox {
+            isolated: false,
+            ..self
+        }
+    }
+
+    /// Whether code runs in namespaces, where it cannot reach the user's tree. When false,
+    /// direct writes to the user's tree are possible and the caller should look for them.
+    pub fn isolated(&self) -> bool {
+        self.isolated
+    }
+
+    /// The repository's working tree, as the model sees it.
+    pub fn user_root(&self) -> &Path {
+        &self.user_root
+    }
+
+    /// Where the files really are.
+    pub fn stage_root(&self) -> &Path {
+        &self.stage_root
+    }
+
+    /// The user's git common dir.
+    pub fn git_common_dir(&self) -> &Path {
+        &self.git_common_dir
+    }
+
+    /// The root-relative ignored entries shown in place.
+    pub fn visible(&self) -> &[PathBuf] {
+        &self.visible
+    }
+
+    /// Where a stage path really leads while code runs: inside a visible entry, to the
+    /// user's entry; elsewhere, unchanged. For checking that a working directory exists.
+    pub fn seen_at(&self, stage_path: &Path) -> PathBuf {
+        let Ok(rel) = stage_path.strip_prefix(&self.stage_root) else {
+            return stage_path.to_path_buf();
+        };
+        match self.visible.iter().find(|v| rel.starts_with(v)) {
+            Some(_) => self.user_root.join(rel),
+            None => stage_path.to_path_buf(),
+        }
+    }
+
+    /// How a stage path reads to the code (the user's path for the same file).
+    fn as_user_sees(&self, stage_path: &Path) -> PathBuf {
+        match stage_path.strip_prefix(&self.stage_root) {
+            Ok(rel) => self.user_root.join(rel),
+            Err(_) => stage_path.to_path_buf(),
+        }
+    }
+
+    /// Prepares `command` (to be run in `cwd`, a stage path) for this sandbox. What is
+    /// returned must live until the process group is gone: dropping it undoes the
+    /// preparation.
+    pub(crate) fn enter(&self, command: &mut Command, cwd: &Path) -> io::Result<Session> {
+        // A git invoked by the code must find the stage's repository by discovery, not a
+        // repository named by the environment git-loaf was started in.
+        for name in [
+            "GIT_DIR",
+            "GIT_WORK_TREE",
+            "GIT_INDEX_FILE",
+            "GIT_COMMON_DIR",
+            "GIT_OBJECT_DIRECTORY",
+        ] {
+            command.env_remove(name);
+        }
+        let visible = self.prepare_visible();
+        #[cfg(target_os = "linux")]
+        if self.isolated {
+            let cwd = self.as_user_sees(cwd);
+            let run = namespace::Isolated::prepare(self, &visible, &cwd)?;
+            let scrub = run.scrub();
+            let tmp = run.install(command);
+            return Ok(Session {
+                _tmp: Some(tmp),
+                scrub: Some(scrub),
+                linked: Vec::new(),
+                record_at: None,
+                record: None,
+            });
+        }
+        let linked = link_visible(&visible);
+        command.current_dir(cwd);
+        Ok(Session {
+            _tmp: None,
+            scrub: None,
+            linked,
+            record_at: Some(self.git_common_dir.join(RECORD)),
+            record: None,
+        })
+    }
+
+    /// The visible entries that exist in the user's tree, each with a placeholder of the
+    /// same kind in the stage (created when missing). A user's entry that is a symlink is
+    /// copied as a symlink and needs nothing more; an entry whose stage path holds
+    /// something of another kind is left out.
+    fn prepare_visible(&self) -> Vec<Visible> {
+        let mut prepared = Vec::new();
+        for rel in &self.visible {
+            let user = self.user_root.join(rel);
+            let stage = self.stage_root.join(rel);
+            let Ok(meta) = fs::symlink_metadata(&user) else {
+                continue;
+            };
+            let here = fs::symlink_metadata(&stage).ok();
+            if meta.file_type().is_symlink() {
+                if here.is_none()
+                    && let Ok(target) = fs::read_link(&user)
+                {
+                    let _ = make_parent(&stage).and_then(|()| symlink(&target, &stage));
+                }
+                continue;
+            }
+            let kind = if meta.is_dir() { Kind::Dir } else { Kind::File };
+            let fits = match &here {
+                None => make_parent(&stage)
+                    .and_then(|()| kind.create(&stage))
+                    .is_ok(),
+                Some(here) => here.is_dir() == (kind == Kind::Dir) && !here.is_symlink(),
+            };
+            if fits {
+                prepared.push(Visible { user, stage, kind });
+            }
+        }
+        prepared
+    }
+}
+
+/// What [`Sandbox::enter`] set up for one run.
+pub(crate) struct Session {
+    /// The isolated run's private folder (mount points and overlay files).
+    _tmp: Option<tempfile::TempDir>,
+    /// A private path the code may print, and the user's path it stands for.
+    scrub: Option<(String, String)>,
+    /// Fallback: placeholders replaced by symlinks, to put back.
+    linked: Vec<Visible>,
+    /// Fallback: where to record the running process group.
+    record_at: Option<PathBuf>,
+    /// The record written, to remove.
+    record: Option<PathBuf>,
+}
+
+impl Session {
+    /// The child was started as the leader of process group `pid`. In the fallback, the
+    /// group is recorded for [`kill_recorded`]; isolated runs need no record (their init
+    /// dies with git-loaf).
+    pub(crate) fn started(&mut self, pid: u32) {
+        let Some(path) = self.record_at.take() else {
+            return;
+        };
+        let Some(start) = start_time(pid) else {
+            return;
+        };
+        let written =
+            make_parent(&path).and_then(|()| fs::write(&path, format!("{pid} {start}\n")));
+        if written.is_ok() {
+            self.record = Some(path);
+        }
+    }
+
+    /// Output with private paths replaced by the user's.
+    pub(crate) fn scrub(&self, text: String) -> String {
+        match &self.scrub {
+            Some((private, user)) if text.contains(private.as_str()) => {
+                text.replace(private.as_str(), user)
+            }
+            _ => text,
+        }
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(record) = &self.record {
+            let _ = fs::remove_file(record);
+        }
+        for visible in &self.linked {
+            visible.unlink();
+        }
+    }
+}
+
+/// An ignored entry of the user's tree shown in the stage.
+#[derive(Debug, Clone)]
+pub(crate) struct Visible {
+    /// The user's entry.
+    pub user: PathBuf,
+    /// Its placeholder in the stage.
+    pub stage: PathBuf,
+    kind: Kind,
+}
+
+impl Visible {
+    /// Puts the placeholder back where the fallback put a symlink, unless the code replaced
+    /// the symlink by something else (then that is what the code wanted there).
+    fn unlink(&self) {
+        let still_ours = fs::read_link(&self.stage).is_ok_and(|target| target == self.user);
+        if still_ours && fs::remove_file(&self.stage).is_ok() {
+            let _ = self.kind.create(&self.stage);
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Dir,
+    File,
+}
+
+impl Kind {
+    fn create(self, path: &Path) -> io::Result<()> {
+        match self {
+            Kind::Dir => fs::create_dir(path),
+            Kind::File => fs::File::create_new(path).map(drop),
+        }
+    }
+}
+
+/// Fallback: replaces each (empty) placeholder by a symlink to the user's entry. A
+/// placeholder that is not empty is left alone rather than deleted.
+fn link_visible(visible: &[Visible]) -> Vec<Visible> {
+    let mut linked = Vec::new();
+    for entry in visible {
+        let removed = match entry.kind {
+            Kind::Dir => fs::remove_dir(&entry.stage),
+            Kind::File => match fs::metadata(&entry.stage) {
+                Ok(meta) if meta.len() == 0 => fs::remove_file(&entry.stage),
+                _ => Err(io::ErrorKind::DirectoryNotEmpty.into()),
+            },
+        };
+        if removed.is_ok() {
+            match symlink(&entry.user, &entry.stage) {
+                Ok(()) => linked.push(entry.clone()),
+                Err(_) => {
+                    let _ = entry.kind.create(&entry.stage);
+                }
+            }
+        }
+    }
+    linked
+}
+
+/// Ends the process group a killed git-loaf left running (recorded in the fallback), and
+/// removes the record. Call it on crash recovery, before touching the stage. The group is
+/// killed only when it is the recorded one: its leader has the recorded start time, or, with
+/// the leader gone, every member started after it (a process group id cannot be reused
+/// while any member lives). Returns whether a group was killed.
+pub fn kill_recorded(git_common_dir: &Path) -> io::Result<bool> {
+    let path = git_common_dir.join(RECORD);
+    let text = match fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let killed = parse_record(&text).is_some_and(|(pgid, start)| kill_if_ours(pgid, start));
+    match fs::remove_file(&path) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
+        _ => Ok(killed),
+    }
+}
+
+fn parse_record(text: &str) -> Option<(u32, u64)> {
+    let mut words = text.split_whitespace();
+    let pgid = words.next()?.parse().ok()?;
+    let start = words.next()?.parse().ok()?;
+    Some((pgid, start))
+}
+
+fn kill_if_ours(pgid: u32, start: u64) -> bool {
+    let members = group_members(pgid);
+    let ours = match members.iter().find(|(pid, _)| *pid == pgid) {
+        Some((_, leader_start)) => *leader_start == start,
+        None => !members.is_empty() && members.iter().all(|(_, s)| *s >= start),
+    };
+    let Some(group) = rustix::process::Pid::from_raw(pgid as i32) else {
+        return false;
+    };
+    ours && rustix::process::kill_process_group(group, rustix::process::Signal::KILL).is_ok()
+}
+
+/// Live processes of group `pgid`, each with its start time.
+fn group_members(pgid: u32) -> Vec<(u32, u64)> {
+    let Ok(entries) = fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter_map(|pid| {
+            let (group, start) = stat_fields(pid)?;
+            (group == pgid).then_some((pid, start))
+        })
+        .collect()
+}
+
+/// A process's start time (clock ticks since boot), which tells it from a later process
+/// that reuses its id.
+fn start_time(pid: u32) -> Option<u64> {
+    stat_fields(pid).map(|(_, start)| start)
+}
+
+/// The process group and start time from `/proc/<pid>/stat` (fields 5 and 22); None for a
+/// process that is gone or a zombie.
+fn stat_fields(pid: u32) -> Option<(u32, u64)> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces or parentheses.
+    let (_, rest) = stat.rsplit_once(')')?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    if fields
+        .first()
+        .is_some_and(|state| *state == "Z" || *state == "X")
+    {
+        return None;
+    }
+    Some((fields.get(2)?.parse().ok()?, fields.get(19)?.parse().ok()?))
+}
+
+/// Whether a `LOAF_SANDBOX` value turns namespaces off.
+fn turns_off(value: &OsStr) -> bool {
+    value.eq_ignore_ascii_case("off")
+}
+
+/// The entries not inside another one (which already shows them).
+fn topmost(paths: Vec<PathBuf>) -> Vec<PathBuf> {
+    paths
+        .iter()
+        .filter(|p| {
+            !paths
+                .iter()
+                .any(|other| other != *p && p.starts_with(other))
+        })
+        .cloned()
+        .collect()
+}
+
+/// A relative path of normal components, not inside `.git`.
+fn is_plain(path: &Path) -> bool {
+    let mut components = path.components();
+    components
+        .next()
+        .is_some_and(|first| is_normal(first) && !first.as_os_str().eq_ignore_ascii_case(".git"))
+        && components.all(is_normal)
+}
+
+fn is_normal(component: Component) -> bool {
+    matches!(component, Component::Normal(_))
+}
+
+fn make_parent(path: &Path) -> io::Result<()> {
+    match path.parent() {
+        Some(parent) => fs::create_dir_all(parent),
+        None => Ok(()),
+    }
+}
+
+fn symlink(target: &Path, link: &Path) -> io::Result<()> {
+    std::os::unix::fs::symlink(target, link)
+}
+
+/// Whether this process can create the namespaces, tried once.
+fn namespaces_work() -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        static PROBE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+        PROBE.get_or_init(namespace::probe).clone()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err("namespaces are Linux only".into())
+    }
+}
+
+static NOTICE: Mutex<Option<String>> = Mutex::new(None);
+static NOTICE_ARMED: AtomicBool = AtomicBool::new(false);
+
+fn arm_notice(why: String) {
+    if !NOTICE_ARMED.swap(true, Ordering::SeqCst) {
+        *NOTICE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
+    }
+}
+
+/// The one line to print (on stderr) the first time code runs without namespaces in this
+/// process; None before that and ever after.
+pub fn fallback_notice() -> Option<String> {
+    let why = NOTICE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .take()?;
+    Some(format!(
+        "git-loaf: exec and hooks run without isolation ({why}): what they write through the \
+         repository's path is not part of the apply, and what they start in the background may \
+         outlive it"
+    ))
+}
+
+#[cfg(test)]
+mod tests;
