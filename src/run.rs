@@ -9,6 +9,7 @@ use crate::actions::{self, Action};
 use crate::config::{Config, ConfigError, HookCommand};
 use crate::exec::guard::FsGuard;
 use crate::exec::hooks::{self, Hook};
+use crate::exec::sandbox::Sandbox;
 use crate::exec::{self, Outcome, PathMap, Workspace};
 use crate::nesl;
 use crate::report::{ActionResult, ExecutionResult, HookErrors};
@@ -53,7 +54,7 @@ impl Loaf {
 /// Runs `reply` where `paths` says: parse, check every block, run every valid action in
 /// order. Never fails: whatever goes wrong is in the result.
 pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult {
-    execute_fenced(reply, config, paths, Vec::new())
+    execute_fenced(reply, config, paths, Vec::new(), None)
 }
 
 /// [`execute`], with folders or files (real paths) no action may touch and the reason each
@@ -64,6 +65,7 @@ pub fn execute_fenced(
     config: &Config,
     paths: &PathMap,
     fences: Vec<(PathBuf, String)>,
+    sandbox: Option<&Sandbox>,
 ) -> ExecutionResult {
     let root = paths.user_root();
     // Inside a transaction the guard checks real (stage) paths, so its patterns resolve
@@ -82,7 +84,13 @@ pub fn execute_fenced(
             };
         }
     };
-    let before = hooks::run_hooks(&to_hooks(&config.hooks.before), &config.vars, root, paths);
+    let before = hooks::run_hooks_in(
+        &to_hooks(&config.hooks.before),
+        &config.vars,
+        root,
+        paths,
+        sandbox,
+    );
     if !before.success {
         return ExecutionResult {
             fatal_error: Some("Before hooks failed - aborting execution".into()),
@@ -101,7 +109,7 @@ pub fn execute_fenced(
         max_file_size: config.max_file_size,
         exec_timeout: config.exec.timeout,
         max_output: config.exec.max_output,
-        sandbox: None,
+        sandbox,
     };
     let results: Vec<ActionResult> = plan
         .actions
@@ -112,7 +120,7 @@ pub fn execute_fenced(
     let succeeded = plan.errors.is_empty() && results.iter().all(|r| r.success);
     let mut vars = config.vars.clone();
     vars.extend(run_vars(succeeded, plan.total_blocks, &results));
-    let after = hooks::run_hooks(&to_hooks(&config.hooks.after), &vars, root, paths);
+    let after = hooks::run_hooks_in(&to_hooks(&config.hooks.after), &vars, root, paths, sandbox);
     // Every failure is recorded, tolerated ones (continueOnError) included; only the others
     // make the run unsuccessful (the seed counts after-hook failures).
     let hook_errors =

@@ -2,6 +2,7 @@
 //! actions → commit with trailers and note → publish → report.
 
 use std::path::{Component, Path, PathBuf};
+use std::rc::Rc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use git2::{Oid, Repository};
@@ -15,9 +16,11 @@ use super::publish::{self, PublishError, Transition, crash_point};
 use super::session::{Session, TxError};
 use super::stage::{Stage, Touched};
 use super::treebuild;
+use super::visible;
 use crate::actions::Schema;
 use crate::config::Config;
 use crate::exec::PathMap;
+use crate::exec::sandbox::Sandbox;
 use crate::report::{ExecutionResult, GitInfo};
 
 /// What to record besides the reply.
@@ -63,9 +66,11 @@ fn in_flight_marker(repo: &Repository) -> PathBuf {
 pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied, TxError> {
     let session = Session::begin(cwd, "apply")?;
     crash_point("locked");
+    let mut session_notices = session.notices.clone();
     let repo = &session.repo;
     let root = session.root.clone();
     let config = Config::load(&root)?;
+    session_notices.extend(config.notices.iter().cloned());
     let id = new_id(reply);
     let (ref_name, old_head) = head_ref(repo)?;
     checkpoint::refuse_intent_to_add(repo)
@@ -94,14 +99,44 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     };
     let stage = Stage::open_or_create(repo, start)?;
     let marker = in_flight_marker(repo);
+    if marker.exists() {
+        // A crashed apply's exec may have left processes behind (without namespaces).
+        let _ = crate::exec::sandbox::kill_recorded(repo.commondir());
+    }
     stage.reset_to(start, marker.exists())?;
     std::fs::write(&marker, &id).map_err(super::stage::StageError::from)?;
     crash_point("stage");
-    let paths = PathMap::redirect(&root, stage.path());
+    // Ignored files (a virtualenv, node_modules, .env) are seen as in the user's tree: fs
+    // actions read through to them; exec and hooks get them mounted in place, which needs
+    // the list of them (a walk of the tree's folders: only when code will run).
+    let isolate = visible::isolate_set(&config.stage.isolate)
+        .map_err(|e| TxError::Git(git2::Error::from_str(&e.to_string())))?;
+    let runs_code = runs_code(reply, &config, &root);
+    let view = Rc::new(visible::Visibility::new(&root, isolate.clone()));
+    let paths = PathMap::redirect(&root, stage.path()).showing(view.clone());
+    let sandbox = if runs_code {
+        let entries = visible::ignored_entries(repo, &isolate)
+            .map_err(|e| TxError::Git(git2::Error::from_str(&e.to_string())))?;
+        let sandbox = Sandbox::new(
+            &root,
+            stage.path(),
+            repo.commondir(),
+            entries.into_iter().map(|e| e.path).collect(),
+        );
+        if let Some(notice) = crate::exec::sandbox::fallback_notice() {
+            session_notices.push(notice);
+        }
+        Some(sandbox)
+    } else {
+        None
+    };
     let mut fences = submodule_fences(repo, &stage);
     fences.extend(super::states::sparse_fences(repo, stage.path()));
-    let mut result = crate::run::execute_fenced(reply, &config, &paths, fences);
+    let mut result = crate::run::execute_fenced(reply, &config, &paths, fences, sandbox.as_ref());
     crash_point("executed");
+    if sandbox.as_ref().is_some_and(|s| !s.isolated()) {
+        report_escapes(repo, &checkpoint, &root, &mut result)?;
+    }
     let mut git = GitInfo {
         apply: id.clone(),
         base: old_head.map(|o| o.to_string()),
@@ -114,7 +149,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         return Ok(Applied {
             result,
             kept: None,
-            notices: session.notices,
+            notices: session_notices,
         });
     }
     let touched = touched(&result, &config, &root, stage.path());
@@ -127,7 +162,22 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         super::treediff::changed_paths(repo, Some(from_work), Some(staged))?
             .into_iter()
             .collect();
-    if changed.is_empty() {
+    let tree = if changed.is_empty() {
+        checkpoint.head_tree
+    } else {
+        treebuild::tree_with_entries(repo, checkpoint.head_tree, staged, &changed)?
+    };
+    // What git will not commit but the user's tree gets at publish: ignored files the
+    // actions wrote, folders dir_create made.
+    let extras = visible::extras(
+        repo,
+        stage.path(),
+        tree,
+        &write_targets(&result, &root),
+        &view.copied(),
+    )
+    .map_err(|e| TxError::Git(git2::Error::from_str(&e.to_string())))?;
+    if changed.is_empty() && extras.is_empty() {
         // Nothing changed (reads only, or writes that changed nothing): no commit.
         stage.set_head(start)?;
         let _ = std::fs::remove_file(&marker);
@@ -135,45 +185,54 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         return Ok(Applied {
             result,
             kept: None,
-            notices: session.notices,
+            notices: session_notices,
         });
     }
-    let tree = treebuild::tree_with_entries(repo, checkpoint.head_tree, staged, &changed)?;
     let to_index = treebuild::tree_with_entries(repo, from_index, staged, &changed)?;
     git.uncommitted = carried_uncommitted(repo, &checkpoint, &changed)?;
     let summary = operation_summary(&result, &root);
     let subject = config
         .commit_message_format
         .replace("{operation_summary}", &summary);
-    let trailers = Trailers {
-        apply: Some(id.clone()),
-        base: old_head,
-        result: Some(result.to_trailer_json()),
-        assisted_by: options.model.clone(),
-    };
-    let parents: Vec<Oid> = old_head.into_iter().collect();
-    let commit = write_commit(repo, tree, &parents, &message(&subject, &trailers))?;
-    crash_point("commit");
-    // The stage holds the user's work plus the apply's: record that as its HEAD, so the next
-    // apply moves it by the difference.
-    let stage_head = if staged == tree {
-        commit
+    // Only ignored files or empty folders changed: nothing to commit, the branch stays.
+    let commit = if changed.is_empty() {
+        stage.set_head(start)?;
+        None
     } else {
-        write_commit(repo, staged, &[commit], "loaf: stage")?
+        let trailers = Trailers {
+            apply: Some(id.clone()),
+            base: old_head,
+            result: Some(result.to_trailer_json()),
+            assisted_by: options.model.clone(),
+        };
+        let parents: Vec<Oid> = old_head.into_iter().collect();
+        let commit = write_commit(repo, tree, &parents, &message(&subject, &trailers))?;
+        crash_point("commit");
+        // The stage holds the user's work plus the apply's: record that as its HEAD, so the
+        // next apply moves it by the difference.
+        let stage_head = if staged == tree {
+            commit
+        } else {
+            write_commit(repo, staged, &[commit], "loaf: stage")?
+        };
+        stage.set_head(stage_head)?;
+        Some(commit)
     };
-    stage.set_head(stage_head)?;
     let _ = std::fs::remove_file(&marker);
-    git.commit = Some(commit.to_string());
+    git.commit = commit.map(|c| c.to_string());
     git.checkpoint = (!checkpoint.is_clean()).then(|| from_work.to_string());
     result.git = Some(git);
-    write_note(repo, commit, &note_json(&result))?;
+    if let Some(commit) = commit {
+        write_note(repo, commit, &note_json(&result))?;
+    }
     crash_point("committed");
+    let new_head = commit.or(old_head).map(|o| o.to_string());
     let (staged, to_index) = (staged.to_string(), to_index.to_string());
     let transition = Transition {
         workdir: root.clone(),
         ref_name: ref_name.clone(),
         old: old_head.map(|o| o.to_string()),
-        new: Some(commit.to_string()),
+        new: new_head.clone(),
         from_work: from_work.to_string(),
         from_index: from_index.to_string(),
         to_work: staged.clone(),
@@ -193,14 +252,15 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
                 index: from_index.to_string(),
             },
             after: UserState {
-                head: Some(commit.to_string()),
+                head: new_head,
                 work: staged,
                 index: to_index,
             },
+            extras,
         },
     };
     let mut transition = transition;
-    let mut notices = session.notices.clone();
+    let mut notices = session_notices;
     let mut attempts = 0;
     let outcome = loop {
         match publish::publish(repo, &transition, true) {
@@ -230,19 +290,32 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
             if !skipped.is_empty() {
                 let git = result.git.get_or_insert_with(GitInfo::default);
                 git.not_written = skipped.iter().map(|p| p.display().to_string()).collect();
-                write_note(repo, commit, &note_json(&result))?;
+                if let Some(commit) = commit {
+                    write_note(repo, commit, &note_json(&result))?;
+                }
             }
             None
         }
         Err(reason) => {
             let refname = format!("refs/loaf/{id}");
-            repo.reference(&refname, commit, true, "git-loaf: kept, not published")?;
+            let kept_commit = match commit {
+                Some(commit) => commit,
+                // Only ignored files changed: keep a commit holding the stage's state so the
+                // kept ref names something (take then replays nothing but is harmless).
+                None => write_commit(
+                    repo,
+                    checkpoint.head_tree,
+                    &parents_of(old_head),
+                    "loaf: kept",
+                )?,
+            };
+            repo.reference(&refname, kept_commit, true, "git-loaf: kept, not published")?;
             if let Some(git) = result.git.as_mut() {
                 git.not_applied = Some(format!(
                     "{reason}; the commit is kept as {refname}: `git loaf take {id}` applies it, `git loaf drop {id}` discards it"
                 ));
             }
-            write_note(repo, commit, &note_json(&result))?;
+            write_note(repo, kept_commit, &note_json(&result))?;
             Some(Kept { refname, reason })
         }
     };
@@ -251,6 +324,64 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         kept,
         notices,
     })
+}
+
+fn parents_of(head: Option<Oid>) -> Vec<Oid> {
+    head.into_iter().collect()
+}
+
+/// Whether the reply or loaf.yml will run code (exec blocks, hooks): only then are the
+/// user's ignored entries listed for the sandbox.
+fn runs_code(reply: &str, config: &Config, root: &Path) -> bool {
+    let hooks = !config.hooks.before.is_empty() || !config.hooks.after.is_empty();
+    hooks || {
+        let parsed = crate::nesl::parse(reply);
+        crate::actions::plan(reply, &parsed, root)
+            .actions
+            .iter()
+            .any(|a| a.name == "exec")
+    }
+}
+
+/// Without namespaces, code could change the user's tree directly (the model knows its real
+/// path): compare the user's tree with the checkpoint taken before the run, and turn every
+/// code-running result into a failure naming what it changed, so nothing claims success for
+/// changes that are neither committed nor undoable.
+fn report_escapes(
+    repo: &Repository,
+    before: &Checkpoint,
+    root: &Path,
+    result: &mut ExecutionResult,
+) -> Result<(), TxError> {
+    let now = checkpoint::take(repo)?;
+    if now.work_tree == before.work_tree && now.index_tree == before.index_tree {
+        return Ok(());
+    }
+    let mut paths: Vec<String> =
+        super::treediff::changed_paths(repo, Some(before.work_tree), Some(now.work_tree))?
+            .into_iter()
+            .map(|p| root.join(p).display().to_string())
+            .collect();
+    if paths.is_empty() {
+        paths.push("the index".to_owned());
+    }
+    let message = format!(
+        "changed the user's files directly, outside the transaction (not committed, not undoable by git loaf): {}",
+        paths.join(", ")
+    );
+    for r in result.results.iter_mut().filter(|r| r.action == "exec") {
+        r.success = false;
+        r.error = Some(match &r.error {
+            Some(e) => format!("{e}; {message}"),
+            None => message.clone(),
+        });
+    }
+    result.success = false;
+    let hooks = result.hook_errors.get_or_insert_with(Default::default);
+    hooks
+        .after
+        .push(format!("code run by this apply {message}"));
+    Ok(())
 }
 
 /// Paths for a message.
@@ -354,6 +485,16 @@ fn touched(result: &ExecutionResult, config: &Config, root: &Path, stage: &Path)
     if hooks || result.results.iter().any(|r| r.action == "exec") {
         return Touched::Anything;
     }
+    let paths = write_targets(result, root);
+    if paths.iter().any(|path| through_symlink(stage, path)) {
+        return Touched::Anything;
+    }
+    Touched::Paths(paths)
+}
+
+/// The targets of the write actions, relative to the root, sorted: never a path through a
+/// `.git` (git cannot record one; the guard refuses them, and the stage's `.git` is a file).
+fn write_targets(result: &ExecutionResult, root: &Path) -> Vec<PathBuf> {
     let schema = Schema::get();
     let mut paths = Vec::new();
     for r in &result.results {
@@ -365,8 +506,6 @@ fn touched(result: &ExecutionResult, config: &Config, root: &Path, stage: &Path)
                 continue;
             };
             for line in value.lines().map(str::trim).filter(|l| !l.is_empty()) {
-                // git cannot record a path through a `.git` (the guard refuses them; the
-                // stage's `.git` is a file, so reading one would fail).
                 if let Some(relative) = relative_to(root, Path::new(line))
                     && !relative
                         .components()
@@ -379,10 +518,7 @@ fn touched(result: &ExecutionResult, config: &Config, root: &Path, stage: &Path)
     }
     paths.sort();
     paths.dedup();
-    if paths.iter().any(|path| through_symlink(stage, path)) {
-        return Touched::Anything;
-    }
-    Touched::Paths(paths)
+    paths
 }
 
 /// Whether `path` or one of its folders is a symlink in the stage.

@@ -177,6 +177,7 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
                 work: work.to_string(),
                 index: index.to_string(),
             },
+            extras: Default::default(),
         },
     };
     let skipped = publish::publish(repo, &transition, true).map_err(|e| match e {

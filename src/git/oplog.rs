@@ -10,6 +10,8 @@
 use git2::{Oid, Repository, Signature};
 use serde::{Deserialize, Serialize};
 
+use super::visible::Extras;
+
 /// The ref holding the newest entry.
 pub const OPLOG_REF: &str = "refs/loaf/oplog";
 /// The file in an entry commit's tree holding the entry as JSON.
@@ -61,6 +63,10 @@ pub struct OpEntry {
     pub before: UserState,
     /// The state after.
     pub after: UserState,
+    /// What it changed besides HEAD, index and tracked files: ignored files the actions
+    /// wrote, folders they made (undo inverts them).
+    #[serde(default, skip_serializing_if = "Extras::is_empty")]
+    pub extras: Extras,
 }
 
 /// The entries, newest first.
@@ -117,6 +123,13 @@ pub fn append(repo: &Repository, entry: &OpEntry) -> Result<Oid, git2::Error> {
                 keep.insert(format!("{name}-{part}"), oid, 0o040000)?;
             }
         }
+    }
+    if !entry.extras.is_empty() {
+        let extras = entry
+            .extras
+            .keep_tree(repo)
+            .map_err(|e| git2::Error::from_str(&e.to_string()))?;
+        keep.insert("extras", extras, 0o040000)?;
     }
     tree.insert("keep", keep.write()?, 0o040000)?;
     let tree = repo.find_tree(tree.write()?)?;
@@ -230,6 +243,7 @@ mod tests {
                 work: "y".to_owned(),
                 index: "y".to_owned(),
             },
+            extras: Default::default(),
         }
     }
 

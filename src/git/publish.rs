@@ -191,15 +191,28 @@ pub fn publish(
         return Err(e);
     }
     crash_point("ref");
-    let skipped = write_files(repo, t, &paths, &mut index)?;
+    let mut skipped = write_files(repo, t, &paths, &mut index)?;
     crash_point("index");
     lock.commit(&mut index)?;
     super::checkpoint::note_index_tree(repo, oid(&t.to_index)?);
+    skipped.extend(publish_extras(repo, t)?);
     crash_point("files");
     oplog::append(repo, &t.op)?;
     crash_point("oplog");
     std::fs::remove_file(&journal)?;
     Ok(skipped)
+}
+
+/// Writes what git does not track (ignored files, empty folders) as the transition's log
+/// entry says; a path the user changed meanwhile is left alone and returned. Repeating it
+/// after a crash is harmless.
+fn publish_extras(repo: &Repository, t: &Transition) -> Result<Vec<PathBuf>, git2::Error> {
+    if t.op.extras.is_empty() {
+        return Ok(Vec::new());
+    }
+    t.op.extras
+        .publish(repo, &t.workdir)
+        .map_err(|e| git2::Error::from_str(&e.to_string()))
 }
 
 /// What a crashed operation left, and what [`recover`] did with it.
@@ -286,9 +299,10 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
     let paths = Paths::of(&user, &t)?;
     let lock = IndexLock::acquire(&user)?;
     let mut index = lock.read()?;
-    let skipped = write_files(&user, &t, &paths, &mut index)?;
+    let mut skipped = write_files(&user, &t, &paths, &mut index)?;
     lock.commit(&mut index)?;
     super::checkpoint::note_index_tree(&user, oid(&t.to_index)?);
+    skipped.extend(publish_extras(&user, &t)?);
     if oplog::newest_id(&user)?.as_deref() != Some(t.op.id.as_str()) {
         oplog::append(&user, &t.op)?;
     }
@@ -659,6 +673,7 @@ mod tests {
                 summary: "test".to_owned(),
                 before: state(old, from),
                 after: state(new, to),
+                extras: Default::default(),
             },
         }
     }

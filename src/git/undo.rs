@@ -174,6 +174,12 @@ fn walk(session: Session, target: OpEntry, kind: OpKind, force: bool) -> Result<
                 index: current.index.clone(),
             },
             after: wanted.clone(),
+            // Undo takes back what the operation wrote outside git; redo writes it again.
+            extras: if kind == OpKind::Undo {
+                target.extras.inverted()
+            } else {
+                target.extras.clone()
+            },
         },
     };
     let skipped = publish::publish(repo, &transition, false)?;

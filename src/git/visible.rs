@@ -642,6 +642,23 @@ impl Extras {
         Ok(skipped)
     }
 
+    /// The changes that take the tree back: the order reversed, before and after swapped
+    /// (what an undo publishes, and records for its own undo).
+    pub fn inverted(&self) -> Extras {
+        Extras {
+            changes: self
+                .changes
+                .iter()
+                .rev()
+                .map(|c| Change {
+                    path: c.path.clone(),
+                    before: c.after.clone(),
+                    after: c.before.clone(),
+                })
+                .collect(),
+        }
+    }
+
     /// [`Extras::publish`] again, after an undo.
     pub fn redo(&self, repo: &Repository, root: &Path) -> Result<Vec<PathBuf>, VisibleError> {
         self.publish(repo, root)

@@ -308,7 +308,6 @@ fn exec_repo() -> Scratch {
 }
 
 #[test]
-#[ignore = "needs Sandbox wired into apply (run.rs / git/apply.rs)"]
 fn apply_commits_what_exec_wrote_through_the_real_root() {
     let s = exec_repo();
     let reply = crate::scratch::block(
@@ -329,7 +328,6 @@ fn apply_commits_what_exec_wrote_through_the_real_root() {
 }
 
 #[test]
-#[ignore = "needs Sandbox wired into apply (run.rs / git/apply.rs)"]
 fn sigkill_of_git_loaf_during_exec_leaves_nothing_running() {
     use std::io::Write as _;
     let s = exec_repo();

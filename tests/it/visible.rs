@@ -273,7 +273,6 @@ fn apply_ok(s: &Scratch, blocks: &[String]) -> String {
 }
 
 #[test]
-#[ignore = "needs lead's wiring: apply.rs passes PathMap::showing(Visibility) to the actions"]
 fn apply_reads_and_lists_the_users_virtualenv() {
     let s = project();
     let report = apply_ok(
@@ -292,7 +291,6 @@ fn apply_reads_and_lists_the_users_virtualenv() {
 }
 
 #[test]
-#[ignore = "needs lead's wiring: apply.rs passes PathMap::showing(Visibility) to the actions"]
 fn apply_never_serves_a_stale_copy() {
     let s = project();
     apply_ok(
@@ -313,7 +311,6 @@ fn apply_never_serves_a_stale_copy() {
 }
 
 #[test]
-#[ignore = "needs lead's wiring: apply.rs passes PathMap::showing(Visibility) to the actions"]
 fn apply_with_isolate_does_not_find_the_env_file() {
     let s = project();
     s.write("loaf.yml", "stage:\n  isolate: [\".env\"]\n");
@@ -326,7 +323,6 @@ fn apply_with_isolate_does_not_find_the_env_file() {
 }
 
 #[test]
-#[ignore = "needs lead's publish wiring: Extras published with the commit, undone by undo"]
 fn apply_writes_ignored_files_and_folders_to_the_user_and_undo_restores() {
     let s = project();
     std::fs::create_dir_all(s.root.join(".venv/mine")).expect("mkdir");
