@@ -8,7 +8,7 @@
 //! kept as a separate tree (`index_tree`); the operation log keeps that tree alive and uses it
 //! when undo puts the user's work back.
 
-use git2::{IndexAddOption, Oid, Repository, StatusOptions};
+use git2::{Oid, Repository, StatusOptions};
 
 use super::commit::{Trailers, message, write_commit};
 
@@ -151,10 +151,7 @@ pub fn take(repo: &Repository, id: &str) -> Result<Option<Checkpoint>, git2::Err
     let index_tree = index.write_tree_to(repo)?;
     // Add everything to the in-memory index to get the working tree as a tree, then drop
     // those changes: the index on disk is never written.
-    let added = index
-        .add_all(["*"].iter(), IndexAddOption::DEFAULT, None)
-        .and_then(|()| index.update_all(["*"].iter(), None))
-        .and_then(|()| index.write_tree_to(repo));
+    let added = super::filters::add_all(repo, &mut index).and_then(|()| index.write_tree_to(repo));
     index.read(true)?;
     let worktree_tree = added?;
     let trailers = Trailers {

@@ -339,7 +339,7 @@ fn file_blob(repo: &Repository, workdir: &Path, path: &Path) -> Option<Oid> {
             .ok()
             .and_then(|target| repo.blob(target.as_os_str().as_encoded_bytes()).ok())
             .or(Some(Oid::ZERO_SHA1)),
-        Ok(_) => Some(repo.blob_path(&full).unwrap_or(Oid::ZERO_SHA1)),
+        Ok(_) => Some(super::filters::file_blob(repo, workdir, path).unwrap_or(Oid::ZERO_SHA1)),
     }
 }
 
@@ -422,6 +422,7 @@ fn write_files(
             checkout.path(path.as_path());
         }
         repo.checkout_tree(to_work.as_object(), Some(&mut checkout))?;
+        super::filters::smudge_in_place(repo, staging.path(), &written)?;
         for path in &written {
             let (from, to) = (staging.path().join(path), t.workdir.join(path));
             // A folder in the way of a file goes first.
@@ -432,6 +433,7 @@ fn write_files(
                 std::fs::create_dir_all(parent)
                     .map_err(|e| io_error("cannot create", parent, e))?;
             }
+            super::filters::keep_permissions(&to, &from);
             std::fs::rename(&from, &to).map_err(|e| io_error("cannot write", &to, e))?;
         }
     }

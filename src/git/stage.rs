@@ -95,6 +95,9 @@ impl Stage {
             branch.delete()?;
         }
         detached?;
+        if let Ok(stage) = &stage {
+            super::filters::smudge_whole_worktree(stage)?;
+        }
         std::fs::remove_file(&creating)?;
         Ok(Stage { repo: stage?, path })
     }
@@ -140,6 +143,7 @@ impl Stage {
         }
         self.repo
             .checkout_tree(target.as_object(), Some(&mut checkout))?;
+        super::filters::smudge_worktree(&self.repo, &paths)?;
         Ok(())
     }
 
