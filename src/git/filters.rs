@@ -470,24 +470,48 @@ pub fn add_all(repo: &Repository, index: &mut Index) -> Result<(), git2::Error> 
         let meta = std::fs::symlink_metadata(&full)
             .map_err(|e| git2::Error::from_str(&format!("{}: {e}", full.display())))?;
         let id = file_blob(repo, &root, &path)?;
-        let bytes = path.as_os_str().as_encoded_bytes().to_vec();
-        let entry = IndexEntry {
-            ctime: git2::IndexTime::new(0, 0),
-            mtime: git2::IndexTime::new(0, 0),
-            dev: 0,
-            ino: 0,
-            mode: file_mode(&meta),
-            uid: 0,
-            gid: 0,
-            file_size: 0,
-            id,
-            flags: bytes.len().min(0xfff) as u16,
-            flags_extended: 0,
-            path: bytes,
-        };
-        index.add(&with_stat(entry, &meta))?;
+        index.add(&new_entry(&path, id, &meta))?;
     }
     Ok(())
+}
+
+/// `index.add_path(path)` with the blob `git add` stores: the file at `root/path` (in
+/// `repo`'s working tree) cleaned through its driver when it has one, so that its entry gets
+/// the file's stat data and the right blob (libgit2 would hash the raw bytes).
+pub fn add_path(
+    repo: &Repository,
+    index: &mut Index,
+    root: &Path,
+    path: &Path,
+) -> Result<(), git2::Error> {
+    let full = root.join(path);
+    let meta = std::fs::symlink_metadata(&full)
+        .map_err(|e| git2::Error::from_str(&format!("{}: {e}", full.display())))?;
+    if !meta.is_file() || !has_driver(repo, path)? {
+        return index.add_path(path);
+    }
+    let id = file_blob(repo, root, path)?;
+    index.add(&new_entry(path, id, &meta))
+}
+
+/// An index entry for the file `path` holding blob `id`, with its stat data.
+fn new_entry(path: &Path, id: Oid, meta: &std::fs::Metadata) -> IndexEntry {
+    let bytes = path.as_os_str().as_encoded_bytes().to_vec();
+    let entry = IndexEntry {
+        ctime: git2::IndexTime::new(0, 0),
+        mtime: git2::IndexTime::new(0, 0),
+        dev: 0,
+        ino: 0,
+        mode: file_mode(meta),
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id,
+        flags: bytes.len().min(0xfff) as u16,
+        flags_extended: 0,
+        path: bytes,
+    };
+    with_stat(entry, meta)
 }
 
 #[cfg(unix)]
@@ -817,5 +841,33 @@ mod tests {
             let theirs = git(root, &["hash-object", "--path", name, name]);
             assert_eq!(ours.to_string(), theirs.trim(), "{name}");
         }
+    }
+
+    /// An entry made by [`add_path`] holds the cleaned blob and the file's stat data: git
+    /// and libgit2 alike then see the file unchanged without re-reading it.
+    #[test]
+    fn add_path_stages_the_cleaned_blob_with_its_stat() {
+        let dir = init_repo();
+        let root = dir.path();
+        write_file(root, ".gitattributes", "*.up filter=up\n");
+        git(root, &["config", "filter.up.clean", "tr a-z A-Z"]);
+        git(root, &["config", "filter.up.smudge", "tr A-Z a-z"]);
+        write_file(root, "a.up", "hello\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "first"]);
+        write_file(root, "a.up", "bye\n");
+        let repo = Repository::open(root).expect("open");
+        let mut index = repo.index().expect("index");
+        add_path(&repo, &mut index, root, Path::new("a.up")).expect("add");
+        index.write().expect("write");
+        let staged = git(root, &["rev-parse", ":a.up"]);
+        let added = git(root, &["hash-object", "--path=a.up", "a.up"]);
+        assert_eq!(staged, added);
+        let entry = index.get_path(Path::new("a.up"), 0).expect("entry");
+        assert_ne!(entry.mtime.seconds(), 0, "stat data recorded");
+        let mut options = git2::StatusOptions::new();
+        options.show(git2::StatusShow::Workdir);
+        let statuses = repo.statuses(Some(&mut options)).expect("status");
+        assert!(statuses.is_empty(), "libgit2 sees the file unchanged");
     }
 }

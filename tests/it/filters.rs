@@ -119,6 +119,29 @@ fn a_clean_smudge_driver_is_applied_both_ways_and_undone() {
     s.assert_tidy();
 }
 
+/// An exec edits the smudged file in the stage (sed sees lowercase) and creates another; the
+/// commit holds both cleaned.
+#[test]
+#[ignore = "needs Stage::snapshot (stage.rs) to add files with filters::add_all"]
+fn files_an_exec_changes_are_cleaned_too() {
+    let s = tr_repo();
+    s.write("loaf.yml", "allowed-actions: [exec]\n");
+    s.commit_all("allow exec");
+    let out = s.apply(&block(
+        "e1x",
+        "exec",
+        &[
+            ("lang", "bash"),
+            ("code", "sed -i s/hello/bye/ a.txt && echo made > d.txt"),
+        ],
+    ));
+    s.assert_exit(&out, 0);
+    assert_eq!(s.git(&["show", "HEAD:a.txt"]), "BYE\n");
+    assert_eq!(s.git(&["show", "HEAD:d.txt"]), "MADE\n");
+    assert_like_git(&s, "a.txt");
+    assert_like_git(&s, "d.txt");
+}
+
 /// A long-running filter (protocol version 2) that uppercases on clean, lowercases on
 /// smudge, and logs its pid at start.
 const PROCESS_FILTER: &str = r#"
