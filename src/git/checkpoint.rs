@@ -3,11 +3,13 @@
 //! can put that work back exactly.
 //!
 //! A checkpoint is two trees, never a commit on the user's branch (DESIGN §2): the working
-//! tree as `git add -A` would record it (tracked changes and untracked, non-ignored files;
-//! skip-worktree entries as the index has them, since a sparse checkout's missing files are
-//! not deletions) and the index, partially staged files included. The operation log keeps
-//! both alive; nothing of them reaches the branch unless an apply changes that very path.
-use git2::{IndexAddOption, Oid, Repository, StatusOptions};
+//! tree as `git add -A` would record it (tracked changes and untracked, non-ignored files,
+//! external clean filters applied; skip-worktree entries as the index has them, since a
+//! sparse checkout's missing files are not deletions) and the index, partially staged files
+//! included. The operation log keeps both alive; nothing of them reaches the branch unless
+//! an apply changes that very path.
+
+use git2::{Oid, Repository, StatusOptions};
 
 use super::commit::write_commit;
 
@@ -197,17 +199,7 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
         .collect();
     // Add everything to the in-memory index to get the working tree as a tree, then drop
     // those changes: the index on disk is never written.
-    let added = index
-        .add_all(
-            ["*"].iter(),
-            IndexAddOption::DEFAULT,
-            // An untracked nested repository comes as `dir/` (libgit2 cannot add it and
-            // fails with "invalid path"): an untracked folder of another repository, left out.
-            Some(&mut |path: &std::path::Path, _: &[u8]| {
-                i32::from(path.as_os_str().as_encoded_bytes().ends_with(b"/"))
-            }),
-        )
-        .and_then(|()| index.update_all(["*"].iter(), None))
+    let added = super::filters::add_all(repo, &mut index)
         .and_then(|()| sparse.iter().try_for_each(|e| index.add(e)))
         .and_then(|()| index.write_tree_to(repo));
     index.read(true)?;

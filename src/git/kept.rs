@@ -85,7 +85,7 @@ pub struct Taken {
 /// like an apply: only its paths change; the user's uncommitted edits to them are merged and
 /// stay uncommitted. Undo takes it back.
 pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
-    let session = Session::begin(cwd, "take")?;
+    let mut session = Session::begin(cwd, "take")?;
     let repo = &session.repo;
     let kept = find(repo, id)?;
     let (ref_name, head) = head_ref(repo)?;
@@ -187,7 +187,7 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
         other => TxError::Publish(other),
     })?;
     repo.find_reference(&format!("refs/loaf/{id}"))?.delete()?;
-    let mut notices = session.notices;
+    let mut notices = std::mem::take(&mut session.notices);
     if !skipped.is_empty() {
         notices.push(format!(
             "left as you changed them just now (not overwritten): {}",

@@ -7,6 +7,7 @@
 pub mod apply;
 pub mod checkpoint;
 pub mod commit;
+pub mod filters;
 pub mod history;
 pub mod index_lock;
 pub mod kept;

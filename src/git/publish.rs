@@ -431,7 +431,7 @@ pub(crate) fn file_blob(
             .ok()
             .and_then(|target| repo.blob(target.as_os_str().as_encoded_bytes()).ok())
             .or(Some(Oid::ZERO_SHA1)),
-        Ok(_) => Some(repo.blob_path(&full).unwrap_or(Oid::ZERO_SHA1)),
+        Ok(_) => Some(super::filters::file_blob(repo, workdir, path).unwrap_or(Oid::ZERO_SHA1)),
     }
 }
 
@@ -532,6 +532,7 @@ fn write_files(
             checkout.path(path.as_path());
         }
         repo.checkout_tree(to_work.as_object(), Some(&mut checkout))?;
+        super::filters::smudge_in_place(repo, staging.path(), &written)?;
         for path in &written {
             let (from, to) = (staging.path().join(path), t.workdir.join(path));
             // The last look before replacing: an edit saved since the first one wins.
@@ -547,6 +548,7 @@ fn write_files(
                 std::fs::create_dir_all(parent)
                     .map_err(|e| io_error("cannot create", parent, e))?;
             }
+            super::filters::keep_permissions(&to, &from);
             std::fs::rename(&from, &to).map_err(|e| io_error("cannot write", &to, e))?;
         }
     }
@@ -620,7 +622,9 @@ fn set_index_entry(
         }
         return Ok(());
     };
-    let same_as_file = file_holds_it && blob_at(to_work, path).is_some_and(|(w, _)| w == id);
+    // Same blob and mode: the file is exactly the entry (a chmod-only difference must stay
+    // visible to git, so it gets no trusted stat data).
+    let same_as_file = file_holds_it && blob_at(to_work, path) == Some((id, mode));
     let full = workdir.join(path);
     let stat_from = same_as_file.then_some(full.as_path());
     index.add(&index_lock::entry(path, id, mode as u32, stat_from))

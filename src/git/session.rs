@@ -119,6 +119,14 @@ pub struct Session {
     _lock: RepoLock,
 }
 
+impl Drop for Session {
+    /// Long-running filter processes (git-lfs, git-crypt) started for this operation are
+    /// told to finish and waited for, as git does at the end of a command.
+    fn drop(&mut self) {
+        super::filters::finish();
+    }
+}
+
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Session").field("root", &self.root).finish()

@@ -108,6 +108,7 @@ impl Stage {
         }
         detached?;
         let stage = Stage { repo: stage?, path };
+        super::filters::smudge_whole_worktree(&stage.repo)?;
         stage.record_written(&Touched::Paths(Vec::new()))?;
         std::fs::remove_file(&creating)?;
         Ok(stage)
@@ -166,6 +167,7 @@ impl Stage {
         }
         self.repo
             .checkout_tree(target.as_object(), Some(&mut checkout))?;
+        super::filters::smudge_worktree(&self.repo, &paths)?;
         Ok(())
     }
 
@@ -284,8 +286,8 @@ impl Stage {
         match touched {
             Touched::Anything => {
                 let mut index = self.repo.index()?;
-                index.add_all(["*"].iter(), git2::IndexAddOption::DEFAULT, None)?;
-                index.update_all(["*"].iter(), None)?;
+                // As `git add -A` stores it: external clean filters included.
+                super::filters::add_all(&self.repo, &mut index)?;
                 let tree = index.write_tree()?;
                 index.write()?;
                 Ok(tree)

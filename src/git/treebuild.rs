@@ -16,7 +16,8 @@ const TREE_MODE: i32 = 0o040000;
 const GITLINK_MODE: i32 = 0o160000;
 
 /// Where a tree is built from: the working tree `root` of `repo` (whose ignore rules apply),
-/// and the repository whose attributes decide the blob filters (CRLF conversion…).
+/// and the repository whose attributes and config decide the blob filters (drivers, CRLF
+/// conversion…: see [`super::filters`]).
 ///
 /// The filters are looked up in the user's repository, whose index is already in memory: in
 /// the stage's, looking up `.gitattributes` would read and verify its whole index (~8 ms on
@@ -36,9 +37,9 @@ pub struct Source<'a> {
 }
 
 /// `base` with every path in `paths` (relative to the source's root) set to what the disk
-/// holds there now: a file becomes a blob (filters applied, executable bit and symlinks
-/// kept), a folder its files, a missing path nothing. Ignored files that `base` does not
-/// already hold are left out, as `git add` would.
+/// holds there now: a file becomes the blob `git add` stores (external drivers, then the
+/// built-in filters; executable bit and symlinks kept), a folder its files, a missing path
+/// nothing. Ignored files that `base` does not already hold are left out, as `git add` would.
 pub fn tree_with_paths(
     source: &Source<'_>,
     paths: &[std::path::PathBuf],
@@ -142,12 +143,8 @@ fn from_disk(source: &Source<'_>, base: &Tree<'_>, path: &Path) -> Result<Value,
     if meta.is_dir() {
         return folder(source, base, path);
     }
-    let bytes = std::fs::read(&full)
-        .map_err(|e| git2::Error::from_str(&format!("{}: {e}", full.display())))?;
-    let mut writer = source.filters.blob_writer(Some(path))?;
-    std::io::Write::write_all(&mut writer, &bytes)
-        .map_err(|e| git2::Error::from_str(&format!("{}: {e}", full.display())))?;
-    Ok(Some((writer.commit()?, file_mode(&meta))))
+    let blob = super::filters::file_blob(source.filters, source.root, path)?;
+    Ok(Some((blob, file_mode(&meta))))
 }
 
 #[cfg(unix)]

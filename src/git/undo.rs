@@ -77,7 +77,12 @@ pub fn redo(cwd: &Path) -> Result<Walked, TxError> {
 }
 
 /// Moves from `target`'s after state to its before state (undo) or back (redo).
-fn walk(session: Session, target: OpEntry, kind: OpKind, force: bool) -> Result<Walked, TxError> {
+fn walk(
+    mut session: Session,
+    target: OpEntry,
+    kind: OpKind,
+    force: bool,
+) -> Result<Walked, TxError> {
     let repo = &session.repo;
     let (expected, wanted) = match kind {
         OpKind::Undo => (target.after.clone(), target.before.clone()),
@@ -183,7 +188,7 @@ fn walk(session: Session, target: OpEntry, kind: OpKind, force: bool) -> Result<
         },
     };
     let skipped = publish::publish(repo, &transition, false)?;
-    let mut notices = session.notices;
+    let mut notices = std::mem::take(&mut session.notices);
     if !skipped.is_empty() {
         notices.push(format!(
             "left as you changed them just now (not overwritten): {}",

@@ -8,6 +8,7 @@ mod config;
 mod crash;
 mod demo;
 mod execute_seeds;
+mod filters;
 mod fs_actions;
 mod guard;
 mod nesl_conformance;
