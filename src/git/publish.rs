@@ -795,6 +795,43 @@ mod tests {
         assert!(!journal_path(&repo).exists());
     }
 
+    /// Killed after removing a file but before removing the folders it left empty: the
+    /// roll-forward removes them (an undo must not leave empty folders behind).
+    #[test]
+    fn recovery_removes_the_empty_folders_a_killed_deletion_left() {
+        let dir = repo();
+        let root = dir.path();
+        crate::git::testing::write_file(root, "d/e/f.txt", "f\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "deep"]);
+        let repo = Repository::open(root).expect("open");
+        let head = repo.refname_to_id("HEAD").expect("head").to_string();
+        let with = tree_of(&repo, &head);
+        git(root, &["rm", "-q", "d/e/f.txt"]);
+        git(root, &["commit", "-q", "-m", "gone"]);
+        let without_commit = git(root, &["rev-parse", "HEAD"]).trim().to_owned();
+        let without = tree_of(&repo, &without_commit);
+        git(root, &["reset", "-q", "--hard", &head]);
+        // The undo's ref moved and its file went; the kill came before its folders did.
+        let t = transition(
+            root,
+            &head,
+            &without_commit,
+            (&with, &with),
+            (&without, &without),
+        );
+        write_journal(&journal_path(&repo), &t).expect("journal");
+        move_ref(&repo, &t).expect("ref");
+        std::fs::remove_file(root.join("d/e/f.txt")).expect("rm");
+        assert!(root.join("d/e").is_dir());
+        assert!(matches!(
+            recover(&repo).expect("recover"),
+            Recovered::RolledForward { .. }
+        ));
+        assert!(!root.join("d").exists(), "no empty folder left behind");
+        assert_eq!(git(root, &["status", "--porcelain"]), "");
+    }
+
     #[test]
     fn recovery_rolls_forward_after_the_ref_moved_and_back_before() {
         let dir = repo();

@@ -293,8 +293,7 @@ fn running_with_argv0(name: &str) -> bool {
     })
 }
 
-// End to end through `git loaf apply`. These need the transaction to hand its Sandbox to
-// exec and hooks (src/run.rs, src/git/apply.rs); remove the `ignore` once it does.
+// End to end through `git loaf apply`.
 
 /// A repository where exec is allowed.
 fn exec_repo() -> Scratch {
@@ -363,4 +362,37 @@ fn sigkill_of_git_loaf_during_exec_leaves_nothing_running() {
             "{argv0} survived"
         );
     }
+}
+
+/// Without namespaces (forced here), code that writes the user's tree directly cannot be
+/// stopped: the apply says so once, and the exec's result says what it changed instead of ✅.
+#[test]
+fn without_namespaces_direct_changes_to_the_users_tree_are_reported_not_claimed() {
+    let s = exec_repo();
+    let reply = crate::scratch::block(
+        "e1a",
+        "exec",
+        &[
+            ("lang", "bash"),
+            ("code", "cd /repo && echo escaped > a.txt"),
+        ],
+    );
+    let out = crate::support::git_loaf()
+        .current_dir(&s.root)
+        .envs(crate::scratch::ENV)
+        .env("LOAF_SANDBOX", "off")
+        .arg("apply")
+        .write_stdin(s.reply(&reply))
+        .output()
+        .expect("git-loaf runs");
+    s.assert_exit(&out, 1);
+    let report = s.redact(&out.stdout);
+    assert!(
+        report.contains("e1a ❌ exec")
+            && report.contains("changed the user's files directly")
+            && report.contains("/repo/a.txt"),
+        "{report}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("LOAF_SANDBOX=off"), "said once: {err}");
 }
