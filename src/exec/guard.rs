@@ -298,7 +298,7 @@ fn resolve(path: &Path) -> io::Result<PathBuf> {
 }
 
 /// `path` with `.` and `..` resolved as text (nothing is read).
-fn lexical(path: &Path) -> PathBuf {
+pub(crate) fn lexical(path: &Path) -> PathBuf {
     let mut normal = PathBuf::new();
     for component in path.components() {
         match component {

@@ -1,7 +1,7 @@
 //! `git loaf apply` as one git transaction (DESIGN §2): lock → checkpoint → stage → hooks and
 //! actions → commit with trailers and note → publish → report.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -536,16 +536,7 @@ fn through_symlink(stage: &Path, path: &Path) -> bool {
 /// `path` relative to `root`, `.` and `..` resolved lexically; `None` outside the root or for
 /// the root itself.
 fn relative_to(root: &Path, path: &Path) -> Option<PathBuf> {
-    let mut normal = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                normal.pop();
-            }
-            Component::CurDir => {}
-            other => normal.push(other),
-        }
-    }
+    let normal = crate::exec::guard::lexical(path);
     let relative = normal.strip_prefix(root).ok()?;
     (!relative.as_os_str().is_empty()).then(|| relative.to_path_buf())
 }

@@ -364,7 +364,7 @@ pub fn smudge_worktree<P: AsRef<Path>>(
         let full = root.join(path);
         let meta = std::fs::symlink_metadata(&full)
             .map_err(|e| git2::Error::from_str(&format!("{}: {e}", full.display())))?;
-        index.add(&with_stat(entry, &meta))?;
+        index.add(&super::index_lock::with_stat(entry, &meta))?;
     }
     index.write()
 }
@@ -409,23 +409,6 @@ pub fn keep_permissions(old: &Path, new: &Path) {
 /// Permissions other than the executable bit are not git's business elsewhere.
 #[cfg(not(unix))]
 pub fn keep_permissions(_old: &Path, _new: &Path) {}
-
-/// `entry` with the stat data of `meta` (its blob and mode kept).
-fn with_stat(mut entry: IndexEntry, meta: &std::fs::Metadata) -> IndexEntry {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt as _;
-        // Index stat fields are 32 bits wide, truncated as git truncates them.
-        entry.ctime = git2::IndexTime::new(meta.ctime() as i32, meta.ctime_nsec() as u32);
-        entry.mtime = git2::IndexTime::new(meta.mtime() as i32, meta.mtime_nsec() as u32);
-        entry.dev = meta.dev() as u32;
-        entry.ino = meta.ino() as u32;
-        entry.uid = meta.uid();
-        entry.gid = meta.gid();
-    }
-    entry.file_size = meta.len() as u32;
-    entry
-}
 
 /// `git add -A` into the in-memory `index` of `repo`'s working tree: libgit2's `add_all` and
 /// `update_all`, except that the files with a driver are cleaned through it (libgit2 would
@@ -501,22 +484,7 @@ pub fn add_path(
 
 /// An index entry for the file `path` holding blob `id`, with its stat data.
 fn new_entry(path: &Path, id: Oid, meta: &std::fs::Metadata) -> IndexEntry {
-    let bytes = path.as_os_str().as_encoded_bytes().to_vec();
-    let entry = IndexEntry {
-        ctime: git2::IndexTime::new(0, 0),
-        mtime: git2::IndexTime::new(0, 0),
-        dev: 0,
-        ino: 0,
-        mode: file_mode(meta),
-        uid: 0,
-        gid: 0,
-        file_size: 0,
-        id,
-        flags: bytes.len().min(0xfff) as u16,
-        flags_extended: 0,
-        path: bytes,
-    };
-    with_stat(entry, meta)
+    super::index_lock::entry(path, id, file_mode(meta), Some(meta))
 }
 
 #[cfg(unix)]

@@ -95,12 +95,12 @@ impl Drop for IndexLock {
     }
 }
 
-/// An index entry for `path` holding blob `id`, with the stat data of the file at `full`
-/// when it holds exactly that content (git then sees it clean without re-reading it), or
-/// zeroed stat data otherwise (git re-hashes the file and sees the difference).
-pub fn entry(path: &Path, id: Oid, mode: u32, full: Option<&Path>) -> IndexEntry {
+/// An index entry for `path` holding blob `id`, with the stat data `meta` of the file when
+/// it holds exactly that content (git then sees it clean without re-reading it), or zeroed
+/// stat data otherwise (git re-hashes the file and sees the difference).
+pub fn entry(path: &Path, id: Oid, mode: u32, meta: Option<&std::fs::Metadata>) -> IndexEntry {
     let bytes = path.as_os_str().as_encoded_bytes().to_vec();
-    let mut entry = IndexEntry {
+    let entry = IndexEntry {
         ctime: IndexTime::new(0, 0),
         mtime: IndexTime::new(0, 0),
         dev: 0,
@@ -114,20 +114,26 @@ pub fn entry(path: &Path, id: Oid, mode: u32, full: Option<&Path>) -> IndexEntry
         flags_extended: 0,
         path: bytes,
     };
+    match meta {
+        Some(meta) => with_stat(entry, meta),
+        None => entry,
+    }
+}
+
+/// `entry` with the stat data of `meta` (the file it describes).
+pub fn with_stat(mut entry: IndexEntry, meta: &std::fs::Metadata) -> IndexEntry {
     #[cfg(unix)]
-    if let Some(meta) = full.and_then(|f| std::fs::symlink_metadata(f).ok()) {
+    {
         use std::os::unix::fs::MetadataExt as _;
-        // Index stat fields are 32 bits wide, as git truncates them.
+        // Index stat fields are 32 bits wide, truncated as git truncates them.
         entry.ctime = IndexTime::new(meta.ctime() as i32, meta.ctime_nsec() as u32);
         entry.mtime = IndexTime::new(meta.mtime() as i32, meta.mtime_nsec() as u32);
         entry.dev = meta.dev() as u32;
         entry.ino = meta.ino() as u32;
         entry.uid = meta.uid();
         entry.gid = meta.gid();
-        entry.file_size = meta.size() as u32;
     }
-    #[cfg(not(unix))]
-    let _ = full;
+    entry.file_size = meta.len() as u32;
     entry
 }
 
@@ -160,7 +166,7 @@ mod tests {
                 Path::new("a.txt"),
                 id,
                 0o100644,
-                Some(&root.join("a.txt")),
+                std::fs::symlink_metadata(root.join("a.txt")).ok().as_ref(),
             ))
             .expect("add");
         lock.commit(&mut index).expect("commit");

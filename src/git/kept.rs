@@ -188,16 +188,7 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
     })?;
     repo.find_reference(&format!("refs/loaf/{id}"))?.delete()?;
     let mut notices = std::mem::take(&mut session.notices);
-    if !skipped.is_empty() {
-        notices.push(format!(
-            "left as you changed them just now (not overwritten): {}",
-            skipped
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+    notices.extend(publish::left_alone_notice(&skipped));
     Ok(Taken {
         commit: landed,
         merged,

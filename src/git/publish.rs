@@ -215,6 +215,16 @@ fn publish_extras(repo: &Repository, t: &Transition) -> Result<Vec<PathBuf>, git
         .map_err(|e| git2::Error::from_str(&e.to_string()))
 }
 
+/// The notice for files a publish left alone because the user changed them just then.
+pub fn left_alone_notice(skipped: &[PathBuf]) -> Option<String> {
+    (!skipped.is_empty()).then(|| {
+        format!(
+            "left as you changed them just now (not overwritten): {}",
+            list(skipped)
+        )
+    })
+}
+
 /// What a crashed operation left, and what [`recover`] did with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Recovered {
@@ -625,9 +635,10 @@ fn set_index_entry(
     // Same blob and mode: the file is exactly the entry (a chmod-only difference must stay
     // visible to git, so it gets no trusted stat data).
     let same_as_file = file_holds_it && blob_at(to_work, path) == Some((id, mode));
-    let full = workdir.join(path);
-    let stat_from = same_as_file.then_some(full.as_path());
-    index.add(&index_lock::entry(path, id, mode as u32, stat_from))
+    let meta = same_as_file
+        .then(|| std::fs::symlink_metadata(workdir.join(path)).ok())
+        .flatten();
+    index.add(&index_lock::entry(path, id, mode as u32, meta.as_ref()))
 }
 
 #[cfg(test)]

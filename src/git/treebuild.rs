@@ -48,13 +48,7 @@ pub fn tree_with_paths(
     let base_tree = repo.find_tree(source.base)?;
     let mut changes: Vec<(Vec<OsString>, Value)> = Vec::new();
     for path in paths {
-        let parts: Vec<OsString> = path
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.to_os_string()),
-                _ => None,
-            })
-            .collect();
+        let parts = parts(path);
         if parts.is_empty() {
             continue;
         }
@@ -81,13 +75,7 @@ pub fn tree_with_entries(
     let source_tree = repo.find_tree(source)?;
     let mut changes: Vec<(Vec<OsString>, Value)> = Vec::new();
     for path in paths {
-        let parts: Vec<OsString> = path
-            .components()
-            .filter_map(|c| match c {
-                Component::Normal(n) => Some(n.to_os_string()),
-                _ => None,
-            })
-            .collect();
+        let parts = parts(path);
         let value = source_tree
             .get_path(path)
             .ok()
@@ -100,6 +88,16 @@ pub fn tree_with_entries(
     changes.sort_by_key(|(parts, _)| parts.len());
     let refs: Vec<(&[OsString], Value)> = changes.iter().map(|(p, v)| (p.as_slice(), *v)).collect();
     Ok(update(repo, Some(&base_tree), &refs)?.map_or(empty_tree(repo)?, |(id, _)| id))
+}
+
+/// A relative path's names, `.`, `..` and the root left out.
+fn parts(path: &Path) -> Vec<OsString> {
+    path.components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n.to_os_string()),
+            _ => None,
+        })
+        .collect()
 }
 
 fn empty_tree(repo: &Repository) -> Result<Oid, git2::Error> {

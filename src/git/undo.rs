@@ -189,16 +189,7 @@ fn walk(
     };
     let skipped = publish::publish(repo, &transition, false)?;
     let mut notices = std::mem::take(&mut session.notices);
-    if !skipped.is_empty() {
-        notices.push(format!(
-            "left as you changed them just now (not overwritten): {}",
-            skipped
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", ")
-        ));
-    }
+    notices.extend(publish::left_alone_notice(&skipped));
     let paths = differing(repo, &current.work, &wanted.work)?
         .into_iter()
         .map(|p| p.display().to_string())
