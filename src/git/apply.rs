@@ -130,8 +130,10 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     } else {
         None
     };
+    crash_point("sandbox");
     let mut fences = submodule_fences(repo, &stage);
     fences.extend(super::states::sparse_fences(repo, stage.path()));
+    crash_point("fences");
     let mut result = crate::run::execute_fenced(reply, &config, &paths, fences, sandbox.as_ref());
     crash_point("executed");
     if sandbox.as_ref().is_some_and(|s| !s.isolated()) {

@@ -101,7 +101,7 @@ fn index_note_path(repo: &Repository) -> std::path::PathBuf {
 /// The identity of the index file: git and libgit2 replace it by rename on every write, so
 /// the same inode, size and mtime mean the same file.
 #[cfg(unix)]
-fn index_identity(repo: &Repository) -> Option<String> {
+pub(crate) fn index_identity(repo: &Repository) -> Option<String> {
     use std::os::unix::fs::MetadataExt as _;
     let meta = std::fs::metadata(repo.path().join("index")).ok()?;
     Some(format!(
@@ -114,7 +114,7 @@ fn index_identity(repo: &Repository) -> Option<String> {
 }
 
 #[cfg(not(unix))]
-fn index_identity(_repo: &Repository) -> Option<String> {
+pub(crate) fn index_identity(_repo: &Repository) -> Option<String> {
     None
 }
 
@@ -193,10 +193,14 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
     let index_tree = index.write_tree_to(repo)?;
     // A sparse checkout's skip-worktree entries are absent from disk by design: git sees
     // them unchanged, and so must the working tree recorded here.
-    let sparse: Vec<git2::IndexEntry> = index
-        .iter()
-        .filter(|e| e.flags_extended & SKIP_WORKTREE != 0)
-        .collect();
+    let sparse: Vec<git2::IndexEntry> = if super::states::may_skip_worktree(&index) {
+        index
+            .iter()
+            .filter(|e| e.flags_extended & SKIP_WORKTREE != 0)
+            .collect()
+    } else {
+        Vec::new()
+    };
     // Add everything to the in-memory index to get the working tree as a tree, then drop
     // those changes: the index on disk is never written.
     let added = super::filters::add_all(repo, &mut index)

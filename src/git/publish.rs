@@ -176,7 +176,7 @@ pub fn publish(
     let paths = Paths::of(repo, t)?;
     // Taken before the commit point, so that the index can always be written after it.
     let lock = IndexLock::acquire(repo)?;
-    let mut index = lock.read()?;
+    let mut index = lock.read(repo)?;
     if check_user {
         let changed = changed_by_user(repo, t, &paths, &index)?;
         if !changed.is_empty() {
@@ -308,7 +308,7 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
     }
     let paths = Paths::of(&user, &t)?;
     let lock = IndexLock::acquire(&user)?;
-    let mut index = lock.read()?;
+    let mut index = lock.read(&user)?;
     let mut skipped = write_files(&user, &t, &paths, &mut index)?;
     lock.commit(&mut index)?;
     super::checkpoint::note_index_tree(&user, oid(&t.to_index)?);

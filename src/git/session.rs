@@ -181,6 +181,9 @@ impl Session {
         }
         // After recovery, which only finishes git-loaf's own interrupted work: the user's
         // merge, rebase or conflicts are theirs to finish before anything else moves.
+        // Parse the index once, into a private copy that publish can write under
+        // index.lock (a failure only costs a second parse later).
+        let _ = super::index_lock::adopt(&repo);
         super::states::refuse_in_progress(&repo, command)?;
         Ok(Session {
             repo,

@@ -155,6 +155,13 @@ fn unreadable_index(repo: &Repository, error: &git2::Error, command: &str) -> Tx
     }
 }
 
+/// Whether the index can hold skip-worktree entries at all: that flag needs extended entry
+/// flags, which git writes only in index version 3 and up (version 2 is the usual one), so
+/// most repositories are answered without a look at their entries.
+pub fn may_skip_worktree(index: &git2::Index) -> bool {
+    index.version() >= 3
+}
+
 /// Paths outside the sparse checkout (index entries with the skip-worktree flag), as places
 /// in the stage at `stage_root` that no action may read or write, each with its refusal: the
 /// user's tree does not have those files, and a commit must not change them behind the
@@ -165,6 +172,9 @@ pub fn sparse_fences(repo: &Repository, stage_root: &Path) -> Vec<(PathBuf, Stri
     let Ok(index) = repo.index() else {
         return Vec::new();
     };
+    if !may_skip_worktree(&index) {
+        return Vec::new();
+    }
     // Per folder: (entries under it, skipped entries under it).
     let mut folders: BTreeMap<PathBuf, (usize, usize)> = BTreeMap::new();
     let mut skipped_files = Vec::new();
