@@ -109,14 +109,12 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     // Ignored files (a virtualenv, node_modules, .env) are seen as in the user's tree: fs
     // actions read through to them; exec and hooks get them mounted in place, which needs
     // the list of them (a walk of the tree's folders: only when code will run).
-    let isolate = visible::isolate_set(&config.stage.isolate)
-        .map_err(|e| TxError::Git(git2::Error::from_str(&e.to_string())))?;
+    let isolate = visible::isolate_set(&config.stage.isolate)?;
     let runs_code = runs_code(reply, &config, &root);
     let view = Rc::new(visible::Visibility::new(&root, isolate.clone()));
     let paths = PathMap::redirect(&root, stage.path()).showing(view.clone());
     let sandbox = if runs_code {
-        let entries = visible::ignored_entries(repo, &isolate)
-            .map_err(|e| TxError::Git(git2::Error::from_str(&e.to_string())))?;
+        let entries = visible::ignored_entries(repo, &isolate)?;
         let sandbox = Sandbox::new(
             &root,
             stage.path(),
@@ -177,8 +175,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         tree,
         &write_targets(&result, &root),
         &view.copied(),
-    )
-    .map_err(|e| TxError::Git(git2::Error::from_str(&e.to_string())))?;
+    )?;
     if changed.is_empty() && extras.is_empty() {
         // Nothing changed (reads only, or writes that changed nothing): no commit.
         stage.set_head(start)?;
@@ -196,6 +193,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     let subject = config
         .commit_message_format
         .replace("{operation_summary}", &summary);
+    let parents: Vec<Oid> = old_head.into_iter().collect();
     // Only ignored files or empty folders changed: nothing to commit, the branch stays.
     let commit = if changed.is_empty() {
         stage.set_head(start)?;
@@ -207,7 +205,6 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
             result: Some(result.to_trailer_json()),
             assisted_by: options.model.clone(),
         };
-        let parents: Vec<Oid> = old_head.into_iter().collect();
         let commit = write_commit(repo, tree, &parents, &message(&subject, &trailers))?;
         crash_point("commit");
         // The stage holds the user's work plus the apply's: record that as its HEAD, so the
@@ -274,7 +271,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
                 match merge::merge_users_edits(repo, &mut transition, &paths)? {
                     Ok(merged) => notices.push(format!(
                         "you changed {} while git-loaf ran: merged with the reply's change (your edit stays uncommitted)",
-                        shown(&merged)
+                        publish::list(&merged)
                     )),
                     Err(merge::Overlap(reason)) => break Err(reason),
                 }
@@ -304,12 +301,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
                 Some(commit) => commit,
                 // Only ignored files changed: keep a commit holding the stage's state so the
                 // kept ref names something (take then replays nothing but is harmless).
-                None => write_commit(
-                    repo,
-                    checkpoint.head_tree,
-                    &parents_of(old_head),
-                    "loaf: kept",
-                )?,
+                None => write_commit(repo, checkpoint.head_tree, &parents, "loaf: kept")?,
             };
             repo.reference(&refname, kept_commit, true, "git-loaf: kept, not published")?;
             if let Some(git) = result.git.as_mut() {
@@ -326,10 +318,6 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         kept,
         notices,
     })
-}
-
-fn parents_of(head: Option<Oid>) -> Vec<Oid> {
-    head.into_iter().collect()
 }
 
 /// Whether the reply or loaf.yml will run code (exec blocks, hooks): only then are the
@@ -384,15 +372,6 @@ fn report_escapes(
         .after
         .push(format!("code run by this apply {message}"));
     Ok(())
-}
-
-/// Paths for a message.
-fn shown(paths: &[PathBuf]) -> String {
-    paths
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// The paths the apply changed where the user had uncommitted work (in the file or staged):

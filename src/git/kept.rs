@@ -14,6 +14,7 @@ use super::merge::{self, Overlap};
 use super::oplog::{OpEntry, OpKind, UserState};
 use super::publish::{self, Transition, blob_at};
 use super::session::{Session, TxError};
+use super::treebuild::tree_with_values;
 
 /// A kept commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -214,10 +215,8 @@ fn land(
         repo.find_tree(cp.work_tree)?,
         repo.find_tree(cp.index_tree)?,
     );
-    let mut work_blobs = Vec::new();
-    let mut index_blobs = Vec::new();
-    let mut removed_work = Vec::new();
-    let mut removed_index = Vec::new();
+    let mut work_values = Vec::new();
+    let mut index_values = Vec::new();
     let mut merged = Vec::new();
     for path in changed {
         let (base, theirs) = (blob_at(&head, path), blob_at(&target, path));
@@ -236,27 +235,10 @@ fn land(
         if ours != base {
             merged.push(path.clone());
         }
-        match entry {
-            Some((id, mode)) => work_blobs.push((path.clone(), id, mode)),
-            None => removed_work.push(path.clone()),
-        }
-        match theirs {
-            Some((id, mode)) => index_blobs.push((path.clone(), id, mode)),
-            None => removed_index.push(path.clone()),
-        }
+        work_values.push((path.clone(), entry));
+        index_values.push((path.clone(), theirs));
     }
-    let work = merge::with_blobs(repo, cp.work_tree, &work_blobs)?;
-    let work = without(repo, work, &removed_work)?;
-    let index = merge::with_blobs(repo, cp.index_tree, &index_blobs)?;
-    let index = without(repo, index, &removed_index)?;
+    let work = tree_with_values(repo, cp.work_tree, &work_values)?;
+    let index = tree_with_values(repo, cp.index_tree, &index_values)?;
     Ok(Ok((work, index, merged)))
-}
-
-/// `tree` without `paths`.
-fn without(repo: &Repository, tree: Oid, paths: &[PathBuf]) -> Result<Oid, git2::Error> {
-    if paths.is_empty() {
-        return Ok(tree);
-    }
-    let empty = checkpoint::empty_tree(repo)?;
-    super::treebuild::tree_with_entries(repo, tree, empty, paths)
 }

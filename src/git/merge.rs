@@ -6,10 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use git2::{Index, IndexEntry, MergeFileInput, Oid, Repository};
+use git2::{MergeFileInput, Oid, Repository};
 
-use super::index_lock;
 use super::publish::{Transition, blob_at, file_blob};
+use super::treebuild::tree_with_values;
 
 /// Why the user's edits could not be merged: the commit is then kept, not published.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -38,32 +38,23 @@ pub fn merge_users_edits(
                 "you staged {shown} while git-loaf ran"
             ))));
         }
-        let ours = file_blob(repo, &t.workdir, path, &from_work);
-        let ours_entry = ours.map(|id| (id, blob_at(&from_work, path).map_or(0o100644, |b| b.1)));
-        let merged_entry = match merge_entry(
-            repo,
-            path,
-            blob_at(&from_work, path),
-            ours_entry,
-            blob_at(&to_work, path),
-        )? {
+        let base = blob_at(&from_work, path);
+        let ours = file_blob(repo, &t.workdir, path, &from_work)
+            .map(|id| (id, base.map_or(0o100644, |b| b.1)));
+        let merged_entry = match merge_entry(repo, path, base, ours, blob_at(&to_work, path))? {
             Ok(entry) => entry,
             Err(overlap) => return Ok(Err(overlap)),
         };
-        let (Some(ours), Some((merged_id, merged_mode))) = (ours, merged_entry) else {
+        if ours.is_none() || merged_entry.is_none() {
             return Ok(Err(Overlap(format!(
                 "you and the reply both changed {shown} (created or deleted it)"
             ))));
-        };
-        users.push((
-            path.clone(),
-            ours,
-            blob_at(&from_work, path).map_or(0o100644, |b| b.1),
-        ));
-        merged.push((path.clone(), merged_id, merged_mode));
+        }
+        users.push((path.clone(), ours));
+        merged.push((path.clone(), merged_entry));
     }
-    let from = with_blobs(repo, from_work.id(), &users)?.to_string();
-    let to = with_blobs(repo, to_work.id(), &merged)?.to_string();
+    let from = tree_with_values(repo, from_work.id(), &users)?.to_string();
+    let to = tree_with_values(repo, to_work.id(), &merged)?.to_string();
     t.from_work = from.clone();
     t.op.before.work = from;
     t.to_work = to.clone();
@@ -123,19 +114,4 @@ fn input(content: &[u8]) -> MergeFileInput<'_> {
     let mut input = MergeFileInput::new();
     input.content(content);
     input
-}
-
-/// `tree` with the given blobs at the given paths.
-pub fn with_blobs(
-    repo: &Repository,
-    tree: Oid,
-    blobs: &[(PathBuf, Oid, i32)],
-) -> Result<Oid, git2::Error> {
-    let mut index = Index::new()?;
-    index.read_tree(&repo.find_tree(tree)?)?;
-    for (path, id, mode) in blobs {
-        let entry: IndexEntry = index_lock::entry(Path::new(path), *id, *mode as u32, None);
-        index.add(&entry)?;
-    }
-    index.write_tree_to(repo)
 }

@@ -82,6 +82,9 @@ pub enum PublishError {
     /// Writing the index failed.
     #[error("{0}")]
     Index(IndexLockError),
+    /// Writing ignored files or folders failed.
+    #[error("{0}")]
+    Visible(#[from] super::visible::VisibleError),
     /// git failed.
     #[error("{0}")]
     Git(#[from] git2::Error),
@@ -99,7 +102,8 @@ impl From<IndexLockError> for PublishError {
     }
 }
 
-fn list(paths: &[PathBuf]) -> String {
+/// Paths for a message: the first five, then how many more.
+pub(crate) fn list(paths: &[PathBuf]) -> String {
     let shown: Vec<String> = paths
         .iter()
         .take(5)
@@ -134,22 +138,25 @@ pub fn crash_point(name: &str) {
         "{name} reached after {:.1} ms",
         STARTED.elapsed().as_secs_f64() * 1000.0
     );
-    if std::env::var_os("LOAF_PAUSE_AT").is_some_and(|v| v == name)
-        && let Some(handshake) = std::env::var_os("LOAF_PAUSE_FILE")
-    {
-        // A test's handshake: say we are here, then wait until the test removes the file.
-        let handshake = std::path::PathBuf::from(handshake);
-        let _ = std::fs::write(&handshake, name);
-        let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
-        while handshake.exists() && std::time::Instant::now() < until {
-            std::thread::sleep(std::time::Duration::from_millis(10));
+    if std::env::var_os("LOAF_PAUSE_AT").is_some_and(|v| v == name) {
+        match std::env::var_os("LOAF_PAUSE_FILE") {
+            // A test's handshake: say we are here, then wait until the test removes the file.
+            Some(handshake) => {
+                let handshake = std::path::PathBuf::from(handshake);
+                let _ = std::fs::write(&handshake, name);
+                let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+                while handshake.exists() && std::time::Instant::now() < until {
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            }
+            None => {
+                let ms = std::env::var("LOAF_PAUSE_MS")
+                    .ok()
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(3000);
+                std::thread::sleep(std::time::Duration::from_millis(ms));
+            }
         }
-    } else if std::env::var_os("LOAF_PAUSE_AT").is_some_and(|v| v == name) {
-        let ms = std::env::var("LOAF_PAUSE_MS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(3000);
-        std::thread::sleep(std::time::Duration::from_millis(ms));
     }
     if std::env::var_os("LOAF_CRASH_AT").is_some_and(|v| v == name) {
         std::process::abort();
@@ -206,13 +213,11 @@ pub fn publish(
 /// Writes what git does not track (ignored files, empty folders) as the transition's log
 /// entry says; a path the user changed meanwhile is left alone and returned. Repeating it
 /// after a crash is harmless.
-fn publish_extras(repo: &Repository, t: &Transition) -> Result<Vec<PathBuf>, git2::Error> {
+fn publish_extras(repo: &Repository, t: &Transition) -> Result<Vec<PathBuf>, PublishError> {
     if t.op.extras.is_empty() {
         return Ok(Vec::new());
     }
-    t.op.extras
-        .publish(repo, &t.workdir)
-        .map_err(|e| git2::Error::from_str(&e.to_string()))
+    Ok(t.op.extras.publish(repo, &t.workdir)?)
 }
 
 /// The notice for files a publish left alone because the user changed them just then.
@@ -279,9 +284,6 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
         return Ok(Recovered::RolledBack);
     };
     let now = current(&user, &t.ref_name);
-    // When the ref does not move (old == new: e.g. a forced undo whose HEAD is already
-    // where it goes), its value cannot tell whether the crash came before the commit point;
-    // rolling forward carefully is safe either way.
     if now != t.new && now != t.old {
         // The ref moved since the crash (the user committed, after removing the index.lock
         // the crash left). If it moved on from the operation's commit, that commit was
@@ -302,6 +304,9 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
             Recovered::RolledBack
         });
     }
+    // When the ref does not move (old == new: e.g. a forced undo whose HEAD is already
+    // where it goes), its value cannot tell whether the crash came before the commit point;
+    // rolling forward carefully is safe either way.
     if now != t.new || (now == t.old && t.old != t.new) {
         std::fs::remove_file(&journal)?;
         return Ok(Recovered::RolledBack);

@@ -47,6 +47,9 @@ pub enum TxError {
     /// The staging worktree failed.
     #[error(transparent)]
     Stage(#[from] super::stage::StageError),
+    /// Listing or writing ignored files failed.
+    #[error(transparent)]
+    Visible(#[from] super::visible::VisibleError),
     /// Publishing failed in a way that is not a refusal.
     #[error(transparent)]
     Publish(#[from] PublishError),
@@ -101,7 +104,7 @@ impl TxError {
                 "wait for that git command to finish and try again; if none is running (a crash), remove {}",
                 path.display()
             ),
-            TxError::Stage(_) | TxError::Publish(_) | TxError::Git(_) => {
+            TxError::Stage(_) | TxError::Visible(_) | TxError::Publish(_) | TxError::Git(_) => {
                 "nothing of yours was changed; run `git status` to check the repository, then try again (LOAF_LOG=debug shows more)".into()
             }
         }

@@ -10,7 +10,7 @@ use std::path::{Component, Path};
 use git2::{ObjectType, Oid, Repository, Tree};
 
 /// What a path holds now: nothing, or an entry (blob or tree) with its mode.
-type Value = Option<(Oid, i32)>;
+pub type Value = Option<(Oid, i32)>;
 
 const TREE_MODE: i32 = 0o040000;
 const GITLINK_MODE: i32 = 0o160000;
@@ -71,18 +71,33 @@ pub fn tree_with_entries(
     source: Oid,
     paths: &[std::path::PathBuf],
 ) -> Result<Oid, git2::Error> {
-    let base_tree = repo.find_tree(base)?;
     let source_tree = repo.find_tree(source)?;
-    let mut changes: Vec<(Vec<OsString>, Value)> = Vec::new();
-    for path in paths {
-        let parts = parts(path);
-        let value = source_tree
-            .get_path(path)
-            .ok()
-            .map(|e| (e.id(), e.filemode()))
-            .filter(|(_, mode)| *mode != TREE_MODE);
-        changes.push((parts, value));
-    }
+    let values: Vec<(std::path::PathBuf, Value)> = paths
+        .iter()
+        .map(|path| {
+            let value = source_tree
+                .get_path(path)
+                .ok()
+                .map(|e| (e.id(), e.filemode()))
+                .filter(|(_, mode)| *mode != TREE_MODE);
+            (path.clone(), value)
+        })
+        .collect();
+    tree_with_values(repo, base, &values)
+}
+
+/// `base` with each path (a file path, relative) set to the blob and mode given, or removed
+/// for `None`; only the folders on those paths are rebuilt.
+pub fn tree_with_values(
+    repo: &Repository,
+    base: Oid,
+    values: &[(std::path::PathBuf, Value)],
+) -> Result<Oid, git2::Error> {
+    let base_tree = repo.find_tree(base)?;
+    let mut changes: Vec<(Vec<OsString>, Value)> = values
+        .iter()
+        .map(|(path, value)| (parts(path), *value))
+        .collect();
     // Removals before additions at the same depth do not matter (distinct paths); shallow
     // first so that a file replaced by a folder is removed before the folder's files land.
     changes.sort_by_key(|(parts, _)| parts.len());
