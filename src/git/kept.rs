@@ -130,12 +130,9 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
             &note.replace("NOT APPLIED", "taken later; was not applied"),
         )?;
     }
-    let head_tree = match head {
-        Some(h) => repo.find_commit(h)?.tree_id(),
-        None => checkpoint::empty_tree(repo)?,
-    };
     let target_tree = repo.find_commit(landed)?.tree_id();
     let cp = checkpoint::take(repo)?;
+    let head_tree = cp.head_tree;
     let changed: Vec<PathBuf> =
         super::treediff::changed_paths(repo, Some(head_tree), Some(target_tree))?
             .into_iter()

@@ -589,7 +589,7 @@ enum Verdict {
 }
 
 /// Folders left empty above `path`, up to the working tree root, are removed (as git does).
-fn remove_empty_parents(workdir: &Path, path: &Path) {
+pub(crate) fn remove_empty_parents(workdir: &Path, path: &Path) {
     let mut dir = path.parent();
     while let Some(parent) = dir.filter(|d| !d.as_os_str().is_empty()) {
         if std::fs::remove_dir(workdir.join(parent)).is_err() {

@@ -227,14 +227,8 @@ impl Stage {
                     std::fs::remove_file(&full)?;
                 }
             }
-            for folder in path.ancestors().skip(1) {
-                if folder.as_os_str().is_empty()
-                    || tree.get_path(folder).is_ok()
-                    || std::fs::remove_dir(self.path.join(folder)).is_err()
-                {
-                    break;
-                }
-            }
+            // Git keeps no empty folder, tracked or not.
+            super::publish::remove_empty_parents(&self.path, path);
         }
         Ok(())
     }

@@ -108,10 +108,13 @@ fn walk(
     checkpoint::refuse_intent_to_add(repo).map_err(|paths| TxError::intent_to_add(&paths, verb))?;
 
     let id = new_id(&target.id);
-    let current = current_state(repo)?;
+    let current = checkpoint::take(repo)?;
+    let (work, index) = (
+        current.work_tree.to_string(),
+        current.index_tree.to_string(),
+    );
     crash_point("scanned");
-    let changed =
-        head != expected.head || current.work != expected.work || current.index != expected.index;
+    let changed = head != expected.head || work != expected.work || index != expected.index;
     let mut saved = None;
     if changed {
         if !force {
@@ -137,13 +140,10 @@ fn walk(
         // Keep what the forced undo moves away from: uncommitted work (as a commit whose
         // parent is HEAD, referenced only from refs/loaf/saved/) or commits made on top of
         // the operation.
-        let uncommitted = match current.checkpoint.is_clean() {
-            true => None,
-            false => Some(
-                current
-                    .checkpoint
-                    .as_commit(repo, &format!("loaf: uncommitted work saved by {id}"))?,
-            ),
+        let uncommitted = if current.is_clean() {
+            None
+        } else {
+            Some(current.as_commit(repo, &format!("loaf: uncommitted work saved by {id}"))?)
         };
         let keep = uncommitted.or(match &head {
             Some(h) if head != expected.head => Some(Oid::from_str(h)?),
@@ -160,8 +160,8 @@ fn walk(
         ref_name: ref_name.clone(),
         old: head.clone(),
         new: wanted.head.clone(),
-        from_work: current.work.clone(),
-        from_index: current.index.clone(),
+        from_work: work.clone(),
+        from_index: index.clone(),
         to_work: wanted.work.clone(),
         to_index: wanted.index.clone(),
         message: format!("git-loaf {verb} {}", target.id),
@@ -175,8 +175,8 @@ fn walk(
             summary: format!("{verb} {}: {}", target.id, target.summary),
             before: UserState {
                 head: head.clone(),
-                work: current.work.clone(),
-                index: current.index.clone(),
+                work: work.clone(),
+                index: index.clone(),
             },
             after: wanted.clone(),
             // Undo takes back what the operation wrote outside git; redo writes it again.
@@ -190,7 +190,7 @@ fn walk(
     let skipped = publish::publish(repo, &transition, false)?;
     let mut notices = std::mem::take(&mut session.notices);
     notices.extend(publish::left_alone_notice(&skipped));
-    let paths = differing(repo, &current.work, &wanted.work)?
+    let paths = differing(repo, &work, &wanted.work)?
         .into_iter()
         .map(|p| p.display().to_string())
         .collect();
@@ -205,22 +205,6 @@ fn walk(
         paths,
         saved,
         notices,
-    })
-}
-
-/// The user's state now: trees of the working tree and index.
-struct Current {
-    work: String,
-    index: String,
-    checkpoint: checkpoint::Checkpoint,
-}
-
-fn current_state(repo: &Repository) -> Result<Current, TxError> {
-    let checkpoint = checkpoint::take(repo)?;
-    Ok(Current {
-        work: checkpoint.work_tree.to_string(),
-        index: checkpoint.index_tree.to_string(),
-        checkpoint,
     })
 }
 
