@@ -55,7 +55,8 @@ pub fn run_log(args: &LogArgs) -> Result<Outcome, CliError> {
             e.summary
         ));
     }
-    if entries.is_empty() {
+    // `-n 0` asks for nothing; only an unlimited look that found nothing means "none".
+    if entries.is_empty() && args.max_count > 0 {
         eprintln!("no git-loaf commits on this branch (`git loaf apply` makes them)");
     }
     super::print_out(&out).map(|()| Outcome::Success)

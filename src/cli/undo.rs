@@ -56,8 +56,12 @@ fn report(verb: &str, walked: &Walked) -> Result<Outcome, CliError> {
         out.push_str("Your uncommitted changes are back as they were (staged and unstaged).\n");
     }
     if let Some(saved) = &walked.saved {
+        // The saved state holds the AI's edits too; the difference from what the operation
+        // left is only what the user did since, which is what they want back.
+        let left: String = walked.target.after.work.chars().take(12).collect();
         out.push_str(&format!(
-            "What was there before this forced undo is saved as {saved} (`git checkout {saved} -- .` brings its files back).\n"
+            "What was there before this forced undo is saved as {saved}. `git diff {left} {saved} | git apply --3way` brings back only what you changed since {} (without the AI's edits).\n",
+            walked.target.id
         ));
     }
     super::print_out(&out)?;

@@ -36,13 +36,16 @@ pub struct LogEntry {
     pub failed: usize,
 }
 
-fn open(cwd: &Path) -> Result<Repository, TxError> {
-    super::states::discover(cwd).map_err(|_| TxError::NotARepository(cwd.to_path_buf()))
+fn open(cwd: &Path, command: &str) -> Result<Repository, TxError> {
+    super::states::discover(cwd).map_err(|_| TxError::NotARepository {
+        path: cwd.to_path_buf(),
+        command: command.to_owned(),
+    })
 }
 
 /// The newest `limit` loaf commits reachable from HEAD along first parents.
 pub fn log(cwd: &Path, limit: usize) -> Result<Vec<LogEntry>, TxError> {
-    let repo = open(cwd)?;
+    let repo = open(cwd, "log")?;
     // Kept commits first: they wait for the user to take or drop them.
     let mut kept = Vec::new();
     for k in super::kept::list(&repo)? {
@@ -51,6 +54,7 @@ pub fn log(cwd: &Path, limit: usize) -> Result<Vec<LogEntry>, TxError> {
             kept.push(e);
         }
     }
+    kept.truncate(limit);
     let Ok(head) = repo.head().and_then(|h| h.peel_to_commit()) else {
         return Ok(kept);
     };
@@ -132,7 +136,7 @@ pub enum Shown {
 
 /// The record of `rev` (a revision git understands, an apply id, or HEAD by default).
 pub fn show(cwd: &Path, rev: Option<&str>) -> Result<Shown, TxError> {
-    let repo = open(cwd)?;
+    let repo = open(cwd, "show")?;
     let rev = rev.unwrap_or("HEAD");
     let commit = find(&repo, rev)?;
     if let Some(note) = read_note(&repo, commit.id())
@@ -160,20 +164,25 @@ pub fn show(cwd: &Path, rev: Option<&str>) -> Result<Shown, TxError> {
     }
 }
 
-/// `rev` as git reads it; else an apply id from the operation log or `refs/loaf/<id>`.
+/// An apply id (a kept commit under `refs/loaf/<id>`, or an apply in the operation log that
+/// made a commit); else `rev` as git reads it. Ids come first: an id is six hex digits, which
+/// git could also take for an abbreviated commit.
 fn find<'r>(repo: &'r Repository, rev: &str) -> Result<Commit<'r>, TxError> {
-    if let Ok(commit) = repo.revparse_single(rev).and_then(|o| o.peel_to_commit()) {
+    let kept = repo.refname_to_id(&format!("refs/loaf/{rev}")).ok();
+    let applied = || {
+        oplog::entries(repo).ok()?.into_iter().find_map(|e| {
+            let made_a_commit =
+                e.kind == OpKind::Apply && e.id == rev && e.after.head != e.before.head;
+            made_a_commit.then_some(e.after.head).flatten()
+        })
+    };
+    let by_id = kept.or_else(|| applied().and_then(|h| Oid::from_str(&h).ok()));
+    if let Some(commit) = by_id.and_then(|oid| repo.find_commit(oid).ok()) {
         return Ok(commit);
     }
-    let by_id = oplog::entries(repo)?
-        .into_iter()
-        .find(|e| e.kind == OpKind::Apply && e.id == rev)
-        .and_then(|e| e.after.head)
-        .and_then(|h| Oid::from_str(&h).ok())
-        .or_else(|| repo.refname_to_id(&format!("refs/loaf/{rev}")).ok());
-    by_id
-        .and_then(|oid| repo.find_commit(oid).ok())
-        .ok_or_else(|| TxError::Invalid {
+    repo.revparse_single(rev)
+        .and_then(|o| o.peel_to_commit())
+        .map_err(|_| TxError::Invalid {
             message: format!("unknown revision or apply id '{rev}'"),
             hint: "`git loaf log` lists the apply commits and their ids".into(),
         })

@@ -17,8 +17,13 @@ pub const LOCK_WAIT: Duration = Duration::from_secs(3);
 #[derive(Debug, thiserror::Error)]
 pub enum TxError {
     /// Not inside a git repository.
-    #[error("{} is not inside a git repository", .0.display())]
-    NotARepository(PathBuf),
+    #[error("{} is not inside a git repository", .path.display())]
+    NotARepository {
+        /// Where the command ran.
+        path: PathBuf,
+        /// The command (`apply`, `undo`, `log`…): only `apply` has a way to work without git.
+        command: String,
+    },
     /// A bare repository has no working tree to apply to.
     #[error("this is a bare repository: there is no working tree to change")]
     Bare,
@@ -86,9 +91,12 @@ impl TxError {
     /// What the user should do next.
     pub fn hint(&self) -> String {
         match self {
-            TxError::NotARepository(_) => {
+            TxError::NotARepository { command, .. } if command == "apply" => {
                 "run it inside a git repository (`git init` makes one), or use `git loaf apply --no-commit` to change files without git".into()
             }
+            TxError::NotARepository { command, .. } => format!(
+                "`git loaf {command}` works on a repository's git-loaf history: run it inside the repository (cd into its working tree)"
+            ),
             TxError::Bare => "run it in a working tree of this repository (`git worktree add`)".into(),
             TxError::Lock(LockError::Busy { .. }) => {
                 "wait for it to finish and run the command again".into()
@@ -142,8 +150,10 @@ impl Session {
     /// cherry-pick, revert or bisect, or has unresolved conflicts
     /// ([`super::states::refuse_in_progress`]).
     pub fn begin(cwd: &Path, command: &str) -> Result<Session, TxError> {
-        let repo =
-            super::states::discover(cwd).map_err(|_| TxError::NotARepository(cwd.to_path_buf()))?;
+        let repo = super::states::discover(cwd).map_err(|_| TxError::NotARepository {
+            path: cwd.to_path_buf(),
+            command: command.to_owned(),
+        })?;
         let root: PathBuf = repo.workdir().ok_or(TxError::Bare)?.components().collect();
         let lock = RepoLock::acquire(repo.commondir(), command, LOCK_WAIT)?;
         let mut notices = Vec::new();

@@ -118,24 +118,13 @@ fn walk(
     let mut saved = None;
     if changed {
         if !force {
-            let what = if head != expected.head {
-                format!("HEAD moved (now {}) since", short(head.as_deref()))
-            } else {
-                "files or the index changed since".to_owned()
-            };
-            let hint = if kind == OpKind::Undo {
-                "commit or stash your changes first, or run `git loaf undo --force` (it saves your uncommitted work under refs/loaf/saved/ first)"
-            } else {
-                "put the repository back as undo left it (`git stash -u`), then run `git loaf redo` again"
-            };
-            return Err(TxError::Refused {
-                message: format!(
-                    "{what} {} {}; refusing to {verb} it",
-                    describe(&target),
-                    target.id
-                ),
-                hint: hint.into(),
-            });
+            return Err(refuse_changed(
+                repo,
+                &target,
+                kind,
+                head.as_deref(),
+                &expected,
+            ));
         }
         // Keep what the forced undo moves away from: uncommitted work (as a commit whose
         // parent is HEAD, referenced only from refs/loaf/saved/) or commits made on top of
@@ -206,6 +195,59 @@ fn walk(
         saved,
         notices,
     })
+}
+
+/// Why an undo or redo cannot go ahead when the repository is not as the operation left it,
+/// with a next step that fits what changed: commits made since are not "uncommitted
+/// changes", and redo has no `--force`.
+fn refuse_changed(
+    repo: &Repository,
+    target: &OpEntry,
+    kind: OpKind,
+    head: Option<&str>,
+    expected: &UserState,
+) -> TxError {
+    let (verb, op) = (
+        if kind == OpKind::Undo { "undo" } else { "redo" },
+        describe(target),
+    );
+    let head_moved = head != expected.head.as_deref();
+    let what = if head_moved {
+        format!("HEAD moved (now {}) since", short(head))
+    } else {
+        "files or the index changed since".to_owned()
+    };
+    let message = format!("{what} {op} {}; refusing to {verb} it", target.id);
+    // Commits made on top of what the operation left: the user committed since.
+    let committed_on_top = head_moved
+        && match (head, expected.head.as_deref()) {
+            (Some(now), Some(then)) => Oid::from_str(now)
+                .and_then(|now| Ok((now, Oid::from_str(then)?)))
+                .and_then(|(now, then)| repo.graph_descendant_of(now, then))
+                .unwrap_or(false),
+            (Some(_), None) => true,
+            _ => false,
+        };
+    let hint = match (kind, head_moved) {
+        (OpKind::Undo, true) if committed_on_top && target.after.head != target.before.head => {
+            format!(
+                "you committed since: `git revert {}` takes back only the AI's commit and keeps yours; or `git loaf undo --force` goes back to before it (your newer commits are saved under refs/loaf/saved/ first)",
+                short(target.after.head.as_deref())
+            )
+        }
+        (OpKind::Undo, true) => format!(
+            "go back to {} (`git switch` / `git reset --keep {}`) and run `git loaf undo` again, or `git loaf undo --force` (what HEAD points at now is saved under refs/loaf/saved/ first)",
+            short(expected.head.as_deref()),
+            short(expected.head.as_deref())
+        ),
+        (OpKind::Undo, false) => "commit or stash your changes first, or run `git loaf undo --force` (it saves your uncommitted work under refs/loaf/saved/ first)".to_owned(),
+        (_, true) if target.after.head != target.before.head => format!(
+            "to bring the AI's commit back on top of where you are now, `git cherry-pick {}`",
+            short(target.after.head.as_deref())
+        ),
+        _ => "put the repository back as undo left it (`git stash -u`), then run `git loaf redo` again".to_owned(),
+    };
+    TxError::Refused { message, hint }
 }
 
 /// The tree of `head` (the empty tree for an unborn branch).

@@ -1,0 +1,148 @@
+//! `undo`, `redo`, `log` and `show` as a user meets them after doing things in between: each
+//! refusal's next step is one that works, and every id `log` or the report prints can be shown.
+
+use crate::scratch::{Scratch, block};
+
+fn stderr(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn stdout(out: &std::process::Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn write(id: &str, path: &str, content: &str) -> String {
+    block(id, "file_write", &[("path", path), ("content", content)])
+}
+
+#[test]
+fn undo_after_the_user_committed_suggests_revert_not_stash() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    s.assert_exit(&s.apply(&write("k1a", "/repo/b.txt", "ai\n")), 0);
+    let ai_commit = s.head();
+    s.write("c.txt", "mine\n");
+    s.git(&["add", "c.txt"]);
+    s.git(&["commit", "-q", "-m", "mine"]);
+
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(
+        !err.contains("stash"),
+        "a commit is not uncommitted work: {err}"
+    );
+    let revert = format!("git revert {}", &ai_commit[..7]);
+    assert!(err.contains(&revert), "suggests {revert}: {err}");
+    // The suggestion works: it takes back the AI's file and keeps the user's commit.
+    s.git(&["revert", "--no-edit", &ai_commit[..7]]);
+    assert_eq!(s.read("b.txt"), None);
+    assert_eq!(s.read("c.txt").as_deref(), Some("mine\n"));
+}
+
+#[test]
+fn after_a_forced_undo_the_printed_command_brings_back_only_the_users_work() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    s.assert_exit(&s.apply(&write("k1a", "/repo/b.txt", "ai\n")), 0);
+    s.write("c.txt", "mine\n");
+    s.write("a.txt", "one\nand mine\n");
+
+    let out = s.loaf(&["undo", "--force"], "");
+    s.assert_exit(&out, 0);
+    let text = stdout(&out);
+    let line = text
+        .lines()
+        .find(|l| l.contains("saved as"))
+        .unwrap_or_else(|| panic!("says where the work was saved: {text}"));
+    let command = line
+        .split('`')
+        .nth(1)
+        .unwrap_or_else(|| panic!("a command in backquotes: {line}"));
+    assert!(command.starts_with("git diff "), "{command}");
+    assert_eq!(s.read("c.txt"), None, "the forced undo moved it away");
+
+    let run = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(&s.root)
+        .envs(crate::scratch::ENV)
+        .output()
+        .expect("sh runs");
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_eq!(s.read("c.txt").as_deref(), Some("mine\n"));
+    assert_eq!(s.read("a.txt").as_deref(), Some("one\nand mine\n"));
+    assert_eq!(s.read("b.txt"), None, "the AI's edit stays undone");
+}
+
+#[test]
+fn redo_after_moving_head_suggests_cherry_pick() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    s.assert_exit(&s.apply(&write("k1a", "/repo/b.txt", "ai\n")), 0);
+    let ai_commit = s.head();
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    s.write("c.txt", "mine\n");
+    s.git(&["add", "c.txt"]);
+    s.git(&["commit", "-q", "-m", "mine"]);
+
+    let out = s.loaf(&["redo"], "");
+    s.assert_exit(&out, 3);
+    let err = stderr(&out);
+    let pick = format!("git cherry-pick {}", &ai_commit[..7]);
+    assert!(err.contains(&pick), "suggests {pick}: {err}");
+    assert!(!err.contains("--force"), "redo has no --force: {err}");
+}
+
+#[test]
+fn outside_a_repository_only_apply_mentions_no_commit() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let s = Scratch::empty();
+    for args in [&["undo"][..], &["redo"], &["log"], &["show"]] {
+        let out = s.loaf_in(dir.path(), args, "");
+        s.assert_exit(&out, 2);
+        let err = stderr(&out);
+        assert!(
+            err.contains("not inside a git repository"),
+            "{args:?}: {err}"
+        );
+        assert!(!err.contains("--no-commit"), "{args:?}: {err}");
+    }
+    let out = s.loaf_in(dir.path(), &["apply"], &write("k1a", "/x/b.txt", "x"));
+    assert!(
+        stderr(&out).contains("apply --no-commit"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn log_n_0_is_empty_without_claiming_there_are_no_commits() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    s.assert_exit(&s.apply(&write("k1a", "/repo/b.txt", "ai\n")), 0);
+    let out = s.loaf(&["log", "-n", "0"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(stdout(&out), "");
+    assert_eq!(stderr(&out), "");
+    let out = s.loaf(&["log", "-n", "1"], "");
+    assert_eq!(stdout(&out).lines().count(), 1, "{}", stdout(&out));
+}
+
+#[test]
+fn show_finds_every_id_log_prints() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    s.assert_exit(&s.apply(&write("k1a", "/repo/b.txt", "ai\n")), 0);
+    s.assert_exit(&s.apply(&write("k2b", "/repo/c.txt", "ai\n")), 0);
+    let log = stdout(&s.loaf(&["log"], ""));
+    assert_eq!(log.lines().count(), 2, "{log}");
+    for line in log.lines() {
+        let mut fields = line.split(' ');
+        let (commit, id) = (fields.next().unwrap_or(""), fields.next().unwrap_or(""));
+        for rev in [commit, id] {
+            let out = s.loaf(&["show", rev], "");
+            s.assert_exit(&out, 0);
+            assert!(
+                stdout(&out).starts_with("=== LOAF RESULTS ==="),
+                "show {rev}: {}",
+                stdout(&out)
+            );
+        }
+    }
+}
