@@ -17,6 +17,7 @@ mod nesl_properties;
 mod real_world;
 mod sandbox;
 mod scratch;
+mod slupe;
 mod states;
 mod support;
 mod transaction;
