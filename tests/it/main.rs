@@ -11,6 +11,7 @@ mod execute_seeds;
 mod filters;
 mod fs_actions;
 mod guard;
+mod hints;
 mod nesl_conformance;
 mod nesl_differential;
 mod nesl_properties;
