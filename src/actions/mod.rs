@@ -1,13 +1,34 @@
 //! Actions: what a NESL block asks for, checked against the action schema
 //! (`unified-design.yaml`, compiled in): names, required parameters, types and formats.
 
+mod alias;
 mod schema;
 mod suggest;
 mod validate;
 
+pub use alias::{ALIASES, canonical};
 pub use schema::{Format, OutputDisplay, ParamDef, ParamType, Schema, ToolDef};
 pub use suggest::closest;
 pub use validate::{Action, BlockError, ErrorType, Plan, plan};
+
+/// The action `exec` runs code; every other action a reply can run is a filesystem action.
+pub const EXEC: &str = "exec";
+
+/// Whether git-loaf can run the schema's action `name`: `exec`, or one of the filesystem
+/// actions ([`crate::exec::fs::ACTIONS`], what the executor dispatches on). The schema also
+/// lists actions nobody implements yet (`files_replace_text_in_parents`, `context_add`,
+/// `git_squash`); those are refused at validation, never offered in a list of choices.
+pub fn implemented(name: &str) -> bool {
+    name == EXEC || crate::exec::fs::ACTIONS.contains(&name)
+}
+
+/// Every action a reply can run, in the schema's order: what messages offer as choices.
+pub fn runnable() -> Vec<&'static str> {
+    Schema::get()
+        .names()
+        .filter(|name| implemented(name))
+        .collect()
+}
 
 /// The action schema exactly as the user wrote it (`unified-design.yaml` at the repository
 /// root): every tool, its parameters and their types.
@@ -16,6 +37,18 @@ pub const SCHEMA_YAML: &str = include_str!("../../unified-design.yaml");
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runnable_actions_are_the_executed_ones_in_schema_order() {
+        let mut expected: Vec<&str> = crate::exec::fs::ACTIONS.to_vec();
+        expected.push(EXEC);
+        let mut runnable = runnable();
+        assert_eq!(runnable.first(), Some(&"file_write"), "schema order");
+        assert!(!runnable.contains(&"files_replace_text_in_parents"));
+        runnable.sort_unstable();
+        expected.sort_unstable();
+        assert_eq!(runnable, expected, "every executed action is in the schema");
+    }
 
     #[test]
     fn schema_is_yaml_listing_the_fs_actions() {

@@ -9,15 +9,16 @@ use serde_json::{Number, Value};
 
 use super::schema::{Format, ParamDef, ParamType, Schema, ToolDef};
 use super::suggest::closest;
+use super::{canonical, implemented, runnable};
 use crate::exec::Params;
-use crate::nesl::{Block, ParseResult, SyntaxError};
+use crate::nesl::{Block, ErrorCode, ParseResult, SyntaxError};
 
 /// A block that passed every check, ready to run.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Action {
     /// The block's id.
     pub block_id: String,
-    /// The tool to run.
+    /// The tool to run, under the schema's name (a slupe alias the block wrote is resolved).
     pub name: String,
     /// The parameters the block gave, typed, in block order (what the report shows).
     pub params: Params,
@@ -59,7 +60,7 @@ pub enum ErrorType {
 pub struct BlockError {
     /// The block's id (`unknown` when the error is outside any block).
     pub block_id: String,
-    /// The block's `action`, when it has one.
+    /// The block's `action`, when it has one, under the schema's name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub action: Option<String>,
     /// Which check failed.
@@ -123,9 +124,9 @@ pub fn plan(text: &str, parsed: &ParseResult<'_>, root: &Path) -> Plan {
             block_id: error.block_id.as_deref().unwrap_or("unknown").to_owned(),
             action: block
                 .and_then(|b| b.properties.get("action"))
-                .map(str::to_owned),
+                .map(|name| canonical(name).to_owned()),
             error_type: ErrorType::Syntax,
-            message: error.message.clone(),
+            message: syntax_message(error),
             block_start_line: Some(block.map_or(error.line, |b| b.start_line)),
             line: Some(error.line),
             nesl_content: Some(
@@ -143,7 +144,10 @@ pub fn plan(text: &str, parsed: &ParseResult<'_>, root: &Path) -> Plan {
             Ok(action) => plan.actions.push(action),
             Err((error_type, message)) => plan.errors.push(BlockError {
                 block_id: block.id.to_string(),
-                action: block.properties.get("action").map(str::to_owned),
+                action: block
+                    .properties
+                    .get("action")
+                    .map(|name| canonical(name).to_owned()),
                 error_type,
                 message,
                 block_start_line: Some(block.start_line),
@@ -185,19 +189,21 @@ fn check_block(
     root: &Path,
 ) -> Result<Action, (ErrorType, String)> {
     let validation = |m: String| (ErrorType::Validation, m);
-    let Some(name) = block.properties.get("action") else {
+    let Some(written) = block.properties.get("action") else {
         return Err(validation(format!(
             "Missing 'action' field in block '{}': add a line like action = \"file_write\"",
             block.id
         )));
     };
+    // From here on the action is the schema's, whichever name the block used.
+    let name = canonical(written);
     let Some(tool) = schema.tool(name) else {
-        return Err(validation(unknown_action(schema, name)));
+        return Err(validation(unknown_action(name)));
     };
-    if !matches!(tool.kind.as_str(), "read" | "write" | "dynamic") {
+    if !implemented(name) {
         return Err(validation(format!(
             "Action '{name}' cannot be used in a reply yet; available: {}",
-            runnable(schema).join(", ")
+            runnable().join(", ")
         )));
     }
     let missing: Vec<&str> = tool
@@ -244,23 +250,74 @@ fn check_block(
     })
 }
 
-fn runnable(schema: &Schema) -> Vec<&str> {
-    schema
-        .tools
-        .iter()
-        .filter(|t| matches!(t.kind.as_str(), "read" | "write" | "dynamic"))
-        .map(|t| t.name.as_str())
-        .collect()
-}
-
-fn unknown_action(schema: &Schema, name: &str) -> String {
-    match closest(name, runnable(schema)) {
+fn unknown_action(name: &str) -> String {
+    let runnable = runnable();
+    match closest(name, runnable.iter().copied()) {
         Some(suggestion) => format!("Unknown action '{name}' (did you mean '{suggestion}'?)"),
         None => format!(
             "Unknown action '{name}'; available: {}",
-            runnable(schema).join(", ")
+            runnable.join(", ")
         ),
     }
+}
+
+/// A syntax error's message, with what to write instead where the parser's message alone
+/// leaves the model guessing.
+fn syntax_message(error: &SyntaxError<'_>) -> String {
+    let hint = match error.code {
+        ErrorCode::InvalidValue => invalid_value_hint(&error.content, error.block_id.as_deref()),
+        _ => None,
+    };
+    match hint {
+        Some(hint) => format!("{}; {hint}", error.message),
+        None => error.message.clone(),
+    }
+}
+
+/// For a value that is neither a quoted string nor a heredoc (`count = 4`), the line as it
+/// should be written, key and value as the model wrote them.
+fn invalid_value_hint(line: &str, block_id: Option<&str>) -> Option<String> {
+    let (key, value) = line.split_once('=')?;
+    let (key, value) = (key.trim(), value.trim());
+    if key.is_empty() {
+        return None;
+    }
+    let delimiter = format!("EOT_{}", block_id.unwrap_or("id"));
+    if value.is_empty() {
+        return Some(format!(
+            "write a value: `{key} = \"\"`, or a heredoc for several lines: `{key} = <<'{delimiter}'`"
+        ));
+    }
+    if let Some(rest) = value.strip_prefix("<<") {
+        let written = rest.trim().trim_matches(['\'', '"']);
+        let delimiter = if written.is_empty() || written.contains('\'') {
+            &delimiter
+        } else {
+            written
+        };
+        return Some(format!(
+            "a heredoc's delimiter is in single quotes: `{key} = <<'{delimiter}'`"
+        ));
+    }
+    if value.starts_with('"') {
+        // The quotes are there; what follows the parser rejects is a JSON escape.
+        return Some(format!(
+            "a quoted value is a JSON string: write a backslash as `\\\\`, or use a heredoc, \
+             whose text is taken as is: `{key} = <<'{delimiter}'`"
+        ));
+    }
+    // `'4'` and `` `4` `` mean the same as `"4"`: keep what is inside.
+    let inner = ['\'', '`']
+        .iter()
+        .find_map(|q| {
+            value
+                .strip_prefix(*q)
+                .and_then(|v| v.strip_suffix(*q))
+                .filter(|v| !v.contains(*q))
+        })
+        .unwrap_or(value);
+    let quoted = serde_json::to_string(inner).ok()?;
+    Some(format!("write it quoted: `{key} = {quoted}`"))
 }
 
 /// `path, content, count?`: the parameters, optional ones marked.

@@ -10,6 +10,11 @@ use serde::Deserialize;
 
 use crate::actions::Schema;
 
+/// The `allowed-actions` entry that stands for every default action: all the filesystem
+/// actions (what a reply may run without the key), so that `[defaults, exec]` adds `exec`
+/// without listing the rest.
+pub const DEFAULTS_ENTRY: &str = "defaults";
+
 /// The file name, at the repository root (or the current directory outside a repository).
 pub const FILE_NAME: &str = "loaf.yml";
 
@@ -39,7 +44,8 @@ pub enum ConfigError {
 pub struct Config {
     /// Format version (1).
     pub version: u32,
-    /// Actions a reply may run; `None`: every fs action (not `exec`).
+    /// Actions a reply may run, `defaults` expanded to the fs actions; `None`: every fs
+    /// action (not `exec`).
     pub allowed_actions: Option<Vec<String>>,
     /// Where actions may read and write; `None`: the defaults of the fs-guard.
     pub fs_guard: Option<FsGuardConfig>,
@@ -191,21 +197,12 @@ impl Config {
             )));
         }
         if let Some(actions) = raw.allowed_actions {
-            let schema = Schema::get();
-            for name in &actions {
-                if schema.tool(name).is_none() {
-                    let hint = crate::actions::closest(name, schema.names())
-                        .map(|s| format!(" (did you mean '{s}'?)"))
-                        .unwrap_or_default();
-                    return Err(invalid(format!(
-                        "{}allowed-actions: unknown action '{name}'{hint}",
-                        line_of(text, name)
-                    )));
-                }
-            }
-            config.allowed_actions = Some(actions);
+            config.allowed_actions = Some(allowed_actions(text, &actions).map_err(invalid)?);
         }
         config.fs_guard = raw.fs_guard;
+        if let Some(hooks) = &raw.hooks {
+            check_hooks(text, hooks).map_err(invalid)?;
+        }
         if let Some(hooks) = raw.hooks {
             config.hooks = HooksConfig {
                 before: hooks
@@ -227,7 +224,7 @@ impl Config {
             if exec.timeout == Some(0) {
                 return Err(invalid(format!(
                     "{}exec.timeout: must be at least 1 (seconds)",
-                    line_of(text, "timeout:")
+                    line_in_section(text, "exec", |key, _| key == "timeout")
                 )));
             }
             config.exec.timeout = exec
@@ -269,6 +266,132 @@ impl Config {
             None => action != "exec",
         }
     }
+}
+
+/// `allowed-actions` as the configuration keeps it: `defaults` replaced by the filesystem
+/// actions, each action once. An entry that is no action git-loaf runs is an error naming
+/// its line, with a did-you-mean.
+fn allowed_actions(text: &str, entries: &[String]) -> Result<Vec<String>, String> {
+    let runnable = crate::actions::runnable();
+    let mut allowed: Vec<String> = Vec::new();
+    let mut add = |name: &str| {
+        if !allowed.iter().any(|a| a == name) {
+            allowed.push(name.to_owned());
+        }
+    };
+    for entry in entries {
+        let name = entry.trim();
+        if name == DEFAULTS_ENTRY {
+            crate::exec::fs::ACTIONS.iter().for_each(|a| add(a));
+            continue;
+        }
+        if crate::actions::implemented(name) && Schema::get().tool(name).is_some() {
+            add(name);
+            continue;
+        }
+        let line = line_in_section(text, "allowed-actions", |_, item| has_word(item, name));
+        let choices = || {
+            std::iter::once(DEFAULTS_ENTRY)
+                .chain(runnable.iter().copied())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if Schema::get().tool(name).is_some() {
+            return Err(format!(
+                "{line}allowed-actions: '{name}' cannot be run by git-loaf yet; available: {}",
+                choices()
+            ));
+        }
+        let hint = crate::actions::closest(
+            name,
+            std::iter::once(DEFAULTS_ENTRY).chain(runnable.iter().copied()),
+        )
+        .map(|s| format!(" (did you mean '{s}'?)"))
+        .unwrap_or_else(|| format!("; available: {}", choices()));
+        return Err(format!(
+            "{line}allowed-actions: unknown action '{name}'{hint}"
+        ));
+    }
+    Ok(allowed)
+}
+
+/// Hook values that would load but cannot work: an empty command, a timeout of 0 ms (every
+/// run would time out at once). The error names the line, as a YAML error does.
+fn check_hooks(text: &str, hooks: &RawHooks) -> Result<(), String> {
+    for (list, name) in [(&hooks.before, "before"), (&hooks.after, "after")] {
+        for (i, hook) in list.iter().enumerate() {
+            if hook.run.trim().is_empty() {
+                let line = line_in_section(text, "hooks", |key, value| {
+                    key == "run" && unquoted(value).trim().is_empty()
+                });
+                return Err(format!(
+                    "{line}hooks.{name}[{i}].run: the command is empty; write the command to run, e.g. `run: cargo fmt`"
+                ));
+            }
+            if hook.timeout == Some(0) {
+                let line = line_in_section(text, "hooks", |key, value| {
+                    key == "timeout" && value.parse::<u64>() == Ok(0)
+                });
+                return Err(format!(
+                    "{line}hooks.{name}[{i}].timeout: must be at least 1 (milliseconds; default 30000)"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A YAML scalar without its quotes.
+fn unquoted(value: &str) -> &str {
+    for quote in ['"', '\''] {
+        if let Some(inner) = value
+            .strip_prefix(quote)
+            .and_then(|v| v.strip_suffix(quote))
+        {
+            return inner;
+        }
+    }
+    value
+}
+
+/// Whether `word` occurs in `text` as a whole word (not inside a longer name).
+fn has_word(text: &str, word: &str) -> bool {
+    let is_name = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(is_name) && !after.is_some_and(is_name)
+    })
+}
+
+/// `line N: ` for the first line, from the top-level key `section:` on, that `matches`
+/// (called with the line's key and value, comments and a list dash removed; both empty for a
+/// line without a colon, the value then being the whole item), or nothing.
+fn line_in_section(text: &str, section: &str, matches: impl Fn(&str, &str) -> bool) -> String {
+    let start = format!("{section}:");
+    // The section's own line counts too (`allowed-actions: [a, b]`).
+    let Some(first) = text.lines().position(|l| l.starts_with(&start)) else {
+        return String::new();
+    };
+    text.lines()
+        .enumerate()
+        .skip(first)
+        .take_while(|(i, l)| *i == first || l.is_empty() || l.starts_with([' ', '\t', '-', '#']))
+        .find(|(i, l)| {
+            let content = l.split(" #").next().unwrap_or(l).trim();
+            let content = content.strip_prefix("- ").unwrap_or(content).trim();
+            let content = if *i == first {
+                content.strip_prefix(&start).unwrap_or(content).trim()
+            } else {
+                content
+            };
+            match content.split_once(':') {
+                Some((key, value)) => matches(key.trim(), value.trim()),
+                None => matches("", content),
+            }
+        })
+        .map(|(i, _)| format!("line {}: ", i + 1))
+        .unwrap_or_default()
 }
 
 /// `line N: ` for the first line of `text` containing `needle`, or nothing.

@@ -15,7 +15,9 @@
 //! as the environment variable `LOAF_VAR_<NAME>` and `${NAME}` becomes `${LOAF_VAR_NAME}`,
 //! which the shell expands as data, never as code. Within double quotes or unquoted this
 //! reads exactly like pasting the value (unquoted values are split into words, as pasted
-//! ones would be); within single quotes it stays unexpanded, as any shell variable does.
+//! ones would be); within single quotes the reference is spliced in between closing and
+//! reopening quotes, so `'${NAME}'` too gives the value as written (as slupe's pasting
+//! did), never `${LOAF_VAR_NAME}` and never shell syntax. `\${NAME}` stays a literal `${NAME}`.
 //! Scripts a hook calls can read the same `LOAF_VAR_<NAME>` variables.
 
 use std::collections::BTreeMap;
@@ -261,29 +263,59 @@ fn with_stderr(reason: String, stderr: &str) -> String {
     format!("{reason}: {cut}{}", &stderr[start..])
 }
 
+/// Where a shell is in a command's quoting, as far as `${NAME}` replacement needs to know.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Quoting {
+    Unquoted,
+    Single,
+    Double,
+}
+
 /// The command with each `${NAME}` of a known variable turned into a reference to the
 /// environment variable that carries its value; everything else is left as written.
+///
+/// Unquoted and within double quotes the reference is `${LOAF_VAR_NAME}`, which the shell
+/// expands as data. Within single quotes the shell expands nothing, so the reference closes
+/// the quotes, expands within double quotes and reopens them (`'a ${X} b'` becomes
+/// `'a '"${LOAF_VAR_X}"' b'`): the value lands in the single-quoted text exactly as if it
+/// had been pasted there, and still is never read as shell syntax. A `${` after a backslash
+/// (outside single quotes) is the shell's literal `${`, and stays so.
 fn reference_vars(command: &str, vars: &BTreeMap<String, String>) -> String {
     let mut out = String::with_capacity(command.len());
+    let mut quoting = Quoting::Unquoted;
     let mut rest = command;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        match after.split_once('}') {
-            Some((name, tail)) if is_var_name(name) && vars.contains_key(name) => {
-                out.push_str("${");
-                out.push_str(VAR_ENV_PREFIX);
-                out.push_str(name);
-                out.push('}');
-                rest = tail;
+    while let Some(c) = rest.chars().next() {
+        if c == '$'
+            && let Some(after) = rest.strip_prefix("${")
+            && let Some((name, tail)) = after.split_once('}')
+            && is_var_name(name)
+            && vars.contains_key(name)
+        {
+            let reference = format!("${{{VAR_ENV_PREFIX}{name}}}");
+            if quoting == Quoting::Single {
+                out.push_str(&format!("'\"{reference}\"'"));
+            } else {
+                out.push_str(&reference);
             }
-            _ => {
-                out.push_str("${");
-                rest = after;
-            }
+            rest = tail;
+            continue;
         }
+        let mut len = c.len_utf8();
+        match (quoting, c) {
+            (Quoting::Single, '\'') => quoting = Quoting::Unquoted,
+            (Quoting::Single, _) => {}
+            (_, '\\') => {
+                // The escaped character is copied with its backslash, never interpreted here.
+                len += rest[len..].chars().next().map_or(0, char::len_utf8);
+            }
+            (Quoting::Unquoted, '\'') => quoting = Quoting::Single,
+            (Quoting::Unquoted, '"') => quoting = Quoting::Double,
+            (Quoting::Double, '"') => quoting = Quoting::Unquoted,
+            _ => {}
+        }
+        out.push_str(&rest[..len]);
+        rest = &rest[len..];
     }
-    out.push_str(rest);
     out
 }
 

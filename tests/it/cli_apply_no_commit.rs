@@ -36,7 +36,7 @@ fn no_commit_runs_the_reply_in_place_and_reports_for_the_model() {
     q1w ❌ file_replace_text /repo/main.sh - file_replace_text: old_text not found in file; closest match at line 5 (78% similar):
         5: echo "done"
     r2d ✅ exec bash
-    w3b ❌ ERROR: Unknown action 'write_file' (did you mean 'file_write'?) (line 48)
+    w3b ❌ ERROR: Unknown action 'create_file' (did you mean 'file_write'?) (line 48)
     === OUTPUTS ===
     [r2d] exec bash:
     exit code: 0

@@ -71,7 +71,9 @@ fn lines_of(text: &str) -> Vec<&str> {
 }
 
 /// `file_read_numbered`: data `{path, content}`, the requested lines numbered. A range past
-/// the end fails, as in the seeds, but still returns the lines that exist.
+/// the end fails, as in the seeds, but still returns the lines that exist. An empty file
+/// read whole or from line 1 (`"1"`) is empty content, not a failure (slupe's case: a file
+/// just created empty has nothing to number, and the model asked for nothing it lacks).
 pub(super) fn file_read_numbered(call: &Call) -> Result<Outcome, String> {
     let target = call.path("path", &[Access::Read])?;
     let spec = call.opt_line_spec("lines")?;
@@ -87,6 +89,11 @@ pub(super) fn file_read_numbered(call: &Call) -> Result<Outcome, String> {
         first: 1,
         last: total,
     });
+    if total == 0 && first == 1 && last <= 1 {
+        return Ok(Outcome::ok(Some(
+            json!({"path": target.user, "content": ""}),
+        )));
+    }
     let content = if first > total {
         String::new()
     } else {

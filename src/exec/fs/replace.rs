@@ -3,8 +3,12 @@
 //! the unique end after it) and `files_replace_all_text` (every match in several files).
 //!
 //! Matching is exact, with one allowance: the model writes LF, so in a CRLF file its text is
-//! matched, and its replacement written, with CRLF. Matches never overlap (the loaf seed's
-//! counting). A miss shows the closest lines of the file; several matches name their lines.
+//! matched, and its replacement written, with CRLF. The exception is an edit of the line
+//! endings themselves (`old_text` and `new_text` differ only in CRLF/LF): its text is
+//! matched and written exactly as the model wrote it, and one that would leave the file as
+//! it is fails rather than reporting replacements it did not make. Matches never overlap (the
+//! loaf seed's counting). A miss shows the closest lines of the file; several matches name
+//! their lines.
 
 use serde_json::{Value, json};
 
@@ -47,6 +51,23 @@ impl Found {
         }
     }
 
+    /// The matches of `old` in `file.text[from..]` for replacing them with `new`. When the
+    /// two differ only in line endings, converting either to the file's style would undo the
+    /// very edit asked for, so `old` is looked for as written first.
+    fn for_edit(file: &TextFile, old: &str, new: &str, from: usize) -> Found {
+        if line_endings_only(old, new) {
+            let raw = offsets(&file.text[from..], old, from);
+            if !raw.is_empty() {
+                return Found {
+                    needle: old.to_owned(),
+                    at: raw,
+                    as_written: true,
+                };
+            }
+        }
+        Found::search(file, old, from)
+    }
+
     /// The replacement text in the style that matched.
     fn replacement(&self, file: &TextFile, new: &str) -> String {
         if self.as_written {
@@ -55,6 +76,23 @@ impl Found {
             file.eol.apply(new)
         }
     }
+}
+
+/// Whether `old` and `new` are the same text but for CRLF/LF.
+fn line_endings_only(old: &str, new: &str) -> bool {
+    old != new && old.replace("\r\n", "\n") == new.replace("\r\n", "\n")
+}
+
+/// Refuses a line-ending edit that changes nothing: the file already has `new_text`'s line
+/// endings where `old_text` matched (its own style, which the match allowed for).
+fn check_changed(original: &str, result: &str, old: &str, new: &str) -> Result<(), String> {
+    if result == original && line_endings_only(old, new) {
+        return Err(
+            "old_text and new_text differ only in line endings, and the file already has new_text's line endings there: nothing to change"
+                .to_owned(),
+        );
+    }
+    Ok(())
 }
 
 fn offsets(hay: &str, needle: &str, base: usize) -> Vec<usize> {
@@ -134,7 +172,7 @@ pub(super) fn file_replace_text(call: &Call) -> Result<Outcome, String> {
     }
     let target = call.path("path", &[Access::Read, Access::Write])?;
     let file = text::load(&target, call.ws.max_file_size).map_err(|e| e.for_action(call.action))?;
-    let found = Found::search(&file, old_text, 0);
+    let found = Found::for_edit(&file, old_text, new_text, 0);
     match found.at.len() {
         0 => return Err(not_found(call, "old_text", &file, old_text, 1)),
         1 => {}
@@ -146,6 +184,7 @@ pub(super) fn file_replace_text(call: &Call) -> Result<Outcome, String> {
         }
     }
     let result = replace_at(&file.text, &found, &found.replacement(&file, new_text));
+    check_changed(&file.text, &result, old_text, new_text).map_err(|e| call.fail(e))?;
     save(call, &target, &file, &result)?;
     Ok(Outcome::ok(Some(
         json!({"path": target.user, "replacements": 1}),
@@ -166,7 +205,7 @@ pub(super) fn file_replace_all_text(call: &Call) -> Result<Outcome, String> {
     }
     let target = call.path("path", &[Access::Read, Access::Write])?;
     let file = text::load(&target, call.ws.max_file_size).map_err(|e| e.for_action(call.action))?;
-    let found = Found::search(&file, old_text, 0);
+    let found = Found::for_edit(&file, old_text, new_text, 0);
     let actual = found.at.len();
     if let Some(expected) = count.filter(|&n| n as usize != actual) {
         let mut message = format!("expected {expected} occurrences but found {actual}");
@@ -182,6 +221,7 @@ pub(super) fn file_replace_all_text(call: &Call) -> Result<Outcome, String> {
         return Err(not_found(call, "old_text", &file, old_text, 1));
     }
     let result = replace_at(&file.text, &found, &found.replacement(&file, new_text));
+    check_changed(&file.text, &result, old_text, new_text).map_err(|e| call.fail(e))?;
     save(call, &target, &file, &result)?;
     Ok(Outcome::ok(Some(
         json!({"path": target.user, "replacements": actual}),
@@ -305,7 +345,7 @@ fn replace_all_in(
 ) -> Result<usize, String> {
     let target = call.target(path, &[Access::Read, Access::Write])?;
     let file = text::load(&target, call.ws.max_file_size).map_err(|e| e.to_string())?;
-    let found = Found::search(&file, old_text, 0);
+    let found = Found::for_edit(&file, old_text, new_text, 0);
     if found.at.is_empty() {
         return Err(format!(
             "old_text not found in file{}",
@@ -313,6 +353,7 @@ fn replace_all_in(
         ));
     }
     let result = replace_at(&file.text, &found, &found.replacement(&file, new_text));
+    check_changed(&file.text, &result, old_text, new_text)?;
     let bytes = file.encode(&result);
     text::check_size(path, bytes.len(), call.ws.max_file_size).map_err(|e| e.to_string())?;
     text::store(&target, &bytes)?;

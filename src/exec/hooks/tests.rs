@@ -60,6 +60,42 @@ fn references_are_rewritten_only_for_known_names() {
 }
 
 #[test]
+fn references_follow_the_shell_quoting() {
+    let known = vars(&[("A", "1")]);
+    assert_eq!(
+        reference_vars(
+            r#"'${A}' "${A}" 'x "${A}" y' \${A} "\"${A}" 'a\'${A}"#,
+            &known
+        ),
+        r#"''"${LOAF_VAR_A}"'' "${LOAF_VAR_A}" 'x "'"${LOAF_VAR_A}"'" y' \${A} "\"${LOAF_VAR_A}" 'a\'${LOAF_VAR_A}"#
+    );
+}
+
+#[test]
+fn a_var_in_single_quotes_gets_its_value_uninterpreted() {
+    let dir = tempfile::tempdir().unwrap();
+    let evil = "it's $(touch pwned1) `touch pwned2` '; touch pwned3; ' \\ ${HOME}";
+    let result = run_in(
+        dir.path(),
+        &[hook(
+            "printf '%s\\n' 'msg: ${COMMIT_MSG} end' > single.txt; echo '${NOT_A_VAR}' >> single.txt",
+        )],
+        &vars(&[("COMMIT_MSG", evil)]),
+    );
+    assert!(result.success, "{result:?}");
+    for n in 1..=3 {
+        assert!(
+            !dir.path().join(format!("pwned{n}")).exists(),
+            "pwned{n} ran"
+        );
+    }
+    assert_eq!(
+        read(dir.path().join("single.txt")),
+        format!("msg: {evil} end\n${{NOT_A_VAR}}\n")
+    );
+}
+
+#[test]
 fn the_run_context_keeps_the_documented_and_the_seed_names() {
     let context = run_context_vars(
         false,
