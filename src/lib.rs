@@ -19,6 +19,7 @@ pub mod exec;
 pub mod git;
 pub mod input;
 pub mod nesl;
+pub mod ops;
 pub mod report;
 
 mod run;

@@ -1,16 +1,13 @@
-//! Everything that touches git: the only module that imports git2. An apply is one
-//! transaction ([`apply`]): the lock and crash recovery ([`session`], [`lock`]), the user's
-//! uncommitted work ([`checkpoint`]), the staging worktree ([`stage`]), the commit
-//! ([`commit`]), moving the branch and files ([`publish`]) and the operation log that undo
-//! and redo walk ([`oplog`], [`undo`]); [`history`] reads it all back for `log` and `show`.
+//! Git plumbing, the only module that imports git2: the lock and crash recovery
+//! ([`session`], [`lock`]), the user's uncommitted work ([`checkpoint`]), the staging
+//! worktree ([`stage`]), trees built and compared ([`treebuild`], [`treediff`]), commits,
+//! trailers and notes ([`commit`]), moving the branch and files ([`publish`]) and the
+//! operation log ([`oplog`]). The user's operations that use them are in [`crate::ops`].
 
-pub mod apply;
 pub mod checkpoint;
 pub mod commit;
 pub mod filters;
-pub mod history;
 pub mod index_lock;
-pub mod kept;
 pub mod lock;
 pub mod merge;
 pub mod oplog;
@@ -23,7 +20,6 @@ pub mod states;
 mod testing;
 pub mod treebuild;
 pub mod treediff;
-pub mod undo;
 pub mod visible;
 
 use std::path::{Path, PathBuf};

@@ -11,10 +11,10 @@ use std::path::Path;
 use git2::{Oid, Repository};
 
 use super::apply::{head_ref, new_id, now_secs};
-use super::checkpoint;
-use super::oplog::{self, OpEntry, OpKind, UserState};
-use super::publish::{self, Transition, crash_point, differing};
-use super::session::{Session, TxError};
+use crate::git::checkpoint;
+use crate::git::oplog::{self, OpEntry, OpKind, UserState};
+use crate::git::publish::{self, Transition, crash_point, differing};
+use crate::git::session::{Session, TxError};
 
 /// What undo or redo did.
 #[derive(Debug)]

@@ -9,9 +9,9 @@ use git2::{Commit, Oid, Repository};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::commit::{parse_trailers, read_note};
-use super::oplog::{self, OpKind};
-use super::session::TxError;
+use crate::git::commit::{parse_trailers, read_note};
+use crate::git::oplog::{self, OpKind};
+use crate::git::session::TxError;
 
 /// How far back `log` looks for loaf commits on the first-parent chain.
 const SCAN_LIMIT: usize = 100_000;
@@ -37,7 +37,7 @@ pub struct LogEntry {
 }
 
 fn open(cwd: &Path) -> Result<Repository, TxError> {
-    super::states::discover(cwd).map_err(|_| TxError::NotARepository(cwd.to_path_buf()))
+    crate::git::states::discover(cwd).map_err(|_| TxError::NotARepository(cwd.to_path_buf()))
 }
 
 /// The newest `limit` loaf commits reachable from HEAD along first parents.
@@ -45,7 +45,7 @@ pub fn log(cwd: &Path, limit: usize) -> Result<Vec<LogEntry>, TxError> {
     let repo = open(cwd)?;
     // Kept commits first: they wait for the user to take or drop them.
     let mut kept = Vec::new();
-    for k in super::kept::list(&repo)? {
+    for k in super::take::list(&repo)? {
         if let Some(mut e) = repo.find_commit(k.commit).ok().as_ref().and_then(entry) {
             e.kind = "kept";
             kept.push(e);

@@ -8,13 +8,13 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Repository};
 
 use super::apply::{head_ref, now_secs};
-use super::checkpoint;
-use super::commit::{read_note, write_commit, write_note};
-use super::merge::{self, Overlap};
-use super::oplog::{OpEntry, OpKind, UserState};
-use super::publish::{self, Transition, blob_at};
-use super::session::{Session, TxError};
-use super::treebuild::tree_with_values;
+use crate::git::checkpoint;
+use crate::git::commit::{read_note, write_commit, write_note};
+use crate::git::merge::{self, Overlap};
+use crate::git::oplog::{OpEntry, OpKind, UserState};
+use crate::git::publish::{self, Transition, blob_at};
+use crate::git::session::{Session, TxError};
+use crate::git::treebuild::tree_with_values;
 
 /// A kept commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,7 +134,7 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
     let cp = checkpoint::take(repo)?;
     let head_tree = cp.head_tree;
     let changed: Vec<PathBuf> =
-        super::treediff::changed_paths(repo, Some(head_tree), Some(target_tree))?
+        crate::git::treediff::changed_paths(repo, Some(head_tree), Some(target_tree))?
             .into_iter()
             .collect();
     let (work, index, merged) = match land(repo, &cp, head_tree, target_tree, &changed)? {

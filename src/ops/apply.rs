@@ -8,19 +8,19 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use git2::{Oid, Repository};
 use sha2::{Digest, Sha256};
 
-use super::checkpoint::{self, Checkpoint, head_commit};
-use super::commit::{Trailers, message, write_commit, write_note};
-use super::merge;
-use super::oplog::{OpEntry, OpKind, UserState};
-use super::publish::{self, PublishError, Transition, crash_point};
-use super::session::{Session, TxError};
-use super::stage::{Stage, Touched};
-use super::treebuild;
-use super::visible;
 use crate::actions::Schema;
 use crate::config::Config;
 use crate::exec::PathMap;
 use crate::exec::sandbox::Sandbox;
+use crate::git::checkpoint::{self, Checkpoint, head_commit};
+use crate::git::commit::{Trailers, message, write_commit, write_note};
+use crate::git::merge;
+use crate::git::oplog::{OpEntry, OpKind, UserState};
+use crate::git::publish::{self, PublishError, Transition, crash_point};
+use crate::git::session::{Session, TxError};
+use crate::git::stage::{Stage, Touched};
+use crate::git::treebuild;
+use crate::git::visible;
 use crate::report::{ExecutionResult, GitInfo};
 
 /// What to record besides the reply.
@@ -104,7 +104,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         let _ = crate::exec::sandbox::kill_recorded(repo.commondir());
     }
     stage.reset_to(start, marker.exists())?;
-    std::fs::write(&marker, &id).map_err(super::stage::StageError::from)?;
+    std::fs::write(&marker, &id).map_err(crate::git::stage::StageError::from)?;
     crash_point("stage");
     // Ignored files (a virtualenv, node_modules, .env) are seen as in the user's tree: fs
     // actions read through to them; exec and hooks get them mounted in place, which needs
@@ -130,7 +130,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     };
     crash_point("sandbox");
     let mut fences = submodule_fences(repo, &stage);
-    fences.extend(super::states::sparse_fences(repo, stage.path()));
+    fences.extend(crate::git::states::sparse_fences(repo, stage.path()));
     crash_point("fences");
     let mut result = crate::run::execute_fenced(reply, &config, &paths, fences, sandbox.as_ref());
     crash_point("executed");
@@ -159,7 +159,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     // go into the commit (on HEAD's tree) and into the index; everything else the user had
     // uncommitted stays uncommitted.
     let changed: Vec<PathBuf> =
-        super::treediff::changed_paths(repo, Some(from_work), Some(staged))?
+        crate::git::treediff::changed_paths(repo, Some(from_work), Some(staged))?
             .into_iter()
             .collect();
     let tree = if changed.is_empty() {
@@ -348,7 +348,7 @@ fn report_escapes(
         return Ok(());
     }
     let mut paths: Vec<String> =
-        super::treediff::changed_paths(repo, Some(before.work_tree), Some(now.work_tree))?
+        crate::git::treediff::changed_paths(repo, Some(before.work_tree), Some(now.work_tree))?
             .into_iter()
             .map(|p| root.join(p).display().to_string())
             .collect();
