@@ -5,53 +5,19 @@
 
 use std::path::{Path, PathBuf};
 
-use git2::{Oid, Repository};
-
-use super::apply::{head_ref, now_secs};
+use super::now_secs;
 use crate::git::checkpoint;
-use crate::git::commit::{read_note, write_commit, write_note};
+use crate::git::commit::{read_note, write_note};
 use crate::git::merge::{self, Overlap};
 use crate::git::oplog::{OpEntry, OpKind, UserState};
-use crate::git::publish::{self, Transition, blob_at};
+use crate::git::publish::{self, Transition};
+use crate::git::refs::{self, KeptCommit};
 use crate::git::session::{Session, TxError};
-use crate::git::treebuild::tree_with_values;
+use crate::git::{Oid, commits, treediff};
 
-/// A kept commit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeptCommit {
-    /// The apply id (the ref's last part).
-    pub id: String,
-    /// The commit.
-    pub commit: Oid,
-}
-
-/// The kept commits, by apply id.
-pub fn list(repo: &Repository) -> Result<Vec<KeptCommit>, git2::Error> {
-    let mut out = Vec::new();
-    for reference in repo.references_glob("refs/loaf/*")? {
-        let reference = reference?;
-        let Some(name) = reference
-            .name()
-            .ok()
-            .and_then(|n| n.strip_prefix("refs/loaf/"))
-        else {
-            continue;
-        };
-        if name.contains('/') || !name.chars().all(|c| c.is_ascii_hexdigit()) {
-            continue;
-        }
-        if let Some(commit) = reference.target() {
-            out.push(KeptCommit {
-                id: name.to_owned(),
-                commit,
-            });
-        }
-    }
-    Ok(out)
-}
-
-fn find(repo: &Repository, id: &str) -> Result<KeptCommit, TxError> {
-    list(repo)?
+/// The kept commit `id`.
+fn find(session: &Session, id: &str) -> Result<KeptCommit, TxError> {
+    refs::kept(&session.repo)?
         .into_iter()
         .find(|k| k.id == id)
         .ok_or_else(|| TxError::Invalid {
@@ -63,11 +29,8 @@ fn find(repo: &Repository, id: &str) -> Result<KeptCommit, TxError> {
 /// `git loaf drop <id>`: deletes the kept commit's ref.
 pub fn drop_kept(cwd: &Path, id: &str) -> Result<KeptCommit, TxError> {
     let session = Session::begin(cwd, "drop")?;
-    let kept = find(&session.repo, id)?;
-    session
-        .repo
-        .find_reference(&format!("refs/loaf/{id}"))?
-        .delete()?;
+    let kept = find(&session, id)?;
+    refs::drop_kept(&session.repo, id)?;
     Ok(kept)
 }
 
@@ -88,10 +51,9 @@ pub struct Taken {
 pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
     let mut session = Session::begin(cwd, "take")?;
     let repo = &session.repo;
-    let kept = find(repo, id)?;
-    let (ref_name, head) = head_ref(repo)?;
-    let commit = repo.find_commit(kept.commit)?;
-    let parent = commit.parent_ids().next();
+    let kept = find(&session, id)?;
+    let (ref_name, head) = refs::head_ref(repo)?;
+    let commit = commits::read(repo, kept.commit)?;
     let refuse = |reason: String| TxError::Refused {
         message: format!("cannot take {id}: {reason}"),
         hint: format!(
@@ -99,29 +61,21 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
         ),
     };
     // On the current HEAD: the commit itself, or the same change replayed onto HEAD.
-    let landed = if parent == head {
+    let landed = if commit.parent == head {
         kept.commit
     } else {
         let Some(head) = head else {
             return Err(refuse("the branch has no commit to take it onto".into()));
         };
-        let onto = repo.find_commit(head)?;
-        let mut index = repo.cherrypick_commit(&commit, &onto, 0, None)?;
-        if index.has_conflicts() {
-            let paths: Vec<String> = index
-                .conflicts()?
-                .filter_map(|c| c.ok())
-                .filter_map(|c| c.our.or(c.their).or(c.ancestor))
-                .map(|e| String::from_utf8_lossy(&e.path).into_owned())
-                .collect();
-            return Err(refuse(format!(
-                "it conflicts with commits made since in {}",
-                paths.join(", ")
-            )));
+        match merge::replay(repo, kept.commit, head)? {
+            Ok(replayed) => replayed,
+            Err(paths) => {
+                return Err(refuse(format!(
+                    "it conflicts with commits made since in {}",
+                    paths.join(", ")
+                )));
+            }
         }
-        let tree = index.write_tree_to(repo)?;
-        let message = commit.message().ok().unwrap_or_default().to_owned();
-        write_commit(repo, tree, &[head], &message)?
     };
     if let Some(note) = read_note(repo, kept.commit) {
         write_note(
@@ -130,23 +84,17 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
             &note.replace("NOT APPLIED", "taken later; was not applied"),
         )?;
     }
-    let target_tree = repo.find_commit(landed)?.tree_id();
+    let target_tree = commits::read(repo, landed)?.tree;
     let cp = checkpoint::take(repo)?;
     let head_tree = cp.head_tree;
-    let changed: Vec<PathBuf> =
-        crate::git::treediff::changed_paths(repo, Some(head_tree), Some(target_tree))?
-            .into_iter()
-            .collect();
-    let (work, index, merged) = match land(repo, &cp, head_tree, target_tree, &changed)? {
+    let changed: Vec<PathBuf> = treediff::changed_paths(repo, Some(head_tree), Some(target_tree))?
+        .into_iter()
+        .collect();
+    let (work, index, merged) = match merge::land(repo, &cp, head_tree, target_tree, &changed)? {
         Ok(landing) => landing,
         Err(Overlap(reason)) => return Err(refuse(reason)),
     };
-    let summary = commit
-        .summary()
-        .ok()
-        .flatten()
-        .unwrap_or_default()
-        .to_owned();
+    let summary = commit.summary;
     let transition = Transition {
         workdir: session.root.clone(),
         ref_name: ref_name.clone(),
@@ -184,7 +132,7 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
         }
         other => TxError::Publish(other),
     })?;
-    repo.find_reference(&format!("refs/loaf/{id}"))?.delete()?;
+    refs::drop_kept(repo, id)?;
     let mut notices = std::mem::take(&mut session.notices);
     notices.extend(publish::left_alone_notice(&skipped));
     Ok(Taken {
@@ -192,50 +140,4 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
         merged,
         notices,
     })
-}
-
-/// The working tree and index trees after a landing, and the paths merged with the user's
-/// edits.
-type Landing = (Oid, Oid, Vec<PathBuf>);
-
-/// The working tree and index after landing `target` (a tree on top of `head_tree`) on the
-/// user's state `cp`: each changed path merged with the user's uncommitted edits there.
-fn land(
-    repo: &Repository,
-    cp: &checkpoint::Checkpoint,
-    head_tree: Oid,
-    target_tree: Oid,
-    changed: &[PathBuf],
-) -> Result<Result<Landing, Overlap>, git2::Error> {
-    let (head, target) = (repo.find_tree(head_tree)?, repo.find_tree(target_tree)?);
-    let (work, index) = (
-        repo.find_tree(cp.work_tree)?,
-        repo.find_tree(cp.index_tree)?,
-    );
-    let mut work_values = Vec::new();
-    let mut index_values = Vec::new();
-    let mut merged = Vec::new();
-    for path in changed {
-        let (base, theirs) = (blob_at(&head, path), blob_at(&target, path));
-        let staged = blob_at(&index, path);
-        if staged != base && staged != theirs {
-            return Ok(Err(Overlap(format!(
-                "you have staged changes to {}",
-                path.display()
-            ))));
-        }
-        let ours = blob_at(&work, path);
-        let entry = match merge::merge_entry(repo, path, base, ours, theirs)? {
-            Ok(entry) => entry,
-            Err(overlap) => return Ok(Err(overlap)),
-        };
-        if ours != base {
-            merged.push(path.clone());
-        }
-        work_values.push((path.clone(), entry));
-        index_values.push((path.clone(), theirs));
-    }
-    let work = tree_with_values(repo, cp.work_tree, &work_values)?;
-    let index = tree_with_values(repo, cp.index_tree, &index_values)?;
-    Ok(Ok((work, index, merged)))
 }

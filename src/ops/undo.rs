@@ -8,13 +8,12 @@
 
 use std::path::Path;
 
-use git2::{Oid, Repository};
-
-use super::apply::{head_ref, new_id, now_secs};
+use super::{new_id, now_secs};
 use crate::git::checkpoint;
 use crate::git::oplog::{self, OpEntry, OpKind, UserState};
 use crate::git::publish::{self, Transition, crash_point, differing};
 use crate::git::session::{Session, TxError};
+use crate::git::{Oid, refs};
 
 /// What undo or redo did.
 #[derive(Debug)]
@@ -56,7 +55,7 @@ pub fn undo(cwd: &Path, force: bool) -> Result<Walked, TxError> {
     };
     crash_point("logged");
     if !force {
-        refuse_if_pushed(&session.repo, &target)?;
+        refuse_if_pushed(&session, &target)?;
     }
     crash_point("pushed-checked");
     walk(session, target, OpKind::Undo, force)
@@ -89,7 +88,7 @@ fn walk(
         _ => (target.before.clone(), target.after.clone()),
     };
     let verb = if kind == OpKind::Undo { "undo" } else { "redo" };
-    let (ref_name, head) = head_ref(repo)?;
+    let (ref_name, head) = refs::head_ref(repo)?;
     if ref_name != target.ref_name {
         return Err(TxError::Refused {
             message: format!(
@@ -150,9 +149,7 @@ fn walk(
             _ => None,
         });
         if let Some(commit) = keep {
-            let name = format!("refs/loaf/saved/{id}");
-            repo.reference(&name, commit, true, "git-loaf: saved before a forced undo")?;
-            saved = Some(name);
+            saved = Some(refs::save(repo, &id, commit)?);
         }
     }
     let transition = Transition {
@@ -194,7 +191,7 @@ fn walk(
         .into_iter()
         .map(|p| p.display().to_string())
         .collect();
-    let head_tree = current_head_tree(repo, wanted.head.as_deref())?;
+    let head_tree = checkpoint::commit_tree(repo, wanted.head.as_deref())?;
     Ok(Walked {
         restored_uncommitted: wanted.work != head_tree || wanted.index != head_tree,
         target,
@@ -208,47 +205,28 @@ fn walk(
     })
 }
 
-/// The tree of `head` (the empty tree for an unborn branch).
-fn current_head_tree(repo: &Repository, head: Option<&str>) -> Result<String, git2::Error> {
-    match head {
-        Some(h) => Ok(repo.find_commit(Oid::from_str(h)?)?.tree_id().to_string()),
-        None => Ok(repo.treebuilder(None)?.write()?.to_string()),
-    }
-}
-
 /// Refuses to undo commits that a remote-tracking ref already has: others may have them.
-fn refuse_if_pushed(repo: &Repository, target: &OpEntry) -> Result<(), TxError> {
+fn refuse_if_pushed(session: &Session, target: &OpEntry) -> Result<(), TxError> {
     let Some(after) = target.after.head.as_deref() else {
         return Ok(());
     };
-    let mut walk = repo.revwalk()?;
-    walk.push(Oid::from_str(after)?)?;
-    if let Some(before) = target.before.head.as_deref() {
-        walk.hide(Oid::from_str(before)?)?;
-    }
-    let removed: Vec<Oid> = walk.take(10_000).collect::<Result<_, _>>()?;
-    for reference in repo.references_glob("refs/remotes/*")? {
-        let reference = reference?;
-        let Ok(tip) = reference.resolve().and_then(|r| r.peel_to_commit()) else {
-            continue;
-        };
-        for commit in &removed {
-            if tip.id() == *commit || repo.graph_descendant_of(tip.id(), *commit)? {
-                let name = reference
-                    .shorthand()
-                    .unwrap_or("a remote-tracking ref")
-                    .to_owned();
-                return Err(TxError::Refused {
-                    message: format!(
-                        "commit {} of {} {} is already on {name}: undoing it would rewrite published history",
-                        short(Some(&commit.to_string())),
-                        describe(target),
-                        target.id
-                    ),
-                    hint: "use `git revert` to undo published work, or `git loaf undo --force` if you will force-push".into(),
-                });
-            }
-        }
+    let before = target
+        .before
+        .head
+        .as_deref()
+        .map(Oid::from_str)
+        .transpose()?;
+    if let Some((commit, name)) = refs::first_pushed(&session.repo, Oid::from_str(after)?, before)?
+    {
+        return Err(TxError::Refused {
+            message: format!(
+                "commit {} of {} {} is already on {name}: undoing it would rewrite published history",
+                short(Some(&commit.to_string())),
+                describe(target),
+                target.id
+            ),
+            hint: "use `git revert` to undo published work, or `git loaf undo --force` if you will force-push".into(),
+        });
     }
     Ok(())
 }
