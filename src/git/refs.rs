@@ -102,3 +102,71 @@ pub fn first_pushed(
     }
     Ok(None)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::testing::{committed_repo, git, write_file};
+
+    fn oid(dir: &std::path::Path, rev: &str) -> Oid {
+        Oid::from_str(git(dir, &["rev-parse", rev]).trim()).expect("an id")
+    }
+
+    /// Two commits on top of `first`; the remote-tracking ref at the first of them: undoing
+    /// back to `first` would remove a pushed commit, undoing the second alone would not.
+    #[test]
+    fn finds_the_removed_commit_a_remote_tracking_ref_has() {
+        let dir = committed_repo();
+        let root = dir.path();
+        for n in ["second", "third"] {
+            write_file(root, "a.txt", n);
+            git(root, &["commit", "-q", "-am", n]);
+        }
+        git(root, &["update-ref", "refs/remotes/origin/main", "HEAD~1"]);
+        let repo = Repository::open(root).expect("open");
+        let (first, second, third) = (oid(root, "HEAD~2"), oid(root, "HEAD~1"), oid(root, "HEAD"));
+        assert_eq!(
+            first_pushed(&repo, third, Some(first)).expect("walks"),
+            Some((second, "origin/main".to_owned()))
+        );
+        assert_eq!(
+            first_pushed(&repo, third, Some(second)).expect("walks"),
+            None
+        );
+        assert_eq!(
+            head_ref(&repo).expect("head"),
+            ("refs/heads/main".to_owned(), Some(third))
+        );
+    }
+
+    /// Only `refs/loaf/<hex id>` are kept commits (not the oplog, not saved work); keeping and
+    /// dropping one is what `git for-each-ref` sees.
+    #[test]
+    fn keeps_lists_and_drops_kept_commits() {
+        let dir = committed_repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let head = oid(root, "HEAD");
+        assert_eq!(
+            keep(&repo, "a1b2c3", head).expect("keeps"),
+            "refs/loaf/a1b2c3"
+        );
+        assert_eq!(
+            save(&repo, "d4e5f6", head).expect("saves"),
+            "refs/loaf/saved/d4e5f6"
+        );
+        git(root, &["update-ref", "refs/loaf/oplog", "HEAD"]);
+        assert_eq!(
+            kept(&repo).expect("lists"),
+            vec![KeptCommit {
+                id: "a1b2c3".to_owned(),
+                commit: head
+            }]
+        );
+        drop_kept(&repo, "a1b2c3").expect("drops");
+        assert_eq!(
+            git(root, &["for-each-ref", "--format=%(refname)", "refs/loaf/"]),
+            "refs/loaf/oplog\nrefs/loaf/saved/d4e5f6\n"
+        );
+    }
+}
