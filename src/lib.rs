@@ -8,6 +8,10 @@
 //!                                       (all of it staged and committed by git/)
 //! ```
 //!
+//! The user's operations (`apply`, `undo`/`redo`, `take`/`drop`, `log`/`show`) are in
+//! [`ops`], one file each, as the sequence of steps they take; the git plumbing they call
+//! (the only code that uses git2) is in [`git`].
+//!
 //! So far: [`nesl`] (the syntax, exactly as the reference parser) and [`input`] (reading a
 //! reply safely). The command line lives in [`cli`].
 #![warn(missing_docs)]
@@ -19,6 +23,7 @@ pub mod exec;
 pub mod git;
 pub mod input;
 pub mod nesl;
+pub mod ops;
 pub mod report;
 
 mod run;

@@ -7,9 +7,9 @@ use serde_json::json;
 
 use super::{CliError, Outcome};
 use crate::actions::{self, Plan};
-use crate::git::{self, apply::ApplyOptions};
 use crate::input::{Source, as_text, read_bytes};
 use crate::nesl;
+use crate::ops::apply::{self, ApplyOptions};
 use crate::report;
 
 /// Run every valid block of an LLM's reply and print the results for the model.
@@ -81,7 +81,7 @@ fn transaction(args: &ApplyArgs, cwd: &std::path::Path, text: &str) -> Result<Ou
     let options = ApplyOptions {
         model: args.model.clone(),
     };
-    let applied = git::apply::apply(cwd, text, &options)?;
+    let applied = apply::apply(cwd, text, &options)?;
     super::print_notices(&applied.notices);
     let result = &applied.result;
     print(&if args.json {

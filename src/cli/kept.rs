@@ -3,7 +3,7 @@
 use clap::Args;
 
 use super::{CliError, Outcome};
-use crate::git::kept;
+use crate::ops::take;
 
 /// Apply a kept commit (one `git loaf apply` could not publish: it said NOT APPLIED) to the
 /// current branch: replayed onto HEAD if HEAD moved, merged with your uncommitted edits, which
@@ -27,7 +27,7 @@ pub struct DropArgs {
 
 /// Runs `git loaf take`.
 pub fn run_take(args: &TakeArgs) -> Result<Outcome, CliError> {
-    let taken = kept::take(&super::current_dir()?, &args.id)?;
+    let taken = take::take(&super::current_dir()?, &args.id)?;
     super::print_notices(&taken.notices);
     let mut out = format!(
         "Took {}: now commit {}\n",
@@ -50,7 +50,7 @@ pub fn run_take(args: &TakeArgs) -> Result<Outcome, CliError> {
 
 /// Runs `git loaf drop`.
 pub fn run_drop(args: &DropArgs) -> Result<Outcome, CliError> {
-    let dropped = kept::drop_kept(&super::current_dir()?, &args.id)?;
+    let dropped = take::drop_kept(&super::current_dir()?, &args.id)?;
     super::print_out(&format!(
         "Dropped {} (commit {})\n",
         dropped.id,

@@ -3,7 +3,7 @@
 use clap::Args;
 
 use super::{CliError, Outcome};
-use crate::git::history::{self, Shown};
+use crate::ops::log::{self, Shown};
 
 /// List the git-loaf commits on the current branch, newest first: commit, apply id, time,
 /// ✅/❌ counts and summary.
@@ -35,7 +35,7 @@ pub struct ShowArgs {
 
 /// Runs `git loaf log`.
 pub fn run_log(args: &LogArgs) -> Result<Outcome, CliError> {
-    let entries = history::log(&super::current_dir()?, args.max_count)?;
+    let entries = log::log(&super::current_dir()?, args.max_count)?;
     if args.json {
         let json = serde_json::to_string_pretty(&entries).unwrap_or_default();
         return super::print_out(&(json + "\n")).map(|()| Outcome::Success);
@@ -64,7 +64,7 @@ pub fn run_log(args: &LogArgs) -> Result<Outcome, CliError> {
 
 /// Runs `git loaf show`.
 pub fn run_show(args: &ShowArgs) -> Result<Outcome, CliError> {
-    let shown = history::show(&super::current_dir()?, args.rev.as_deref())?;
+    let shown = log::show(&super::current_dir()?, args.rev.as_deref())?;
     let text = match (&shown, args.json) {
         (Shown::Full { text, .. }, false) => text.clone(),
         (Shown::Full { result, .. }, true) | (Shown::TrailerOnly { result, .. }, true) => {

@@ -3,7 +3,7 @@
 use clap::Args;
 
 use super::{CliError, Outcome};
-use crate::git::undo::{self, Walked, display_ref, short};
+use crate::ops::undo::{self, Walked, display_ref, short};
 
 /// Undo the most recent git-loaf operation, restoring HEAD, the index and the working tree
 /// (untracked files included) exactly as they were before it; repeated undo walks further back.

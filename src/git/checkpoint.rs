@@ -9,6 +9,8 @@
 //! included. The operation log keeps both alive; nothing of them reaches the branch unless
 //! an apply changes that very path.
 
+use std::path::{Path, PathBuf};
+
 use git2::{Oid, Repository, StatusOptions};
 
 use super::commit::write_commit;
@@ -213,6 +215,42 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
         work_tree: added?,
         index_tree,
     })
+}
+
+/// The tree of commit `head` (the empty tree for an unborn branch), as hex.
+pub fn commit_tree(repo: &Repository, head: Option<&str>) -> Result<String, git2::Error> {
+    match head {
+        Some(h) => Ok(repo.find_commit(Oid::from_str(h)?)?.tree_id().to_string()),
+        None => Ok(empty_tree(repo)?.to_string()),
+    }
+}
+
+/// The paths among `changed` where the user had uncommitted work (in the file or staged) in
+/// `checkpoint`: an apply that changes them takes that work into its commit.
+pub fn carried_uncommitted(
+    repo: &Repository,
+    checkpoint: &Checkpoint,
+    changed: &[PathBuf],
+) -> Result<Vec<String>, git2::Error> {
+    if checkpoint.is_clean() {
+        return Ok(Vec::new());
+    }
+    let entry = |tree: Oid, path: &Path| -> Result<Option<(Oid, i32)>, git2::Error> {
+        Ok(repo
+            .find_tree(tree)?
+            .get_path(path)
+            .ok()
+            .map(|e| (e.id(), e.filemode())))
+    };
+    let mut out = Vec::new();
+    for path in changed {
+        let head = entry(checkpoint.head_tree, path)?;
+        if entry(checkpoint.work_tree, path)? != head || entry(checkpoint.index_tree, path)? != head
+        {
+            out.push(path.display().to_string());
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

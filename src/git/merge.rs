@@ -3,11 +3,16 @@
 //! apply made) when the two edits do not touch the same lines, so the apply can still be
 //! published without overwriting anything. The commit keeps only the apply's change; the
 //! user's new edit stays in the working tree, uncommitted, as any later edit would.
+//!
+//! The same 3-way merge lands a kept commit on the user's state for `take` ([`land`]), after
+//! [`replay`] has moved it onto the current HEAD.
 
 use std::path::{Path, PathBuf};
 
 use git2::{MergeFileInput, Oid, Repository};
 
+use super::checkpoint::Checkpoint;
+use super::commit::write_commit;
 use super::publish::{Transition, blob_at, file_blob};
 use super::treebuild::tree_with_values;
 
@@ -108,6 +113,76 @@ pub fn merge_entry(
         ))));
     }
     Ok(Ok(Some((repo.blob(result.content())?, theirs.1))))
+}
+
+/// The working tree and index trees after a landing, and the paths merged with the user's
+/// edits.
+pub type Landing = (Oid, Oid, Vec<PathBuf>);
+
+/// The working tree and index after landing `target` (a tree on top of `head_tree`) on the
+/// user's state `cp`: each changed path merged with the user's uncommitted edits there.
+pub fn land(
+    repo: &Repository,
+    cp: &Checkpoint,
+    head_tree: Oid,
+    target_tree: Oid,
+    changed: &[PathBuf],
+) -> Result<Result<Landing, Overlap>, git2::Error> {
+    let (head, target) = (repo.find_tree(head_tree)?, repo.find_tree(target_tree)?);
+    let (work, index) = (
+        repo.find_tree(cp.work_tree)?,
+        repo.find_tree(cp.index_tree)?,
+    );
+    let mut work_values = Vec::new();
+    let mut index_values = Vec::new();
+    let mut merged = Vec::new();
+    for path in changed {
+        let (base, theirs) = (blob_at(&head, path), blob_at(&target, path));
+        let staged = blob_at(&index, path);
+        if staged != base && staged != theirs {
+            return Ok(Err(Overlap(format!(
+                "you have staged changes to {}",
+                path.display()
+            ))));
+        }
+        let ours = blob_at(&work, path);
+        let entry = match merge_entry(repo, path, base, ours, theirs)? {
+            Ok(entry) => entry,
+            Err(overlap) => return Ok(Err(overlap)),
+        };
+        if ours != base {
+            merged.push(path.clone());
+        }
+        work_values.push((path.clone(), entry));
+        index_values.push((path.clone(), theirs));
+    }
+    let work = tree_with_values(repo, cp.work_tree, &work_values)?;
+    let index = tree_with_values(repo, cp.index_tree, &index_values)?;
+    Ok(Ok((work, index, merged)))
+}
+
+/// `commit`'s change replayed onto `onto` (a cherry-pick, same message): the new commit, or
+/// the paths that conflict.
+pub fn replay(
+    repo: &Repository,
+    commit: Oid,
+    onto: Oid,
+) -> Result<Result<Oid, Vec<String>>, git2::Error> {
+    let commit = repo.find_commit(commit)?;
+    let onto = repo.find_commit(onto)?;
+    let mut index = repo.cherrypick_commit(&commit, &onto, 0, None)?;
+    if index.has_conflicts() {
+        let paths: Vec<String> = index
+            .conflicts()?
+            .filter_map(|c| c.ok())
+            .filter_map(|c| c.our.or(c.their).or(c.ancestor))
+            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+            .collect();
+        return Ok(Err(paths));
+    }
+    let tree = index.write_tree_to(repo)?;
+    let message = commit.message().ok().unwrap_or_default().to_owned();
+    Ok(Ok(write_commit(repo, tree, &[onto.id()], &message)?))
 }
 
 fn input(content: &[u8]) -> MergeFileInput<'_> {

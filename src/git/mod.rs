@@ -1,21 +1,23 @@
-//! Everything that touches git: the only module that imports git2. An apply is one
-//! transaction ([`apply`]): the lock and crash recovery ([`session`], [`lock`]), the user's
-//! uncommitted work ([`checkpoint`]), the staging worktree ([`stage`]), the commit
-//! ([`commit`]), moving the branch and files ([`publish`]) and the operation log that undo
-//! and redo walk ([`oplog`], [`undo`]); [`history`] reads it all back for `log` and `show`.
+//! Git plumbing, the only module that imports git2 (the user's operations that use it are in
+//! [`crate::ops`], which hold its [`Oid`]s but call no git2 themselves): the lock and crash
+//! recovery ([`session`], [`lock`]), the user's uncommitted work ([`checkpoint`]), the
+//! staging worktree ([`stage`]) and the ignored files shown through it ([`visible`]), trees
+//! built and compared ([`treebuild`], [`treediff`]), 3-way merges ([`merge`]), commits,
+//! trailers and notes ([`commit`]) and reading them back ([`commits`]), the refs operations
+//! move and keep ([`refs`]), moving the branch and files ([`publish`]) and the operation log
+//! ([`oplog`]).
 
-pub mod apply;
 pub mod checkpoint;
 pub mod commit;
+pub mod commits;
 pub mod filters;
-pub mod history;
 pub mod index_lock;
-pub mod kept;
 pub mod lock;
 pub mod merge;
 pub mod oplog;
 pub mod publish;
 pub mod quickscan;
+pub mod refs;
 pub mod session;
 pub mod stage;
 pub mod states;
@@ -23,10 +25,12 @@ pub mod states;
 mod testing;
 pub mod treebuild;
 pub mod treediff;
-pub mod undo;
 pub mod visible;
 
 use std::path::{Path, PathBuf};
+
+/// An object id, as the operations hold commits and trees between plumbing calls.
+pub use git2::Oid;
 
 /// A path as git stores it (index entries, tree entry names: bytes). On Unix any bytes are a
 /// path and nothing is copied; elsewhere a path that is not UTF-8 is converted lossily

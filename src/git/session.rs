@@ -78,6 +78,19 @@ impl TxError {
         }
     }
 
+    /// A checkpoint that could not be taken: when it is the index that cannot be recorded
+    /// (a merge or rebase left conflict entries in it), a refusal saying how to finish.
+    pub fn from_checkpoint(error: git2::Error) -> TxError {
+        if error.class() == git2::ErrorClass::Index {
+            TxError::Refused {
+                message: format!("the index cannot be recorded: {}", error.message()),
+                hint: "finish or abort the merge/rebase in progress (resolve conflicts and `git add` them), then apply again".into(),
+            }
+        } else {
+            TxError::Git(error)
+        }
+    }
+
     /// Whether this is a refusal for safety (exit 3) rather than an error (exit 2).
     pub fn is_refusal(&self) -> bool {
         matches!(
@@ -145,6 +158,12 @@ impl std::fmt::Debug for Session {
 }
 
 impl Session {
+    /// The repository's common git dir (shared by all its worktrees): where git-loaf keeps
+    /// its own state.
+    pub fn common_dir(&self) -> &Path {
+        self.repo.commondir()
+    }
+
     /// Opens the repository containing `cwd`, takes its lock for `command`, recovers from a
     /// crashed operation, and refuses while the user is in the middle of a merge, rebase,
     /// cherry-pick, revert or bisect, or has unresolved conflicts
@@ -205,6 +224,15 @@ impl Session {
             _lock: lock,
         })
     }
+}
+
+/// Opens the repository containing `cwd` without the lock: for the commands that only read
+/// (`log`, `show`), which may run while another operation does.
+pub fn open(cwd: &Path, command: &str) -> Result<Repository, TxError> {
+    super::states::discover(cwd).map_err(|_| TxError::NotARepository {
+        path: cwd.to_path_buf(),
+        command: command.to_owned(),
+    })
 }
 
 /// Removes the `.lock` files a killed git-loaf process may have left: in the stage (ours

@@ -339,6 +339,12 @@ fn remove_stage(repo: &Repository, path: &Path) -> Result<(), StageError> {
     Ok(())
 }
 
+/// Marker: an apply is (or was, if it crashed) running in the stage, so the next reset must
+/// scan it.
+pub fn in_flight_marker(repo: &Repository) -> PathBuf {
+    repo.commondir().join("loaf").join("stage-in-flight")
+}
+
 #[cfg(test)]
 mod tests {
 

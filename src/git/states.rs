@@ -246,6 +246,26 @@ pub fn sparse_fences(repo: &Repository, stage_root: &Path) -> Vec<(PathBuf, Stri
         .collect()
 }
 
+/// Submodule folders, as places in the stage at `stage_root`, each with the refusal an
+/// action touching it gets: the stage does not check submodules out, and a change there
+/// belongs to another repository.
+pub fn submodule_fences(repo: &Repository, stage_root: &Path) -> Vec<(PathBuf, String)> {
+    let Ok(submodules) = repo.submodules() else {
+        return Vec::new();
+    };
+    submodules
+        .iter()
+        .map(|sub| {
+            let path = sub.path().to_path_buf();
+            let why = format!(
+                "is inside the submodule '{}', another repository: git-loaf does not read or change it from here; run `git loaf apply` inside that folder for changes there",
+                path.display()
+            );
+            (stage_root.join(path), why)
+        })
+        .collect()
+}
+
 /// The git directories an action must never read or write, whatever loaf.yml says: for the
 /// repository containing `dir`, its git dir (a linked worktree's own admin folder) and the
 /// common dir, which holds every other worktree's (the stage's included) and git-loaf's own

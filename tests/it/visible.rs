@@ -3,7 +3,7 @@
 //! never what `stage.isolate` keeps out.
 //!
 //! The library-level tests run the actions in a real stage with the [`PathMap`] a transaction
-//! builds; the binary tests (`apply_*`) need `git/apply.rs` to hand that map to the actions
+//! builds; the binary tests (`apply_*`) need `ops/apply.rs` to hand that map to the actions
 //! and to publish the extras, and are ignored until it does.
 
 use std::path::{Path, PathBuf};

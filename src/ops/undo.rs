@@ -8,13 +8,12 @@
 
 use std::path::Path;
 
-use git2::{Oid, Repository};
-
-use super::apply::{head_ref, new_id, now_secs};
-use super::checkpoint;
-use super::oplog::{self, OpEntry, OpKind, UserState};
-use super::publish::{self, Transition, crash_point, differing};
-use super::session::{Session, TxError};
+use super::{new_id, now_secs};
+use crate::git::checkpoint;
+use crate::git::oplog::{self, OpEntry, OpKind, UserState};
+use crate::git::publish::{self, Transition, crash_point, differing};
+use crate::git::session::{Session, TxError};
+use crate::git::{Oid, refs};
 
 /// What undo or redo did.
 #[derive(Debug)]
@@ -56,7 +55,7 @@ pub fn undo(cwd: &Path, force: bool) -> Result<Walked, TxError> {
     };
     crash_point("logged");
     if !force {
-        refuse_if_pushed(&session.repo, &target)?;
+        refuse_if_pushed(&session, &target)?;
     }
     crash_point("pushed-checked");
     walk(session, target, OpKind::Undo, force)
@@ -89,7 +88,7 @@ fn walk(
         _ => (target.before.clone(), target.after.clone()),
     };
     let verb = if kind == OpKind::Undo { "undo" } else { "redo" };
-    let (ref_name, head) = head_ref(repo)?;
+    let (ref_name, head) = refs::head_ref(repo)?;
     if ref_name != target.ref_name {
         return Err(TxError::Refused {
             message: format!(
@@ -118,13 +117,7 @@ fn walk(
     let mut saved = None;
     if changed {
         if !force {
-            return Err(refuse_changed(
-                repo,
-                &target,
-                kind,
-                head.as_deref(),
-                &expected,
-            ));
+            return Err(refuse_changed(&session, &target, kind, head.as_deref(), &expected));
         }
         // Keep what the forced undo moves away from: uncommitted work (as a commit whose
         // parent is HEAD, referenced only from refs/loaf/saved/) or commits made on top of
@@ -139,9 +132,7 @@ fn walk(
             _ => None,
         });
         if let Some(commit) = keep {
-            let name = format!("refs/loaf/saved/{id}");
-            repo.reference(&name, commit, true, "git-loaf: saved before a forced undo")?;
-            saved = Some(name);
+            saved = Some(refs::save(repo, &id, commit)?);
         }
     }
     let transition = Transition {
@@ -183,7 +174,7 @@ fn walk(
         .into_iter()
         .map(|p| p.display().to_string())
         .collect();
-    let head_tree = current_head_tree(repo, wanted.head.as_deref())?;
+    let head_tree = checkpoint::commit_tree(repo, wanted.head.as_deref())?;
     Ok(Walked {
         restored_uncommitted: wanted.work != head_tree || wanted.index != head_tree,
         target,
@@ -201,7 +192,7 @@ fn walk(
 /// with a next step that fits what changed: commits made since are not "uncommitted
 /// changes", and redo has no `--force`.
 fn refuse_changed(
-    repo: &Repository,
+    session: &Session,
     target: &OpEntry,
     kind: OpKind,
     head: Option<&str>,
@@ -221,27 +212,22 @@ fn refuse_changed(
     // Commits made on top of what the operation left: the user committed since.
     let committed_on_top = head_moved
         && match (head, expected.head.as_deref()) {
-            (Some(now), Some(then)) => Oid::from_str(now)
-                .and_then(|now| Ok((now, Oid::from_str(then)?)))
-                .and_then(|(now, then)| repo.graph_descendant_of(now, then))
-                .unwrap_or(false),
+            (Some(now), Some(then)) => crate::git::commits::descends_from(&session.repo, now, then),
             (Some(_), None) => true,
             _ => false,
         };
+    let made_a_commit = target.after.head != target.before.head;
     let hint = match (kind, head_moved) {
-        (OpKind::Undo, true) if committed_on_top && target.after.head != target.before.head => {
-            format!(
-                "you committed since: `git revert {}` takes back only the AI's commit and keeps yours; or `git loaf undo --force` goes back to before it (your newer commits are saved under refs/loaf/saved/ first)",
-                short(target.after.head.as_deref())
-            )
-        }
+        (OpKind::Undo, true) if committed_on_top && made_a_commit => format!(
+            "you committed since: `git revert {}` takes back only the AI's commit and keeps yours; or `git loaf undo --force` goes back to before it (your newer commits are saved under refs/loaf/saved/ first)",
+            short(target.after.head.as_deref())
+        ),
         (OpKind::Undo, true) => format!(
-            "go back to {} (`git switch` / `git reset --keep {}`) and run `git loaf undo` again, or `git loaf undo --force` (what HEAD points at now is saved under refs/loaf/saved/ first)",
+            "go back to {0} (`git reset --keep {0}`) and run `git loaf undo` again, or `git loaf undo --force` (what HEAD points at now is saved under refs/loaf/saved/ first)",
             short(expected.head.as_deref()),
-            short(expected.head.as_deref())
         ),
         (OpKind::Undo, false) => "commit or stash your changes first, or run `git loaf undo --force` (it saves your uncommitted work under refs/loaf/saved/ first)".to_owned(),
-        (_, true) if target.after.head != target.before.head => format!(
+        (_, true) if made_a_commit => format!(
             "to bring the AI's commit back on top of where you are now, `git cherry-pick {}`",
             short(target.after.head.as_deref())
         ),
@@ -250,47 +236,28 @@ fn refuse_changed(
     TxError::Refused { message, hint }
 }
 
-/// The tree of `head` (the empty tree for an unborn branch).
-fn current_head_tree(repo: &Repository, head: Option<&str>) -> Result<String, git2::Error> {
-    match head {
-        Some(h) => Ok(repo.find_commit(Oid::from_str(h)?)?.tree_id().to_string()),
-        None => Ok(repo.treebuilder(None)?.write()?.to_string()),
-    }
-}
-
 /// Refuses to undo commits that a remote-tracking ref already has: others may have them.
-fn refuse_if_pushed(repo: &Repository, target: &OpEntry) -> Result<(), TxError> {
+fn refuse_if_pushed(session: &Session, target: &OpEntry) -> Result<(), TxError> {
     let Some(after) = target.after.head.as_deref() else {
         return Ok(());
     };
-    let mut walk = repo.revwalk()?;
-    walk.push(Oid::from_str(after)?)?;
-    if let Some(before) = target.before.head.as_deref() {
-        walk.hide(Oid::from_str(before)?)?;
-    }
-    let removed: Vec<Oid> = walk.take(10_000).collect::<Result<_, _>>()?;
-    for reference in repo.references_glob("refs/remotes/*")? {
-        let reference = reference?;
-        let Ok(tip) = reference.resolve().and_then(|r| r.peel_to_commit()) else {
-            continue;
-        };
-        for commit in &removed {
-            if tip.id() == *commit || repo.graph_descendant_of(tip.id(), *commit)? {
-                let name = reference
-                    .shorthand()
-                    .unwrap_or("a remote-tracking ref")
-                    .to_owned();
-                return Err(TxError::Refused {
-                    message: format!(
-                        "commit {} of {} {} is already on {name}: undoing it would rewrite published history",
-                        short(Some(&commit.to_string())),
-                        describe(target),
-                        target.id
-                    ),
-                    hint: "use `git revert` to undo published work, or `git loaf undo --force` if you will force-push".into(),
-                });
-            }
-        }
+    let before = target
+        .before
+        .head
+        .as_deref()
+        .map(Oid::from_str)
+        .transpose()?;
+    if let Some((commit, name)) = refs::first_pushed(&session.repo, Oid::from_str(after)?, before)?
+    {
+        return Err(TxError::Refused {
+            message: format!(
+                "commit {} of {} {} is already on {name}: undoing it would rewrite published history",
+                short(Some(&commit.to_string())),
+                describe(target),
+                target.id
+            ),
+            hint: "use `git revert` to undo published work, or `git loaf undo --force` if you will force-push".into(),
+        });
     }
     Ok(())
 }

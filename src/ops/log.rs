@@ -5,13 +5,13 @@
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 
-use git2::{Commit, Oid, Repository};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::commit::{parse_trailers, read_note};
-use super::oplog::{self, OpKind};
-use super::session::TxError;
+use crate::git::commit::{parse_trailers, read_note};
+use crate::git::commits::{self, CommitInfo};
+use crate::git::refs;
+use crate::git::session::{self, TxError};
 
 /// How far back `log` looks for loaf commits on the first-parent chain.
 const SCAN_LIMIT: usize = 100_000;
@@ -36,45 +36,33 @@ pub struct LogEntry {
     pub failed: usize,
 }
 
-fn open(cwd: &Path, command: &str) -> Result<Repository, TxError> {
-    super::states::discover(cwd).map_err(|_| TxError::NotARepository {
-        path: cwd.to_path_buf(),
-        command: command.to_owned(),
-    })
-}
-
 /// The newest `limit` loaf commits reachable from HEAD along first parents.
 pub fn log(cwd: &Path, limit: usize) -> Result<Vec<LogEntry>, TxError> {
-    let repo = open(cwd, "log")?;
+    let repo = session::open(cwd, "log")?;
     // Kept commits first: they wait for the user to take or drop them.
     let mut kept = Vec::new();
-    for k in super::kept::list(&repo)? {
-        if let Some(mut e) = repo.find_commit(k.commit).ok().as_ref().and_then(entry) {
+    for k in refs::kept(&repo)? {
+        if let Some(mut e) = commits::read(&repo, k.commit).ok().as_ref().and_then(entry) {
             e.kind = "kept";
             kept.push(e);
         }
     }
     kept.truncate(limit);
-    let Ok(head) = repo.head().and_then(|h| h.peel_to_commit()) else {
+    let Some(chain) = commits::first_parents(&repo)? else {
         return Ok(kept);
     };
-    let mut walk = repo.revwalk()?;
-    walk.push(head.id())?;
-    walk.simplify_first_parent()?;
     let mut out = kept;
-    for oid in walk.take(SCAN_LIMIT) {
+    for commit in chain.take(SCAN_LIMIT) {
         if out.len() >= limit {
             break;
         }
-        let commit = repo.find_commit(oid?)?;
-        out.extend(entry(&commit));
+        out.extend(entry(&commit?));
     }
     Ok(out)
 }
 
-fn entry(commit: &Commit<'_>) -> Option<LogEntry> {
-    let message = commit.message().unwrap_or("");
-    let trailers = parse_trailers(message);
+fn entry(commit: &CommitInfo) -> Option<LogEntry> {
+    let trailers = parse_trailers(&commit.message);
     let get = |key: &str| {
         trailers
             .iter()
@@ -88,11 +76,11 @@ fn entry(commit: &Commit<'_>) -> Option<LogEntry> {
         .map(|v| counts(&v))
         .unwrap_or((0, 0));
     Some(LogEntry {
-        commit: commit.id().to_string(),
+        commit: commit.id.to_string(),
         kind,
         id,
-        time: rfc3339(commit.time().seconds()),
-        summary: commit.summary().ok().flatten().unwrap_or("").to_owned(),
+        time: rfc3339(commit.time),
+        summary: commit.summary.clone(),
         succeeded,
         failed,
     })
@@ -136,10 +124,13 @@ pub enum Shown {
 
 /// The record of `rev` (a revision git understands, an apply id, or HEAD by default).
 pub fn show(cwd: &Path, rev: Option<&str>) -> Result<Shown, TxError> {
-    let repo = open(cwd, "show")?;
+    let repo = session::open(cwd, "show")?;
     let rev = rev.unwrap_or("HEAD");
-    let commit = find(&repo, rev)?;
-    if let Some(note) = read_note(&repo, commit.id())
+    let commit = commits::resolve(&repo, rev)?.ok_or_else(|| TxError::Invalid {
+        message: format!("unknown revision or apply id '{rev}'"),
+        hint: "`git loaf log` lists the apply commits and their ids".into(),
+    })?;
+    if let Some(note) = read_note(&repo, commit.id)
         && let Ok(value) = serde_json::from_str::<Value>(&note)
         && let (Some(text), Some(result)) = (value["text"].as_str(), value.get("result"))
     {
@@ -148,42 +139,18 @@ pub fn show(cwd: &Path, rev: Option<&str>) -> Result<Shown, TxError> {
             result: result.clone(),
         });
     }
-    let trailer = parse_trailers(commit.message().unwrap_or(""))
+    let trailer = parse_trailers(&commit.message)
         .into_iter()
         .find(|(k, _)| k == "Loaf-Result")
         .and_then(|(_, v)| serde_json::from_str::<Value>(&v).ok());
     match trailer {
         Some(result) => Ok(Shown::TrailerOnly {
-            commit: commit.id().to_string(),
+            commit: commit.id.to_string(),
             result,
         }),
         None => Err(TxError::Invalid {
-            message: format!("{rev} ({}) is not a git-loaf apply commit", commit.id()),
+            message: format!("{rev} ({}) is not a git-loaf apply commit", commit.id),
             hint: "`git loaf log` lists the apply commits".into(),
         }),
     }
-}
-
-/// An apply id (a kept commit under `refs/loaf/<id>`, or an apply in the operation log that
-/// made a commit); else `rev` as git reads it. Ids come first: an id is six hex digits, which
-/// git could also take for an abbreviated commit.
-fn find<'r>(repo: &'r Repository, rev: &str) -> Result<Commit<'r>, TxError> {
-    let kept = repo.refname_to_id(&format!("refs/loaf/{rev}")).ok();
-    let applied = || {
-        oplog::entries(repo).ok()?.into_iter().find_map(|e| {
-            let made_a_commit =
-                e.kind == OpKind::Apply && e.id == rev && e.after.head != e.before.head;
-            made_a_commit.then_some(e.after.head).flatten()
-        })
-    };
-    let by_id = kept.or_else(|| applied().and_then(|h| Oid::from_str(&h).ok()));
-    if let Some(commit) = by_id.and_then(|oid| repo.find_commit(oid).ok()) {
-        return Ok(commit);
-    }
-    repo.revparse_single(rev)
-        .and_then(|o| o.peel_to_commit())
-        .map_err(|_| TxError::Invalid {
-            message: format!("unknown revision or apply id '{rev}'"),
-            hint: "`git loaf log` lists the apply commits and their ids".into(),
-        })
 }

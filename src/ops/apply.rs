@@ -3,24 +3,19 @@
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
-use git2::{Oid, Repository};
-use sha2::{Digest, Sha256};
-
-use super::checkpoint::{self, Checkpoint, head_commit};
-use super::commit::{Trailers, message, write_commit, write_note};
-use super::merge;
-use super::oplog::{OpEntry, OpKind, UserState};
-use super::publish::{self, PublishError, Transition, crash_point};
-use super::session::{Session, TxError};
-use super::stage::{Stage, Touched};
-use super::treebuild;
-use super::visible;
+use super::{new_id, now_secs};
 use crate::actions::Schema;
 use crate::config::Config;
 use crate::exec::PathMap;
 use crate::exec::sandbox::Sandbox;
+use crate::git::checkpoint::{self, Checkpoint};
+use crate::git::commit::{Trailers, message, write_commit, write_note};
+use crate::git::oplog::{OpEntry, OpKind, UserState};
+use crate::git::publish::{self, PublishError, Transition, crash_point};
+use crate::git::session::{Session, TxError};
+use crate::git::stage::{self, Stage, Touched};
+use crate::git::{merge, refs, states, treebuild, treediff, visible};
 use crate::report::{ExecutionResult, GitInfo};
 
 /// What to record besides the reply.
@@ -56,12 +51,6 @@ pub fn note_json(result: &ExecutionResult) -> String {
     serde_json::to_string_pretty(&value).unwrap_or_default()
 }
 
-/// Marker: an apply is (or was, if it crashed) running in the stage, so the next reset must
-/// scan it.
-fn in_flight_marker(repo: &Repository) -> PathBuf {
-    repo.commondir().join("loaf").join("stage-in-flight")
-}
-
 /// Runs `reply` as one transaction in the repository containing `cwd`.
 pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied, TxError> {
     let session = Session::begin(cwd, "apply")?;
@@ -72,20 +61,11 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     let config = Config::load(&root)?;
     session_notices.extend(config.notices.iter().cloned());
     let id = new_id(reply);
-    let (ref_name, old_head) = head_ref(repo)?;
+    let (ref_name, old_head) = refs::head_ref(repo)?;
     checkpoint::refuse_intent_to_add(repo)
         .map_err(|paths| TxError::intent_to_add(&paths, "apply"))?;
 
-    let checkpoint = checkpoint::take(repo).map_err(|e| {
-        if e.class() == git2::ErrorClass::Index {
-            TxError::Refused {
-                message: format!("the index cannot be recorded: {}", e.message()),
-                hint: "finish or abort the merge/rebase in progress (resolve conflicts and `git add` them), then apply again".into(),
-            }
-        } else {
-            TxError::Git(e)
-        }
-    })?;
+    let checkpoint = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
     crash_point("checkpoint");
     // The stage starts from what the user has (HEAD plus uncommitted work, as a commit that
     // only the stage's HEAD refers to); an unborn branch with nothing gets an empty root.
@@ -98,13 +78,13 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         _ => checkpoint.as_commit(repo, "loaf: stage start")?,
     };
     let stage = Stage::open_or_create(repo, start)?;
-    let marker = in_flight_marker(repo);
+    let marker = stage::in_flight_marker(repo);
     if marker.exists() {
         // A crashed apply's exec may have left processes behind (without namespaces).
-        let _ = crate::exec::sandbox::kill_recorded(repo.commondir());
+        let _ = crate::exec::sandbox::kill_recorded(session.common_dir());
     }
     stage.reset_to(start, marker.exists())?;
-    std::fs::write(&marker, &id).map_err(super::stage::StageError::from)?;
+    std::fs::write(&marker, &id).map_err(stage::StageError::from)?;
     crash_point("stage");
     // Ignored files (a virtualenv, node_modules, .env) are seen as in the user's tree: fs
     // actions read through to them; exec and hooks get them mounted in place, which needs
@@ -118,7 +98,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         let sandbox = Sandbox::new(
             &root,
             stage.path(),
-            repo.commondir(),
+            session.common_dir(),
             entries.into_iter().map(|e| e.path).collect(),
         );
         if let Some(notice) = crate::exec::sandbox::fallback_notice() {
@@ -129,13 +109,13 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         None
     };
     crash_point("sandbox");
-    let mut fences = submodule_fences(repo, &stage);
-    fences.extend(super::states::sparse_fences(repo, stage.path()));
+    let mut fences = states::submodule_fences(repo, stage.path());
+    fences.extend(states::sparse_fences(repo, stage.path()));
     crash_point("fences");
     let mut result = crate::run::execute_fenced(reply, &config, &paths, fences, sandbox.as_ref());
     crash_point("executed");
     if sandbox.as_ref().is_some_and(|s| !s.isolated()) {
-        report_escapes(repo, &checkpoint, &root, &mut result)?;
+        report_escapes(&session, &checkpoint, &root, &mut result)?;
     }
     let mut git = GitInfo {
         apply: id.clone(),
@@ -158,10 +138,9 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     // What the apply changed: the stage against the user's working tree. Only those paths
     // go into the commit (on HEAD's tree) and into the index; everything else the user had
     // uncommitted stays uncommitted.
-    let changed: Vec<PathBuf> =
-        super::treediff::changed_paths(repo, Some(from_work), Some(staged))?
-            .into_iter()
-            .collect();
+    let changed: Vec<PathBuf> = treediff::changed_paths(repo, Some(from_work), Some(staged))?
+        .into_iter()
+        .collect();
     let tree = if changed.is_empty() {
         checkpoint.head_tree
     } else {
@@ -188,12 +167,12 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         });
     }
     let to_index = treebuild::tree_with_entries(repo, from_index, staged, &changed)?;
-    git.uncommitted = carried_uncommitted(repo, &checkpoint, &changed)?;
+    git.uncommitted = checkpoint::carried_uncommitted(repo, &checkpoint, &changed)?;
     let summary = operation_summary(&result, &root);
     let subject = config
         .commit_message_format
         .replace("{operation_summary}", &summary);
-    let parents: Vec<Oid> = old_head.into_iter().collect();
+    let parents: Vec<_> = old_head.into_iter().collect();
     // Only ignored files or empty folders changed: nothing to commit, the branch stays.
     let commit = if changed.is_empty() {
         stage.set_head(start)?;
@@ -296,14 +275,13 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
             None
         }
         Err(reason) => {
-            let refname = format!("refs/loaf/{id}");
             let kept_commit = match commit {
                 Some(commit) => commit,
                 // Only ignored files changed: keep a commit holding the stage's state so the
                 // kept ref names something (take then replays nothing but is harmless).
                 None => write_commit(repo, checkpoint.head_tree, &parents, "loaf: kept")?,
             };
-            repo.reference(&refname, kept_commit, true, "git-loaf: kept, not published")?;
+            let refname = refs::keep(repo, &id, kept_commit)?;
             if let Some(git) = result.git.as_mut() {
                 git.not_applied = Some(format!(
                     "{reason}; the commit is kept as {refname}: `git loaf take {id}` applies it, `git loaf drop {id}` discards it"
@@ -338,17 +316,18 @@ fn runs_code(reply: &str, config: &Config, root: &Path) -> bool {
 /// code-running result into a failure naming what it changed, so nothing claims success for
 /// changes that are neither committed nor undoable.
 fn report_escapes(
-    repo: &Repository,
+    session: &Session,
     before: &Checkpoint,
     root: &Path,
     result: &mut ExecutionResult,
 ) -> Result<(), TxError> {
+    let repo = &session.repo;
     let now = checkpoint::take(repo)?;
     if now.work_tree == before.work_tree && now.index_tree == before.index_tree {
         return Ok(());
     }
     let mut paths: Vec<String> =
-        super::treediff::changed_paths(repo, Some(before.work_tree), Some(now.work_tree))?
+        treediff::changed_paths(repo, Some(before.work_tree), Some(now.work_tree))?
             .into_iter()
             .map(|p| root.join(p).display().to_string())
             .collect();
@@ -372,89 +351,6 @@ fn report_escapes(
         .after
         .push(format!("code run by this apply {message}"));
     Ok(())
-}
-
-/// The paths the apply changed where the user had uncommitted work (in the file or staged):
-/// that work is now part of the commit, and the report says so.
-fn carried_uncommitted(
-    repo: &Repository,
-    checkpoint: &Checkpoint,
-    changed: &[PathBuf],
-) -> Result<Vec<String>, git2::Error> {
-    if checkpoint.is_clean() {
-        return Ok(Vec::new());
-    }
-    let entry = |tree: Oid, path: &Path| -> Result<Option<(Oid, i32)>, git2::Error> {
-        Ok(repo
-            .find_tree(tree)?
-            .get_path(path)
-            .ok()
-            .map(|e| (e.id(), e.filemode())))
-    };
-    let mut out = Vec::new();
-    for path in changed {
-        let head = entry(checkpoint.head_tree, path)?;
-        if entry(checkpoint.work_tree, path)? != head || entry(checkpoint.index_tree, path)? != head
-        {
-            out.push(path.display().to_string());
-        }
-    }
-    Ok(out)
-}
-
-/// Submodule folders in the stage, each with the refusal an action touching it gets: the
-/// stage does not check submodules out, and a change there belongs to another repository.
-fn submodule_fences(repo: &Repository, stage: &Stage) -> Vec<(PathBuf, String)> {
-    let Ok(submodules) = repo.submodules() else {
-        return Vec::new();
-    };
-    submodules
-        .iter()
-        .map(|sub| {
-            let path = sub.path().to_path_buf();
-            let why = format!(
-                "is inside the submodule '{}', another repository: git-loaf does not read or change it from here; run `git loaf apply` inside that folder for changes there",
-                path.display()
-            );
-            (stage.path().join(path), why)
-        })
-        .collect()
-}
-
-/// The ref an apply moves: the branch HEAD points at (existing or unborn), or `HEAD` itself
-/// when detached; and what it holds now.
-pub fn head_ref(repo: &Repository) -> Result<(String, Option<Oid>), git2::Error> {
-    let head = repo.find_reference("HEAD")?;
-    match head.symbolic_target()? {
-        Some(branch) => Ok((branch.to_owned(), repo.refname_to_id(branch).ok())),
-        None => Ok(("HEAD".to_owned(), head_commit(repo)?)),
-    }
-}
-
-/// A short id for an operation: the first 6 hex digits of a hash of the time, the process
-/// and the reply (unique enough within one repository's history, short enough to type).
-pub fn new_id(seed: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let mut hash = Sha256::new();
-    hash.update(nanos.to_le_bytes());
-    hash.update(std::process::id().to_le_bytes());
-    hash.update(seed.as_bytes());
-    hash.finalize()
-        .iter()
-        .take(3)
-        .map(|b| format!("{b:02x}"))
-        .collect()
-}
-
-/// Seconds since the Unix epoch.
-pub fn now_secs() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
 }
 
 /// What the run may have changed in the stage: the targets of write actions, unless `exec`
@@ -577,14 +473,5 @@ mod tests {
         assert_eq!(relative_to(root, Path::new("/repo/../etc/passwd")), None);
         assert_eq!(relative_to(root, Path::new("/repo")), None);
         assert_eq!(relative_to(root, Path::new("/repository/a")), None);
-    }
-
-    #[test]
-    fn ids_are_six_hex_digits_and_differ() {
-        let a = new_id("x");
-        let b = new_id("x");
-        assert_eq!(a.len(), 6);
-        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
-        assert_ne!(a, b, "the time differs");
     }
 }

@@ -1,0 +1,172 @@
+//! The refs the operations read and write: the one an operation moves (HEAD's branch),
+//! the commits kept under `refs/loaf/<apply id>` when an apply could not publish, the work
+//! a forced undo saves under `refs/loaf/saved/<id>`, and the remote-tracking refs that tell
+//! published history from local.
+
+use git2::{Oid, Repository};
+
+use super::checkpoint::head_commit;
+
+/// The ref an operation moves: the branch HEAD points at (existing or unborn), or `HEAD`
+/// itself when detached; and what it holds now.
+pub fn head_ref(repo: &Repository) -> Result<(String, Option<Oid>), git2::Error> {
+    let head = repo.find_reference("HEAD")?;
+    match head.symbolic_target()? {
+        Some(branch) => Ok((branch.to_owned(), repo.refname_to_id(branch).ok())),
+        None => Ok(("HEAD".to_owned(), head_commit(repo)?)),
+    }
+}
+
+/// A kept commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeptCommit {
+    /// The apply id (the ref's last part).
+    pub id: String,
+    /// The commit.
+    pub commit: Oid,
+}
+
+/// The kept commits, by apply id.
+pub fn kept(repo: &Repository) -> Result<Vec<KeptCommit>, git2::Error> {
+    let mut out = Vec::new();
+    for reference in repo.references_glob("refs/loaf/*")? {
+        let reference = reference?;
+        let Some(name) = reference
+            .name()
+            .ok()
+            .and_then(|n| n.strip_prefix("refs/loaf/"))
+        else {
+            continue;
+        };
+        if name.contains('/') || !name.chars().all(|c| c.is_ascii_hexdigit()) {
+            continue;
+        }
+        if let Some(commit) = reference.target() {
+            out.push(KeptCommit {
+                id: name.to_owned(),
+                commit,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Keeps `commit` as `refs/loaf/<id>` (an apply that could not publish); returns the ref.
+pub fn keep(repo: &Repository, id: &str, commit: Oid) -> Result<String, git2::Error> {
+    let refname = format!("refs/loaf/{id}");
+    repo.reference(&refname, commit, true, "git-loaf: kept, not published")?;
+    Ok(refname)
+}
+
+/// Deletes the kept commit `refs/loaf/<id>`.
+pub fn drop_kept(repo: &Repository, id: &str) -> Result<(), git2::Error> {
+    repo.find_reference(&format!("refs/loaf/{id}"))?.delete()
+}
+
+/// Saves `commit` as `refs/loaf/saved/<id>` (what a forced undo moves away from); returns
+/// the ref.
+pub fn save(repo: &Repository, id: &str, commit: Oid) -> Result<String, git2::Error> {
+    let name = format!("refs/loaf/saved/{id}");
+    repo.reference(&name, commit, true, "git-loaf: saved before a forced undo")?;
+    Ok(name)
+}
+
+/// The first commit reachable from `after` but not from `before` (what moving a ref from
+/// `after` back to `before` removes) that a remote-tracking ref already has, with that ref's
+/// short name: others may have it.
+pub fn first_pushed(
+    repo: &Repository,
+    after: Oid,
+    before: Option<Oid>,
+) -> Result<Option<(Oid, String)>, git2::Error> {
+    let mut walk = repo.revwalk()?;
+    walk.push(after)?;
+    if let Some(before) = before {
+        walk.hide(before)?;
+    }
+    let removed: Vec<Oid> = walk.take(10_000).collect::<Result<_, _>>()?;
+    for reference in repo.references_glob("refs/remotes/*")? {
+        let reference = reference?;
+        let Ok(tip) = reference.resolve().and_then(|r| r.peel_to_commit()) else {
+            continue;
+        };
+        for commit in &removed {
+            if tip.id() == *commit || repo.graph_descendant_of(tip.id(), *commit)? {
+                let name = reference
+                    .shorthand()
+                    .unwrap_or("a remote-tracking ref")
+                    .to_owned();
+                return Ok(Some((*commit, name)));
+            }
+        }
+    }
+    Ok(None)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::testing::{committed_repo, git, write_file};
+
+    fn oid(dir: &std::path::Path, rev: &str) -> Oid {
+        Oid::from_str(git(dir, &["rev-parse", rev]).trim()).expect("an id")
+    }
+
+    /// Two commits on top of `first`; the remote-tracking ref at the first of them: undoing
+    /// back to `first` would remove a pushed commit, undoing the second alone would not.
+    #[test]
+    fn finds_the_removed_commit_a_remote_tracking_ref_has() {
+        let dir = committed_repo();
+        let root = dir.path();
+        for n in ["second", "third"] {
+            write_file(root, "a.txt", n);
+            git(root, &["commit", "-q", "-am", n]);
+        }
+        git(root, &["update-ref", "refs/remotes/origin/main", "HEAD~1"]);
+        let repo = Repository::open(root).expect("open");
+        let (first, second, third) = (oid(root, "HEAD~2"), oid(root, "HEAD~1"), oid(root, "HEAD"));
+        assert_eq!(
+            first_pushed(&repo, third, Some(first)).expect("walks"),
+            Some((second, "origin/main".to_owned()))
+        );
+        assert_eq!(
+            first_pushed(&repo, third, Some(second)).expect("walks"),
+            None
+        );
+        assert_eq!(
+            head_ref(&repo).expect("head"),
+            ("refs/heads/main".to_owned(), Some(third))
+        );
+    }
+
+    /// Only `refs/loaf/<hex id>` are kept commits (not the oplog, not saved work); keeping and
+    /// dropping one is what `git for-each-ref` sees.
+    #[test]
+    fn keeps_lists_and_drops_kept_commits() {
+        let dir = committed_repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let head = oid(root, "HEAD");
+        assert_eq!(
+            keep(&repo, "a1b2c3", head).expect("keeps"),
+            "refs/loaf/a1b2c3"
+        );
+        assert_eq!(
+            save(&repo, "d4e5f6", head).expect("saves"),
+            "refs/loaf/saved/d4e5f6"
+        );
+        git(root, &["update-ref", "refs/loaf/oplog", "HEAD"]);
+        assert_eq!(
+            kept(&repo).expect("lists"),
+            vec![KeptCommit {
+                id: "a1b2c3".to_owned(),
+                commit: head
+            }]
+        );
+        drop_kept(&repo, "a1b2c3").expect("drops");
+        assert_eq!(
+            git(root, &["for-each-ref", "--format=%(refname)", "refs/loaf/"]),
+            "refs/loaf/oplog\nrefs/loaf/saved/d4e5f6\n"
+        );
+    }
+}

@@ -1,0 +1,55 @@
+//! The user's operations, one file each, written as the sequence of steps DESIGN describes:
+//! [`apply`] (lock → checkpoint → stage → actions → commit → publish), [`undo`] (undo and
+//! redo: walking the operation log), [`take`] (take or drop an apply that was kept, not
+//! published) and [`log`] (`log` and `show`: reading the history back). The git work under
+//! them — the lock, checkpoints, the stage, commits, publish, the operation log — is the
+//! plumbing in [`crate::git`].
+
+pub mod apply;
+pub mod log;
+pub mod take;
+pub mod undo;
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use sha2::{Digest, Sha256};
+
+/// A short id for an operation: the first 6 hex digits of a hash of the time, the process
+/// and the reply (unique enough within one repository's history, short enough to type).
+pub fn new_id(seed: &str) -> String {
+    let nanos = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let mut hash = Sha256::new();
+    hash.update(nanos.to_le_bytes());
+    hash.update(std::process::id().to_le_bytes());
+    hash.update(seed.as_bytes());
+    hash.finalize()
+        .iter()
+        .take(3)
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// Seconds since the Unix epoch.
+pub fn now_secs() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs() as i64)
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_six_hex_digits_and_differ() {
+        let a = new_id("x");
+        let b = new_id("x");
+        assert_eq!(a.len(), 6);
+        assert!(a.chars().all(|c| c.is_ascii_hexdigit()));
+        assert_ne!(a, b, "the time differs");
+    }
+}

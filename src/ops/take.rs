@@ -1,0 +1,143 @@
+//! Commits an apply could not publish (the branch moved, or the user's edits overlapped the
+//! reply's), kept as `refs/loaf/<apply id>`: listed by `git loaf log`, applied later by
+//! `git loaf take` — onto the current HEAD, merged with the user's uncommitted edits, which
+//! stay uncommitted — or discarded by `git loaf drop`.
+
+use std::path::{Path, PathBuf};
+
+use super::now_secs;
+use crate::git::checkpoint;
+use crate::git::commit::{read_note, write_note};
+use crate::git::merge::{self, Overlap};
+use crate::git::oplog::{OpEntry, OpKind, UserState};
+use crate::git::publish::{self, Transition};
+use crate::git::refs::{self, KeptCommit};
+use crate::git::session::{Session, TxError};
+use crate::git::{Oid, commits, treediff};
+
+/// The kept commit `id`.
+fn find(session: &Session, id: &str) -> Result<KeptCommit, TxError> {
+    refs::kept(&session.repo)?
+        .into_iter()
+        .find(|k| k.id == id)
+        .ok_or_else(|| TxError::Invalid {
+            message: format!("no kept apply '{id}'"),
+            hint: "`git loaf log` lists the kept applies (marked kept)".into(),
+        })
+}
+
+/// `git loaf drop <id>`: deletes the kept commit's ref.
+pub fn drop_kept(cwd: &Path, id: &str) -> Result<KeptCommit, TxError> {
+    let session = Session::begin(cwd, "drop")?;
+    let kept = find(&session, id)?;
+    refs::drop_kept(&session.repo, id)?;
+    Ok(kept)
+}
+
+/// What `take` did.
+#[derive(Debug)]
+pub struct Taken {
+    /// The commit now on the branch.
+    pub commit: Oid,
+    /// Paths whose working file merged the user's uncommitted edits.
+    pub merged: Vec<PathBuf>,
+    /// Things to tell the user.
+    pub notices: Vec<String>,
+}
+
+/// `git loaf take <id>`: the kept commit, rebased onto HEAD when HEAD moved, is published
+/// like an apply: only its paths change; the user's uncommitted edits to them are merged and
+/// stay uncommitted. Undo takes it back.
+pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
+    let mut session = Session::begin(cwd, "take")?;
+    let repo = &session.repo;
+    let kept = find(&session, id)?;
+    let (ref_name, head) = refs::head_ref(repo)?;
+    let commit = commits::read(repo, kept.commit)?;
+    let refuse = |reason: String| TxError::Refused {
+        message: format!("cannot take {id}: {reason}"),
+        hint: format!(
+            "resolve it by hand (`git cherry-pick refs/loaf/{id}`), or `git loaf drop {id}` and apply the reply again"
+        ),
+    };
+    // On the current HEAD: the commit itself, or the same change replayed onto HEAD.
+    let landed = if commit.parent == head {
+        kept.commit
+    } else {
+        let Some(head) = head else {
+            return Err(refuse("the branch has no commit to take it onto".into()));
+        };
+        match merge::replay(repo, kept.commit, head)? {
+            Ok(replayed) => replayed,
+            Err(paths) => {
+                return Err(refuse(format!(
+                    "it conflicts with commits made since in {}",
+                    paths.join(", ")
+                )));
+            }
+        }
+    };
+    if let Some(note) = read_note(repo, kept.commit) {
+        write_note(
+            repo,
+            landed,
+            &note.replace("NOT APPLIED", "taken later; was not applied"),
+        )?;
+    }
+    let target_tree = commits::read(repo, landed)?.tree;
+    let cp = checkpoint::take(repo)?;
+    let head_tree = cp.head_tree;
+    let changed: Vec<PathBuf> = treediff::changed_paths(repo, Some(head_tree), Some(target_tree))?
+        .into_iter()
+        .collect();
+    let (work, index, merged) = match merge::land(repo, &cp, head_tree, target_tree, &changed)? {
+        Ok(landing) => landing,
+        Err(Overlap(reason)) => return Err(refuse(reason)),
+    };
+    let summary = commit.summary;
+    let transition = Transition {
+        workdir: session.root.clone(),
+        ref_name: ref_name.clone(),
+        old: head.map(|o| o.to_string()),
+        new: Some(landed.to_string()),
+        from_work: cp.work_tree.to_string(),
+        from_index: cp.index_tree.to_string(),
+        to_work: work.to_string(),
+        to_index: index.to_string(),
+        message: format!("git-loaf take {id}: {summary}"),
+        op: OpEntry {
+            id: id.to_owned(),
+            kind: OpKind::Apply,
+            target: None,
+            time: now_secs(),
+            workdir: session.root.display().to_string(),
+            ref_name,
+            summary,
+            before: UserState {
+                head: head.map(|o| o.to_string()),
+                work: cp.work_tree.to_string(),
+                index: cp.index_tree.to_string(),
+            },
+            after: UserState {
+                head: Some(landed.to_string()),
+                work: work.to_string(),
+                index: index.to_string(),
+            },
+            extras: Default::default(),
+        },
+    };
+    let skipped = publish::publish(repo, &transition, true).map_err(|e| match e {
+        publish::PublishError::Changed(_) | publish::PublishError::Moved { .. } => {
+            refuse(e.to_string())
+        }
+        other => TxError::Publish(other),
+    })?;
+    refs::drop_kept(repo, id)?;
+    let mut notices = std::mem::take(&mut session.notices);
+    notices.extend(publish::left_alone_notice(&skipped));
+    Ok(Taken {
+        commit: landed,
+        merged,
+        notices,
+    })
+}
