@@ -69,12 +69,9 @@ pub fn execute_fenced(
     sandbox: Option<&Sandbox>,
 ) -> ExecutionResult {
     let root = paths.user_root();
+    // A reply with no block at all succeeds here, as in the seed's library; the command
+    // line refuses it before getting this far (see [`no_block_result`]).
     let plan = check_reply(reply, root);
-    // A reply with no block has nothing to run: hooks do not run either, or a formatter
-    // would commit "changes by hooks" for a reply that did nothing.
-    if let Some(result) = no_block_result(reply, &plan) {
-        return result;
-    }
     // Inside a transaction the guard checks real (stage) paths, so its patterns resolve
     // from the real place of loaf.yml's folder.
     let config_dir = paths.to_real(&config.dir);
@@ -196,6 +193,8 @@ pub fn check_reply(reply: &str, root: &Path) -> Plan {
 
 /// The result for a reply without a single NESL block: nothing ran, and the report says
 /// why, what looked like a block, and how one is written. `None` when there are blocks.
+/// `git loaf apply` answers with this (exit 1) instead of running anything, hooks included:
+/// a model that sent no block must hear so, not see an empty success.
 pub fn no_block_result(reply: &str, plan: &Plan) -> Option<ExecutionResult> {
     (plan.total_blocks == 0).then(|| ExecutionResult {
         fatal_error: Some(no_block_message(reply, plan)),

@@ -66,8 +66,16 @@ pub fn run(args: &ApplyArgs) -> Result<Outcome, CliError> {
             Outcome::Failed
         });
     }
-    // No block: nothing to run, so no transaction (no lock, no stage, no apply id).
+    // No block: nothing to run, so no transaction (no lock, no stage, no hooks, no apply
+    // id). A repository git-loaf must not touch is still refused first, and outside a
+    // repository the transaction says to use --no-commit.
     if let Some(result) = run::no_block_result(text, &plan) {
+        if config.is_none() {
+            match crate::git::states::discover(&cwd) {
+                Ok(repo) => crate::git::states::refuse_in_progress(&repo, "apply")?,
+                Err(_) => return transaction(args, &cwd, text),
+            }
+        }
         print_result(&result, args.json)?;
         return Ok(Outcome::Failed);
     }
