@@ -155,6 +155,7 @@ pub fn check_reply(reply: &str, root: &Path) -> Plan {
                     .contains(&format!("'{}' not closed", heredoc.delimiter))
         }) {
             error.message.push_str(&heredoc.hint());
+            error.line = Some(heredoc.opened);
         }
     }
     for swallowed in near_miss::swallowed(reply, &parsed) {

@@ -232,11 +232,12 @@ pub struct Unclosed {
 }
 
 impl Unclosed {
-    /// What to add to the parser's message, which points past the end of the reply.
+    /// What to add to the parser's message: what went wrong and the fix. (The report points
+    /// at the opener's line rather than the parser's, which is past the end of the reply.)
     pub fn hint(&self) -> String {
         format!(
-            "; it opened at line {} and took in everything after it: end its content with a line `{}`",
-            self.opened, self.delimiter
+            "; it took in everything after its opening line: end its content with a line `{}`",
+            self.delimiter
         )
     }
 }
