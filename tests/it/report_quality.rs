@@ -341,3 +341,26 @@ fn a_terminal_on_stdin_is_told_how_to_end_the_reply() {
         "the prompt comes before the wait: {text}"
     );
 }
+
+#[test]
+fn a_headerless_fence_next_to_real_blocks_is_not_silently_dropped() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    let reply = format!(
+        "{}\nAnd the second file:\n```nesl\naction = \"file_write\"\npath = \"/repo/c.txt\"\ncontent = \"c\"\n```\n",
+        block(
+            "b1k",
+            "file_write",
+            &[("path", "/repo/b.txt"), ("content", "b")]
+        )
+    );
+    let out = s.apply(&reply);
+    assert_eq!(code(&out), Some(1), "part of the reply did not run");
+    assert_snapshot!(report(&s, &out), @r"
+    === LOAF RESULTS === apply <id> · commit <commit> · PARTIAL: 1 ✅ 1 ❌
+    b1k ✅ file_write /repo/b.txt
+    unknown ❌ ERROR: a ```nesl fence (lines 8-12) with no `#!nesl` header line, so nothing in it ran; a block starts with a line `#!nesl [@three-char-SHA-256: abc]` and ends with `#!end_abc` (any 3-letter id, the same in both) (line 8)
+    === END ===
+    ");
+    assert_eq!(s.read("b.txt").as_deref(), Some("b"));
+    assert_eq!(s.read("c.txt"), None);
+}
