@@ -1,7 +1,7 @@
 //! Reading a reply: from a file or standard input, as UTF-8, at most
 //! [`MAX_INPUT_BYTES`](crate::nesl::MAX_INPUT_BYTES).
 
-use std::io::Read;
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 
 use crate::nesl::MAX_INPUT_BYTES;
@@ -73,8 +73,17 @@ pub enum InputError {
     },
 }
 
-/// Reads a whole reply, refusing more than [`MAX_INPUT_BYTES`].
+/// What a user who ran `git loaf apply` without a file or pipe sees before it waits: the
+/// reply is read to the end of input, which a terminal only signals on Ctrl-D.
+pub const TERMINAL_PROMPT: &str = "Reading the reply from the terminal: paste it, then press Enter and Ctrl-D to finish \
+     (Ctrl-C to cancel). To read a file instead: git loaf apply reply.md, or git loaf apply < reply.md";
+
+/// Reads a whole reply, refusing more than [`MAX_INPUT_BYTES`]. On a terminal, first says
+/// on stderr how to end the input, or the command would seem to hang.
 pub fn read_bytes(source: &Source) -> Result<Vec<u8>, InputError> {
+    if *source == Source::Stdin && std::io::stdin().is_terminal() {
+        let _ = writeln!(std::io::stderr().lock(), "{TERMINAL_PROMPT}");
+    }
     let io = |error: std::io::Error| match (source, error.kind()) {
         (Source::File(path), std::io::ErrorKind::NotFound) => InputError::NotFound(path.clone()),
         _ => InputError::Io {

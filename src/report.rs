@@ -9,6 +9,8 @@ use serde_json::Value;
 use crate::actions::{BlockError, OutputDisplay, Schema};
 use crate::exec::Params;
 
+pub mod near_miss;
+
 /// Everything an apply did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -92,6 +94,10 @@ pub struct ActionResult {
     /// What it produced.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub data: Option<Value>,
+    /// 1-based line of the block's header: the text report lists results and blocks that
+    /// did not run in the reply's order (the JSON keeps the seed's shape).
+    #[serde(skip)]
+    pub start_line: usize,
 }
 
 impl ExecutionResult {
@@ -126,6 +132,10 @@ impl ExecutionResult {
                 (None, None) => {}
             }
         }
+        if self.git.as_ref().is_none_or(|g| g.not_applied.is_none()) {
+            let sep = if self.git.is_some() { " · " } else { " " };
+            let _ = write!(out, "{sep}{}", self.tally());
+        }
         out.push('\n');
         if self.git.as_ref().is_some_and(|g| g.not_applied.is_some()) {
             out.push_str("None of the changes below reached the user's files.\n");
@@ -145,21 +155,10 @@ impl ExecutionResult {
             );
         }
         if let Some(fatal) = &self.fatal_error {
-            let _ = writeln!(out, "FATAL: {fatal}");
+            let _ = writeln!(out, "FATAL: {}", indent_rest(fatal));
         }
-        for result in &self.results {
-            let target = action_target(&result.action, &result.params);
-            let mark = if result.success { "✅" } else { "❌" };
-            let _ = write!(out, "{} {mark} {}{target}", result.block_id, result.action);
-            match &result.error {
-                Some(error) => {
-                    let _ = writeln!(out, " - {}", indent_rest(error));
-                }
-                None => out.push('\n'),
-            }
-        }
-        for error in &self.parse_errors {
-            out.push_str(&block_error_line(error));
+        for line in self.lines_in_reply_order() {
+            out.push_str(&line);
         }
         if let Some(hooks) = &self.hook_errors {
             for (when, errors) in [("before", &hooks.before), ("after", &hooks.after)] {
@@ -186,16 +185,82 @@ impl ExecutionResult {
         out.push_str("=== END ===\n");
         out
     }
+
+    /// The header's verdict, so that partial success shows at a glance: `all 3 ✅` when
+    /// everything ran and succeeded, `PARTIAL: 2 ✅ 4 ❌` when some of it did, `NOTHING
+    /// APPLIED: 0 ✅ 4 ❌` when nothing did (or nothing could run at all).
+    pub fn tally(&self) -> String {
+        let ok = self.results.iter().filter(|r| r.success).count();
+        let failed = self.results.iter().filter(|r| !r.success).count() + self.parse_errors.len();
+        let hooks_failed = self
+            .hook_errors
+            .as_ref()
+            .is_some_and(|h| !h.before.is_empty() || !h.after.is_empty());
+        let hooks = if hooks_failed { " · hook ❌" } else { "" };
+        if ok == 0 && failed == 0 && self.fatal_error.is_some() {
+            "NOTHING APPLIED".to_owned()
+        } else if self.fatal_error.is_some() || (ok == 0 && (failed > 0 || hooks_failed)) {
+            format!("NOTHING APPLIED: {ok} ✅ {failed} ❌{hooks}")
+        } else if failed > 0 || hooks_failed {
+            format!("PARTIAL: {ok} ✅ {failed} ❌{hooks}")
+        } else {
+            format!("all {ok} ✅")
+        }
+    }
+
+    /// One line per action that ran and per block that did not, in the reply's order (a
+    /// block's header line; errors outside any block at their own line).
+    fn lines_in_reply_order(&self) -> Vec<String> {
+        let mut lines: Vec<(usize, String)> = Vec::new();
+        for result in &self.results {
+            let target = action_target(&result.action, &result.params);
+            let mark = if result.success { "✅" } else { "❌" };
+            let mut line = format!("{} {mark} {}{target}", result.block_id, result.action);
+            match &result.error {
+                Some(error) => {
+                    let _ = writeln!(
+                        line,
+                        " - {}",
+                        indent_rest(error_message(&result.action, error))
+                    );
+                }
+                None => line.push('\n'),
+            }
+            lines.push((result.start_line, line));
+        }
+        for error in &self.parse_errors {
+            let at = error.block_start_line.or(error.line).unwrap_or(0);
+            lines.push((at, block_error_line(error)));
+        }
+        // Stable: several errors of one block keep their order.
+        lines.sort_by_key(|(at, _)| *at);
+        lines.into_iter().map(|(_, line)| line).collect()
+    }
 }
 
-/// What an action works on, as ` <value>` (its schema's `primary_param`, first line only),
-/// or nothing.
+/// An action's error without a leading `<action>: ` (the report line already names the
+/// action; fs and exec errors carry it for logs and hooks).
+pub fn error_message<'a>(action: &str, error: &'a str) -> &'a str {
+    error
+        .strip_prefix(action)
+        .and_then(|rest| rest.strip_prefix(": "))
+        .unwrap_or(error)
+}
+
+/// What an action works on, as ` <value>` (its schema's `primary_param`, else its `path`;
+/// first line only), ` old → new` for `file_move`, or nothing.
 pub fn action_target(action: &str, params: &Params) -> String {
+    let value = |key: &str| params.get(key).map(|v| one_line(&plain(v)));
+    if let ("file_move", Some(old), Some(new)) = (action, value("old_path"), value("new_path")) {
+        return format!(" {old} → {new}");
+    }
+    // Actions without a primary parameter in the schema (file_append) still name their file.
     Schema::get()
         .tool(action)
         .and_then(|t| t.primary_param.as_deref())
-        .and_then(|p| params.get(p))
-        .map(|v| format!(" {}", one_line(&plain(v))))
+        .or(Some("path"))
+        .and_then(value)
+        .map(|v| format!(" {v}"))
         .unwrap_or_default()
 }
 
@@ -359,6 +424,7 @@ mod tests {
                     success: true,
                     error: None,
                     data: Some(json!({"path": "/repo/src/a.rs", "bytesWritten": 9})),
+                    start_line: 10,
                 },
                 ActionResult {
                     seq: 2,
@@ -366,8 +432,10 @@ mod tests {
                     action: "file_replace_text".into(),
                     params: params(json!({"path": "/repo/src/b.rs", "old_text": "x", "new_text": "y"})),
                     success: false,
-                    error: Some("old_text not found in /repo/src/b.rs; closest lines:\n41: fn b() {\n42:     y\n43: }".into()),
+                    // fs errors name their action; the report line already does.
+                    error: Some("file_replace_text: old_text not found in /repo/src/b.rs; closest lines:\n41: fn b() {\n42:     y\n43: }".into()),
                     data: None,
+                    start_line: 20,
                 },
                 ActionResult {
                     seq: 3,
@@ -377,6 +445,7 @@ mod tests {
                     success: true,
                     error: None,
                     data: Some(json!({"path": "/repo/README.md", "content": "# Title\ntext\n"})),
+                    start_line: 30,
                 },
             ],
             parse_errors: vec![BlockError {
@@ -384,7 +453,7 @@ mod tests {
                 action: Some("write_file".into()),
                 error_type: ErrorType::Validation,
                 message: "Unknown action 'write_file' (did you mean 'file_write'?)".into(),
-                block_start_line: Some(30),
+                block_start_line: Some(25),
                 nesl_content: None,
                 line: None,
             }],
@@ -405,14 +474,14 @@ mod tests {
     #[test]
     fn text_report_for_the_model() {
         assert_snapshot!(sample().to_text(), @r"
-        === LOAF RESULTS === apply 3f2a1c · commit 1a2b3c4
+        === LOAF RESULTS === apply 3f2a1c · commit 1a2b3c4 · PARTIAL: 2 ✅ 2 ❌
         k7m ✅ file_write /repo/src/a.rs
         x9z ❌ file_replace_text /repo/src/b.rs - old_text not found in /repo/src/b.rs; closest lines:
             41: fn b() {
             42:     y
             43: }
+        q1w ❌ ERROR: Unknown action 'write_file' (did you mean 'file_write'?) (line 25)
         r2 ✅ file_read /repo/README.md
-        q1w ❌ ERROR: Unknown action 'write_file' (did you mean 'file_write'?) (line 30)
         === OUTPUTS ===
         [r2] file_read /repo/README.md:
         # Title
@@ -432,6 +501,7 @@ mod tests {
                 success: true,
                 error: None,
                 data: Some(data),
+                start_line: 40,
             };
             ExecutionResult {
                 results: vec![result],
@@ -444,7 +514,7 @@ mod tests {
             {"name": "a.txt", "type": "file", "size": 6, "modified": "2026-01-01T00:00:00Z"},
             {"name": "link", "type": "symlink", "size": 0, "modified": "2026-01-01T00:00:00Z"}
         ])), @r"
-        === LOAF RESULTS ===
+        === LOAF RESULTS === all 1 ✅
         b1 ✅ ls /repo
         === OUTPUTS ===
         [b1] ls /repo:
@@ -539,6 +609,7 @@ mod tests {
             success: true,
             error: None,
             data: Some(json!({"stdout": "hi\n", "stderr": "", "exit_code": 0})),
+            start_line: 50,
         };
         let report = |r: &ActionResult| {
             ExecutionResult {
@@ -548,7 +619,7 @@ mod tests {
             .to_text()
         };
         assert_snapshot!(report(&exec), @r"
-        === LOAF RESULTS ===
+        === LOAF RESULTS === all 1 ✅
         ex1 ✅ exec bash
         === OUTPUTS ===
         [ex1] exec bash:

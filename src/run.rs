@@ -5,13 +5,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::actions::{self, Action};
+use crate::actions::{self, Action, BlockError, ErrorType, Plan};
 use crate::config::{Config, ConfigError, HookCommand};
 use crate::exec::guard::FsGuard;
 use crate::exec::hooks::{self, Hook};
 use crate::exec::sandbox::Sandbox;
 use crate::exec::{self, Outcome, PathMap, Workspace};
 use crate::nesl;
+use crate::report::near_miss::{self, EXPECTED_FORM};
 use crate::report::{ActionResult, ExecutionResult, HookErrors};
 
 /// git-loaf for library users: a root (repository or folder) with its loaf.yml.
@@ -68,6 +69,9 @@ pub fn execute_fenced(
     sandbox: Option<&Sandbox>,
 ) -> ExecutionResult {
     let root = paths.user_root();
+    // A reply with no block at all succeeds here, as in the seed's library; the command
+    // line refuses it before getting this far (see [`no_block_result`]).
+    let plan = check_reply(reply, root);
     // Inside a transaction the guard checks real (stage) paths, so its patterns resolve
     // from the real place of loaf.yml's folder.
     let config_dir = paths.to_real(&config.dir);
@@ -101,8 +105,6 @@ pub fn execute_fenced(
             ..ExecutionResult::default()
         };
     }
-    let parsed = nesl::parse(reply);
-    let plan = actions::plan(reply, &parsed, root);
     let ws = Workspace {
         guard: &guard,
         paths,
@@ -137,6 +139,83 @@ pub fn execute_fenced(
         hook_errors,
         ..ExecutionResult::default()
     }
+}
+
+/// Checks every block of `reply` (see [`actions::plan`]) and adds what the parser leaves
+/// unsaid: blocks swallowed by another block's unclosed heredoc, and whatever looked like a
+/// block but was not one (a ```` ```nesl ```` fence without a header, a malformed header),
+/// each with what to write instead.
+pub fn check_reply(reply: &str, root: &Path) -> Plan {
+    let parsed = nesl::parse(reply);
+    let mut plan = actions::plan(reply, &parsed, root);
+    for heredoc in near_miss::unclosed_heredocs(reply, &parsed) {
+        if let Some(error) = plan.errors.iter_mut().find(|e| {
+            e.block_id == heredoc.block
+                && e.message
+                    .contains(&format!("'{}' not closed", heredoc.delimiter))
+        }) {
+            error.message.push_str(&heredoc.hint());
+            error.line = Some(heredoc.opened);
+        }
+    }
+    for swallowed in near_miss::swallowed(reply, &parsed) {
+        plan.errors.push(BlockError {
+            block_id: swallowed.id.clone(),
+            action: None,
+            error_type: ErrorType::Syntax,
+            message: swallowed.message(),
+            block_start_line: Some(swallowed.line),
+            nesl_content: None,
+            line: None,
+        });
+    }
+    for miss in near_miss::near_misses(reply, &parsed) {
+        // The parser already reported a header it could not read: explain that error
+        // instead of adding a second one.
+        let reported = plan
+            .errors
+            .iter_mut()
+            .find(|e| miss.parser_reported && e.block_id == "unknown" && e.line == Some(miss.line));
+        match reported {
+            Some(error) => error.message = miss.message,
+            None => plan.errors.push(BlockError {
+                block_id: "unknown".to_owned(),
+                action: None,
+                error_type: ErrorType::Syntax,
+                message: miss.message,
+                block_start_line: Some(miss.line),
+                nesl_content: None,
+                line: Some(miss.line),
+            }),
+        }
+    }
+    plan
+}
+
+/// The result for a reply without a single NESL block: nothing ran, and the report says
+/// why, what looked like a block, and how one is written. `None` when there are blocks.
+/// `git loaf apply` answers with this (exit 1) instead of running anything, hooks included:
+/// a model that sent no block must hear so, not see an empty success.
+pub fn no_block_result(reply: &str, plan: &Plan) -> Option<ExecutionResult> {
+    (plan.total_blocks == 0).then(|| ExecutionResult {
+        fatal_error: Some(no_block_message(reply, plan)),
+        parse_errors: plan.errors.clone(),
+        ..ExecutionResult::default()
+    })
+}
+
+/// Why nothing ran when the reply has no block, with the form a block takes.
+pub fn no_block_message(reply: &str, plan: &Plan) -> String {
+    let why = if reply.trim().is_empty() {
+        "the reply is empty: no NESL block found, nothing ran"
+    } else if plan.errors.is_empty() {
+        "no NESL block found in the reply, nothing ran"
+    } else {
+        "no NESL block found in the reply, nothing ran; what looked like one is listed below"
+    };
+    format!(
+        "{why}. A block looks like this (any 3-letter id, the same in all three places):\n{EXPECTED_FORM}"
+    )
 }
 
 /// loaf.yml's hook commands as the hook runner takes them.
@@ -174,7 +253,15 @@ fn run_vars(
     }
     let errors: Vec<String> = results
         .iter()
-        .filter_map(|r| r.error.as_ref().map(|e| format!("{}: {e}", r.action)))
+        .filter_map(|r| {
+            r.error.as_ref().map(|e| {
+                format!(
+                    "{}: {}",
+                    r.action,
+                    crate::report::error_message(&r.action, e)
+                )
+            })
+        })
         .collect();
     let failed = results.iter().filter(|r| !r.success).count();
     let mut vars = hooks::run_context_vars(
@@ -197,15 +284,8 @@ fn run_vars(
 /// Runs one action, if loaf.yml allows it.
 fn run_action(seq: usize, action: &Action, config: &Config, ws: &Workspace<'_>) -> ActionResult {
     let outcome = if !config.allows(&action.name) {
-        Outcome::fail(format!(
-            "{name}: not enabled in loaf.yml. To let replies run it, add it to allowed-actions in {file} \
-             (e.g. `allowed-actions: [file_write, file_read, {name}]`)",
-            name = action.name,
-            file = ws
-                .paths
-                .to_user(&config.dir.join(crate::config::FILE_NAME))
-                .display(),
-        ))
+        let file = ws.paths.to_user(&config.dir.join(crate::config::FILE_NAME));
+        Outcome::fail(not_enabled(&action.name, config, &file))
     } else if action.name == "exec" {
         exec::shell::run_exec(&action.params_with_defaults(), ws)
     } else {
@@ -219,5 +299,25 @@ fn run_action(seq: usize, action: &Action, config: &Config, ws: &Workspace<'_>) 
         success: outcome.success,
         error: outcome.error,
         data: outcome.data,
+        start_line: action.start_line,
+    }
+}
+
+/// Why an action that exists was refused, and the loaf.yml line that enables it. The
+/// message does not start with the action's name: the report line already shows it.
+pub fn not_enabled(action: &str, config: &Config, loaf_yml: &Path) -> String {
+    let file = loaf_yml.display();
+    let why = if action == "exec" {
+        "not enabled: exec runs code, so replies may use it only when loaf.yml allows it. "
+    } else {
+        "not enabled by allowed-actions in loaf.yml. "
+    };
+    match config.allowed_actions {
+        // No list yet: the defaults plus this one, nothing else widened.
+        None => format!(
+            "{why}To enable it, put `allowed-actions: [defaults, {action}]` in {file} (the default actions plus {action})"
+        ),
+        // The user chose a list: only add to it.
+        Some(_) => format!("{why}To enable it, add {action} to the allowed-actions list in {file}"),
     }
 }

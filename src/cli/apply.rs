@@ -1,16 +1,17 @@
 //! `git loaf apply`: run a reply's blocks.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 use serde_json::json;
 
 use super::{CliError, Outcome};
-use crate::actions::{self, Plan};
+use crate::actions::{BlockError, ErrorType, Plan};
+use crate::config::Config;
 use crate::input::{Source, as_text, read_bytes};
-use crate::nesl;
 use crate::ops::apply::{self, ApplyOptions};
 use crate::report;
+use crate::run;
 
 /// Run every valid block of an LLM's reply and print the results for the model.
 ///
@@ -43,36 +44,92 @@ pub fn run(args: &ApplyArgs) -> Result<Outcome, CliError> {
     let source = Source::from_arg(args.file.as_deref());
     let bytes = read_bytes(&source)?;
     let text = as_text(&bytes, &source)?;
+    // The transaction reads loaf.yml itself (inside its lock); the others read it here.
+    let config = if args.dry_run || args.no_commit {
+        Some(load_config(&root)?)
+    } else {
+        None
+    };
+    let plan = run::check_reply(text, &root);
     if args.dry_run {
-        let plan = actions::plan(text, &nesl::parse(text), &root);
+        let plan = refuse_disallowed(plan, config.as_ref());
+        let fatal = (plan.total_blocks == 0).then(|| run::no_block_message(text, &plan));
         let report = if args.json {
-            dry_run_json(&plan)
+            dry_run_json(&plan, fatal.as_deref())
         } else {
-            dry_run_text(&plan)
+            dry_run_text(&plan, fatal.as_deref())
         };
         print(&report)?;
-        return Ok(if plan.errors.is_empty() {
+        return Ok(if plan.errors.is_empty() && fatal.is_none() {
             Outcome::Success
         } else {
             Outcome::Failed
         });
     }
-    if !args.no_commit {
-        return transaction(args, &cwd, text);
+    // No block: nothing to run, so no transaction (no lock, no stage, no hooks, no apply
+    // id). A repository git-loaf must not touch is still refused first, and outside a
+    // repository the transaction says to use --no-commit.
+    if let Some(result) = run::no_block_result(text, &plan) {
+        if config.is_none() {
+            match crate::git::states::discover(&cwd) {
+                Ok(repo) => crate::git::states::refuse_in_progress(&repo, "apply")?,
+                Err(_) => return transaction(args, &cwd, text),
+            }
+        }
+        print_result(&result, args.json)?;
+        return Ok(Outcome::Failed);
     }
-    let config = crate::config::Config::load(&root).map_err(|e| {
-        CliError::usage(e.to_string(), "fix loaf.yml (see loaf.yml.example for every key), or move it away to use the defaults")
-    })?;
+    let Some(config) = config else {
+        return transaction(args, &cwd, text);
+    };
     let result = crate::Loaf::with_config(&root, config).execute(text);
-    print(&if args.json {
-        result.to_json() + "\n"
-    } else {
-        result.to_text()
-    })?;
+    print_result(&result, args.json)?;
     Ok(if result.success {
         Outcome::Success
     } else {
         Outcome::Failed
+    })
+}
+
+/// loaf.yml of `root`; an unusable one stops the command (exit 2) with the reason.
+fn load_config(root: &Path) -> Result<Config, CliError> {
+    Config::load(root).map_err(|e| {
+        CliError::usage(
+            e.to_string(),
+            "fix loaf.yml (see loaf.yml.example for every key), or move it away to use the defaults",
+        )
+    })
+}
+
+/// The plan with every action loaf.yml does not enable turned into an error, as the run
+/// would report it.
+fn refuse_disallowed(mut plan: Plan, config: Option<&Config>) -> Plan {
+    let Some(config) = config else {
+        return plan;
+    };
+    let (allowed, refused): (Vec<_>, Vec<_>) = std::mem::take(&mut plan.actions)
+        .into_iter()
+        .partition(|a| config.allows(&a.name));
+    plan.actions = allowed;
+    let file = config.dir.join(crate::config::FILE_NAME);
+    plan.errors
+        .extend(refused.into_iter().map(|action| BlockError {
+            block_id: action.block_id.clone(),
+            message: run::not_enabled(&action.name, config, &file),
+            action: Some(action.name),
+            error_type: ErrorType::Validation,
+            block_start_line: Some(action.start_line),
+            nesl_content: None,
+            line: None,
+        }));
+    plan
+}
+
+fn print_result(result: &report::ExecutionResult, json: bool) -> Result<(), CliError> {
+    print(&if json {
+        result.to_json() + "\n"
+    } else {
+        result.to_text()
     })
 }
 
@@ -84,11 +141,7 @@ fn transaction(args: &ApplyArgs, cwd: &std::path::Path, text: &str) -> Result<Ou
     let applied = apply::apply(cwd, text, &options)?;
     super::print_notices(&applied.notices);
     let result = &applied.result;
-    print(&if args.json {
-        result.to_json() + "\n"
-    } else {
-        result.to_text()
-    })?;
+    print_result(result, args.json)?;
     if let Some(kept) = &applied.kept {
         return Err(CliError::refused(
             format!(
@@ -116,16 +169,31 @@ fn print(text: &str) -> Result<(), CliError> {
     super::print_out(text)
 }
 
-/// The planned actions and the blocks that would not run.
-fn dry_run_text(plan: &Plan) -> String {
+/// The planned actions and the blocks that would not run, in the reply's order.
+fn dry_run_text(plan: &Plan, fatal: Option<&str>) -> String {
     let mut out = String::from("=== LOAF DRY RUN ===\n");
-    for action in &plan.actions {
-        let target = report::action_target(&action.name, &action.params);
-        out.push_str(&format!("{} {}{target}\n", action.block_id, action.name));
+    if let Some(fatal) = fatal {
+        out.push_str(&format!("FATAL: {}\n", fatal.replace('\n', "\n    ")));
     }
-    for error in &plan.errors {
-        out.push_str(&report::block_error_line(error));
-    }
+    let mut lines: Vec<(usize, String)> = plan
+        .actions
+        .iter()
+        .map(|action| {
+            let target = report::action_target(&action.name, &action.params);
+            (
+                action.start_line,
+                format!("{} {}{target}\n", action.block_id, action.name),
+            )
+        })
+        .collect();
+    lines.extend(plan.errors.iter().map(|error| {
+        (
+            error.block_start_line.or(error.line).unwrap_or(0),
+            report::block_error_line(error),
+        )
+    }));
+    lines.sort_by_key(|(at, _)| *at);
+    lines.into_iter().for_each(|(_, line)| out.push_str(&line));
     let n = plan.actions.len();
     out.push_str(&format!(
         "=== {n} action{} would run; {} error{} ===\n",
@@ -136,17 +204,20 @@ fn dry_run_text(plan: &Plan) -> String {
     out
 }
 
-fn dry_run_json(plan: &Plan) -> String {
+fn dry_run_json(plan: &Plan, fatal: Option<&str>) -> String {
     let actions: Vec<_> = plan
         .actions
         .iter()
         .map(|a| json!({"blockId": a.block_id, "action": a.name, "params": a.params}))
         .collect();
-    let value = json!({
-        "success": plan.errors.is_empty(),
+    let mut value = json!({
+        "success": plan.errors.is_empty() && fatal.is_none(),
         "totalBlocks": plan.total_blocks,
         "actions": actions,
         "parseErrors": plan.errors,
     });
+    if let (Some(fatal), Some(map)) = (fatal, value.as_object_mut()) {
+        map.insert("fatalError".to_owned(), json!(fatal));
+    }
     serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
 }

@@ -168,7 +168,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     }
     let to_index = treebuild::tree_with_entries(repo, from_index, staged, &changed)?;
     git.uncommitted = checkpoint::carried_uncommitted(repo, &checkpoint, &changed)?;
-    let summary = operation_summary(&result, &root);
+    let summary = crate::git::commit::subject_summary(&result, &root, &changed);
     let subject = config
         .commit_message_format
         .replace("{operation_summary}", &summary);
@@ -416,43 +416,6 @@ fn relative_to(root: &Path, path: &Path) -> Option<PathBuf> {
     let normal = crate::exec::guard::lexical(path);
     let relative = normal.strip_prefix(root).ok()?;
     (!relative.as_os_str().is_empty()).then(|| relative.to_path_buf())
-}
-
-/// `{operation_summary}`: what the successful changing actions did, at most three named.
-pub fn operation_summary(result: &ExecutionResult, root: &Path) -> String {
-    let schema = Schema::get();
-    let short = |key: &str, params: &crate::exec::Params| {
-        params
-            .get(key)
-            .and_then(|v| v.as_str())
-            .map(|p| {
-                relative_to(root, Path::new(p))
-                    .map(|r| r.display().to_string())
-                    .unwrap_or_else(|| p.to_owned())
-            })
-            .unwrap_or_default()
-    };
-    let items: Vec<String> = result
-        .results
-        .iter()
-        .filter(|r| r.success)
-        .filter(|r| r.action == "exec" || schema.tool(&r.action).is_some_and(|t| t.kind == "write"))
-        .map(|r| match r.action.as_str() {
-            "file_move" => format!(
-                "file_move {} -> {}",
-                short("old_path", &r.params),
-                short("new_path", &r.params)
-            ),
-            "exec" => format!("exec {}", short("lang", &r.params)),
-            "files_replace_all_text" => "files_replace_all_text".to_owned(),
-            action => format!("{action} {}", short("path", &r.params)),
-        })
-        .collect();
-    match items.len() {
-        0 => "changes by hooks".to_owned(),
-        1..=3 => items.join(", "),
-        n => format!("{} and {} more", items[..3].join(", "), n - 3),
-    }
 }
 
 #[cfg(test)]

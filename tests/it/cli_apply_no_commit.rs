@@ -30,10 +30,10 @@ fn no_commit_runs_the_reply_in_place_and_reports_for_the_model() {
     assert_eq!(out.status.code(), Some(1), "two blocks failed");
     let report = String::from_utf8_lossy(&out.stdout).replace(&*root.to_string_lossy(), "/repo");
     assert_snapshot!(report, @r#"
-    === LOAF RESULTS ===
+    === LOAF RESULTS === PARTIAL: 3 ✅ 2 ❌
     k7m ✅ file_write /repo/greet.sh
     x9z ✅ file_replace_text /repo/main.sh
-    q1w ❌ file_replace_text /repo/main.sh - file_replace_text: old_text not found in file; closest match at line 5 (78% similar):
+    q1w ❌ file_replace_text /repo/main.sh - old_text not found in file; closest match at line 5 (78% similar):
         5: echo "done"
     r2d ✅ exec bash
     w3b ❌ ERROR: Unknown action 'create_file' (did you mean 'file_write'?) (line 48)

@@ -218,24 +218,37 @@ fn sigkill_at_many_moments_leaves_all_before_or_all_after() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(24);
-    let (mut befores, mut afters) = (0, 0);
-    for trial in 0..trials {
-        let s = scene();
-        let before = content_state(&s);
-        let mut child = spawn_apply(&s, &s.reply(&reply(slow)), &[]);
-        std::thread::sleep(
-            span * (trial % 24) / 24 + Duration::from_micros(u64::from(trial * 397 % 1000)),
-        );
+    // Kills one apply after `delay`; true when it had published (all after).
+    let kill_at = |s: &Scratch, delay: Duration, trial: u32| -> bool {
+        let before = content_state(s);
+        let mut child = spawn_apply(s, &s.reply(&reply(slow)), &[]);
+        std::thread::sleep(delay);
         let _ = child.kill();
         let _ = child.wait();
-        let state = next_command(&s);
-        if state == before {
-            befores += 1;
-        } else {
+        let state = next_command(s);
+        if state != before {
             assert_eq!(state, after, "trial {trial}: neither before nor after");
-            afters += 1;
         }
+        state != before
+    };
+    let mut published = Vec::new();
+    for trial in 0..trials {
+        let delay = span * (trial % 24) / 24 + Duration::from_micros(u64::from(trial * 397 % 1000));
+        published.push(kill_at(&scene(), delay, trial));
     }
+    // On a loaded machine one apply can take much longer than the probe did, so that every
+    // kill lands before the publish: then wait longer (doubling) until one lands after, so
+    // both sides are always exercised.
+    let mut late = span;
+    for trial in trials..trials + 8 {
+        if published.contains(&true) {
+            break;
+        }
+        late *= 2;
+        published.push(kill_at(&scene(), late, trial));
+    }
+    let afters = published.iter().filter(|p| **p).count();
+    let befores = published.len() - afters;
     assert!(
         befores > 0 && afters > 0,
         "kills landed on both sides: {befores} before, {afters} after"

@@ -17,6 +17,7 @@ mod nesl_conformance;
 mod nesl_differential;
 mod nesl_properties;
 mod real_world;
+mod report_quality;
 mod sandbox;
 mod scratch;
 mod slupe;

@@ -104,12 +104,12 @@ fn a_slupe_reply_runs_and_is_reported_under_the_schema_names() {
     let report = String::from_utf8_lossy(&out.stdout).replace(&r, "/repo");
     assert_eq!(out.status.code(), Some(0), "{report}");
     assert_snapshot!(report, @r"
-    === LOAF RESULTS ===
+    === LOAF RESULTS === all 6 ✅
     w1a ✅ file_write /repo/a.txt
     r2b ✅ file_replace_text /repo/a.txt
-    a3c ✅ file_append
+    a3c ✅ file_append /repo/a.txt
     n4d ✅ file_read_numbered /repo/a.txt
-    m5e ✅ file_move /repo/a.txt
+    m5e ✅ file_move /repo/a.txt → /repo/b.txt
     d6f ✅ file_delete /repo/b.txt
     === OUTPUTS ===
     [n4d] file_read_numbered /repo/a.txt:

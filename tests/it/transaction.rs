@@ -57,9 +57,9 @@ fn a_partly_failed_reply_is_committed_with_trailers_git_reads_and_exits_1() {
     assert_eq!(code(&out), Some(1), "{}", stderr(&out));
     let report = redact_ids(&s, &s.redact(&out.stdout));
     assert_snapshot!(report, @r"
-    === LOAF RESULTS === apply <id> · commit <commit>
+    === LOAF RESULTS === apply <id> · commit <commit> · PARTIAL: 2 ✅ 1 ❌
     k7m ✅ file_write /repo/src/new.rs
-    x9z ❌ file_replace_text /repo/src/lib.rs - file_replace_text: old_text not found in file; closest match at line 1 (67% similar):
+    x9z ❌ file_replace_text /repo/src/lib.rs - old_text not found in file; closest match at line 1 (67% similar):
         1: fn a() {}
     r2d ✅ file_read /repo/README.md
     === OUTPUTS ===
@@ -126,7 +126,8 @@ fn a_partly_failed_reply_is_committed_with_trailers_git_reads_and_exits_1() {
     assert_eq!(code(&shown), Some(0));
     assert_eq!(shown.stdout, out.stdout, "show prints the same report");
     let json = s.loaf(&["apply", "--json", "--dry-run"], "");
-    assert_eq!(code(&json), Some(0));
+    assert_eq!(code(&json), Some(1), "an empty reply has no block to plan");
+    assert!(String::from_utf8_lossy(&json.stdout).contains("\"fatalError\": \"the reply is empty"));
     s.assert_tidy();
     assert_eq!(s.git(&["branch", "--format=%(refname:short)"]), "main\n");
 }
