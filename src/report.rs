@@ -59,7 +59,9 @@ pub struct GitInfo {
     /// HEAD before the apply.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub base: Option<String>,
-    /// The apply's id.
+    /// The apply's id; empty (and left out) when nothing was recorded under it: no commit
+    /// and no operation-log entry, e.g. a reply that only read.
+    #[serde(skip_serializing_if = "String::is_empty")]
     pub apply: String,
     /// Paths the apply changed that held uncommitted work of the user's: that work is now
     /// part of the commit.
@@ -119,23 +121,23 @@ impl ExecutionResult {
 
     /// The text report for the model.
     pub fn to_text(&self) -> String {
-        let mut out = String::from("=== LOAF RESULTS ===");
+        // The header: the apply's id and commit when there are any, then the verdict
+        // (or why nothing was applied), separated by ` · `.
+        let mut parts = Vec::new();
         if let Some(git) = &self.git {
-            let _ = write!(out, " apply {}", git.apply);
+            if !git.apply.is_empty() {
+                parts.push(format!("apply {}", git.apply));
+            }
             match (&git.not_applied, &git.commit) {
-                (Some(why), _) => {
-                    let _ = write!(out, " · NOT APPLIED: {why}");
-                }
-                (None, Some(commit)) => {
-                    let _ = write!(out, " · commit {}", short(commit));
-                }
+                (Some(why), _) => parts.push(format!("NOT APPLIED: {why}")),
+                (None, Some(commit)) => parts.push(format!("commit {}", short(commit))),
                 (None, None) => {}
             }
         }
         if self.git.as_ref().is_none_or(|g| g.not_applied.is_none()) {
-            let sep = if self.git.is_some() { " · " } else { " " };
-            let _ = write!(out, "{sep}{}", self.tally());
+            parts.push(self.tally());
         }
+        let mut out = format!("=== LOAF RESULTS === {}", parts.join(" · "));
         out.push('\n');
         if self.git.as_ref().is_some_and(|g| g.not_applied.is_some()) {
             out.push_str("None of the changes below reached the user's files.\n");

@@ -125,6 +125,9 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     if result.fatal_error.is_some() {
         // Before hooks failed (or loaf.yml's guard is unusable): nothing is committed, and
         // the marker stays so that the next apply scans what the hooks may have left.
+        // Nothing is recorded under the id, so the report shows none (`show` could not
+        // find it).
+        git.apply.clear();
         result.git = Some(git);
         return Ok(Applied {
             result,
@@ -159,6 +162,8 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         // Nothing changed (reads only, or writes that changed nothing): no commit.
         stage.set_head(start)?;
         let _ = std::fs::remove_file(&marker);
+        // No commit and no operation-log entry: no id `show` or `undo` could use.
+        git.apply.clear();
         result.git = Some(git);
         return Ok(Applied {
             result,

@@ -146,3 +146,32 @@ fn show_finds_every_id_log_prints() {
         }
     }
 }
+
+/// The id in a report's header, if it prints one.
+fn header_id(report: &str) -> Option<String> {
+    let header = report.lines().next()?;
+    let rest = header.split(" apply ").nth(1)?;
+    Some(rest.split_whitespace().next()?.to_owned())
+}
+
+#[test]
+fn a_report_prints_only_ids_show_can_find() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    let out = s.apply(&write("k1a", "/repo/b.txt", "ai\n"));
+    s.assert_exit(&out, 0);
+    let id = header_id(&stdout(&out)).expect("a commit's report names its apply");
+    s.assert_exit(&s.loaf(&["show", &id], ""), 0);
+
+    // Only reads: no commit, nothing recorded, so no id to look up later.
+    let out = s.apply(&block("r2b", "file_read", &[("path", "/repo/a.txt")]));
+    s.assert_exit(&out, 0);
+    let report = stdout(&out);
+    assert_eq!(header_id(&report), None, "{report}");
+    insta::assert_snapshot!(report.lines().next().unwrap_or(""), @"=== LOAF RESULTS === all 1 ✅");
+    let json = s.loaf(
+        &["apply", "--json"],
+        &s.reply(&block("r3c", "file_read", &[("path", "/repo/a.txt")])),
+    );
+    let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
+    assert!(value["git"].get("apply").is_none(), "{value}");
+}
