@@ -33,19 +33,20 @@ pub struct Carried {
     pub conflicts: Vec<PathBuf>,
 }
 
-/// `ours` (the user's work, relative to the tree `base`) carried into `theirs` (the kept
-/// work): every path the user changed is merged 3-way with base `base`; the rest is
-/// `theirs` as it is. `labels` name the two sides in conflict markers.
+/// `ours` (the user's work, edits made on top of `base`) carried into `theirs` (the kept
+/// work): every path where `ours` differs from `base` is merged 3-way; the rest is `theirs`
+/// as it is. Working tree and index are merged each with its own side. `labels` name the
+/// two sides in conflict markers.
 pub fn carry(
     repo: &Repository,
-    base: Oid,
+    base: Work,
     ours: Work,
     theirs: Work,
     labels: (&str, &str),
 ) -> Result<Carried, git2::Error> {
-    let base_tree = repo.find_tree(base)?;
     let mut conflicts = BTreeSet::new();
-    let mut side = |ours: Oid, theirs: Oid, in_file: bool| -> Result<Oid, git2::Error> {
+    let mut side = |base: Oid, ours: Oid, theirs: Oid, in_file: bool| -> Result<Oid, git2::Error> {
+        let base_tree = repo.find_tree(base)?;
         let (ours_tree, theirs_tree) = (repo.find_tree(ours)?, repo.find_tree(theirs)?);
         let mut values: Vec<(PathBuf, Value)> = Vec::new();
         for path in changed_paths(repo, Some(base), Some(ours))? {
@@ -67,8 +68,8 @@ pub fn carry(
         }
         tree_with_values(repo, theirs, &values)
     };
-    let work = side(ours.work, theirs.work, true)?;
-    let index = side(ours.index, theirs.index, false)?;
+    let work = side(base.work, ours.work, theirs.work, true)?;
+    let index = side(base.index, ours.index, theirs.index, false)?;
     Ok(Carried {
         into: Work { work, index },
         conflicts: conflicts.into_iter().collect(),
@@ -168,8 +169,17 @@ mod tests {
             work: c.work_tree,
             index: c.index_tree,
         };
-        let carried =
-            carry(&repo, base, work(&mine), work(&kept), ("yours", "kept")).expect("carries");
+        let carried = carry(
+            &repo,
+            Work {
+                work: base,
+                index: base,
+            },
+            work(&mine),
+            work(&kept),
+            ("yours", "kept"),
+        )
+        .expect("carries");
         assert_eq!(carried.conflicts, vec![PathBuf::from("gone.txt")]);
         let cat = |path: &str| {
             git(
@@ -184,6 +194,9 @@ mod tests {
             both.contains("<<<<<<< gone.txt (yours)\nmine\n=======\nkept\n>>>>>>> gone.txt (kept)"),
             "{both}"
         );
-        assert_eq!(carried.into.index, base, "nothing was staged on either side");
+        assert_eq!(
+            carried.into.index, base,
+            "nothing was staged on either side"
+        );
     }
 }

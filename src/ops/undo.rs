@@ -78,24 +78,26 @@ pub fn undo_to(cwd: &Path, to: &str, force: bool) -> Result<Walked, TxError> {
     let stack = oplog::stacks(&entries, &workdir).undoable;
     let start = match stack.iter().rposition(|e| e.id == to) {
         Some(i) => i,
-        None => match to.parse::<usize>() {
-            Ok(n) if (1..=stack.len()).contains(&n) => stack.len() - n,
-            Ok(n) => {
-                return Err(TxError::Invalid {
+        None => {
+            match to.parse::<usize>() {
+                Ok(n) if (1..=stack.len()).contains(&n) => stack.len() - n,
+                Ok(n) => {
+                    return Err(TxError::Invalid {
                     message: format!(
                         "cannot undo {n} operations: {} can be undone in this working tree",
                         stack.len()
                     ),
                     hint: "`git loaf log` lists the AI commits; `--to` takes an apply id or a count from 1".into(),
                 });
-            }
-            Err(_) => {
-                return Err(TxError::Invalid {
+                }
+                Err(_) => {
+                    return Err(TxError::Invalid {
                     message: format!("no operation '{to}' is left to undo in this working tree"),
                     hint: "`git loaf log` lists the apply ids; `--to N` undoes the last N operations".into(),
                 });
+                }
             }
-        },
+        }
     };
     let run = stack[start..].to_vec();
     let (first, last) = (&run[0], &run[run.len() - 1]);
@@ -198,10 +200,7 @@ fn walk(
     } else {
         (target.before.clone(), target.after.clone())
     };
-    let (expected_ref, wanted_ref) = (
-        state_ref(&target, &expected),
-        state_ref(&target, &wanted),
-    );
+    let (expected_ref, wanted_ref) = (state_ref(&target, &expected), state_ref(&target, &wanted));
     let verb = if undoing { "undo" } else { "redo" };
     let (ref_name, head) = refs::head_ref(repo)?;
     if ref_name != expected_ref {
@@ -239,7 +238,13 @@ fn walk(
     let mut saved = None;
     if changed {
         if !force {
-            return Err(refuse_changed(&session, &target, kind, head.as_deref(), &expected));
+            return Err(refuse_changed(
+                &session,
+                &target,
+                kind,
+                head.as_deref(),
+                &expected,
+            ));
         }
         // Keep what the forced undo moves away from: uncommitted work (as a commit whose
         // parent is HEAD, referenced only from refs/loaf/saved/) or commits made on top of

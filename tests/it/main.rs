@@ -21,6 +21,7 @@ mod sandbox;
 mod scratch;
 mod slupe;
 mod states;
+mod step;
 mod support;
 mod transaction;
 mod validation;
