@@ -225,12 +225,24 @@ pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
         work: Oid::from_str(&kept.before.work)?,
         index: Oid::from_str(&kept.before.index)?,
     };
-    // What the last step left here (this commit clean after a step-back; its kept changes
-    // after a step-forward) stays behind, recorded in the log; only the edits made since
-    // are carried onto the child.
+    // The changes kept for this commit (none after a step-back onto it; what step-back kept
+    // after a step-forward onto it) stay behind with it, recorded in the log; everything
+    // else, edits made here and edits carried here, goes on to the child.
+    let own = match last.kind {
+        OpKind::StepForward => stack
+            .iter()
+            .rev()
+            .find(|e| {
+                e.kind == OpKind::StepBack
+                    && (&e.ref_name, &e.target) == (&last.ref_name, &last.target)
+                    && e.before.head.as_deref() == Some(head.to_string().as_str())
+            })
+            .map_or(&last.after, |e| &e.before),
+        _ => &last.after,
+    };
     let left = Work {
-        work: Oid::from_str(&last.after.work)?,
-        index: Oid::from_str(&last.after.index)?,
+        work: Oid::from_str(&own.work)?,
+        index: Oid::from_str(&own.index)?,
     };
     let ours = Work {
         work: cp.work_tree,

@@ -128,7 +128,7 @@ pub fn undo_to(cwd: &Path, to: &str, force: bool) -> Result<Walked, TxError> {
         summary: if run.len() == 1 {
             first.summary.clone()
         } else {
-            format!("{} operations back to {}", run.len(), first.summary)
+            format!("{} operations, back to: {}", run.len(), first.summary)
         },
         before: first.before.clone(),
         after: last.after.clone(),

@@ -24,5 +24,6 @@ mod states;
 mod step;
 mod support;
 mod transaction;
+mod undo_to;
 mod validation;
 mod visible;

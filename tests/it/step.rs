@@ -34,10 +34,6 @@ fn rev(s: &Scratch, rev: &str) -> String {
     s.git(&["rev-parse", rev]).trim().to_owned()
 }
 
-fn short(s: &Scratch, r: &str) -> String {
-    rev(s, r)[..7].to_owned()
-}
-
 #[test]
 fn three_steps_back_and_three_forward_bring_every_change_back_exactly() {
     let s = four_commits();
@@ -219,6 +215,32 @@ fn edits_made_while_back_are_merged_and_a_conflict_keeps_both_sides() {
         before,
         "undo brings back the user's side exactly"
     );
+}
+
+/// A fix made two commits back travels forward to the tip, while the changes kept for the
+/// commit in between stay with it.
+#[test]
+fn an_edit_made_while_back_is_carried_all_the_way_to_the_tip() {
+    let s = four_commits();
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    s.write("c3.txt", "three\nkept at c3\n");
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    s.write("a.txt", "fixed\n1\n2\n3\n");
+    s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+    assert_eq!(s.read("c3.txt").as_deref(), Some("three\nkept at c3\n"));
+    assert_eq!(s.read("a.txt").as_deref(), Some("fixed\n1\n2\n3\n"));
+    s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some("fixed\n1\n2\n3\n4\n"),
+        "carried on"
+    );
+    assert_eq!(
+        s.read("c3.txt").as_deref(),
+        Some("three\n"),
+        "stays with c3"
+    );
+    assert_eq!(s.git(&["status", "--porcelain"]), " M a.txt\n");
 }
 
 #[test]
