@@ -6,6 +6,7 @@ mod error;
 mod kept;
 mod log;
 mod parse;
+mod step;
 mod undo;
 
 use std::io::Write;
@@ -33,6 +34,8 @@ enum Command {
     Show(log::ShowArgs),
     Take(kept::TakeArgs),
     Drop(kept::DropArgs),
+    StepBack(step::StepBackArgs),
+    StepForward(step::StepForwardArgs),
 }
 
 /// How a command that ran ended.
@@ -75,6 +78,8 @@ pub fn main() -> ExitCode {
         Command::Show(args) => log::run_show(&args),
         Command::Take(args) => kept::run_take(&args),
         Command::Drop(args) => kept::run_drop(&args),
+        Command::StepBack(args) => step::run_back(&args),
+        Command::StepForward(args) => step::run_forward(&args),
     };
     match result {
         Ok(outcome) => outcome.into(),

@@ -16,6 +16,10 @@ pub struct UndoArgs {
     /// and commits made since are first saved under refs/loaf/saved/.
     #[arg(long)]
     force: bool,
+    /// Undo every operation back to and including this one, in one step: an apply id, or a
+    /// count N (the last N operations). A plain `git loaf undo` afterwards re-does them all.
+    #[arg(long, value_name = "ID|N")]
+    to: Option<String>,
 }
 
 /// Re-do the operation the last `git loaf undo` undid.
@@ -24,7 +28,11 @@ pub struct RedoArgs {}
 
 /// Runs `git loaf undo`.
 pub fn run_undo(args: &UndoArgs) -> Result<Outcome, CliError> {
-    let walked = undo::undo(&super::current_dir()?, args.force)?;
+    let cwd = super::current_dir()?;
+    let walked = match &args.to {
+        Some(to) => undo::undo_to(&cwd, to, args.force)?,
+        None => undo::undo(&cwd, args.force)?,
+    };
     report("Undid", &walked)
 }
 
@@ -45,6 +53,16 @@ fn report(verb: &str, walked: &Walked) -> Result<Outcome, CliError> {
         short(walked.from.as_deref()),
         short(walked.to.as_deref()),
     );
+    if walked.run.len() > 1 {
+        out.push_str(&format!("Undid {} operations:\n", walked.run.len()));
+        for op in walked.run.iter().rev() {
+            out.push_str(&format!("  {} {}\n", op.id, op.summary));
+        }
+        out.push_str("Changed:\n");
+    }
+    if let Some(branch) = &walked.attached {
+        out.push_str(&format!("HEAD is on {} again.\n", display_ref(branch)));
+    }
     const SHOWN: usize = 10;
     for path in walked.paths.iter().take(SHOWN) {
         out.push_str(&format!("  {path}\n"));

@@ -7,10 +7,12 @@
 //! move and keep ([`refs`]), moving the branch and files ([`publish`]) and the operation log
 //! ([`oplog`]).
 
+pub mod carry;
 pub mod checkpoint;
 pub mod commit;
 pub mod commits;
 pub mod filters;
+pub mod head;
 pub mod index_lock;
 pub mod lock;
 pub mod merge;

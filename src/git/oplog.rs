@@ -27,6 +27,17 @@ pub enum OpKind {
     Undo,
     /// `git loaf redo` of the operation named by `target`.
     Redo,
+    /// `git loaf step-back`: HEAD detached at the first parent, the uncommitted changes kept
+    /// as the before state. `ref_name` is the branch whose history is walked (`HEAD` when
+    /// none) and `target` its tip when the walk began: HEAD is attached to that branch in a
+    /// state exactly when the state's head is the tip.
+    StepBack,
+    /// `git loaf step-forward`: one commit toward the tip, the changes kept for it brought
+    /// back; `ref_name` and `target` as for [`OpKind::StepBack`].
+    StepForward,
+    /// `git loaf undo --to`: every operation back to and including `target` undone in one
+    /// step (its after state is `target`'s before state); undoing it re-does them all.
+    UndoTo,
 }
 
 /// The user's state on one side of an operation: HEAD (absent on an unborn branch) and the
@@ -195,6 +206,11 @@ pub fn stacks(entries: &[OpEntry], workdir: &str) -> Stacks {
     for entry in entries.iter().rev().filter(|e| e.workdir == workdir) {
         match entry.kind {
             OpKind::Apply => {
+                stacks.undoable.push(entry.clone());
+                stacks.redoable.clear();
+            }
+            // Operations of their own, undone and re-done like an apply.
+            OpKind::StepBack | OpKind::StepForward | OpKind::UndoTo => {
                 stacks.undoable.push(entry.clone());
                 stacks.redoable.clear();
             }

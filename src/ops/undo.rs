@@ -13,7 +13,8 @@ use crate::git::checkpoint;
 use crate::git::oplog::{self, OpEntry, OpKind, UserState};
 use crate::git::publish::{self, Transition, crash_point, differing};
 use crate::git::session::{Session, TxError};
-use crate::git::{Oid, refs};
+use crate::git::visible::Extras;
+use crate::git::{Oid, head, refs};
 
 /// What undo or redo did.
 #[derive(Debug)]
@@ -36,6 +37,10 @@ pub struct Walked {
     pub saved: Option<String>,
     /// Things to tell the user on stderr.
     pub notices: Vec<String>,
+    /// For `undo --to`: the operations undone, oldest first.
+    pub run: Vec<OpEntry>,
+    /// The branch HEAD was attached to afterwards, when the move re-attached it.
+    pub attached: Option<String>,
 }
 
 /// Undoes the most recent operation not yet undone in the working tree containing `cwd`.
@@ -54,11 +59,90 @@ pub fn undo(cwd: &Path, force: bool) -> Result<Walked, TxError> {
         });
     };
     crash_point("logged");
-    if !force {
+    if !force && !is_step(target.kind) {
         refuse_if_pushed(&session, &target)?;
     }
     crash_point("pushed-checked");
-    walk(session, target, OpKind::Undo, force)
+    walk(session, target, OpKind::Undo, force, Vec::new())
+}
+
+/// `git loaf undo --to <id|N>`: undoes, in one step, every operation back to and including
+/// the one with apply id `to` (or the last `to` operations): one log entry from the current
+/// state to the state before that operation, itself undoable (a plain `git loaf undo`
+/// afterwards re-does them all). The refusals are undo's: anything changed since, or a
+/// commit it would remove already pushed, unless `force`.
+pub fn undo_to(cwd: &Path, to: &str, force: bool) -> Result<Walked, TxError> {
+    let session = Session::begin(cwd, "undo")?;
+    let workdir = session.root.display().to_string();
+    let entries = oplog::entries(&session.repo)?;
+    let stack = oplog::stacks(&entries, &workdir).undoable;
+    let start = match stack.iter().rposition(|e| e.id == to) {
+        Some(i) => i,
+        None => {
+            match to.parse::<usize>() {
+                Ok(n) if (1..=stack.len()).contains(&n) => stack.len() - n,
+                Ok(n) => {
+                    return Err(TxError::Invalid {
+                    message: format!(
+                        "cannot undo {n} operations: {} can be undone in this working tree",
+                        stack.len()
+                    ),
+                    hint: "`git loaf log` lists the AI commits; `--to` takes an apply id or a count from 1".into(),
+                });
+                }
+                Err(_) => {
+                    return Err(TxError::Invalid {
+                    message: format!("no operation '{to}' is left to undo in this working tree"),
+                    hint: "`git loaf log` lists the apply ids; `--to N` undoes the last N operations".into(),
+                });
+                }
+            }
+        }
+    };
+    let run = stack[start..].to_vec();
+    let (first, last) = (&run[0], &run[run.len() - 1]);
+    let (before_ref, after_ref) = (
+        state_ref(first, &first.before),
+        state_ref(last, &last.after),
+    );
+    if before_ref != after_ref {
+        return Err(TxError::Refused {
+            message: format!(
+                "the operations back to {} start on {} and end on {}: undo --to moves one of them only",
+                first.id,
+                display_ref(&before_ref),
+                display_ref(&after_ref)
+            ),
+            hint: "go back to the branch's tip first (`git loaf step-forward` until it says so), or undo the steps one at a time with `git loaf undo`".into(),
+        });
+    }
+    // The whole run as one operation: what the first found and what the last left, and
+    // every extra change in order (undo takes them back newest first).
+    let combined = OpEntry {
+        id: first.id.clone(),
+        kind: OpKind::UndoTo,
+        target: None,
+        time: last.time,
+        workdir: workdir.clone(),
+        ref_name: after_ref,
+        summary: if run.len() == 1 {
+            first.summary.clone()
+        } else {
+            format!("{} operations, back to: {}", run.len(), first.summary)
+        },
+        before: first.before.clone(),
+        after: last.after.clone(),
+        extras: Extras {
+            changes: run
+                .iter()
+                .flat_map(|e| e.extras.changes.iter().cloned())
+                .collect(),
+        },
+    };
+    if !force && run.iter().any(|e| !is_step(e.kind)) {
+        refuse_if_pushed(&session, &combined)?;
+    }
+    walk(session, combined, OpKind::UndoTo, force, run)
 }
 
 /// Re-does the most recently undone operation.
@@ -66,41 +150,78 @@ pub fn redo(cwd: &Path) -> Result<Walked, TxError> {
     let session = Session::begin(cwd, "redo")?;
     let workdir = session.root.display().to_string();
     let entries = oplog::entries(&session.repo)?;
-    let Some(target) = oplog::stacks(&entries, &workdir).redoable.pop() else {
+    let stacks = oplog::stacks(&entries, &workdir);
+    let after_undo_to = stacks
+        .undoable
+        .last()
+        .is_some_and(|e| e.kind == OpKind::UndoTo);
+    let Some(target) = stacks.redoable.last().cloned() else {
         return Err(TxError::Invalid {
             message: "nothing to redo: no undone git-loaf operation in this working tree (a new apply forgets what was undone before it)".into(),
-            hint: "`git loaf undo` undoes the last operation; `git loaf log` lists the AI commits".into(),
+            hint: if after_undo_to {
+                "the last operation was `git loaf undo --to`: a plain `git loaf undo` re-does everything it undid".into()
+            } else {
+                "`git loaf undo` undoes the last operation; `git loaf log` lists the AI commits".into()
+            },
         });
     };
-    walk(session, target, OpKind::Redo, false)
+    walk(session, target, OpKind::Redo, false, Vec::new())
 }
 
-/// Moves from `target`'s after state to its before state (undo) or back (redo).
+/// Whether `kind` is a step, which moves HEAD along a branch's history without moving the
+/// branch: undoing one removes no commit from anything, so there is nothing pushed to check.
+fn is_step(kind: OpKind) -> bool {
+    matches!(kind, OpKind::StepBack | OpKind::StepForward)
+}
+
+/// The ref HEAD is on in `state`, one of `entry`'s two states: the ref the entry moved; for
+/// a step, its branch when the state is at the branch's tip (HEAD attached), else `HEAD`.
+pub fn state_ref(entry: &OpEntry, state: &UserState) -> String {
+    if is_step(entry.kind) && (entry.ref_name == "HEAD" || state.head != entry.target) {
+        "HEAD".to_owned()
+    } else {
+        entry.ref_name.clone()
+    }
+}
+
+/// Moves from `target`'s after state to its before state (undo, undo --to of the `run`) or
+/// back (redo).
 fn walk(
     mut session: Session,
     target: OpEntry,
     kind: OpKind,
     force: bool,
+    run: Vec<OpEntry>,
 ) -> Result<Walked, TxError> {
     let repo = &session.repo;
-    let (expected, wanted) = match kind {
-        OpKind::Undo => (target.after.clone(), target.before.clone()),
-        _ => (target.before.clone(), target.after.clone()),
+    let undoing = kind != OpKind::Redo;
+    let (expected, wanted) = if undoing {
+        (target.after.clone(), target.before.clone())
+    } else {
+        (target.before.clone(), target.after.clone())
     };
-    let verb = if kind == OpKind::Undo { "undo" } else { "redo" };
+    let (expected_ref, wanted_ref) = (state_ref(&target, &expected), state_ref(&target, &wanted));
+    let verb = if undoing { "undo" } else { "redo" };
     let (ref_name, head) = refs::head_ref(repo)?;
-    if ref_name != target.ref_name {
+    if ref_name != expected_ref {
         return Err(TxError::Refused {
             message: format!(
-                "the operation to {verb} ({}) moved {}, but you are now on {}",
+                "the operation to {verb} ({}) left you on {}, but you are now on {}",
                 target.id,
-                display_ref(&target.ref_name),
+                display_ref(&expected_ref),
                 display_ref(&ref_name)
             ),
-            hint: format!(
-                "switch back (`git switch {}`), then run `git loaf {verb}` again",
-                display_ref(&target.ref_name)
-            ),
+            hint: if expected_ref == "HEAD" {
+                format!(
+                    "go back (`git switch --detach {}`), then run `git loaf {verb}` again",
+                    short(expected.head.as_deref())
+                )
+            } else {
+                format!(
+                    "switch back (`git switch {}`), then run `git loaf {verb}` again",
+                    display_ref(&expected_ref)
+                )
+            },
         });
     }
     let head = head.map(|o| o.to_string());
@@ -141,9 +262,16 @@ fn walk(
             saved = Some(refs::save(repo, &id, commit)?);
         }
     }
+    // A step changes what HEAD is attached to: HEAD itself moves, detached, and is attached
+    // to the branch afterwards.
+    let across = expected_ref != wanted_ref;
     let transition = Transition {
         workdir: session.root.clone(),
-        ref_name: ref_name.clone(),
+        ref_name: if across {
+            "HEAD".to_owned()
+        } else {
+            ref_name.clone()
+        },
         old: head.clone(),
         new: wanted.head.clone(),
         from_work: work.clone(),
@@ -158,7 +286,11 @@ fn walk(
             time: now_secs(),
             workdir: session.root.display().to_string(),
             ref_name: ref_name.clone(),
-            summary: format!("{verb} {}: {}", target.id, target.summary),
+            summary: if kind == OpKind::UndoTo {
+                format!("undo --to {}: {}", target.id, target.summary)
+            } else {
+                format!("{verb} {}: {}", target.id, target.summary)
+            },
             before: UserState {
                 head: head.clone(),
                 work: work.clone(),
@@ -166,16 +298,30 @@ fn walk(
             },
             after: wanted.clone(),
             // Undo takes back what the operation wrote outside git; redo writes it again.
-            extras: if kind == OpKind::Undo {
+            extras: if undoing {
                 target.extras.inverted()
             } else {
                 target.extras.clone()
             },
         },
     };
-    let skipped = publish::publish(repo, &transition, false)?;
+    let (skipped, attached) = if across {
+        let detach_from = (ref_name != "HEAD").then_some(ref_name.as_str());
+        let attach_to = (wanted_ref != "HEAD").then_some(wanted_ref.as_str());
+        head::publish_across(repo, &transition, false, detach_from, attach_to)?
+    } else {
+        (publish::publish(repo, &transition, false)?, false)
+    };
     let mut notices = std::mem::take(&mut session.notices);
     notices.extend(publish::left_alone_notice(&skipped));
+    if across && wanted_ref != "HEAD" && !attached {
+        notices.push(format!(
+            "{} moved since, so HEAD stays detached at {}: `git switch {}` goes to where it is now",
+            display_ref(&wanted_ref),
+            short(wanted.head.as_deref()),
+            display_ref(&wanted_ref)
+        ));
+    }
     let paths = differing(repo, &work, &wanted.work)?
         .into_iter()
         .map(|p| p.display().to_string())
@@ -191,6 +337,8 @@ fn walk(
         paths,
         saved,
         notices,
+        run,
+        attached: attached.then_some(wanted_ref),
     })
 }
 
@@ -205,7 +353,7 @@ fn refuse_changed(
     expected: &UserState,
 ) -> TxError {
     let (verb, op) = (
-        if kind == OpKind::Undo { "undo" } else { "redo" },
+        if kind == OpKind::Redo { "redo" } else { "undo" },
         describe(target),
     );
     let head_moved = head != expected.head.as_deref();
@@ -223,6 +371,12 @@ fn refuse_changed(
             _ => false,
         };
     let made_a_commit = target.after.head != target.before.head;
+    // undo --to refuses as undo does.
+    let kind = if kind == OpKind::UndoTo {
+        OpKind::Undo
+    } else {
+        kind
+    };
     let hint = match (kind, head_moved) {
         (OpKind::Undo, true) if committed_on_top && made_a_commit => format!(
             "you committed since: `git revert {}` takes back only the AI's commit and keeps yours; or `git loaf undo --force` goes back to before it (your newer commits are saved under refs/loaf/saved/ first)",
@@ -273,6 +427,9 @@ fn describe(entry: &OpEntry) -> &'static str {
         OpKind::Apply => "apply",
         OpKind::Undo => "undo",
         OpKind::Redo => "redo",
+        OpKind::StepBack => "step-back",
+        OpKind::StepForward => "step-forward",
+        OpKind::UndoTo => "the operations back to",
     }
 }
 

@@ -1,0 +1,86 @@
+//! `git loaf step-back` and `git loaf step-forward`: walk back through a branch's commits
+//! and forward again, the uncommitted changes of each commit kept for it.
+
+use clap::Args;
+
+use super::{CliError, Outcome};
+use crate::ops::step::{self, Stepped};
+use crate::ops::undo::{display_ref, short};
+
+/// Step back one commit: your uncommitted changes (untracked files included, staged and
+/// unstaged apart) are kept for the current commit, and HEAD moves, detached, to its first
+/// parent, with that commit's files. The branch stays where it is. Repeat to go further back;
+/// `git loaf step-forward` comes back, `git loaf undo` takes a step back exactly.
+#[derive(Debug, Args)]
+pub struct StepBackArgs {}
+
+/// Step forward one commit toward the tip `git loaf step-back` left: the changes kept for
+/// that commit come back (merged with any edits you made meanwhile); at the tip HEAD is on
+/// the branch again. Refuses if the branch moved or a commit was made while stepped back.
+#[derive(Debug, Args)]
+pub struct StepForwardArgs {}
+
+/// Runs `git loaf step-back`.
+pub fn run_back(_args: &StepBackArgs) -> Result<Outcome, CliError> {
+    let stepped = step::step_back(&super::current_dir()?)?;
+    super::print_notices(&stepped.notices);
+    let mut out = format!("{}\n", position(&stepped));
+    if stepped.paths.is_empty() {
+        out.push_str("No uncommitted changes to keep.\n");
+    } else {
+        out.push_str("Kept your uncommitted changes for the commit stepped off (`git loaf step-forward` brings them back):\n");
+        out.push_str(&listed(&stepped.paths));
+    }
+    super::print_out(&out).map(|()| Outcome::Success)
+}
+
+/// Runs `git loaf step-forward`.
+pub fn run_forward(_args: &StepForwardArgs) -> Result<Outcome, CliError> {
+    let stepped = step::step_forward(&super::current_dir()?)?;
+    super::print_notices(&stepped.notices);
+    let mut out = format!("{}\n", position(&stepped));
+    if !stepped.paths.is_empty() {
+        out.push_str("Brought back the changes kept for it:\n");
+        out.push_str(&listed(&stepped.paths));
+    }
+    if !stepped.conflicts.is_empty() {
+        out.push_str("Your edits and the kept changes both changed (conflict markers in text files, your version otherwise):\n");
+        out.push_str(&listed(&stepped.conflicts));
+        if let Some(saved) = &stepped.saved {
+            out.push_str(&format!(
+                "The kept version of every file is {saved} (`git checkout {saved} -- <path>` takes one); `git loaf undo` goes back to before this step-forward exactly.\n"
+            ));
+        }
+    }
+    super::print_out(&out).map(|()| Outcome::Success)
+}
+
+/// `HEAD now at <short> <subject> (N steps back from main <short>)`, or on the branch.
+fn position(stepped: &Stepped) -> String {
+    let (at, subject) = &stepped.at;
+    let tip = short(Some(&stepped.tip.to_string()));
+    let branch = if stepped.branch == "HEAD" {
+        "the tip".to_owned()
+    } else {
+        display_ref(&stepped.branch)
+    };
+    let at = format!("{} {subject}", short(Some(&at.to_string())));
+    match stepped.back {
+        0 if stepped.attached => format!("HEAD now at {at}, on {branch} again (the tip)"),
+        0 => format!("HEAD now at {at} (the tip, {branch} {tip})"),
+        1 => format!("HEAD now at {at} (1 step back from {branch} {tip})"),
+        n => format!("HEAD now at {at} ({n} steps back from {branch} {tip})"),
+    }
+}
+
+fn listed(paths: &[String]) -> String {
+    const SHOWN: usize = 10;
+    let mut out = String::new();
+    for path in paths.iter().take(SHOWN) {
+        out.push_str(&format!("  {path}\n"));
+    }
+    if paths.len() > SHOWN {
+        out.push_str(&format!("  … and {} more\n", paths.len() - SHOWN));
+    }
+    out
+}

@@ -1,0 +1,202 @@
+//! Carrying uncommitted work across a step (`step-forward`): the user's edits made while
+//! stepped back, which are relative to the commit they stood on, merged 3-way into the
+//! changes kept for the commit they step onto. Where both changed the same lines, the file
+//! gets conflict markers with both sides; where a side is not text or deleted the file, the
+//! user's version stays in place. Either way nothing is dropped: the caller keeps the kept
+//! side under a ref, and the user's side is the operation log's before state.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use git2::{MergeFileInput, MergeFileOptions, Oid, Repository};
+
+use super::publish::blob_at;
+use super::treebuild::{Value, tree_with_values};
+use super::treediff::changed_paths;
+
+/// Two sides of uncommitted work: a working tree and an index, as trees.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Work {
+    /// The working tree.
+    pub work: Oid,
+    /// The index.
+    pub index: Oid,
+}
+
+/// The result of [`carry`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Carried {
+    /// The merged working tree and index.
+    pub into: Work,
+    /// Paths where the two sides could not both be kept in the file: conflict markers in
+    /// text files, the user's version otherwise.
+    pub conflicts: Vec<PathBuf>,
+}
+
+/// `ours` (the user's work, edits made on top of `base`) carried into `theirs` (the kept
+/// work): every path where `ours` differs from `base` is merged 3-way; the rest is `theirs`
+/// as it is. Working tree and index are merged each with its own side. `labels` name the
+/// two sides in conflict markers.
+pub fn carry(
+    repo: &Repository,
+    base: Work,
+    ours: Work,
+    theirs: Work,
+    labels: (&str, &str),
+) -> Result<Carried, git2::Error> {
+    let mut conflicts = BTreeSet::new();
+    let mut side = |base: Oid, ours: Oid, theirs: Oid, in_file: bool| -> Result<Oid, git2::Error> {
+        let base_tree = repo.find_tree(base)?;
+        let (ours_tree, theirs_tree) = (repo.find_tree(ours)?, repo.find_tree(theirs)?);
+        let mut values: Vec<(PathBuf, Value)> = Vec::new();
+        for path in changed_paths(repo, Some(base), Some(ours))? {
+            let (b, o, t) = (
+                blob_at(&base_tree, &path),
+                blob_at(&ours_tree, &path),
+                blob_at(&theirs_tree, &path),
+            );
+            let value = match merge3(repo, &path, b, o, t, labels)? {
+                Merged::Clean(value) => value,
+                // In the file both sides are shown (or the user's kept); in the index the
+                // kept side stays staged, so the user's conflict shows as an unstaged change.
+                Merged::Conflict(value) => {
+                    conflicts.insert(path.clone());
+                    if in_file { value } else { t }
+                }
+            };
+            values.push((path, value));
+        }
+        tree_with_values(repo, theirs, &values)
+    };
+    let work = side(base.work, ours.work, theirs.work, true)?;
+    let index = side(base.index, ours.index, theirs.index, false)?;
+    Ok(Carried {
+        into: Work { work, index },
+        conflicts: conflicts.into_iter().collect(),
+    })
+}
+
+/// One path merged.
+enum Merged {
+    /// Both sides' changes are in it.
+    Clean(Value),
+    /// They could not be merged: the value holds both with conflict markers (text), or ours.
+    Conflict(Value),
+}
+
+fn merge3(
+    repo: &Repository,
+    path: &Path,
+    base: Value,
+    ours: Value,
+    theirs: Value,
+    (our_label, their_label): (&str, &str),
+) -> Result<Merged, git2::Error> {
+    if ours == base || ours == theirs {
+        return Ok(Merged::Clean(theirs));
+    }
+    if theirs == base {
+        return Ok(Merged::Clean(ours));
+    }
+    let (Some(b), Some(o), Some(t)) = (base, ours, theirs) else {
+        return Ok(Merged::Conflict(ours));
+    };
+    let blobs = (
+        repo.find_blob(b.0),
+        repo.find_blob(o.0),
+        repo.find_blob(t.0),
+    );
+    let (Ok(b_blob), Ok(o_blob), Ok(t_blob)) = blobs else {
+        return Ok(Merged::Conflict(ours)); // a submodule or a link: not text to merge
+    };
+    if b_blob.is_binary() || o_blob.is_binary() || t_blob.is_binary() {
+        return Ok(Merged::Conflict(ours));
+    }
+    let mut options = MergeFileOptions::new();
+    let shown = path.display().to_string();
+    options
+        .ancestor_label(format!("{shown} (commit)"))
+        .our_label(format!("{shown} ({our_label})"))
+        .their_label(format!("{shown} ({their_label})"));
+    let result = git2::merge_file(
+        &input(b_blob.content()),
+        &input(o_blob.content()),
+        &input(t_blob.content()),
+        Some(&mut options),
+    )?;
+    let value = Some((repo.blob(result.content())?, t.1));
+    Ok(if result.is_automergeable() {
+        Merged::Clean(value)
+    } else {
+        Merged::Conflict(value)
+    })
+}
+
+fn input(content: &[u8]) -> MergeFileInput<'_> {
+    let mut input = MergeFileInput::new();
+    input.content(content);
+    input
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::checkpoint;
+    use crate::git::testing::{committed_repo, git, write_file};
+
+    fn tree(root: &Path, rev: &str) -> Oid {
+        Oid::from_str(git(root, &["rev-parse", rev]).trim()).expect("an id")
+    }
+
+    /// Kept: line 1 changed and a new file; the user's: line 3 changed (merges), and
+    /// `gone.txt` changed by both (conflict markers with both sides).
+    #[test]
+    fn merges_separate_lines_and_marks_the_same_lines_keeping_both() {
+        let dir = committed_repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let base = tree(root, "HEAD^{tree}");
+        write_file(root, "a.txt", "ONE\n2\n3\n");
+        write_file(root, "gone.txt", "kept\n");
+        write_file(root, "k.txt", "k\n");
+        let kept = checkpoint::take(&repo).expect("checkpoint");
+        git(root, &["checkout", "-q", "--", "."]);
+        std::fs::remove_file(root.join("k.txt")).expect("rm");
+        write_file(root, "a.txt", "1\n2\nTHREE\n");
+        write_file(root, "gone.txt", "mine\n");
+        let mine = checkpoint::take(&repo).expect("checkpoint");
+        let work = |c: &checkpoint::Checkpoint| Work {
+            work: c.work_tree,
+            index: c.index_tree,
+        };
+        let carried = carry(
+            &repo,
+            Work {
+                work: base,
+                index: base,
+            },
+            work(&mine),
+            work(&kept),
+            ("yours", "kept"),
+        )
+        .expect("carries");
+        assert_eq!(carried.conflicts, vec![PathBuf::from("gone.txt")]);
+        let cat = |path: &str| {
+            git(
+                root,
+                &["cat-file", "-p", &format!("{}:{path}", carried.into.work)],
+            )
+        };
+        assert_eq!(cat("a.txt"), "ONE\n2\nTHREE\n");
+        assert_eq!(cat("k.txt"), "k\n");
+        let both = cat("gone.txt");
+        assert!(
+            both.contains("<<<<<<< gone.txt (yours)\nmine\n=======\nkept\n>>>>>>> gone.txt (kept)"),
+            "{both}"
+        );
+        assert_eq!(
+            carried.into.index, base,
+            "nothing was staged on either side"
+        );
+    }
+}

@@ -1,0 +1,127 @@
+//! HEAD itself, for `step-back` and `step-forward`: detached from its branch while the user
+//! walks back through the branch's history (the branch stays at its tip, so nothing of it is
+//! rewritten), re-attached when they are back at the tip; and the first-parent chain they walk.
+
+use std::path::PathBuf;
+
+use git2::{Oid, Repository};
+
+use super::publish::{self, PublishError, Transition};
+
+/// How far back a step session looks for the tip along the first-parent chain: far more
+/// than anyone steps by hand, and it bounds the walk on a long history.
+const CHAIN_LIMIT: usize = 100_000;
+
+/// Detaches HEAD at `at`, the commit it already names: the branch, the index and the files
+/// stay as they are. Refuses (a git error) when HEAD names another commit.
+pub fn detach(repo: &Repository, at: Oid) -> Result<(), git2::Error> {
+    let now = repo.head()?.peel_to_commit()?.id();
+    if now != at {
+        return Err(git2::Error::from_str(&format!(
+            "HEAD moved while git-loaf ran (now {now}, expected {at})"
+        )));
+    }
+    repo.set_head_detached(at)
+}
+
+/// Points HEAD at `branch` (`refs/heads/<name>`) if the branch holds `at`, the commit HEAD
+/// is detached at; `false`, and nothing changed, when the branch holds something else.
+pub fn attach(repo: &Repository, branch: &str, at: Oid) -> Result<bool, git2::Error> {
+    if repo.refname_to_id(branch).ok() != Some(at) {
+        return Ok(false);
+    }
+    repo.set_head(branch)?;
+    Ok(true)
+}
+
+/// How many first-parent steps lead from `tip` back to `commit` (0 when they are the same),
+/// `None` when `commit` is not on `tip`'s first-parent chain.
+pub fn first_parent_distance(
+    repo: &Repository,
+    tip: Oid,
+    commit: Oid,
+) -> Result<Option<usize>, git2::Error> {
+    let mut at = tip;
+    for steps in 0..CHAIN_LIMIT {
+        if at == commit {
+            return Ok(Some(steps));
+        }
+        match repo.find_commit(at)?.parent_ids().next() {
+            Some(parent) => at = parent,
+            None => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// Publishes `t`, a move of HEAD itself (`t.ref_name` is `HEAD`), across a change of
+/// attachment: HEAD is first detached from `detach_from` (the branch it is on, at `t.old`),
+/// and afterwards attached to `attach_to` if that branch holds `t.new`. Detaching first
+/// changes nothing the user sees; if the publish then fails, HEAD is attached back. Returns
+/// the files left alone (see [`publish::publish`]) and whether HEAD is now on `attach_to`.
+pub fn publish_across(
+    repo: &Repository,
+    t: &Transition,
+    check_user: bool,
+    detach_from: Option<&str>,
+    attach_to: Option<&str>,
+) -> Result<(Vec<PathBuf>, bool), PublishError> {
+    let (old, new) = (parse(t.old.as_deref())?, parse(t.new.as_deref())?);
+    if let (Some(_), Some(old)) = (detach_from, old) {
+        detach(repo, old)?;
+    }
+    let skipped = match publish::publish(repo, t, check_user) {
+        Ok(skipped) => skipped,
+        Err(e) => {
+            if let (Some(branch), Some(old)) = (detach_from, old) {
+                let _ = attach(repo, branch, old);
+            }
+            return Err(e);
+        }
+    };
+    let attached = match (attach_to, new) {
+        (Some(branch), Some(new)) => attach(repo, branch, new)?,
+        _ => false,
+    };
+    Ok((skipped, attached))
+}
+
+fn parse(oid: Option<&str>) -> Result<Option<Oid>, git2::Error> {
+    oid.map(Oid::from_str).transpose()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::testing::{committed_repo, git, write_file};
+
+    fn oid(dir: &std::path::Path, rev: &str) -> Oid {
+        Oid::from_str(git(dir, &["rev-parse", rev]).trim()).expect("an id")
+    }
+
+    #[test]
+    fn detaches_and_reattaches_without_moving_the_branch() {
+        let dir = committed_repo();
+        let root = dir.path();
+        write_file(root, "a.txt", "second\n");
+        git(root, &["commit", "-q", "-am", "second"]);
+        let repo = Repository::open(root).expect("open");
+        let (first, second) = (oid(root, "HEAD~1"), oid(root, "HEAD"));
+        assert!(detach(&repo, first).is_err(), "HEAD is not there");
+        detach(&repo, second).expect("detaches");
+        assert_eq!(git(root, &["rev-parse", "--abbrev-ref", "HEAD"]), "HEAD\n");
+        assert_eq!(oid(root, "main"), second, "the branch did not move");
+        assert!(!attach(&repo, "refs/heads/main", first).expect("checks"));
+        assert!(attach(&repo, "refs/heads/main", second).expect("attaches"));
+        assert_eq!(git(root, &["symbolic-ref", "HEAD"]), "refs/heads/main\n");
+        assert_eq!(git(root, &["status", "--porcelain"]), "");
+        assert_eq!(
+            first_parent_distance(&repo, second, first).expect("walks"),
+            Some(1)
+        );
+        assert_eq!(
+            first_parent_distance(&repo, first, second).expect("walks"),
+            None
+        );
+    }
+}

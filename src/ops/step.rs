@@ -1,0 +1,452 @@
+//! `git loaf step-back` and `git loaf step-forward` (DESIGN §3): walking back through a
+//! branch's commits and forward again, one commit at a time, with the uncommitted changes
+//! of each commit kept for it.
+//!
+//! step-back: lock → checkpoint the uncommitted work (untracked files included, staged and
+//! unstaged apart) → HEAD detached at the first parent, files and index that commit's → log
+//! the step, whose before state *is* the kept work. The branch is never moved: it stays at
+//! the tip, which the step records.
+//!
+//! step-forward: lock → find the step-back that left HEAD here → refuse if the branch moved
+//! or HEAD left the chain → carry the user's edits made meanwhile into the kept work →
+//! HEAD on the child, files and index as carried → at the tip, HEAD re-attached to the branch.
+//!
+//! Both are ordinary operations of the log: `git loaf undo` takes a step back exactly.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use super::undo::{display_ref, short};
+use super::{new_id, now_secs};
+use crate::git::carry::{self, Work};
+use crate::git::checkpoint::{self, Checkpoint};
+use crate::git::commit::write_commit;
+use crate::git::oplog::{self, OpEntry, OpKind, UserState};
+use crate::git::publish::{PublishError, Transition, differing, left_alone_notice};
+use crate::git::session::{Session, TxError};
+use crate::git::{Oid, commits, head, refs};
+
+/// What a step did.
+#[derive(Debug)]
+pub struct Stepped {
+    /// The step's id in the operation log.
+    pub id: String,
+    /// The commit HEAD is on now, and its subject.
+    pub at: (Oid, String),
+    /// The branch walked (`refs/heads/<name>`, or `HEAD` when the walk began detached).
+    pub branch: String,
+    /// Its tip.
+    pub tip: Oid,
+    /// How many commits back from the tip HEAD is now (0: at the tip).
+    pub back: usize,
+    /// step-back: the paths whose changes were kept. step-forward: the paths brought back.
+    pub paths: Vec<String>,
+    /// step-forward: paths where the user's edits and the kept ones could not both stay.
+    pub conflicts: Vec<String>,
+    /// step-forward with conflicts: the ref holding the kept version of every file.
+    pub saved: Option<String>,
+    /// Whether HEAD is attached to the branch again.
+    pub attached: bool,
+    /// Things to tell the user on stderr.
+    pub notices: Vec<String>,
+}
+
+/// `git loaf step-back`: keeps the uncommitted changes for the current commit and moves
+/// HEAD, detached, to its first parent.
+pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
+    let mut session = Session::begin(cwd, "step-back")?;
+    let repo = &session.repo;
+    let (ref_name, head) = refs::head_ref(repo)?;
+    let Some(head) = head else {
+        return Err(TxError::Invalid {
+            message: "there is no commit to step back from (the branch has no commit yet)".into(),
+            hint: "commit something first".into(),
+        });
+    };
+    let commit = commits::read(repo, head)?;
+    let Some(parent) = commit.parent else {
+        return Err(TxError::Invalid {
+            message: format!(
+                "{} {} is the first commit: there is nothing before it to step back to",
+                short(Some(&head.to_string())),
+                commit.summary
+            ),
+            hint: "`git loaf step-forward` goes back toward the tip".into(),
+        });
+    };
+    checkpoint::refuse_intent_to_add(repo)
+        .map_err(|paths| TxError::intent_to_add(&paths, "step-back"))?;
+    // Carry on a walk already begun (HEAD where the last step left it), or begin one here.
+    let workdir = session.root.display().to_string();
+    let stack = oplog::stacks(&oplog::entries(repo)?, &workdir).undoable;
+    let (branch, tip) = match last_step(&stack) {
+        Some(last) if ref_name == "HEAD" && last.after.head == Some(head.to_string()) => {
+            walk_of(last)?
+        }
+        _ => (ref_name.clone(), head),
+    };
+    let cp = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
+    let parent_tree = commits::read(repo, parent)?.tree;
+    let id = new_id(&format!("step-back {head}"));
+    let transition = Transition {
+        workdir: session.root.clone(),
+        ref_name: "HEAD".to_owned(),
+        old: Some(head.to_string()),
+        new: Some(parent.to_string()),
+        from_work: cp.work_tree.to_string(),
+        from_index: cp.index_tree.to_string(),
+        to_work: parent_tree.to_string(),
+        to_index: parent_tree.to_string(),
+        message: format!("git-loaf step-back {id}"),
+        op: OpEntry {
+            id: id.clone(),
+            kind: OpKind::StepBack,
+            target: Some(tip.to_string()),
+            time: now_secs(),
+            workdir,
+            ref_name: branch.clone(),
+            summary: format!(
+                "step back from {} {}",
+                short(Some(&head.to_string())),
+                commit.summary
+            ),
+            before: state(&cp),
+            after: UserState {
+                head: Some(parent.to_string()),
+                work: parent_tree.to_string(),
+                index: parent_tree.to_string(),
+            },
+            extras: Default::default(),
+        },
+    };
+    let detach_from = (ref_name != "HEAD").then_some(ref_name.as_str());
+    let (skipped, _) = head::publish_across(repo, &transition, true, detach_from, None)
+        .map_err(|e| refuse_publish(e, "step-back"))?;
+    let mut notices = std::mem::take(&mut session.notices);
+    notices.extend(left_alone_notice(&skipped));
+    let back = head::first_parent_distance(repo, tip, parent)?.unwrap_or(0);
+    Ok(Stepped {
+        id,
+        at: (parent, commits::read(repo, parent)?.summary),
+        branch,
+        tip,
+        back,
+        paths: kept_paths(&session, &cp)?,
+        conflicts: Vec::new(),
+        saved: None,
+        attached: false,
+        notices,
+    })
+}
+
+/// `git loaf step-forward`: moves HEAD one commit toward the tip the last step-back
+/// remembered, bringing back the changes kept for that commit.
+pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
+    let mut session = Session::begin(cwd, "step-forward")?;
+    let repo = &session.repo;
+    let (ref_name, head) = refs::head_ref(repo)?;
+    let workdir = session.root.display().to_string();
+    let stack = oplog::stacks(&oplog::entries(repo)?, &workdir).undoable;
+    let not_back = |why: String| TxError::Invalid {
+        message: format!("nothing to step forward to: {why}"),
+        hint: "`git loaf step-back` walks back through the branch's commits; step-forward returns"
+            .into(),
+    };
+    let (Some(last), Some(head)) = (last_step(&stack), head) else {
+        return Err(not_back(
+            "no `git loaf step-back` is in effect in this working tree".into(),
+        ));
+    };
+    let (branch, tip) = walk_of(last)?;
+    if ref_name != "HEAD" {
+        return Err(not_back(format!(
+            "HEAD is on {}, not stepped back",
+            display_ref(&ref_name)
+        )));
+    }
+    let last_at = last.after.head.as_deref().map(Oid::from_str).transpose()?;
+    if last_at != Some(head) {
+        let committed = last_at
+            .is_some_and(|at| commits::descends_from(repo, &head.to_string(), &at.to_string()));
+        let why = if committed {
+            format!(
+                "a commit was made on top of {} while stepped back (HEAD is now {}), so HEAD is no longer on {}'s history",
+                short(last.after.head.as_deref()),
+                short(Some(&head.to_string())),
+                display_ref(&branch)
+            )
+        } else {
+            format!(
+                "HEAD moved (now {}) since the last step left it at {}",
+                short(Some(&head.to_string())),
+                short(last.after.head.as_deref())
+            )
+        };
+        return Err(diverged(&session, &stack, &branch, why)?);
+    }
+    if branch != "HEAD"
+        && let Some(now) = repo_ref(&session, &branch)
+        && now != tip
+    {
+        let why = format!(
+            "{} moved since you stepped back (from {} to {})",
+            display_ref(&branch),
+            short(Some(&tip.to_string())),
+            short(Some(&now.to_string()))
+        );
+        return Err(diverged(&session, &stack, &branch, why)?);
+    }
+    // The step-back that left HEAD here holds the child and the work kept for it.
+    let Some(kept) = stack.iter().rev().find(|e| {
+        e.kind == OpKind::StepBack
+            && (&e.ref_name, &e.target) == (&last.ref_name, &last.target)
+            && last_at_is(e, head)
+    }) else {
+        return Err(not_back(format!(
+            "already at {}'s tip",
+            display_ref(&branch)
+        )));
+    };
+    let child = Oid::from_str(kept.before.head.as_deref().unwrap_or_default())?;
+    let back = head::first_parent_distance(repo, tip, child)?;
+    let Some(back) = back else {
+        let why = format!(
+            "{} is no longer on the history of {}'s tip {}",
+            short(kept.before.head.as_deref()),
+            display_ref(&branch),
+            short(Some(&tip.to_string()))
+        );
+        return Err(diverged(&session, &stack, &branch, why)?);
+    };
+    checkpoint::refuse_intent_to_add(repo)
+        .map_err(|paths| TxError::intent_to_add(&paths, "step-forward"))?;
+    let cp = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
+    let theirs = Work {
+        work: Oid::from_str(&kept.before.work)?,
+        index: Oid::from_str(&kept.before.index)?,
+    };
+    // The changes kept for this commit (none after a step-back onto it; what step-back kept
+    // after a step-forward onto it) stay behind with it, recorded in the log; everything
+    // else, edits made here and edits carried here, goes on to the child.
+    let own = match last.kind {
+        OpKind::StepForward => stack
+            .iter()
+            .rev()
+            .find(|e| {
+                e.kind == OpKind::StepBack
+                    && (&e.ref_name, &e.target) == (&last.ref_name, &last.target)
+                    && e.before.head.as_deref() == Some(head.to_string().as_str())
+            })
+            .map_or(&last.after, |e| &e.before),
+        _ => &last.after,
+    };
+    let left = Work {
+        work: Oid::from_str(&own.work)?,
+        index: Oid::from_str(&own.index)?,
+    };
+    let ours = Work {
+        work: cp.work_tree,
+        index: cp.index_tree,
+    };
+    let carried = if ours == left {
+        carry::Carried {
+            into: theirs,
+            conflicts: Vec::new(),
+        }
+    } else {
+        carry::carry(
+            repo,
+            left,
+            ours,
+            theirs,
+            ("your edits", "kept by step-back"),
+        )?
+    };
+    let id = new_id(&format!("step-forward {head}"));
+    // Nothing may be lost when the two could not be merged: the kept version of every file,
+    // as a commit on the child, under a ref the message names.
+    let saved = if carried.conflicts.is_empty() {
+        None
+    } else {
+        let commit = write_commit(
+            repo,
+            theirs.work,
+            &[child],
+            &format!(
+                "loaf: changes kept by step-back {} for this commit",
+                kept.id
+            ),
+        )?;
+        Some(refs::save(repo, &id, commit)?)
+    };
+    let child_info = commits::read(repo, child)?;
+    let transition = Transition {
+        workdir: session.root.clone(),
+        ref_name: "HEAD".to_owned(),
+        old: Some(head.to_string()),
+        new: Some(child.to_string()),
+        from_work: cp.work_tree.to_string(),
+        from_index: cp.index_tree.to_string(),
+        to_work: carried.into.work.to_string(),
+        to_index: carried.into.index.to_string(),
+        message: format!("git-loaf step-forward {id}"),
+        op: OpEntry {
+            id: id.clone(),
+            kind: OpKind::StepForward,
+            target: Some(tip.to_string()),
+            time: now_secs(),
+            workdir,
+            ref_name: branch.clone(),
+            summary: format!(
+                "step forward to {} {}",
+                short(Some(&child.to_string())),
+                child_info.summary
+            ),
+            before: state(&cp),
+            after: UserState {
+                head: Some(child.to_string()),
+                work: carried.into.work.to_string(),
+                index: carried.into.index.to_string(),
+            },
+            extras: Default::default(),
+        },
+    };
+    let attach_to = (back == 0 && branch != "HEAD").then_some(branch.as_str());
+    let (skipped, attached) = head::publish_across(repo, &transition, true, None, attach_to)
+        .map_err(|e| refuse_publish(e, "step-forward"))?;
+    let mut notices = std::mem::take(&mut session.notices);
+    notices.extend(left_alone_notice(&skipped));
+    let brought: Checkpoint = Checkpoint {
+        head: Some(child),
+        head_tree: child_info.tree,
+        work_tree: theirs.work,
+        index_tree: theirs.index,
+    };
+    Ok(Stepped {
+        id,
+        at: (child, child_info.summary),
+        branch,
+        tip,
+        back,
+        paths: kept_paths(&session, &brought)?,
+        conflicts: carried
+            .conflicts
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect(),
+        saved,
+        attached,
+        notices,
+    })
+}
+
+/// The newest step in effect (not undone), if the last operation was one.
+fn last_step(stack: &[OpEntry]) -> Option<&OpEntry> {
+    stack
+        .last()
+        .filter(|e| matches!(e.kind, OpKind::StepBack | OpKind::StepForward))
+}
+
+/// The branch a step walks and its tip.
+fn walk_of(step: &OpEntry) -> Result<(String, Oid), TxError> {
+    let tip = step.target.as_deref().unwrap_or_default();
+    Ok((step.ref_name.clone(), Oid::from_str(tip)?))
+}
+
+fn last_at_is(entry: &OpEntry, head: Oid) -> bool {
+    entry.after.head.as_deref() == Some(head.to_string().as_str())
+}
+
+fn repo_ref(session: &Session, name: &str) -> Option<Oid> {
+    crate::git::publish::current(&session.repo, name).and_then(|o| Oid::from_str(&o).ok())
+}
+
+fn state(cp: &Checkpoint) -> UserState {
+    UserState {
+        head: cp.head.map(|h| h.to_string()),
+        work: cp.work_tree.to_string(),
+        index: cp.index_tree.to_string(),
+    }
+}
+
+/// The paths where `cp` differs from its HEAD, in the files or staged.
+fn kept_paths(session: &Session, cp: &Checkpoint) -> Result<Vec<String>, TxError> {
+    let repo = &session.repo;
+    let tree = cp.head_tree.to_string();
+    let mut paths: BTreeSet<String> = BTreeSet::new();
+    for other in [cp.work_tree, cp.index_tree] {
+        paths.extend(
+            differing(repo, &tree, &other.to_string())?
+                .into_iter()
+                .map(|p| p.display().to_string()),
+        );
+    }
+    Ok(paths.into_iter().collect())
+}
+
+/// The refusal when the walk's history changed: the changes kept by the walk's step-backs
+/// are saved under `refs/loaf/saved/<step id>` (the log keeps them too) and the message says
+/// how to get them back.
+fn diverged(
+    session: &Session,
+    stack: &[OpEntry],
+    branch: &str,
+    why: String,
+) -> Result<TxError, TxError> {
+    let mut saved = Vec::new();
+    for step in stack.iter().rev() {
+        if !matches!(step.kind, OpKind::StepBack | OpKind::StepForward) {
+            break;
+        }
+        let (Some(at), true) = (step.before.head.as_deref(), step.kind == OpKind::StepBack) else {
+            continue;
+        };
+        if step.before.work
+            == commits::read(&session.repo, Oid::from_str(at)?)?
+                .tree
+                .to_string()
+        {
+            continue; // nothing was kept for that commit
+        }
+        let commit = write_commit(
+            &session.repo,
+            Oid::from_str(&step.before.work)?,
+            &[Oid::from_str(at)?],
+            &format!("loaf: changes kept by step-back {}", step.id),
+        )?;
+        let name = refs::save(&session.repo, &step.id, commit)?;
+        saved.push(format!(
+            "`git diff {} {name} | git apply --3way`",
+            short(Some(at))
+        ));
+    }
+    let mut hint = if branch == "HEAD" {
+        "nothing was changed; carry on from here with git as usual".to_owned()
+    } else {
+        format!(
+            "nothing was changed; `git switch {}` goes back to the branch as it is now (a commit you made here: `git switch -c <new-branch>` first keeps it)",
+            display_ref(branch)
+        )
+    };
+    if !saved.is_empty() {
+        hint.push_str(&format!(
+            "; the changes step-back kept are saved under refs/loaf/saved/, and bring them back into your files: {}",
+            saved.join(", ")
+        ));
+    }
+    Ok(TxError::Refused {
+        message: format!("cannot step forward: {why}"),
+        hint,
+    })
+}
+
+/// A publish that found the user changing things meanwhile is a refusal (nothing changed).
+fn refuse_publish(error: PublishError, command: &str) -> TxError {
+    match error {
+        PublishError::Changed(_) | PublishError::Moved { .. } => TxError::Refused {
+            message: format!("{error}; nothing was changed"),
+            hint: format!("run `git loaf {command}` again"),
+        },
+        other => TxError::Publish(other),
+    }
+}

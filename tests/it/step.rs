@@ -1,0 +1,329 @@
+//! `git loaf step-back` and `step-forward` on real repositories: every kind of uncommitted
+//! change (staged, unstaged, partially staged, deleted, untracked) comes back exactly where it
+//! was, undo takes a step back exactly, and a history that changed meanwhile is refused with
+//! a way out that works.
+
+use std::process::Output;
+
+use crate::scratch::Scratch;
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+/// `main` with four commits: c1 (a.txt, b.txt), c2 (+c2.txt), c3 (+c3.txt, b.txt changed),
+/// c4 (a.txt changed).
+fn four_commits() -> Scratch {
+    let s = Scratch::with(&[("a.txt", "1\n2\n3\n"), ("b.txt", "b\n")]);
+    s.git(&["commit", "-q", "--amend", "-m", "c1"]);
+    s.write("c2.txt", "two\n");
+    s.commit_all("c2");
+    s.write("c3.txt", "three\n");
+    s.write("b.txt", "b\nc3\n");
+    s.commit_all("c3");
+    s.write("a.txt", "1\n2\n3\n4\n");
+    s.commit_all("c4");
+    s
+}
+
+fn rev(s: &Scratch, rev: &str) -> String {
+    s.git(&["rev-parse", rev]).trim().to_owned()
+}
+
+#[test]
+fn three_steps_back_and_three_forward_bring_every_change_back_exactly() {
+    let s = four_commits();
+    let (c1, c2, c3, c4) = (
+        rev(&s, "HEAD~3"),
+        rev(&s, "HEAD~2"),
+        rev(&s, "HEAD~1"),
+        s.head(),
+    );
+
+    // At c4: a partially staged file (line 5 staged, line 6 not).
+    s.write("a.txt", "1\n2\n3\n4\nstaged\n");
+    s.git(&["add", "a.txt"]);
+    s.write("a.txt", "1\n2\n3\n4\nstaged\nunstaged\n");
+    let at_c4 = s.state();
+    let out = s.loaf(&["step-back"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "HEAD now at {} c3 (1 step back from main {})\nKept your uncommitted changes for the commit stepped off (`git loaf step-forward` brings them back):\n  a.txt\n",
+            &c3[..7],
+            &c4[..7]
+        )
+    );
+    assert_eq!(s.head(), c3);
+    assert_eq!(s.git(&["status", "--porcelain"]), "", "c3 exactly");
+    assert_eq!(rev(&s, "main"), c4, "the branch stays at the tip");
+
+    // At c3: an unstaged edit and a deletion.
+    s.write("b.txt", "b\nc3\nmine\n");
+    std::fs::remove_file(s.root.join("c3.txt")).expect("rm");
+    let at_c3 = s.state();
+    let out = s.loaf(&["step-back"], "");
+    s.assert_exit(&out, 0);
+    assert!(
+        stdout(&out).starts_with(&format!(
+            "HEAD now at {} c2 (2 steps back from main",
+            &c2[..7]
+        )),
+        "{}",
+        stdout(&out)
+    );
+
+    // At c2: an untracked file and a staged new file.
+    s.write("u.txt", "untracked\n");
+    s.write("n.txt", "new, staged\n");
+    s.git(&["add", "n.txt"]);
+    let at_c2 = s.state();
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    assert_eq!(s.head(), c1);
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        "",
+        "c1 exactly: the untracked file is kept too"
+    );
+
+    let out = s.loaf(&["step-forward"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.state(), at_c2);
+    assert!(
+        stdout(&out).contains("  n.txt\n  u.txt\n"),
+        "{}",
+        stdout(&out)
+    );
+    s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+    assert_eq!(s.state(), at_c3);
+    let out = s.loaf(&["step-forward"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(
+        s.state(),
+        at_c4,
+        "staged/unstaged split and the branch are back"
+    );
+    assert!(
+        stdout(&out).starts_with(&format!("HEAD now at {} c4, on main again", &c4[..7])),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(s.git(&["symbolic-ref", "HEAD"]), "refs/heads/main\n");
+    assert_eq!(
+        s.git(&["diff", "--cached"])
+            .lines()
+            .filter(|l| l.starts_with('+'))
+            .count(),
+        2,
+        "only line 5 is staged: {}",
+        s.git(&["diff", "--cached"])
+    );
+
+    let out = s.loaf(&["step-forward"], "");
+    s.assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("nothing to step forward to"),
+        "{}",
+        stderr(&out)
+    );
+    s.assert_tidy();
+}
+
+#[test]
+fn undo_takes_a_step_back_exactly_and_redo_steps_again() {
+    let s = four_commits();
+    s.write("a.txt", "changed\n");
+    s.git(&["add", "a.txt"]);
+    s.write("u.txt", "untracked\n");
+    let before = s.state();
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let stepped = s.state();
+
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(
+        s.state(),
+        before,
+        "HEAD on main again, the work back as it was"
+    );
+    assert!(
+        stdout(&out).contains("HEAD is on main again"),
+        "{}",
+        stdout(&out)
+    );
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    assert_eq!(s.state(), stepped);
+
+    // A step-forward is undone just as exactly, detached at c3 again.
+    s.write("b.txt", "edited while back\n");
+    let back_with_edit = s.state();
+    s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+    let forward = s.state();
+    assert!(forward.contains("refs/heads/main"), "attached: {forward}");
+    assert_eq!(s.read("b.txt").as_deref(), Some("edited while back\n"));
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.state(), back_with_edit);
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    assert_eq!(s.state(), forward);
+    s.assert_tidy();
+}
+
+/// Edits made while stepped back merge with the kept ones; where both changed the same lines
+/// the file has both sides with conflict markers, the kept version of every file is under
+/// the ref the message names, and undo goes back to before the step exactly.
+#[test]
+fn edits_made_while_back_are_merged_and_a_conflict_keeps_both_sides() {
+    let s = four_commits();
+    s.write("a.txt", "1\n2\n3\n4\nkept\n");
+    s.write("b.txt", "b\nc3\nkept\n");
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    // At c3: b.txt as the kept change also has it (same lines), a.txt at its start (merges).
+    s.write("a.txt", "mine\n1\n2\n3\n");
+    s.write("b.txt", "b\nc3\nmine\n");
+    let before = s.state();
+
+    let out = s.loaf(&["step-forward"], "");
+    s.assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert_eq!(s.read("a.txt").as_deref(), Some("mine\n1\n2\n3\n4\nkept\n"));
+    let b = s.read("b.txt").expect("b.txt");
+    assert!(
+        b.contains(
+            "<<<<<<< b.txt (your edits)\nmine\n=======\nkept\n>>>>>>> b.txt (kept by step-back)\n"
+        ),
+        "{b}"
+    );
+    assert!(text.contains("both changed"), "{text}");
+    assert!(text.contains("  b.txt\n"), "{text}");
+    let saved = text
+        .split_whitespace()
+        .find(|w| w.starts_with("refs/loaf/saved/"))
+        .unwrap_or_else(|| panic!("names the saved ref: {text}"));
+    assert_eq!(
+        s.git(&["show", &format!("{saved}:b.txt")]),
+        "b\nc3\nkept\n",
+        "the kept version is recoverable"
+    );
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(
+        s.state(),
+        before,
+        "undo brings back the user's side exactly"
+    );
+}
+
+/// A fix made two commits back travels forward to the tip, while the changes kept for the
+/// commit in between stay with it.
+#[test]
+fn an_edit_made_while_back_is_carried_all_the_way_to_the_tip() {
+    let s = four_commits();
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    s.write("c3.txt", "three\nkept at c3\n");
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    s.write("a.txt", "fixed\n1\n2\n3\n");
+    s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+    assert_eq!(s.read("c3.txt").as_deref(), Some("three\nkept at c3\n"));
+    assert_eq!(s.read("a.txt").as_deref(), Some("fixed\n1\n2\n3\n"));
+    s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some("fixed\n1\n2\n3\n4\n"),
+        "carried on"
+    );
+    assert_eq!(
+        s.read("c3.txt").as_deref(),
+        Some("three\n"),
+        "stays with c3"
+    );
+    assert_eq!(s.git(&["status", "--porcelain"]), " M a.txt\n");
+}
+
+#[test]
+fn refuses_at_the_root_commit_and_when_not_stepped_back() {
+    let s = Scratch::with(&[("a.txt", "1\n")]);
+    let out = s.loaf(&["step-back"], "");
+    s.assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("is the first commit"),
+        "{}",
+        stderr(&out)
+    );
+    let out = s.loaf(&["step-forward"], "");
+    s.assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("hint: `git loaf step-back`"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// The branch moved while stepped back: refused (exit 3), nothing changed, and the printed
+/// commands work: `git switch main`, then the command that brings the kept changes back.
+#[test]
+fn refuses_when_the_branch_moved_and_says_how_to_get_the_kept_changes() {
+    let s = four_commits();
+    let c4 = s.head();
+    s.write("a.txt", "kept\n");
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    // Someone commits on main meanwhile (another worktree would do the same).
+    let tree = s.git(&["rev-parse", "main^{tree}"]);
+    let moved = s.git(&["commit-tree", "-p", &c4, "-m", "elsewhere", tree.trim()]);
+    s.git(&["update-ref", "refs/heads/main", moved.trim(), &c4]);
+    let before = s.state();
+
+    let out = s.loaf(&["step-forward"], "");
+    s.assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(err.contains("main moved since you stepped back"), "{err}");
+    assert!(err.contains("`git switch main`"), "{err}");
+    let state_after_refusal = s.state();
+    assert_eq!(state_after_refusal, before, "nothing changed");
+    let command = err
+        .split('`')
+        .find(|c| c.starts_with("git diff "))
+        .unwrap_or_else(|| panic!("a command to get the kept changes: {err}"));
+    s.git(&["switch", "-q", "main"]);
+    let run = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(command)
+        .current_dir(&s.root)
+        .envs(crate::scratch::ENV)
+        .output()
+        .expect("sh runs");
+    assert!(run.status.success(), "{}", stderr(&run));
+    assert_eq!(s.read("a.txt").as_deref(), Some("kept\n"));
+}
+
+#[test]
+fn refuses_when_a_commit_was_made_while_stepped_back() {
+    let s = four_commits();
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    s.write("x.txt", "x\n");
+    s.commit_all("made while back");
+    let out = s.loaf(&["step-forward"], "");
+    s.assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(err.contains("a commit was made on top of"), "{err}");
+    assert!(err.contains("git switch -c"), "{err}");
+}
+
+#[test]
+fn refuses_during_a_merge() {
+    let s = four_commits();
+    s.git(&["switch", "-q", "-c", "side", "HEAD~1"]);
+    s.write("a.txt", "side\n");
+    s.commit_all("side");
+    let merge = crate::scratch::git_cmd(&s.root, &["merge", "-q", "main"])
+        .output()
+        .expect("git runs");
+    assert!(!merge.status.success(), "a conflict");
+    let before = s.state();
+    let out = s.loaf(&["step-back"], "");
+    s.assert_exit(&out, 3);
+    assert_eq!(s.state(), before);
+}
