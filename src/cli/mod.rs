@@ -6,6 +6,7 @@ mod error;
 mod kept;
 mod log;
 mod parse;
+mod squash;
 mod undo;
 
 use std::io::Write;
@@ -33,6 +34,7 @@ enum Command {
     Show(log::ShowArgs),
     Take(kept::TakeArgs),
     Drop(kept::DropArgs),
+    Squash(squash::SquashArgs),
 }
 
 /// How a command that ran ended.
@@ -75,6 +77,7 @@ pub fn main() -> ExitCode {
         Command::Show(args) => log::run_show(&args),
         Command::Take(args) => kept::run_take(&args),
         Command::Drop(args) => kept::run_drop(&args),
+        Command::Squash(args) => squash::run(&args),
     };
     match result {
         Ok(outcome) => outcome.into(),

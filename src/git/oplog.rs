@@ -27,6 +27,9 @@ pub enum OpKind {
     Undo,
     /// `git loaf redo` of the operation named by `target`.
     Redo,
+    /// `git loaf squash`: the branch moved to one commit holding a run of others; the
+    /// working tree and index are the same before and after.
+    Squash,
 }
 
 /// The user's state on one side of an operation: HEAD (absent on an unborn branch) and the
@@ -195,6 +198,10 @@ pub fn stacks(entries: &[OpEntry], workdir: &str) -> Stacks {
     for entry in entries.iter().rev().filter(|e| e.workdir == workdir) {
         match entry.kind {
             OpKind::Apply => {
+                stacks.undoable.push(entry.clone());
+                stacks.redoable.clear();
+            }
+            OpKind::Squash => {
                 stacks.undoable.push(entry.clone());
                 stacks.redoable.clear();
             }

@@ -267,6 +267,7 @@ fn describe(entry: &OpEntry) -> &'static str {
         OpKind::Apply => "apply",
         OpKind::Undo => "undo",
         OpKind::Redo => "redo",
+        OpKind::Squash => "squash",
     }
 }
 
