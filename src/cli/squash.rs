@@ -125,7 +125,8 @@ fn report(squashed: &Squashed) -> String {
         None => {
             out.push_str("Message:\n");
             for line in plan.message.lines() {
-                out.push_str(&format!("  {line}\n"));
+                let indent = if line.is_empty() { "" } else { "  " };
+                out.push_str(&format!("{indent}{line}\n"));
             }
         }
         Some(commit) => {
@@ -170,7 +171,9 @@ fn push_failure(squashed: &Squashed, error: &PushError) -> CliError {
         ),
         other => CliError::usage(
             format!("{other}; {kept}"),
-            format!("fix the cause and push yourself: `git push --force-with-lease {remote} HEAD:{branch}`"),
+            format!(
+                "fix the cause and push yourself: `git push --force-with-lease {remote} HEAD:{branch}`"
+            ),
         ),
     }
 }

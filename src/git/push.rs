@@ -27,7 +27,9 @@ pub struct Upstream {
 #[derive(Debug, thiserror::Error)]
 pub enum PushError {
     /// The remote branch is no longer what the remote-tracking ref says: someone pushed.
-    #[error("the remote branch {remote_ref} on {remote} moved since it was last fetched: nothing was pushed")]
+    #[error(
+        "the remote branch {remote_ref} on {remote} moved since it was last fetched: nothing was pushed"
+    )]
     RemoteMoved {
         /// The remote.
         remote: String,

@@ -12,7 +12,11 @@ pub fn is_merge(repo: &Repository, id: Oid) -> Result<bool, git2::Error> {
 
 /// The number of files that differ between commit `base` (`None`: nothing, a root) and
 /// commit `head`.
-pub fn files_changed(repo: &Repository, base: Option<Oid>, head: Oid) -> Result<usize, git2::Error> {
+pub fn files_changed(
+    repo: &Repository,
+    base: Option<Oid>,
+    head: Oid,
+) -> Result<usize, git2::Error> {
     let tree = |id: Oid| repo.find_commit(id).map(|c| c.tree_id());
     let base = base.map(tree).transpose()?;
     Ok(super::treediff::changed_paths(repo, base, Some(tree(head)?))?.len())

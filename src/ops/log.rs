@@ -12,9 +12,9 @@ use serde_json::Value;
 use crate::git::commit::{parse_trailers, read_note};
 use crate::git::commits::{self, CommitInfo};
 use crate::git::oplog::{self, OpKind};
-use crate::ops::squash::{SQUASH_TRAILER, SQUASHED_TRAILER};
 use crate::git::refs;
 use crate::git::session::{self, TxError};
+use crate::ops::squash::{SQUASH_TRAILER, SQUASHED_TRAILER};
 
 /// How far back `log` looks for loaf commits on the first-parent chain.
 const SCAN_LIMIT: usize = 100_000;

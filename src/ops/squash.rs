@@ -16,7 +16,9 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde_json::{Value, json};
 
 use super::{new_id, now_secs};
-use crate::git::commit::{ensure_notes_rewrite, parse_trailers, read_note, write_commit, write_note};
+use crate::git::commit::{
+    ensure_notes_rewrite, parse_trailers, read_note, write_commit, write_note,
+};
 use crate::git::commits::{self, CommitInfo};
 use crate::git::oplog::{OpEntry, OpKind, UserState};
 use crate::git::publish::{self, PublishError, Transition, crash_point};
@@ -234,8 +236,7 @@ fn plan(repo: &Repository, options: &SquashOptions, id: &str) -> Result<Plan, Tx
     };
     if options.limit.is_some_and(|n| n < 2) {
         return Err(TxError::Invalid {
-            message: "--limit must be at least 2: squash folds two or more commits into one"
-                .into(),
+            message: "--limit must be at least 2: squash folds two or more commits into one".into(),
             hint: "leave --limit out to take the whole run".into(),
         });
     }
@@ -313,7 +314,11 @@ fn select(
             }
         }
     }
-    let end = if more > 0 { RunEnd::Limit } else { RunEnd::Root };
+    let end = if more > 0 {
+        RunEnd::Limit
+    } else {
+        RunEnd::Root
+    };
     Ok((picked, more, end))
 }
 
@@ -358,7 +363,9 @@ fn too_few(picked: &[Picked], end: &RunEnd, options: &SquashOptions) -> TxError 
         RunEnd::NotMatching(commit, subject) => {
             format!("{} (\"{subject}\") is not a {what}", short(*commit))
         }
-        RunEnd::Merge(commit) => format!("{} is a merge commit, which ends the run", short(*commit)),
+        RunEnd::Merge(commit) => {
+            format!("{} is a merge commit, which ends the run", short(*commit))
+        }
         RunEnd::TooOld(commit) => format!("{} is older than the time asked for", short(*commit)),
         RunEnd::Root | RunEnd::Limit => "the branch has no more commits".to_owned(),
     };
@@ -409,7 +416,10 @@ fn message(
                     .filter(|(k, _)| k == SQUASHED_TRAILER || k == "Loaf-Result"),
             );
         } else if let Some(apply) = pairs.iter().find(|(k, _)| k == "Loaf-Apply") {
-            trailers.push((SQUASHED_TRAILER.to_owned(), format!("{} {}", apply.1, p.commit)));
+            trailers.push((
+                SQUASHED_TRAILER.to_owned(),
+                format!("{} {}", apply.1, p.commit),
+            ));
             trailers.extend(pairs.iter().find(|(k, _)| k == "Loaf-Result").cloned());
         }
     }
@@ -422,7 +432,10 @@ fn message(
             });
         }
         None => {
-            let applies = trailers.iter().filter(|(k, _)| k == SQUASHED_TRAILER).count();
+            let applies = trailers
+                .iter()
+                .filter(|(k, _)| k == SQUASHED_TRAILER)
+                .count();
             let all_loaf = picked.iter().all(|p| p.loaf_id.is_some());
             let what = if all_loaf {
                 format!("{applies} applies")
@@ -540,7 +553,8 @@ pub fn parse_date(text: &str, now: i64) -> Option<i64> {
                 && zone[1..].replace(':', "").len() == 4 =>
         {
             let digits = zone[1..].replace(':', "");
-            let minutes = digits[..2].parse::<i64>().ok()? * 60 + digits[2..].parse::<i64>().ok()?;
+            let minutes =
+                digits[..2].parse::<i64>().ok()? * 60 + digits[2..].parse::<i64>().ok()?;
             let sign = if zone.starts_with('-') { -1 } else { 1 };
             (stamp, sign * minutes * 60)
         }
@@ -588,7 +602,10 @@ mod tests {
             time,
             loaf_id: None,
         };
-        assert_eq!(date_range(&[at(1_767_225_600), at(1_767_225_700)]), "2026-01-01");
+        assert_eq!(
+            date_range(&[at(1_767_225_600), at(1_767_225_700)]),
+            "2026-01-01"
+        );
         assert_eq!(
             date_range(&[at(1_767_225_600 + 86_400), at(1_767_225_600)]),
             "2026-01-01 to 2026-01-02"

@@ -117,7 +117,13 @@ fn walk(
     let mut saved = None;
     if changed {
         if !force {
-            return Err(refuse_changed(&session, &target, kind, head.as_deref(), &expected));
+            return Err(refuse_changed(
+                &session,
+                &target,
+                kind,
+                head.as_deref(),
+                &expected,
+            ));
         }
         // Keep what the forced undo moves away from: uncommitted work (as a commit whose
         // parent is HEAD, referenced only from refs/loaf/saved/) or commits made on top of

@@ -20,6 +20,7 @@ mod real_world;
 mod sandbox;
 mod scratch;
 mod slupe;
+mod squash;
 mod states;
 mod support;
 mod transaction;
