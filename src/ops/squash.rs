@@ -545,20 +545,27 @@ pub fn parse_date(text: &str, now: i64) -> Option<i64> {
     if let Ok(duration) = humantime::parse_duration(&ago.replace(' ', "")) {
         return Some(now - duration.as_secs() as i64);
     }
-    // An offset (`+02:00`, `-0500`) after a time: humantime reads only UTC.
-    let (stamp, offset) = match text.len().checked_sub(6).map(|i| text.split_at(i)) {
-        Some((stamp, zone))
-            if stamp.len() > 10
-                && (zone.starts_with('+') || zone.starts_with('-'))
-                && zone[1..].replace(':', "").len() == 4 =>
-        {
+    // An offset (`+02:00`, `-0500`) after a time: humantime reads only UTC. The date's own
+    // dashes are in its first 10 characters.
+    let zone_at = text
+        .char_indices()
+        .skip(10)
+        .filter(|(_, c)| *c == '+' || *c == '-')
+        .map(|(i, _)| i)
+        .last();
+    let (stamp, offset) = match zone_at {
+        Some(i) => {
+            let (stamp, zone) = text.split_at(i);
             let digits = zone[1..].replace(':', "");
+            if digits.len() != 4 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
             let minutes =
                 digits[..2].parse::<i64>().ok()? * 60 + digits[2..].parse::<i64>().ok()?;
             let sign = if zone.starts_with('-') { -1 } else { 1 };
             (stamp, sign * minutes * 60)
         }
-        _ => (text, 0),
+        None => (text, 0),
     };
     let stamp = if stamp.len() == 10 {
         format!("{stamp}T00:00:00")
