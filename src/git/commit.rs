@@ -151,6 +151,35 @@ pub fn read_note(repo: &Repository, commit: Oid) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The notes of `commits` under [`NOTES_REF`], in order (`None` where there is none): the
+/// notes tree is read once and each note found by its path in it (flat, or fanned out as
+/// `ab/cdef…` once git has reorganised a large notes tree), rather than one full lookup per
+/// commit.
+pub fn read_notes(repo: &Repository, commits: &[Oid]) -> Vec<Option<String>> {
+    let Ok(tree) = repo
+        .find_reference(NOTES_REF)
+        .and_then(|r| r.peel_to_tree())
+    else {
+        return vec![None; commits.len()];
+    };
+    commits
+        .iter()
+        .map(|commit| {
+            let hex = commit.to_string();
+            let paths = [
+                hex.clone(),
+                format!("{}/{}", &hex[..2], &hex[2..]),
+                format!("{}/{}/{}", &hex[..2], &hex[2..4], &hex[4..]),
+            ];
+            let blob = paths
+                .iter()
+                .find_map(|p| tree.get_path(std::path::Path::new(p)).ok())
+                .and_then(|entry| repo.find_blob(entry.id()).ok())?;
+            String::from_utf8(blob.content().to_vec()).ok()
+        })
+        .collect()
+}
+
 /// The config key recording that git-loaf has set `notes.rewriteRef` up in this repository
 /// (or that the user asked it not to: any value there stops it from touching the config).
 pub const NOTES_REWRITE_MARKER: &str = "loaf.notesRewriteRefDone";

@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 
 use super::{new_id, now_secs};
 use crate::git::commit::{
-    ensure_notes_rewrite, parse_trailers, read_note, write_commit, write_note,
+    ensure_notes_rewrite, parse_trailers, read_notes, write_commit, write_note,
 };
 use crate::git::commits::{self, CommitInfo};
 use crate::git::oplog::{OpEntry, OpKind, UserState};
@@ -65,6 +65,8 @@ pub struct Picked {
     pub time: i64,
     /// Its apply id (`Loaf-Apply`) or squash id (`Loaf-Squash`), if it is a git-loaf commit.
     pub loaf_id: Option<String>,
+    /// Its whole message (for the trailers it carries).
+    pub message: String,
 }
 
 /// Why the run stopped where it did.
@@ -139,6 +141,7 @@ pub fn squash(cwd: &Path, options: &SquashOptions) -> Result<Squashed, TxError> 
     let mut notices = session.notices.clone();
     let id = new_id("squash");
     let plan = plan(repo, options, &id)?;
+    crash_point("planned");
     checkpoint::refuse_intent_to_add(repo)
         .map_err(|paths| TxError::intent_to_add(&paths, "squash"))?;
     // The user's uncommitted work, recorded so that undo can tell nothing changed since;
@@ -148,9 +151,11 @@ pub fn squash(cwd: &Path, options: &SquashOptions) -> Result<Squashed, TxError> 
         current.work_tree.to_string(),
         current.index_tree.to_string(),
     );
+    crash_point("scanned");
     let tree = commits::read(repo, plan.head)?.tree;
     let parents: Vec<Oid> = plan.base.into_iter().collect();
     let commit = write_commit(repo, tree, &parents, &plan.message)?;
+    crash_point("commit");
     write_note(repo, commit, &merged_note(repo, &id, &plan.picked))?;
     crash_point("committed");
     if ensure_notes_rewrite(repo)? {
@@ -261,7 +266,7 @@ fn plan(repo: &Repository, options: &SquashOptions, id: &str) -> Result<Plan, Tx
     let mut picked = picked;
     picked.reverse();
     let files = crate::git::squash::files_changed(repo, base, head)?;
-    let message = message(repo, id, &picked, files, options.message.as_deref())?;
+    let message = message(id, &picked, files, options.message.as_deref())?;
     Ok(Plan {
         ref_name,
         head,
@@ -306,6 +311,7 @@ fn select(
                 subject: commit.summary.clone(),
                 time: commit.time,
                 loaf_id: loaf_id(&commit.message),
+                message: commit.message,
             });
         } else {
             more += 1;
@@ -398,7 +404,6 @@ fn upstream_of(repo: &Repository, ref_name: &str) -> Result<Upstream, TxError> {
 /// of an earlier squash included), `Loaf-Squashed: <apply id> <commit>` followed by its
 /// `Loaf-Result`.
 fn message(
-    repo: &Repository,
     id: &str,
     picked: &[Picked],
     files: usize,
@@ -406,8 +411,7 @@ fn message(
 ) -> Result<String, TxError> {
     let mut trailers = vec![(SQUASH_TRAILER.to_owned(), id.to_owned())];
     for p in picked {
-        let info = commits::read(repo, p.commit)?;
-        let pairs = parse_trailers(&info.message);
+        let pairs = parse_trailers(&p.message);
         if pairs.iter().any(|(k, _)| k == SQUASH_TRAILER) {
             // An earlier squash: keep the records it carries, not itself.
             trailers.extend(
@@ -479,8 +483,9 @@ fn date_range(picked: &[Picked]) -> String {
 /// each in order. The records of an earlier squash are carried over one by one.
 fn merged_note(repo: &Repository, id: &str, picked: &[Picked]) -> String {
     let mut applies: Vec<Value> = Vec::new();
-    for p in picked {
-        let note = read_note(repo, p.commit).and_then(|n| serde_json::from_str::<Value>(&n).ok());
+    let commits: Vec<Oid> = picked.iter().map(|p| p.commit).collect();
+    for (p, note) in picked.iter().zip(read_notes(repo, &commits)) {
+        let note = note.and_then(|n| serde_json::from_str::<Value>(&n).ok());
         if let Some(inner) = note
             .as_ref()
             .and_then(|n| n["result"]["applies"].as_array())
@@ -608,6 +613,7 @@ mod tests {
             subject: String::new(),
             time,
             loaf_id: None,
+            message: String::new(),
         };
         assert_eq!(
             date_range(&[at(1_767_225_600), at(1_767_225_700)]),
