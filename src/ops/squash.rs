@@ -158,10 +158,17 @@ pub fn squash(cwd: &Path, options: &SquashOptions) -> Result<Squashed, TxError> 
     crash_point("commit");
     write_note(repo, commit, &merged_note(repo, &id, &plan.picked))?;
     crash_point("committed");
-    if ensure_notes_rewrite(repo)? {
-        notices.push(
+    // Not worth failing the squash for: the notes still work, they just do not follow a
+    // rebase.
+    match ensure_notes_rewrite(repo) {
+        Ok(true) => notices.push(
             "set notes.rewriteRef = refs/notes/loaf in this repository's config, so `git commit --amend` and `git rebase` keep the git-loaf records".to_owned(),
-        );
+        ),
+        Ok(false) => {}
+        Err(e) => notices.push(format!(
+            "could not set notes.rewriteRef = refs/notes/loaf in the repository's config ({}): `git rebase` will not carry the git-loaf notes",
+            e.message()
+        )),
     }
     let head = Some(plan.head.to_string());
     let subject = plan.message.lines().next().unwrap_or("").to_owned();
