@@ -6,6 +6,7 @@ mod error;
 mod kept;
 mod log;
 mod parse;
+mod squash;
 mod step;
 mod undo;
 
@@ -36,6 +37,7 @@ enum Command {
     Drop(kept::DropArgs),
     StepBack(step::StepBackArgs),
     StepForward(step::StepForwardArgs),
+    Squash(squash::SquashArgs),
 }
 
 /// How a command that ran ended.
@@ -80,6 +82,7 @@ pub fn main() -> ExitCode {
         Command::Drop(args) => kept::run_drop(&args),
         Command::StepBack(args) => step::run_back(&args),
         Command::StepForward(args) => step::run_forward(&args),
+        Command::Squash(args) => squash::run(&args),
     };
     match result {
         Ok(outcome) => outcome.into(),

@@ -1,5 +1,6 @@
 //! Loaf commits: the message with its trailers, the commit itself with the user's identity,
-//! and the full result as a note under `refs/notes/loaf`.
+//! and the full result as a note under `refs/notes/loaf` (kept across `git commit --amend`
+//! and `git rebase` by [`ensure_notes_rewrite`]).
 
 use std::path::{Path, PathBuf};
 
@@ -232,6 +233,73 @@ pub fn read_note(repo: &Repository, commit: Oid) -> Option<String> {
         .map(str::to_owned)
 }
 
+/// The notes of `commits` under [`NOTES_REF`], in order (`None` where there is none): the
+/// notes tree is read once and each note found by its path in it (flat, or fanned out as
+/// `ab/cdef…` once git has reorganised a large notes tree), rather than one full lookup per
+/// commit.
+pub fn read_notes(repo: &Repository, commits: &[Oid]) -> Vec<Option<String>> {
+    let Ok(tree) = repo
+        .find_reference(NOTES_REF)
+        .and_then(|r| r.peel_to_tree())
+    else {
+        return vec![None; commits.len()];
+    };
+    commits
+        .iter()
+        .map(|commit| {
+            let hex = commit.to_string();
+            let paths = [
+                hex.clone(),
+                format!("{}/{}", &hex[..2], &hex[2..]),
+                format!("{}/{}/{}", &hex[..2], &hex[2..4], &hex[4..]),
+            ];
+            let blob = paths
+                .iter()
+                .find_map(|p| tree.get_path(std::path::Path::new(p)).ok())
+                .and_then(|entry| repo.find_blob(entry.id()).ok())?;
+            String::from_utf8(blob.content().to_vec()).ok()
+        })
+        .collect()
+}
+
+/// The config key recording that git-loaf has set `notes.rewriteRef` up in this repository
+/// (or that the user asked it not to: any value there stops it from touching the config).
+pub const NOTES_REWRITE_MARKER: &str = "loaf.notesRewriteRefDone";
+
+/// Makes `git commit --amend` and `git rebase` carry the loaf notes over to the commits they
+/// rewrite (git copies notes only of the refs `notes.rewriteRef` names). Once per repository:
+/// when no configured value covers [`NOTES_REF`] (exactly or by a glob such as
+/// `refs/notes/*`), `refs/notes/loaf` is appended to the local config — the key is
+/// multi-valued, so the user's other values stay — and [`NOTES_REWRITE_MARKER`] is set so that
+/// a user who removes it later is not overruled. Returns whether `notes.rewriteRef` was added.
+pub fn ensure_notes_rewrite(repo: &Repository) -> Result<bool, git2::Error> {
+    let config = repo.config()?;
+    if config.get_entry(NOTES_REWRITE_MARKER).is_ok() {
+        return Ok(false);
+    }
+    let mut covered = false;
+    if let Ok(values) = config.multivar("notes.rewriteRef", None) {
+        values.for_each(|entry| {
+            covered |= entry.value().is_ok_and(covers_notes_ref);
+        })?;
+    }
+    let mut local = config.open_level(git2::ConfigLevel::Local)?;
+    if !covered {
+        // set_multivar replaces only values matching the pattern: none here, so it appends.
+        local.set_multivar("notes.rewriteRef", "^refs/notes/loaf$", NOTES_REF)?;
+    }
+    local.set_bool(NOTES_REWRITE_MARKER, true)?;
+    Ok(!covered)
+}
+
+/// Whether a `notes.rewriteRef` value (a ref or a glob ending in `*`) names [`NOTES_REF`].
+fn covers_notes_ref(value: &str) -> bool {
+    match value.strip_suffix('*') {
+        Some(prefix) => NOTES_REF.starts_with(prefix),
+        None => value == NOTES_REF,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::process::Command;
@@ -417,5 +485,41 @@ mod tests {
         assert_eq!(t("1700000000"), Some((1_700_000_000, 0)));
         assert_eq!(t("2026-01-01T00:00:00Z"), Some((1_767_225_600, 0)));
         assert_eq!(t("next tuesday"), None);
+    }
+
+    #[test]
+    fn notes_rewrite_is_appended_once_and_keeps_the_users_values() {
+        let dir = init_repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let values = |root: &std::path::Path| {
+            let out = std::process::Command::new("git")
+                .args(["config", "--local", "--get-all", "notes.rewriteRef"])
+                .current_dir(root)
+                .env("GIT_CONFIG_NOSYSTEM", "1")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .output()
+                .expect("git runs");
+            String::from_utf8_lossy(&out.stdout).into_owned()
+        };
+        git(root, &["config", "notes.rewriteRef", "refs/notes/commits"]);
+        assert!(ensure_notes_rewrite(&repo).expect("configures"));
+        assert_eq!(values(root), "refs/notes/commits\nrefs/notes/loaf\n");
+        // The user removes it: git-loaf does not put it back.
+        git(root, &["config", "--unset", "notes.rewriteRef", "loaf"]);
+        assert!(!ensure_notes_rewrite(&repo).expect("reads"));
+        assert_eq!(values(root), "refs/notes/commits\n");
+
+        // A glob that already covers the loaf notes: nothing added, marker set.
+        let dir = init_repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        git(root, &["config", "notes.rewriteRef", "refs/notes/*"]);
+        assert!(!ensure_notes_rewrite(&repo).expect("reads"));
+        assert_eq!(values(root), "refs/notes/*\n");
+        assert_eq!(
+            git(root, &["config", "--bool", NOTES_REWRITE_MARKER]).trim(),
+            "true"
+        );
     }
 }

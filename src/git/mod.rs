@@ -18,9 +18,11 @@ pub mod lock;
 pub mod merge;
 pub mod oplog;
 pub mod publish;
+pub mod push;
 pub mod quickscan;
 pub mod refs;
 pub mod session;
+pub mod squash;
 pub mod stage;
 pub mod states;
 #[cfg(test)]
@@ -33,6 +35,9 @@ use std::path::{Path, PathBuf};
 
 /// An object id, as the operations hold commits and trees between plumbing calls.
 pub use git2::Oid;
+
+/// An open repository, as the operations hand it from one plumbing call to the next.
+pub use git2::Repository;
 
 /// A path as git stores it (index entries, tree entry names: bytes). On Unix any bytes are a
 /// path and nothing is copied; elsewhere a path that is not UTF-8 is converted lossily

@@ -38,6 +38,9 @@ pub enum OpKind {
     /// `git loaf undo --to`: every operation back to and including `target` undone in one
     /// step (its after state is `target`'s before state); undoing it re-does them all.
     UndoTo,
+    /// `git loaf squash`: the branch moved to one commit holding a run of others; the
+    /// working tree and index are the same before and after.
+    Squash,
 }
 
 /// The user's state on one side of an operation: HEAD (absent on an unborn branch) and the
@@ -210,7 +213,7 @@ pub fn stacks(entries: &[OpEntry], workdir: &str) -> Stacks {
                 stacks.redoable.clear();
             }
             // Operations of their own, undone and re-done like an apply.
-            OpKind::StepBack | OpKind::StepForward | OpKind::UndoTo => {
+            OpKind::StepBack | OpKind::StepForward | OpKind::UndoTo | OpKind::Squash => {
                 stacks.undoable.push(entry.clone());
                 stacks.redoable.clear();
             }

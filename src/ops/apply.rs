@@ -207,6 +207,13 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     result.git = Some(git);
     if let Some(commit) = commit {
         write_note(repo, commit, &note_json(&result))?;
+        // The note must follow the commit through `git commit --amend` and `git rebase`.
+        // A config that cannot be written costs the note's survival, not the apply.
+        if let Ok(true) = crate::git::commit::ensure_notes_rewrite(repo) {
+            session_notices.push(
+                "set notes.rewriteRef = refs/notes/loaf in this repository's config, so `git commit --amend` and `git rebase` keep the git-loaf records".to_owned(),
+            );
+        }
     }
     crash_point("committed");
     let new_head = commit.or(old_head).map(|o| o.to_string());

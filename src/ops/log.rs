@@ -1,5 +1,6 @@
-//! Reading AI history back: `git loaf log` lists the loaf commits on HEAD's first-parent
-//! chain; `git loaf show` prints what an apply recorded. Both only read, so they take no lock
+//! Reading AI history back: `git loaf log` lists the loaf commits (applies and squashes of
+//! them) on HEAD's first-parent chain; `git loaf show` prints what an apply recorded, or,
+//! for a squash, what each apply it folded in recorded. Both only read, so they take no lock
 //! and work while another operation runs.
 
 use std::path::Path;
@@ -10,8 +11,10 @@ use serde_json::Value;
 
 use crate::git::commit::{parse_trailers, read_note};
 use crate::git::commits::{self, CommitInfo};
+use crate::git::oplog::{self, OpKind};
 use crate::git::refs;
 use crate::git::session::{self, TxError};
+use crate::ops::squash::{SQUASH_TRAILER, SQUASHED_TRAILER};
 
 /// How far back `log` looks for loaf commits on the first-parent chain.
 const SCAN_LIMIT: usize = 100_000;
@@ -21,8 +24,8 @@ const SCAN_LIMIT: usize = 100_000;
 pub struct LogEntry {
     /// The commit id.
     pub commit: String,
-    /// `apply`, or `kept` for an apply's commit that was not published (`git loaf take` /
-    /// `git loaf drop`).
+    /// `apply`, `squash` (a `git loaf squash` of applies), or `kept` for an apply's commit
+    /// that was not published (`git loaf take` / `git loaf drop`).
     pub kind: &'static str,
     /// The apply's id.
     pub id: String,
@@ -69,12 +72,18 @@ fn entry(commit: &CommitInfo) -> Option<LogEntry> {
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.clone())
     };
-    let id = get("Loaf-Apply")?;
-    let kind = "apply";
-    let (succeeded, failed) = get("Loaf-Result")
-        .and_then(|json| serde_json::from_str::<Value>(&json).ok())
+    // A squash carries the result of every apply it folded in: its counts are their sums.
+    let (kind, id) = match (get("Loaf-Apply"), get(SQUASH_TRAILER)) {
+        (Some(id), _) => ("apply", id),
+        (None, Some(id)) => ("squash", id),
+        (None, None) => return None,
+    };
+    let (succeeded, failed) = trailers
+        .iter()
+        .filter(|(k, _)| k == "Loaf-Result")
+        .filter_map(|(_, json)| serde_json::from_str::<Value>(json).ok())
         .map(|v| counts(&v))
-        .unwrap_or((0, 0));
+        .fold((0, 0), |(ok, bad), (o, b)| (ok + o, bad + b));
     Some(LogEntry {
         commit: commit.id.to_string(),
         kind,
@@ -126,7 +135,11 @@ pub enum Shown {
 pub fn show(cwd: &Path, rev: Option<&str>) -> Result<Shown, TxError> {
     let repo = session::open(cwd, "show")?;
     let rev = rev.unwrap_or("HEAD");
-    let commit = commits::resolve(&repo, rev)?.ok_or_else(|| TxError::Invalid {
+    let commit = match squash_commit(&repo, rev)? {
+        Some(commit) => Some(commit),
+        None => commits::resolve(&repo, rev)?,
+    };
+    let commit = commit.ok_or_else(|| TxError::Invalid {
         message: format!("unknown revision or apply id '{rev}'"),
         hint: "`git loaf log` lists the apply commits and their ids".into(),
     })?;
@@ -139,10 +152,15 @@ pub fn show(cwd: &Path, rev: Option<&str>) -> Result<Shown, TxError> {
             result: result.clone(),
         });
     }
-    let trailer = parse_trailers(&commit.message)
-        .into_iter()
-        .find(|(k, _)| k == "Loaf-Result")
-        .and_then(|(_, v)| serde_json::from_str::<Value>(&v).ok());
+    let trailers = parse_trailers(&commit.message);
+    let trailer = if trailers.iter().any(|(k, _)| k == SQUASH_TRAILER) {
+        Some(squash_trailers(&trailers))
+    } else {
+        trailers
+            .into_iter()
+            .find(|(k, _)| k == "Loaf-Result")
+            .and_then(|(_, v)| serde_json::from_str::<Value>(&v).ok())
+    };
     match trailer {
         Some(result) => Ok(Shown::TrailerOnly {
             commit: commit.id.to_string(),
@@ -153,4 +171,36 @@ pub fn show(cwd: &Path, rev: Option<&str>) -> Result<Shown, TxError> {
             hint: "`git loaf log` lists the apply commits".into(),
         }),
     }
+}
+
+/// The commit a squash with id `rev` made, from the operation log (ids first: six hex digits
+/// could also be read by git as an abbreviated commit).
+fn squash_commit(repo: &crate::git::Repository, rev: &str) -> Result<Option<CommitInfo>, TxError> {
+    let made = oplog::entries(repo)?
+        .into_iter()
+        .find(|e| e.kind == OpKind::Squash && e.id == rev)
+        .and_then(|e| e.after.head)
+        .and_then(|h| crate::git::Oid::from_str(&h).ok());
+    Ok(made.and_then(|oid| commits::read(repo, oid).ok()))
+}
+
+/// A squash commit's records without its note: each folded apply's id, commit and
+/// `Loaf-Result`, in order.
+fn squash_trailers(trailers: &[(String, String)]) -> Value {
+    let mut applies: Vec<Value> = Vec::new();
+    let squash = trailers
+        .iter()
+        .find(|(k, _)| k == SQUASH_TRAILER)
+        .map(|(_, v)| v.clone());
+    for (key, value) in trailers {
+        if key == SQUASHED_TRAILER {
+            let (apply, commit) = value.split_once(' ').unwrap_or((value, ""));
+            applies.push(serde_json::json!({ "apply": apply, "commit": commit, "result": null }));
+        } else if key == "Loaf-Result"
+            && let Some(last) = applies.last_mut()
+        {
+            last["result"] = serde_json::from_str(value).unwrap_or(Value::Null);
+        }
+    }
+    serde_json::json!({ "squash": squash, "applies": applies })
 }

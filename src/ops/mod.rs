@@ -7,6 +7,7 @@
 
 pub mod apply;
 pub mod log;
+pub mod squash;
 pub mod step;
 pub mod take;
 pub mod undo;

@@ -328,7 +328,10 @@ fn walk(
         .collect();
     let head_tree = checkpoint::commit_tree(repo, wanted.head.as_deref())?;
     Ok(Walked {
-        restored_uncommitted: wanted.work != head_tree || wanted.index != head_tree,
+        // Uncommitted work came back only if the files or index actually changed: undoing a
+        // squash with a dirty tree moves HEAD alone.
+        restored_uncommitted: (wanted.work != head_tree || wanted.index != head_tree)
+            && (wanted.work != work || wanted.index != index),
         target,
         id,
         ref_name,
@@ -430,6 +433,7 @@ fn describe(entry: &OpEntry) -> &'static str {
         OpKind::StepBack => "step-back",
         OpKind::StepForward => "step-forward",
         OpKind::UndoTo => "the operations back to",
+        OpKind::Squash => "squash",
     }
 }
 

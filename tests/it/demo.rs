@@ -38,6 +38,7 @@ fn the_readme_demo_applies_logs_and_undoes() {
     );
     assert_snapshot!(redact_ids(&String::from_utf8_lossy(&out.stdout)), @r#"
     $ git loaf apply < reply.md
+    note: set notes.rewriteRef = refs/notes/loaf in this repository's config, so `git commit --amend` and `git rebase` keep the git-loaf records
     === LOAF RESULTS === apply <id> · commit <id> · PARTIAL: 2 ✅ 1 ❌
     k7m ✅ file_replace_text /repo/src/greet.py
     t3s ✅ file_write /repo/tests/test_greet.py

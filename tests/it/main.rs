@@ -21,6 +21,7 @@ mod report_quality;
 mod sandbox;
 mod scratch;
 mod slupe;
+mod squash;
 mod states;
 mod step;
 mod support;

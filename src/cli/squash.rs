@@ -1,0 +1,183 @@
+//! `git loaf squash`: fold the run of AI commits ending at HEAD into one.
+
+use clap::Args;
+
+use super::{CliError, Outcome};
+use crate::git::push::PushError;
+use crate::ops::squash::{self, RunEnd, SquashOptions, Squashed};
+use crate::ops::undo::display_ref;
+
+/// Fold the commits at the tip of the branch into one commit with HEAD's tree exactly.
+///
+/// Takes the contiguous run of commits from HEAD back along first parents: by default the
+/// git-loaf applies (a commit of yours or a merge ends the run). The squash commit's message
+/// lists the squashed subjects and keeps every apply's id and result; `git loaf show` on it
+/// prints each apply's report. Your uncommitted changes are not touched, and `git loaf undo`
+/// takes the squash back. Refuses commits already on a remote-tracking branch unless
+/// `--push` or `--force`.
+#[derive(Debug, Args)]
+pub struct SquashArgs {
+    /// Select commits whose message contains TEXT instead of the applies (repeatable: any
+    /// of them; `""` matches every commit).
+    #[arg(long, value_name = "TEXT")]
+    containing: Vec<String>,
+    /// Only commits made at or after DATE (`2026-01-01`, `2026-01-01T12:00:00+02:00`,
+    /// `@<seconds>`, `3 days ago`; UTC unless a zone is given).
+    #[arg(long, value_name = "DATE")]
+    after: Option<String>,
+    /// Only commits of the last N hours.
+    #[arg(long, value_name = "N")]
+    hours: Option<u64>,
+    /// Only commits of the last N days.
+    #[arg(long, value_name = "N")]
+    days: Option<u64>,
+    /// At most the N newest commits of the run (says how many more would have matched).
+    #[arg(long, value_name = "N")]
+    limit: Option<usize>,
+    /// Use MESSAGE instead of the generated message (the git-loaf trailers are added).
+    #[arg(short = 'm', long, value_name = "MESSAGE")]
+    message: Option<String>,
+    /// Print the commits and the message it would write; change nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Then push the branch to its upstream with --force-with-lease (refused if anyone
+    /// pushed since your last fetch).
+    #[arg(long)]
+    push: bool,
+    /// Squash commits already pushed; with --push, push with --force.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Runs `git loaf squash`.
+pub fn run(args: &SquashArgs) -> Result<Outcome, CliError> {
+    let options = options(args)?;
+    let squashed = squash::squash(&super::current_dir()?, &options)?;
+    super::print_notices(&squashed.notices);
+    super::print_out(&report(&squashed))?;
+    match &squashed.pushed {
+        Some(Err(error)) => {
+            eprint!("{}", push_failure(&squashed, error).render());
+            Ok(Outcome::Failed)
+        }
+        _ => Ok(Outcome::Success),
+    }
+}
+
+/// The options, with `--after`, `--hours` and `--days` turned into one cutoff (the latest).
+fn options(args: &SquashArgs) -> Result<SquashOptions, CliError> {
+    let now = crate::ops::now_secs();
+    let mut cutoffs = Vec::new();
+    if let Some(text) = &args.after {
+        cutoffs.push(squash::parse_date(text, now).ok_or_else(|| {
+            CliError::usage(
+                format!("--after: cannot read the date {text:?}"),
+                "give a date like 2026-01-01, 2026-01-01T12:00:00Z, @1767225600 or \"3 days ago\"",
+            )
+        })?);
+    }
+    cutoffs.extend(args.hours.map(|h| now - (h as i64).saturating_mul(3600)));
+    cutoffs.extend(args.days.map(|d| now - (d as i64).saturating_mul(86_400)));
+    Ok(SquashOptions {
+        containing: args.containing.clone(),
+        after: cutoffs.into_iter().max(),
+        limit: args.limit,
+        message: args.message.clone(),
+        dry_run: args.dry_run,
+        push: args.push,
+        force: args.force,
+    })
+}
+
+/// What was (or would be) squashed, the message, and where the branch went.
+fn report(squashed: &Squashed) -> String {
+    let plan = &squashed.plan;
+    let n = plan.picked.len();
+    let mut out = match squashed.commit {
+        None => format!("Would squash {n} commits (dry run, nothing changed):\n"),
+        Some(_) => format!("Squashed {n} commits ({}):\n", squashed.id),
+    };
+    for p in plan.picked.iter().rev() {
+        let id = p.loaf_id.as_deref().unwrap_or("------");
+        out.push_str(&format!(
+            "  {} {id} {}\n",
+            &p.commit.to_string()[..7],
+            p.subject
+        ));
+    }
+    if plan.more > 0 {
+        out.push_str(&format!(
+            "--limit {n}: {} more commit{} would have matched\n",
+            plan.more,
+            if plan.more == 1 { "" } else { "s" }
+        ));
+    }
+    let ended = match &plan.end {
+        RunEnd::NotMatching(c, s) => Some(format!("the run ends at {} ({s})", short(c))),
+        RunEnd::Merge(c) => Some(format!("the run ends at merge {}", short(c))),
+        RunEnd::TooOld(c) => Some(format!("the run ends at {}, older than asked", short(c))),
+        RunEnd::Root | RunEnd::Limit => None,
+    };
+    if let Some(ended) = ended {
+        out.push_str(&format!("({ended})\n"));
+    }
+    match squashed.commit {
+        None => {
+            out.push_str("Message:\n");
+            for line in plan.message.lines() {
+                let indent = if line.is_empty() { "" } else { "  " };
+                out.push_str(&format!("{indent}{line}\n"));
+            }
+        }
+        Some(commit) => {
+            out.push_str(&format!(
+                "{}: {} -> {} {}\n",
+                display_ref(&plan.ref_name),
+                short(&plan.head),
+                short(&commit),
+                plan.message.lines().next().unwrap_or("")
+            ));
+            if let (Some(Ok(())), Some(up)) = (&squashed.pushed, &plan.upstream) {
+                out.push_str(&format!("Pushed to {} {}.\n", up.remote, up.remote_ref));
+            }
+            out.push_str("`git loaf undo` takes the squash back.\n");
+        }
+    }
+    out
+}
+
+/// The error shown when the push after a squash failed: the squash stays, and what to do.
+fn push_failure(squashed: &Squashed, error: &PushError) -> CliError {
+    let plan = &squashed.plan;
+    let (remote, branch) = plan
+        .upstream
+        .as_ref()
+        .map(|u| {
+            (
+                u.remote.clone(),
+                u.remote_ref.trim_start_matches("refs/heads/").to_owned(),
+            )
+        })
+        .unwrap_or_default();
+    let kept = "the squash is kept locally (`git loaf undo` takes it back)";
+    match error {
+        PushError::RemoteMoved { .. } => CliError::refused(
+            format!(
+                "push refused: {remote}/{branch} moved since your last fetch (someone pushed); the remote is untouched and {kept}"
+            ),
+            format!(
+                "`git fetch {remote}` and look at what is new (`git log HEAD..{remote}/{branch}`); to replace it anyway, `git push --force {remote} HEAD:{branch}`"
+            ),
+        ),
+        other => CliError::usage(
+            format!("{other}; {kept}"),
+            format!(
+                "fix the cause and push yourself: `git push --force-with-lease {remote} HEAD:{branch}`"
+            ),
+        ),
+    }
+}
+
+fn short(oid: &crate::git::Oid) -> String {
+    oid.to_string()[..7].to_owned()
+}
