@@ -2,9 +2,19 @@
 //!
 //! Checks run in the reference's order, and that order is observable: an `=>` anywhere
 //! before a standalone `=` is an invalid value, a `:=` anywhere in the line (even inside the
-//! quoted value) is an invalid operator, then the first `=` splits key from value.
+//! quoted value) is an invalid operator, then the first `=` splits key from value. Those
+//! checks look anywhere in the line, so they stay plain searches; the value's two shapes,
+//! a quoted string and a heredoc opener, are nom combinators.
+
+use nom::branch::alt;
+use nom::bytes::complete::{tag, take_till1, take_while1};
+use nom::character::complete::{char, none_of};
+use nom::combinator::{all_consuming, recognize};
+use nom::multi::many0_count;
+use nom::sequence::delimited;
 
 use super::js::{self, JsString};
+use super::line::match_bytes;
 
 /// A well-formed assignment. `key` is the text before the first `=`, trimmed; it is not yet
 /// checked against the key rules.
@@ -125,26 +135,27 @@ pub fn parse_assignment(line: &str) -> Result<Assignment<'_>, AssignmentError<'_
     ))
 }
 
-/// `<<'DELIMITER'` with a non-empty delimiter free of `'`.
+/// The delimiter of a heredoc opener `<<'DELIMITER'`: non-empty, free of `'`, checked
+/// against the block id later.
 fn heredoc_delimiter(value_text: &str) -> Option<&str> {
-    let delimiter = value_text.strip_prefix("<<'")?.strip_suffix('\'')?;
-    (!delimiter.is_empty() && !delimiter.contains('\'')).then_some(delimiter)
+    let opener = all_consuming(delimited(
+        tag("<<'"),
+        take_till1(|b| b == b'\''),
+        char('\''),
+    ));
+    match_bytes(value_text, opener).map(|(delimiter, _)| delimiter)
 }
 
-/// The end of a quoted value: the byte index of the first `"` after the opening one that a
-/// backslash does not escape. A newline first means the quote never closes (only reachable
-/// when this function is called on more than one line).
-fn closing_quote(value_text: &str) -> Option<usize> {
-    let mut escaped = false;
-    for (i, b) in value_text.bytes().enumerate().skip(1) {
-        match b {
-            b'\n' => return None,
-            b'\\' if !escaped => escaped = true,
-            b'"' if !escaped => return Some(i),
-            _ => escaped = false,
-        }
-    }
-    None
+/// A quoted value as the reference delimits it: up to the first `"` that a backslash does not
+/// escape, whatever the backslash escapes. JSON's stricter escape rules are checked after, on
+/// the text this returns, so that `"\x"` is an invalid value while `"\x` is an unclosed quote.
+/// A value never spans lines: a newline first leaves the quote unclosed. Returns the quoted
+/// text and what follows it.
+fn quoted_span(value_text: &str) -> Option<(&str, &str)> {
+    let plain = take_while1(|b| !matches!(b, b'\\' | b'"' | b'\n'));
+    let escape = recognize((char('\\'), none_of("\n")));
+    let quoted = recognize((char('"'), many0_count(alt((plain, escape))), char('"')));
+    match_bytes(value_text, quoted)
 }
 
 fn parse_quoted<'a>(
@@ -154,21 +165,60 @@ fn parse_quoted<'a>(
     value_text: &'a str,
 ) -> Result<Assignment<'a>, AssignmentError<'a>> {
     use AssignmentErrorCode::*;
-    let Some(close) = closing_quote(value_text) else {
+    let Some((quoted, after_quote)) = quoted_span(value_text) else {
         let length = js::utf16_len(&line[value_start..]);
         return Err(fail(UnclosedQuote, line, value_start, length));
     };
-    let quoted = &value_text[..=close];
     let Ok(value) = js::parse_json_string(quoted) else {
         return Err(fail(InvalidValue, line, value_start, js::utf16_len(quoted)));
     };
-    let after_quote = &value_text[close + 1..];
     let trailing = after_quote.trim_start_matches(js::is_js_whitespace);
     if !trailing.is_empty() {
-        let start = value_start + close + 1 + (after_quote.len() - trailing.len());
+        let start = value_start + quoted.len() + (after_quote.len() - trailing.len());
         let mut error = fail(TrailingContent, line, start, js::utf16_len(&line[start..]));
         error.salvaged = Some((key, value));
         return Err(error);
     }
     Ok(Assignment::KeyValue { key, value })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn value(line: &str) -> Result<String, (&'static str, usize, usize)> {
+        match parse_assignment(line) {
+            Ok(Assignment::KeyValue { value, .. }) => Ok(value.text.into_owned()),
+            Ok(Assignment::Heredoc { delimiter, .. }) => Ok(format!("heredoc {delimiter}")),
+            Err(e) => Err((e.code.as_str(), e.position, e.length)),
+        }
+    }
+
+    #[test]
+    fn a_quote_ends_at_the_first_unescaped_quote_whatever_the_backslash_escapes() {
+        assert_eq!(value(r#"k = "a\"b""#), Ok("a\"b".into()));
+        assert_eq!(value(r#"k = "a\\""#), Ok("a\\".into()));
+        assert_eq!(value(r#"k = "é\u00e9😀""#), Ok("éé😀".into()));
+        // A backslash before any character, even one JSON refuses or a multi-byte one, does
+        // not end the quote; JSON then refuses the value.
+        assert_eq!(value(r#"k = "\x""#), Err(("INVALID_VALUE", 4, 4)));
+        assert_eq!(value(r#"k = "\é""#), Err(("INVALID_VALUE", 4, 4)));
+        assert_eq!(value(r#"k = "a\""#), Err(("UNCLOSED_QUOTE", 4, 4)));
+        assert_eq!(value(r#"k = "a\"#), Err(("UNCLOSED_QUOTE", 4, 3)));
+        // Called on more than one line, a newline leaves the quote open, escaped or not.
+        assert_eq!(value("k = \"a\nb\""), Err(("UNCLOSED_QUOTE", 4, 5)));
+        assert_eq!(value("k = \"a\\\nb\""), Err(("UNCLOSED_QUOTE", 4, 6)));
+        assert_eq!(value(r#"k = "😀" x"#), Err(("TRAILING_CONTENT", 9, 1)));
+        assert_eq!(value(r#"k = """#), Ok(String::new()));
+    }
+
+    #[test]
+    fn a_heredoc_opener_is_a_quoted_delimiter_free_of_quotes() {
+        assert_eq!(value("k = <<'EOT_abc'"), Ok("heredoc EOT_abc".into()));
+        assert_eq!(value("k = <<'é' "), Ok("heredoc é".into()));
+        assert_eq!(value("k = <<''"), Err(("INVALID_VALUE", 4, 4)));
+        assert_eq!(value("k = <<'a'b'"), Err(("INVALID_VALUE", 4, 7)));
+        assert_eq!(value("k = <<'abc"), Err(("INVALID_VALUE", 4, 6)));
+        assert_eq!(value("k = <<EOT_abc"), Err(("INVALID_VALUE", 4, 9)));
+    }
 }

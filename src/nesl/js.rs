@@ -9,6 +9,14 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 
+use nom::branch::alt;
+use nom::bytes::complete::{take_while_m_n, take_while1};
+use nom::character::complete::char;
+use nom::combinator::{all_consuming, map, map_res, value};
+use nom::multi::fold;
+use nom::sequence::preceded;
+use nom::{IResult, Parser};
+
 /// ECMAScript `WhiteSpace` and `LineTerminator`: what `String.prototype.trim` and the regex
 /// class `\s` match.
 pub fn is_js_whitespace(c: char) -> bool {
@@ -106,46 +114,57 @@ pub fn parse_json_string(quoted: &str) -> Result<JsString<'_>, JsonStringError> 
     }
 }
 
-/// Decodes the body of a JSON string literal into UTF-16 code units, as JavaScript does.
+/// Decodes the body of a JSON string literal into UTF-16 code units, as JavaScript does:
+/// `body = (plain | escape)*`.
 fn decode_to_utf16(inner: &str) -> Result<Vec<u16>, JsonStringError> {
-    let mut units = Vec::with_capacity(inner.len());
-    let mut chars = inner.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                let unit = match chars.next().ok_or(JsonStringError)? {
-                    '"' => 0x22,
-                    '\\' => 0x5C,
-                    '/' => 0x2F,
-                    'b' => 0x08,
-                    'f' => 0x0C,
-                    'n' => 0x0A,
-                    'r' => 0x0D,
-                    't' => 0x09,
-                    'u' => {
-                        let mut value = 0u16;
-                        for _ in 0..4 {
-                            let digit = chars
-                                .next()
-                                .and_then(|d| d.to_digit(16))
-                                .ok_or(JsonStringError)?;
-                            value = value * 16 + digit as u16;
-                        }
-                        value
-                    }
-                    _ => return Err(JsonStringError),
-                };
-                units.push(unit);
+    let piece = alt((map(plain, Piece::Plain), map(escape, Piece::Unit)));
+    let units = fold(
+        0..,
+        piece,
+        || Vec::with_capacity(inner.len()),
+        |mut units, piece| {
+            match piece {
+                Piece::Plain(text) => units.extend(text.encode_utf16()),
+                Piece::Unit(unit) => units.push(unit),
             }
-            '"' => return Err(JsonStringError),
-            c if (c as u32) < 0x20 => return Err(JsonStringError),
-            c => {
-                let mut buf = [0u16; 2];
-                units.extend_from_slice(c.encode_utf16(&mut buf));
-            }
-        }
-    }
-    Ok(units)
+            units
+        },
+    );
+    all_consuming(units)
+        .parse(inner)
+        .map(|(_, units)| units)
+        .map_err(|_: nom::Err<()>| JsonStringError)
+}
+
+/// A run of characters a JSON string holds as they are, or one escape.
+enum Piece<'a> {
+    Plain(&'a str),
+    Unit(u16),
+}
+
+/// Characters that stand for themselves: anything but `"`, `\` and control characters
+/// (U+007F and above are allowed, as `JSON.parse` allows them).
+fn plain(input: &str) -> IResult<&str, &str, ()> {
+    take_while1(|c: char| c != '"' && c != '\\' && c >= ' ').parse(input)
+}
+
+/// A backslash escape, as the UTF-16 code unit it stands for. `\u` takes exactly four hex
+/// digits and may name half a surrogate pair: the caller decides what a lone half becomes.
+fn escape(input: &str) -> IResult<&str, u16, ()> {
+    let hex4 = take_while_m_n(4, 4, |c: char| c.is_ascii_hexdigit());
+    let unicode = preceded(char('u'), map_res(hex4, |h| u16::from_str_radix(h, 16)));
+    let unit = alt((
+        value(0x22, char('"')),
+        value(0x5C, char('\\')),
+        value(0x2F, char('/')),
+        value(0x08, char('b')),
+        value(0x0C, char('f')),
+        value(0x0A, char('n')),
+        value(0x0D, char('r')),
+        value(0x09, char('t')),
+        unicode,
+    ));
+    preceded(char('\\'), unit).parse(input)
 }
 
 /// `JSON.stringify` of a UTF-16 string (well-formed variant: lone surrogates as `\udxxx`).

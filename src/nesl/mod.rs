@@ -32,6 +32,11 @@
 //! block       = header (key-value | heredoc | empty)* end
 //! ```
 //!
+//! The shapes of single lines (header, end marker, heredoc opener, quoted value and its JSON
+//! escapes) are nom combinators written as these rules (`line.rs`, `assignment.rs`, `js.rs`).
+//! The block state machine (`parser.rs`) is plain code: it skips prose and heredoc bodies
+//! with SIMD substring search rather than looking at them line by line.
+//!
 //! Inside a block an unknown line is `MALFORMED_ASSIGNMENT`; a header opens a new block and
 //! reports the old one `UNCLOSED_BLOCK`; an end marker with another id closes the block
 //! anyway (`MISMATCHED_END`). A key seen twice keeps the last value (`DUPLICATE_KEY`), as do
