@@ -71,7 +71,12 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
                 short(Some(&head.to_string())),
                 commit.summary
             ),
-            hint: "`git loaf step-forward` goes back toward the tip".into(),
+            // Detached HEAD is where earlier steps leave the user: the way back is forward.
+            hint: if ref_name == "HEAD" {
+                "`git loaf step-forward` goes back toward the tip".into()
+            } else {
+                "the branch has only this commit; nothing to step back through".into()
+            },
         });
     };
     checkpoint::refuse_intent_to_add(repo)
