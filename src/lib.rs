@@ -22,6 +22,7 @@ pub mod config;
 pub mod exec;
 pub mod git;
 pub mod input;
+pub mod instructions;
 pub mod nesl;
 pub mod ops;
 pub mod report;

@@ -3,6 +3,7 @@
 
 mod apply;
 mod error;
+mod instructions;
 mod kept;
 mod log;
 mod parse;
@@ -38,6 +39,7 @@ enum Command {
     StepBack(step::StepBackArgs),
     StepForward(step::StepForwardArgs),
     Squash(squash::SquashArgs),
+    Instructions(instructions::InstructionsArgs),
 }
 
 /// How a command that ran ended.
@@ -83,6 +85,7 @@ pub fn main() -> ExitCode {
         Command::StepBack(args) => step::run_back(&args),
         Command::StepForward(args) => step::run_forward(&args),
         Command::Squash(args) => squash::run(&args),
+        Command::Instructions(args) => instructions::run(&args),
     };
     match result {
         Ok(outcome) => outcome.into(),
