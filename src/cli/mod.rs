@@ -2,9 +2,11 @@
 //! its help text and one `run` function.
 
 mod apply;
+mod completions;
 mod error;
 mod kept;
 mod log;
+mod man;
 mod parse;
 mod squash;
 mod step;
@@ -38,6 +40,8 @@ enum Command {
     StepBack(step::StepBackArgs),
     StepForward(step::StepForwardArgs),
     Squash(squash::SquashArgs),
+    Completions(completions::CompletionsArgs),
+    InstallManPages(man::InstallManPagesArgs),
 }
 
 /// How a command that ran ended.
@@ -83,6 +87,8 @@ pub fn main() -> ExitCode {
         Command::StepBack(args) => step::run_back(&args),
         Command::StepForward(args) => step::run_forward(&args),
         Command::Squash(args) => squash::run(&args),
+        Command::Completions(args) => completions::run(&args),
+        Command::InstallManPages(args) => man::run(&args),
     };
     match result {
         Ok(outcome) => outcome.into(),
