@@ -13,6 +13,7 @@ mod fs_actions;
 mod guard;
 mod hints;
 mod history_cli;
+mod man;
 mod nesl_conformance;
 mod nesl_differential;
 mod nesl_properties;
