@@ -2,10 +2,12 @@
 //! its help text and one `run` function.
 
 mod apply;
+mod completions;
 mod error;
 mod instructions;
 mod kept;
 mod log;
+mod man;
 mod parse;
 mod squash;
 mod step;
@@ -40,6 +42,8 @@ enum Command {
     StepForward(step::StepForwardArgs),
     Squash(squash::SquashArgs),
     Instructions(instructions::InstructionsArgs),
+    Completions(completions::CompletionsArgs),
+    InstallManPages(man::InstallManPagesArgs),
 }
 
 /// How a command that ran ended.
@@ -86,6 +90,8 @@ pub fn main() -> ExitCode {
         Command::StepForward(args) => step::run_forward(&args),
         Command::Squash(args) => squash::run(&args),
         Command::Instructions(args) => instructions::run(&args),
+        Command::Completions(args) => completions::run(&args),
+        Command::InstallManPages(args) => man::run(&args),
     };
     match result {
         Ok(outcome) => outcome.into(),

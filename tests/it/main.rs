@@ -14,6 +14,7 @@ mod guard;
 mod hints;
 mod history_cli;
 mod instructions;
+mod man;
 mod nesl_conformance;
 mod nesl_differential;
 mod nesl_properties;
