@@ -130,7 +130,9 @@ impl ExecutionResult {
             }
             match (&git.not_applied, &git.commit) {
                 (Some(why), _) => parts.push(format!("NOT APPLIED: {why}")),
-                (None, Some(commit)) => parts.push(format!("commit {}", short(commit))),
+                (None, Some(commit)) => {
+                    parts.push(format!("commit {}", crate::git::short_id(commit)))
+                }
                 (None, None) => {}
             }
         }
@@ -394,10 +396,6 @@ fn one_line(text: &str) -> String {
 /// Continuation lines of a multi-line message, indented under the result line.
 fn indent_rest(text: &str) -> String {
     text.trim_end().replace('\n', "\n    ")
-}
-
-fn short(oid: &str) -> &str {
-    oid.get(..7).unwrap_or(oid)
 }
 
 #[cfg(test)]

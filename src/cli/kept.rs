@@ -32,7 +32,7 @@ pub fn run_take(args: &TakeArgs) -> Result<Outcome, CliError> {
     let mut out = format!(
         "Took {}: now commit {}\n",
         args.id,
-        &taken.commit.to_string()[..7]
+        crate::git::short_oid(taken.commit)
     );
     if !taken.merged.is_empty() {
         let paths: Vec<String> = taken
@@ -54,7 +54,7 @@ pub fn run_drop(args: &DropArgs) -> Result<Outcome, CliError> {
     super::print_out(&format!(
         "Dropped {} (commit {})\n",
         dropped.id,
-        &dropped.commit.to_string()[..7]
+        crate::git::short_oid(dropped.commit)
     ))
     .map(|()| Outcome::Success)
 }

@@ -49,7 +49,7 @@ pub fn run_log(args: &LogArgs) -> Result<Outcome, CliError> {
         };
         out.push_str(&format!(
             "{} {} {} {counts} {}\n",
-            &e.commit[..7.min(e.commit.len())],
+            crate::git::short_id(&e.commit),
             e.id,
             e.time,
             e.summary

@@ -4,6 +4,7 @@ use clap::Args;
 
 use super::{CliError, Outcome};
 use crate::git::push::PushError;
+use crate::git::short_oid;
 use crate::ops::squash::{self, RunEnd, SquashOptions, Squashed};
 use crate::ops::undo::display_ref;
 
@@ -99,11 +100,7 @@ fn report(squashed: &Squashed) -> String {
     };
     for p in plan.picked.iter().rev() {
         let id = p.loaf_id.as_deref().unwrap_or("------");
-        out.push_str(&format!(
-            "  {} {id} {}\n",
-            &p.commit.to_string()[..7],
-            p.subject
-        ));
+        out.push_str(&format!("  {} {id} {}\n", short_oid(p.commit), p.subject));
     }
     if plan.more > 0 {
         out.push_str(&format!(
@@ -113,9 +110,12 @@ fn report(squashed: &Squashed) -> String {
         ));
     }
     let ended = match &plan.end {
-        RunEnd::NotMatching(c, s) => Some(format!("the run ends at {} ({s})", short(c))),
-        RunEnd::Merge(c) => Some(format!("the run ends at merge {}", short(c))),
-        RunEnd::TooOld(c) => Some(format!("the run ends at {}, older than asked", short(c))),
+        RunEnd::NotMatching(c, s) => Some(format!("the run ends at {} ({s})", short_oid(*c))),
+        RunEnd::Merge(c) => Some(format!("the run ends at merge {}", short_oid(*c))),
+        RunEnd::TooOld(c) => Some(format!(
+            "the run ends at {}, older than asked",
+            short_oid(*c)
+        )),
         RunEnd::Root | RunEnd::Limit => None,
     };
     if let Some(ended) = ended {
@@ -133,8 +133,8 @@ fn report(squashed: &Squashed) -> String {
             out.push_str(&format!(
                 "{}: {} -> {} {}\n",
                 display_ref(&plan.ref_name),
-                short(&plan.head),
-                short(&commit),
+                short_oid(plan.head),
+                short_oid(commit),
                 plan.message.lines().next().unwrap_or("")
             ));
             if let (Some(Ok(())), Some(up)) = (&squashed.pushed, &plan.upstream) {
@@ -176,8 +176,4 @@ fn push_failure(squashed: &Squashed, error: &PushError) -> CliError {
             ),
         ),
     }
-}
-
-fn short(oid: &crate::git::Oid) -> String {
-    oid.to_string()[..7].to_owned()
 }

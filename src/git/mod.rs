@@ -53,6 +53,16 @@ pub(crate) fn path_from_bytes(bytes: &[u8]) -> std::borrow::Cow<'_, Path> {
     std::borrow::Cow::Owned(PathBuf::from(String::from_utf8_lossy(bytes).into_owned()))
 }
 
+/// A commit id abbreviated as the messages show it: its first 7 digits.
+pub fn short_id(id: &str) -> &str {
+    id.get(..7).unwrap_or(id)
+}
+
+/// [`short_id`] of an [`Oid`].
+pub fn short_oid(oid: Oid) -> String {
+    short_id(&oid.to_string()).to_owned()
+}
+
 /// Sets libgit2 up as git behaves: objects read from the database are not re-hashed to verify
 /// them (git leaves that to `git fsck`; libgit2 would spend a few milliseconds per tree walk).
 pub fn init() {

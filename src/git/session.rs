@@ -193,10 +193,10 @@ impl Session {
             ),
             Recovered::Superseded { commit, now } => notices.push(format!(
                 "an earlier git-loaf operation was interrupted after it published commit {}, and the branch has moved on since (now {}) before its files and index were all written: check `git status`; `git diff {} {}` shows what the commit made after it differs",
-                &commit[..7.min(commit.len())],
-                &now[..7.min(now.len())],
-                &commit[..7.min(commit.len())],
-                &now[..7.min(now.len())],
+                super::short_id(&commit),
+                super::short_id(&now),
+                super::short_id(&commit),
+                super::short_id(&now),
             )),
             Recovered::RolledForward { skipped } => {
                 let mut notice = "an earlier git-loaf operation was interrupted after it committed; its files are now written".to_owned();

@@ -24,7 +24,7 @@ use crate::git::oplog::{OpEntry, OpKind, UserState};
 use crate::git::publish::{self, PublishError, Transition, crash_point};
 use crate::git::push::{self, PushError, Upstream};
 use crate::git::session::{self, Session, TxError};
-use crate::git::{Oid, Repository, checkpoint, refs};
+use crate::git::{Oid, Repository, checkpoint, refs, short_id, short_oid};
 
 /// How far `--limit` keeps counting the commits it left out.
 const COUNT_LIMIT: usize = 10_000;
@@ -265,7 +265,7 @@ fn plan(repo: &Repository, options: &SquashOptions, id: &str) -> Result<Plan, Tx
         return Err(TxError::Refused {
             message: format!(
                 "commit {} of the run to squash is already on {remote}: squashing rewrites published history",
-                short(commit)
+                short_oid(commit)
             ),
             hint: "`git loaf squash --push` squashes and force-pushes with a lease (refused if anyone pushed since your last fetch); `--force` squashes locally anyway".into(),
         });
@@ -374,12 +374,17 @@ fn too_few(picked: &[Picked], end: &RunEnd, options: &SquashOptions) -> TxError 
     };
     let why = match end {
         RunEnd::NotMatching(commit, subject) => {
-            format!("{} (\"{subject}\") is not a {what}", short(*commit))
+            format!("{} (\"{subject}\") is not a {what}", short_oid(*commit))
         }
         RunEnd::Merge(commit) => {
-            format!("{} is a merge commit, which ends the run", short(*commit))
+            format!(
+                "{} is a merge commit, which ends the run",
+                short_oid(*commit)
+            )
         }
-        RunEnd::TooOld(commit) => format!("{} is older than the time asked for", short(*commit)),
+        RunEnd::TooOld(commit) => {
+            format!("{} is older than the time asked for", short_oid(*commit))
+        }
         RunEnd::Root | RunEnd::Limit => "the branch has no more commits".to_owned(),
     };
     TxError::Invalid {
@@ -521,7 +526,7 @@ fn merged_note(repo: &Repository, id: &str, picked: &[Picked]) -> String {
         text.push_str(&format!(
             "--- apply {} ({}): {} ---\n",
             a["apply"].as_str().unwrap_or("?"),
-            &commit[..7.min(commit.len())],
+            short_id(commit),
             a["subject"].as_str().unwrap_or("")
         ));
         match a["text"].as_str() {
@@ -537,11 +542,6 @@ fn merged_note(repo: &Repository, id: &str, picked: &[Picked]) -> String {
         "result": { "squash": id, "applies": applies },
     });
     serde_json::to_string_pretty(&value).unwrap_or_default()
-}
-
-/// The first 7 digits of a commit id.
-fn short(oid: Oid) -> String {
-    oid.to_string()[..7].to_owned()
 }
 
 /// A date as git takes it for `--after`/`--since`, in seconds since the epoch:

@@ -448,6 +448,8 @@ pub fn display_ref(name: &str) -> String {
 
 /// The first 7 digits of a commit id, or `(unborn)`.
 pub fn short(oid: Option<&str>) -> String {
-    oid.map(|o| o.chars().take(7).collect())
-        .unwrap_or_else(|| "(unborn)".to_owned())
+    oid.map_or_else(
+        || "(unborn)".to_owned(),
+        |o| crate::git::short_id(o).to_owned(),
+    )
 }
