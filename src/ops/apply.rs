@@ -36,6 +36,20 @@ pub struct Applied {
     pub notices: Vec<String>,
 }
 
+impl Applied {
+    /// An apply that recorded nothing (no commit, no operation-log entry): the report shows
+    /// no id, since `show` and `undo` could not find one.
+    fn unrecorded(mut result: ExecutionResult, mut git: GitInfo, notices: Vec<String>) -> Self {
+        git.apply.clear();
+        result.git = Some(git);
+        Applied {
+            result,
+            kept: None,
+            notices,
+        }
+    }
+}
+
 /// A commit that could not be published and was kept under `refs/loaf/`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kept {
@@ -125,15 +139,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     if result.fatal_error.is_some() {
         // Before hooks failed (or loaf.yml's guard is unusable): nothing is committed, and
         // the marker stays so that the next apply scans what the hooks may have left.
-        // Nothing is recorded under the id, so the report shows none (`show` could not
-        // find it).
-        git.apply.clear();
-        result.git = Some(git);
-        return Ok(Applied {
-            result,
-            kept: None,
-            notices: session_notices,
-        });
+        return Ok(Applied::unrecorded(result, git, session_notices));
     }
     let touched = touched(&result, &config, &root, stage.path());
     let staged = stage.snapshot(&touched, repo)?;
@@ -162,14 +168,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         // Nothing changed (reads only, or writes that changed nothing): no commit.
         stage.set_head(start)?;
         let _ = std::fs::remove_file(&marker);
-        // No commit and no operation-log entry: no id `show` or `undo` could use.
-        git.apply.clear();
-        result.git = Some(git);
-        return Ok(Applied {
-            result,
-            kept: None,
-            notices: session_notices,
-        });
+        return Ok(Applied::unrecorded(result, git, session_notices));
     }
     let to_index = treebuild::tree_with_entries(repo, from_index, staged, &changed)?;
     git.uncommitted = checkpoint::carried_uncommitted(repo, &checkpoint, &changed)?;

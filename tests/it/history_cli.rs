@@ -60,13 +60,7 @@ fn after_a_forced_undo_the_printed_command_brings_back_only_the_users_work() {
     assert!(command.starts_with("git diff "), "{command}");
     assert_eq!(s.read("c.txt"), None, "the forced undo moved it away");
 
-    let run = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(&s.root)
-        .envs(crate::scratch::ENV)
-        .output()
-        .expect("sh runs");
+    let run = s.sh(command);
     assert!(run.status.success(), "{}", stderr(&run));
     assert_eq!(s.read("c.txt").as_deref(), Some("mine\n"));
     assert_eq!(s.read("a.txt").as_deref(), Some("one\nand mine\n"));

@@ -116,6 +116,17 @@ impl Scratch {
         self.loaf_in(&self.root, args, stdin)
     }
 
+    /// Runs a shell command line at the root, as a user pasting a command git-loaf printed.
+    pub fn sh(&self, command: &str) -> Output {
+        Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .current_dir(&self.root)
+            .envs(ENV)
+            .output()
+            .expect("sh runs")
+    }
+
     /// `git loaf apply` of `reply` (`/repo` in it stands for the root).
     pub fn apply(&self, reply: &str) -> Output {
         self.loaf(&["apply"], &self.reply(reply))

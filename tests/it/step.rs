@@ -288,13 +288,7 @@ fn refuses_when_the_branch_moved_and_says_how_to_get_the_kept_changes() {
         .find(|c| c.starts_with("git diff "))
         .unwrap_or_else(|| panic!("a command to get the kept changes: {err}"));
     s.git(&["switch", "-q", "main"]);
-    let run = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(command)
-        .current_dir(&s.root)
-        .envs(crate::scratch::ENV)
-        .output()
-        .expect("sh runs");
+    let run = s.sh(command);
     assert!(run.status.success(), "{}", stderr(&run));
     assert_eq!(s.read("a.txt").as_deref(), Some("kept\n"));
 }
