@@ -18,6 +18,7 @@ mod man;
 mod nesl_conformance;
 mod nesl_differential;
 mod nesl_properties;
+mod readme;
 mod real_world;
 mod report_quality;
 mod sandbox;
