@@ -322,3 +322,27 @@ fn no_progress_line_into_a_pipe_or_with_json() {
     let json = std::fs::read_to_string(&json).expect("json");
     assert!(json.contains("\"success\": true"), "{json}");
 }
+
+#[test]
+fn a_long_hook_shows_its_command_on_the_progress_line() {
+    if !have_script() {
+        return;
+    }
+    let s = Scratch::with(&[(
+        "loaf.yml",
+        "hooks:\n  before:\n    - run: sleep 1.5 && true\n",
+    )]);
+    let reply = s.reply(&block("r1d", "file_read", &[("path", "/repo/loaf.yml")]));
+    let path = s.sibling("reply.md");
+    std::fs::write(&path, reply).expect("reply");
+    let command = format!(
+        "git-loaf apply {} > /dev/null",
+        quoted(&path.to_string_lossy())
+    );
+    let shown = in_terminal(&s.root, &command, &[("NO_COLOR", "1")]);
+    assert!(
+        shown.contains("\r\x1b[Khook: sleep 1.5 && true · 1s"),
+        "{shown:?}"
+    );
+    assert!(shown.ends_with("\r\x1b[K"), "{shown:?}");
+}
