@@ -25,6 +25,7 @@ pub mod input;
 pub mod instructions;
 pub mod nesl;
 pub mod ops;
+pub mod progress;
 pub mod report;
 
 mod run;

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 use serde_json::json;
 
+use super::examples::examples;
 use super::{CliError, Outcome};
 use crate::actions::{BlockError, ErrorType, Plan};
 use crate::config::Config;
@@ -13,11 +14,29 @@ use crate::ops::apply::{self, ApplyOptions};
 use crate::report;
 use crate::run;
 
-/// Run every valid block of an LLM's reply and print the results for the model.
+/// Run an LLM's reply as one commit and print the results for the model.
+///
+/// Every valid NESL block runs, in order, in a staging worktree; what changed becomes one
+/// commit on your branch (results in its trailers and a git note), then your branch, index
+/// and files move to it. Uncommitted work you had stays uncommitted; `git loaf undo` takes
+/// the apply back. Paste what it prints back to the model.
 ///
 /// Exits 0 when everything succeeded, 1 when some block or action failed (what succeeded is
 /// kept: failures are data), 2 for usage, configuration or input errors (nothing changed).
 #[derive(Debug, Args)]
+#[command(after_help = examples(&[
+    (
+        "Apply a reply saved from the chat, or pasted from the clipboard",
+        &["git loaf apply reply.md", "xclip -o -selection clipboard | git loaf apply"],
+    ),
+    (
+        "Check a reply first: the planned actions and every error, nothing changed",
+        &["git loaf apply --dry-run reply.md"],
+    ),
+    ("Record which model wrote it", &["git loaf apply --model claude-sonnet-4 reply.md"]),
+    ("Outside a repository: run it in place, no commit", &["git loaf apply --no-commit reply.md"]),
+    ("The result as JSON, for a script", &["git loaf apply --json reply.md | jq .success"]),
+]))]
 pub struct ApplyArgs {
     /// The reply to read; `-` or nothing reads standard input.
     #[arg(value_name = "FILE|-")]
@@ -39,6 +58,7 @@ pub struct ApplyArgs {
 
 /// Runs `git loaf apply`.
 pub fn run(args: &ApplyArgs) -> Result<Outcome, CliError> {
+    super::show_progress(!args.json);
     let cwd = super::current_dir()?;
     let root = crate::git::worktree_root(&cwd).unwrap_or_else(|| cwd.clone());
     let source = Source::from_arg(args.file.as_deref());

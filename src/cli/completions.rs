@@ -3,19 +3,21 @@
 
 use clap::{Args, CommandFactory, ValueEnum};
 
+use super::examples::examples;
 use super::{Cli, CliError, Outcome};
 
-/// Print a shell completion script for `git-loaf` on standard output; it completes both
-/// `git-loaf …` and `git loaf …`.
+/// Print a shell completion script for `git-loaf` and `git loaf`.
 ///
-/// Load it in the current shell, or save it where your shell looks for completions:
-///
-///   source <(git loaf completions bash)
-///
-///   git loaf completions zsh > ~/.zfunc/_git-loaf
-///
-///   git loaf completions fish > ~/.config/fish/completions/git-loaf.fish
+/// The script goes to standard output: load it in the current shell, or save it where your
+/// shell looks for completions.
 #[derive(Debug, Args)]
+#[command(after_help = examples(&[
+    ("bash, in the current shell", &["source <(git loaf completions bash)"]),
+    ("zsh and fish, saved where they look", &[
+        "git loaf completions zsh > ~/.zfunc/_git-loaf",
+        "git loaf completions fish > ~/.config/fish/completions/git-loaf.fish",
+    ]),
+]))]
 pub struct CompletionsArgs {
     /// The shell to write the script for.
     shell: Shell,

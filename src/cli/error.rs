@@ -3,6 +3,7 @@
 
 use std::process::ExitCode;
 
+use super::style::{self, Paint};
 use crate::input::InputError;
 
 /// What went wrong, which decides the exit code (DESIGN §1).
@@ -52,12 +53,20 @@ impl CliError {
         }
     }
 
-    /// The text printed on stderr.
+    /// The text printed on stderr: `error: <message>`, then `hint: <what to do>`.
     pub fn render(&self) -> String {
-        match &self.hint {
-            Some(hint) => format!("error: {}\nhint: {hint}\n", self.message),
-            None => format!("error: {}\n", self.message),
+        self.render_styled(false)
+    }
+
+    /// [`render`](Self::render), the labels coloured when `colour`.
+    pub fn render_styled(&self, colour: bool) -> String {
+        let error = style::paint(colour, Paint::Error, "error:");
+        let mut out = format!("{error} {}\n", self.message);
+        if let Some(hint) = &self.hint {
+            let label = style::paint(colour, Paint::Hint, "hint:");
+            out.push_str(&format!("{label} {hint}\n"));
         }
+        out
     }
 }
 

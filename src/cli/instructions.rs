@@ -2,17 +2,22 @@
 
 use clap::Args;
 
+use super::examples::examples;
 use super::{CliError, Outcome};
 use crate::config::Config;
 
-/// Print the instructions a model needs to write replies for this repository: the NESL
-/// syntax, the repository's root, the rules, and every action loaf.yml allows with its
-/// parameters and an example.
+/// Print the instructions to put in a model's system prompt for this repository.
 ///
-/// Paste the output into the model's system prompt, e.g.
-/// `git loaf instructions | pbcopy` (macOS) or `git loaf instructions | xclip -sel clip`.
-/// Exits 0, or 2 when loaf.yml is unusable.
+/// The NESL syntax, the repository's root, the rules, and every action loaf.yml allows with
+/// its parameters and an example. Exits 0, or 2 when loaf.yml is unusable.
 #[derive(Debug, Args)]
+#[command(after_help = examples(&[
+    (
+        "Copy them into the model's system prompt (Linux, macOS)",
+        &["git loaf instructions | xclip -selection clipboard", "git loaf instructions | pbcopy"],
+    ),
+    ("Or save them to a file", &["git loaf instructions > prompt.md"]),
+]))]
 pub struct InstructionsArgs {}
 
 /// Runs `git loaf instructions`.

@@ -2,24 +2,31 @@
 
 use clap::Args;
 
+use super::examples::examples;
 use super::{CliError, Outcome};
 use crate::ops::take;
 
-/// Apply a kept commit (one `git loaf apply` could not publish: it said NOT APPLIED) to the
-/// current branch: replayed onto HEAD if HEAD moved, merged with your uncommitted edits, which
-/// stay uncommitted. `git loaf undo` takes it back.
+/// Apply a kept commit, one that `git loaf apply` said was NOT APPLIED.
 ///
-/// Example: `git loaf take 3f2a1c`
+/// It goes onto the current branch: replayed onto HEAD if HEAD moved, merged with your
+/// uncommitted edits, which stay uncommitted. `git loaf undo` takes it back.
 #[derive(Debug, Args)]
+#[command(after_help = examples(&[
+    (
+        "Find the kept apply, look at it, take it",
+        &["git loaf log", "git loaf show 3f2a1c", "git loaf take 3f2a1c"],
+    ),
+]))]
 pub struct TakeArgs {
     /// The apply id (`git loaf log` lists kept applies).
     id: String,
 }
 
-/// Discard a kept commit.
-///
-/// Example: `git loaf drop 3f2a1c`
+/// Discard a kept commit, one that `git loaf apply` said was NOT APPLIED.
 #[derive(Debug, Args)]
+#[command(after_help = examples(&[
+    ("Discard the kept apply 3f2a1c", &["git loaf drop 3f2a1c"]),
+]))]
 pub struct DropArgs {
     /// The apply id (`git loaf log` lists kept applies).
     id: String,

@@ -2,12 +2,20 @@
 
 use clap::Args;
 
+use super::examples::examples;
 use super::{CliError, Outcome};
 use crate::ops::log::{self, Shown};
 
-/// List the git-loaf commits on the current branch, newest first: commit, apply id, time,
-/// ✅/❌ counts and summary.
+/// List the git-loaf commits on the current branch, newest first.
+///
+/// One line each: commit, apply id, time, ✅/❌ counts and summary. Applies that were kept,
+/// not applied, are listed with how to take or drop them.
 #[derive(Debug, Args)]
+#[command(after_help = examples(&[
+    ("The last 20 applies on this branch", &["git loaf log"]),
+    ("The last 5", &["git loaf log -n 5"]),
+    ("As JSON, for a script", &["git loaf log --json | jq -r '.[0].id'"]),
+]))]
 pub struct LogArgs {
     /// Show at most this many.
     #[arg(
@@ -23,7 +31,15 @@ pub struct LogArgs {
 }
 
 /// Print what an apply recorded: the same report `git loaf apply` printed.
+///
+/// Reads the git note (`refs/notes/loaf`) of the commit; without it, the commit's
+/// `Loaf-Result` trailer, in which file contents and outputs are hashes.
 #[derive(Debug, Args)]
+#[command(after_help = examples(&[
+    ("The report of the last apply, to paste back to the model", &["git loaf show"]),
+    ("An apply by its id, or any commit", &["git loaf show 3f2a1c", "git loaf show HEAD~2"]),
+    ("The ExecutionResult as JSON", &["git loaf show --json 3f2a1c"]),
+]))]
 pub struct ShowArgs {
     /// A commit (default HEAD) or an apply id.
     #[arg(value_name = "REV")]
@@ -57,7 +73,9 @@ pub fn run_log(args: &LogArgs) -> Result<Outcome, CliError> {
     }
     // `-n 0` asks for nothing; only an unlimited look that found nothing means "none".
     if entries.is_empty() && args.max_count > 0 {
-        eprintln!("no git-loaf commits on this branch (`git loaf apply` makes them)");
+        super::print_notices(&[
+            "no git-loaf commits on this branch (`git loaf apply` makes them)".to_owned(),
+        ]);
     }
     super::print_out(&out).map(|()| Outcome::Success)
 }
@@ -71,9 +89,9 @@ pub fn run_show(args: &ShowArgs) -> Result<Outcome, CliError> {
             serde_json::to_string_pretty(result).unwrap_or_default() + "\n"
         }
         (Shown::TrailerOnly { commit, result }, false) => {
-            eprintln!(
-                "note: the full record of {commit} is not here (fetch it: `git fetch origin refs/notes/loaf:refs/notes/loaf`); showing the commit's Loaf-Result trailer, in which file contents and outputs are hashes"
-            );
+            super::print_notices(&[format!(
+                "the full record of {commit} is not here (fetch it: `git fetch origin refs/notes/loaf:refs/notes/loaf`); showing the commit's Loaf-Result trailer, in which file contents and outputs are hashes"
+            )]);
             serde_json::to_string_pretty(result).unwrap_or_default() + "\n"
         }
     };

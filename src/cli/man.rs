@@ -6,19 +6,20 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, CommandFactory};
 
+use super::examples::examples;
 use super::{Cli, CliError, Outcome};
 
-/// Write the manual pages (`git-loaf.1`, `git-loaf-apply.1`, …) so that `git loaf --help`
-/// and `man git-loaf` open them.
+/// Write the manual pages, so that `git loaf --help` and `man git-loaf` open them.
 ///
-/// By default they go to `share/man/man1` beside the folder of the running executable: man
-/// searches `../share/man` next to every folder on PATH, so after
-/// `cargo install --path . --root ~/.local` the pages land in `~/.local/share/man/man1`.
-///
-///   git loaf install-man-pages
-///
-///   git loaf install-man-pages --dir ~/.local/share/man/man1
+/// One page for `git-loaf`, one per command (`git-loaf-apply.1`, …). By default they go to
+/// `share/man/man1` beside the folder of the running executable: man searches `../share/man`
+/// next to every folder on PATH, so after `cargo install --path . --root ~/.local` the pages
+/// land in `~/.local/share/man/man1`.
 #[derive(Debug, Args)]
+#[command(after_help = examples(&[
+    ("Beside the installed binary, then read them", &["git loaf install-man-pages", "git loaf --help"]),
+    ("Into a folder of your choosing", &["git loaf install-man-pages --dir ~/.local/share/man/man1"]),
+]))]
 pub struct InstallManPagesArgs {
     /// The folder to write the pages to (created if missing).
     #[arg(long, value_name = "DIR")]
@@ -103,12 +104,43 @@ fn pages() -> std::io::Result<Vec<(String, Vec<u8>)>> {
     commands
         .into_iter()
         .map(|command| {
-            let man = clap_mangen::Man::new(command);
-            let mut page = Vec::new();
-            man.render(&mut page)?;
-            Ok((man.get_filename(), page))
+            Ok((
+                clap_mangen::Man::new(command.clone()).get_filename(),
+                page(command)?,
+            ))
         })
         .collect()
+}
+
+/// One page: clap_mangen's sections in its order, except that the help's examples become an
+/// EXAMPLES section with each command on a line of its own (clap_mangen would fill them into
+/// one paragraph under "EXTRA").
+fn page(command: clap::Command) -> std::io::Result<Vec<u8>> {
+    let after_help = command
+        .get_after_long_help()
+        .or_else(|| command.get_after_help())
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    let has_arguments = command.get_arguments().any(|a| !a.is_hide_set());
+    let has_subcommands = command.get_subcommands().any(|s| !s.is_hide_set());
+    let has_version = command.get_version().is_some();
+    let man = clap_mangen::Man::new(command);
+    let mut page = Vec::new();
+    man.render_title(&mut page)?;
+    man.render_name_section(&mut page)?;
+    man.render_synopsis_section(&mut page)?;
+    man.render_description_section(&mut page)?;
+    if has_arguments {
+        man.render_options_section(&mut page)?;
+    }
+    if has_subcommands {
+        man.render_subcommands_section(&mut page)?;
+    }
+    page.extend_from_slice(super::examples::roff_section(&after_help).as_bytes());
+    if has_version {
+        man.render_version_section(&mut page)?;
+    }
+    Ok(page)
 }
 
 #[cfg(test)]
@@ -131,6 +163,8 @@ mod tests {
         for (name, page) in &pages {
             let text = String::from_utf8_lossy(page);
             assert!(text.contains(".TH"), "{name}: {text}");
+            assert!(text.contains(".SH EXAMPLES\n"), "{name}: {text}");
+            assert!(!text.contains("EXTRA"), "{name}: {text}");
         }
     }
 

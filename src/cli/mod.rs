@@ -4,6 +4,7 @@
 mod apply;
 mod completions;
 mod error;
+pub mod examples;
 mod instructions;
 mod kept;
 mod log;
@@ -11,18 +12,53 @@ mod man;
 mod parse;
 mod squash;
 mod step;
+pub mod style;
 mod undo;
 
 use std::io::Write;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, Parser, Subcommand};
 
 pub use error::{CliError, ErrorKind};
+use style::{Paint, Stream};
 
 /// Apply, inspect, undo and tidy what an LLM wrote into your repository.
+///
+/// An LLM's reply holds NESL blocks: file edits, reads and shell commands. `git loaf apply`
+/// runs them as one transaction, in a staging worktree, and makes the result one commit on
+/// your branch (the results in its trailers and a git note); your uncommitted work stays
+/// uncommitted, and `git loaf undo` restores exactly what was there before. `git loaf
+/// instructions` prints what the model needs to know to write such replies.
+///
+/// Results go to standard output, messages (errors with a hint, notes, progress) to standard
+/// error. Exit codes: 0 everything succeeded; 1 the reply ran but some block or action failed
+/// (what succeeded is committed); 2 usage, configuration, input or repository error (nothing
+/// changed); 3 refused for safety (nothing changed).
+///
+/// `git loaf <command> -h` shows a command's options and examples; `git loaf --help` opens
+/// this manual (after `git loaf install-man-pages`).
 #[derive(Debug, Parser)]
-#[command(name = "git-loaf", bin_name = "git loaf", version, about)]
+#[command(
+    name = "git-loaf",
+    bin_name = "git loaf",
+    version,
+    about,
+    after_help = examples::examples(&[
+        (
+            "Once: tell the model how to write replies (paste into its system prompt)",
+            &["git loaf instructions | xclip -selection clipboard"],
+        ),
+        (
+            "Apply a reply saved from the chat, look at what it did, take it back",
+            &["git loaf apply reply.md", "git loaf log", "git loaf undo"],
+        ),
+        (
+            "Fold the session's AI commits into one",
+            &["git loaf squash"],
+        ),
+    ]),
+)]
 pub struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -71,11 +107,7 @@ pub fn main() -> ExitCode {
     init_logging();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(e) => {
-            let _ = e.print();
-            // clap uses 2 for usage errors and 0 for --help/--version, as we do.
-            return ExitCode::from(e.exit_code().clamp(0, 255) as u8);
-        }
+        Err(e) => return clap_exit(&e),
     };
     let result = match cli.command {
         Command::Apply(args) => apply::run(&args),
@@ -96,10 +128,76 @@ pub fn main() -> ExitCode {
     match result {
         Ok(outcome) => outcome.into(),
         Err(error) => {
-            let _ = std::io::stderr().write_all(error.render().as_bytes());
+            print_error(&error);
             error.exit_code()
         }
     }
+}
+
+/// Prints what clap has to say instead of running a command: help and version on stdout
+/// (exit 0), a usage error on stderr in the house format, its last line a `hint:` naming the
+/// help to read (exit 2, as clap and DESIGN §1 have it).
+fn clap_exit(e: &clap::Error) -> ExitCode {
+    use clap::error::ErrorKind as Kind;
+    let stream = if e.use_stderr() {
+        Stream::Stderr
+    } else {
+        Stream::Stdout
+    };
+    let rendered = e.render();
+    let mut text = if style::colour(stream) {
+        rendered.ansi().to_string()
+    } else {
+        rendered.to_string()
+    };
+    // Help shown because a subcommand was missing (`git loaf`) is help, not an error.
+    if e.use_stderr() && e.kind() != Kind::DisplayHelpOnMissingArgumentOrSubcommand {
+        // clap ends with "For more information, try '--help'."; `--help` would open the man
+        // page under git, so point at the short help of the command that was used.
+        if let Some(at) = text.rfind("For more information, try") {
+            text.truncate(at);
+        }
+        let command = std::env::args().skip(1).find(|arg| {
+            Cli::command()
+                .get_subcommands()
+                .any(|sub| sub.get_name() == arg)
+        });
+        let help = match command {
+            Some(command) => format!("git loaf {command} -h"),
+            None => "git loaf -h".to_owned(),
+        };
+        let paint = style::colour(Stream::Stderr);
+        text.push_str(&format!(
+            "{} `{help}` shows the options, with examples\n",
+            style::paint(paint, Paint::Hint, "hint:")
+        ));
+    }
+    let written = match stream {
+        Stream::Stdout => std::io::stdout().write_all(text.as_bytes()),
+        Stream::Stderr => std::io::stderr().write_all(text.as_bytes()),
+    };
+    // `git loaf -h | head -1` closing the pipe is fine, as for every result.
+    let _ = written;
+    ExitCode::from(e.exit_code().clamp(0, 255) as u8)
+}
+
+/// Prints an error and its hint on stderr.
+fn print_error(error: &CliError) {
+    let text = error.render_styled(style::colour(Stream::Stderr));
+    let _ = std::io::stderr().write_all(text.as_bytes());
+}
+
+/// Turns the progress line of long exec blocks and hooks on when `wanted` (not for output a
+/// program reads, such as `--json`) and stderr is a terminal that can erase it.
+fn show_progress(wanted: bool) {
+    use crate::progress::{Mode, set};
+    set(if !wanted || !style::interactive(Stream::Stderr) {
+        Mode::Off
+    } else if style::colour(Stream::Stderr) {
+        Mode::Dim
+    } else {
+        Mode::Plain
+    });
 }
 
 /// The directory the command runs in.
@@ -122,9 +220,10 @@ fn print_out(text: &str) -> Result<(), CliError> {
 
 /// Tells the user, on stderr, what the command found and did besides its result.
 fn print_notices(notices: &[String]) {
+    let label = style::paint(style::colour(Stream::Stderr), Paint::Note, "note:");
     let mut err = std::io::stderr().lock();
     for notice in notices {
-        let _ = writeln!(err, "note: {notice}");
+        let _ = writeln!(err, "{label} {notice}");
     }
 }
 
@@ -147,11 +246,9 @@ fn init_logging() {
         .ok()
         .and_then(|v| v.parse::<tracing::Level>().ok())
         .unwrap_or(tracing::Level::WARN);
-    use std::io::IsTerminal as _;
-    let colour = std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none();
     let _ = tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_ansi(colour)
+        .with_ansi(style::colour(Stream::Stderr))
         .with_max_level(level)
         .without_time()
         .try_init();

@@ -6,14 +6,20 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::examples::examples;
 use super::{CliError, Outcome};
 use crate::input::{Source, as_text, read_bytes};
 use crate::nesl::{self, ParseResult};
 
 /// Check a reply's NESL syntax: list its blocks and syntax errors.
 ///
+/// Syntax only: action names and parameters are checked by `git loaf apply --dry-run`.
 /// Exits 0 when there are no errors, 1 when there are, 2 when the input cannot be read.
 #[derive(Debug, Args)]
+#[command(after_help = examples(&[
+    ("List a reply's blocks and syntax errors", &["git loaf parse reply.md"]),
+    ("The reference parser's parseNesl() result, from standard input", &["git loaf parse --json - < reply.md"]),
+]))]
 pub struct ParseArgs {
     /// The reply to read; `-` or nothing reads standard input.
     #[arg(value_name = "FILE|-")]

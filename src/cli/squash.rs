@@ -2,21 +2,34 @@
 
 use clap::Args;
 
+use super::examples::examples;
 use super::{CliError, Outcome};
 use crate::git::push::PushError;
 use crate::git::short_oid;
 use crate::ops::squash::{self, RunEnd, SquashOptions, Squashed};
 use crate::ops::undo::display_ref;
 
-/// Fold the commits at the tip of the branch into one commit with HEAD's tree exactly.
+/// Fold the run of AI commits at the tip of the branch into one commit.
 ///
-/// Takes the contiguous run of commits from HEAD back along first parents: by default the
+/// The squash commit has HEAD's tree exactly. It takes the contiguous run of commits from HEAD back along first parents: by default the
 /// git-loaf applies (a commit of yours or a merge ends the run). The squash commit's message
 /// lists the squashed subjects and keeps every apply's id and result; `git loaf show` on it
 /// prints each apply's report. Your uncommitted changes are not touched, and `git loaf undo`
 /// takes the squash back. Refuses commits already on a remote-tracking branch unless
 /// `--push` or `--force`.
 #[derive(Debug, Args)]
+#[command(after_help = examples(&[
+    ("Fold the run of git-loaf applies at the tip into one commit", &["git loaf squash"]),
+    ("See what it would fold and the message, changing nothing", &["git loaf squash --dry-run"]),
+    (
+        "Only the last 8 hours' applies, with your own message",
+        &["git loaf squash --hours 8 -m \"Add the NESL parser\""],
+    ),
+    (
+        "Your WIP commits instead, then push (--force-with-lease)",
+        &["git loaf squash --containing WIP --push"],
+    ),
+]))]
 pub struct SquashArgs {
     /// Select commits whose message contains TEXT instead of the applies (repeatable: any
     /// of them; `""` matches every commit).
@@ -58,7 +71,7 @@ pub fn run(args: &SquashArgs) -> Result<Outcome, CliError> {
     super::print_out(&report(&squashed))?;
     match &squashed.pushed {
         Some(Err(error)) => {
-            eprint!("{}", push_failure(&squashed, error).render());
+            super::print_error(&push_failure(&squashed, error));
             Ok(Outcome::Failed)
         }
         _ => Ok(Outcome::Success),

@@ -3,21 +3,35 @@
 
 use clap::Args;
 
+use super::examples::examples;
 use super::{CliError, Outcome};
 use crate::ops::step::{self, Stepped};
 use crate::ops::undo::{display_ref, short};
 
-/// Step back one commit: your uncommitted changes (untracked files included, staged and
-/// unstaged apart) are kept for the current commit, and HEAD moves, detached, to its first
-/// parent, with that commit's files. The branch stays where it is. Repeat to go further back;
-/// `git loaf step-forward` comes back, `git loaf undo` takes a step back exactly.
+/// Step back one commit, keeping your uncommitted changes for the commit you leave.
+///
+/// Your uncommitted changes (untracked files included, staged and unstaged apart) are kept
+/// for the current commit, and HEAD moves, detached, to its first parent, with that commit's
+/// files. The branch stays where it is. Repeat to go further back; `git loaf step-forward`
+/// comes back, `git loaf undo` takes a step back exactly.
 #[derive(Debug, Args)]
+#[command(after_help = examples(&[
+    (
+        "Try the code as it was two commits ago, then come back",
+        &["git loaf step-back", "git loaf step-back", "git loaf step-forward", "git loaf step-forward"],
+    ),
+]))]
 pub struct StepBackArgs {}
 
-/// Step forward one commit toward the tip `git loaf step-back` left: the changes kept for
-/// that commit come back (merged with any edits you made meanwhile); at the tip HEAD is on
-/// the branch again. Refuses if the branch moved or a commit was made while stepped back.
+/// Step forward one commit toward the tip `git loaf step-back` left.
+///
+/// The changes kept for that commit come back (merged with any edits you made meanwhile); at
+/// the tip HEAD is on the branch again. Refuses if the branch moved or a commit was made
+/// while stepped back.
 #[derive(Debug, Args)]
+#[command(after_help = examples(&[
+    ("Back one commit and forward again", &["git loaf step-back", "git loaf step-forward"]),
+]))]
 pub struct StepForwardArgs {}
 
 /// Runs `git loaf step-back`.

@@ -2,15 +2,28 @@
 
 use clap::Args;
 
+use super::examples::examples;
 use super::{CliError, Outcome};
 use crate::ops::undo::{self, Walked, display_ref, short};
 
-/// Undo the most recent git-loaf operation, restoring HEAD, the index and the working tree
-/// (untracked files included) exactly as they were before it; repeated undo walks further back.
+/// Undo the most recent git-loaf operation (apply, squash, take, step).
 ///
+/// Restores HEAD, the index and the working tree (untracked files included) exactly as they
+/// were before it; repeated undo walks further back, `git loaf redo` walks forward again.
 /// Refuses (exit 3) when anything changed since the operation or when a commit it would
 /// remove is on a remote-tracking branch.
 #[derive(Debug, Args)]
+#[command(after_help = examples(&[
+    ("Take back the last apply; again for the one before", &["git loaf undo", "git loaf undo"]),
+    (
+        "Take back the last three operations, or back to an apply id, in one step",
+        &["git loaf undo --to 3", "git loaf undo --to 3f2a1c"],
+    ),
+    (
+        "Even though it was pushed or things changed since (your state is saved first)",
+        &["git loaf undo --force"],
+    ),
+]))]
 pub struct UndoArgs {
     /// Undo even if things changed since or the commits were pushed. Your uncommitted work
     /// and commits made since are first saved under refs/loaf/saved/.
@@ -24,6 +37,9 @@ pub struct UndoArgs {
 
 /// Re-do the operation the last `git loaf undo` undid.
 #[derive(Debug, Args)]
+#[command(after_help = examples(&[
+    ("Undo an apply, look around, bring it back", &["git loaf undo", "git loaf redo"]),
+]))]
 pub struct RedoArgs {}
 
 /// Runs `git loaf undo`.

@@ -209,7 +209,7 @@ fn run_one(
         max_output: HOOK_OUTPUT_CAP,
         sandbox,
     };
-    let finished = match process::run(&job) {
+    let finished = match process::run_shown_as(&job, &format!("hook: {}", hook.run)) {
         Ok(finished) => finished,
         Err(e) => return failed(e.to_string()),
     };

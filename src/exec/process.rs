@@ -152,8 +152,19 @@ pub(crate) enum RunError {
     },
 }
 
-/// Runs the job to its end, or kills its process group at the timeout.
+/// Runs the job to its end, or kills its process group at the timeout; the progress line
+/// names it `exec <program>: <first line of the code>`.
 pub(crate) fn run(job: &Job) -> Result<Finished, RunError> {
+    let code = job
+        .args
+        .last()
+        .map(|a| a.to_string_lossy())
+        .unwrap_or_default();
+    run_shown_as(job, &format!("exec {}: {code}", job.program))
+}
+
+/// [`run`], shown on the progress line (see `crate::progress`) as `label` while it runs.
+pub(crate) fn run_shown_as(job: &Job, label: &str) -> Result<Finished, RunError> {
     let mut command = Command::new(job.program);
     command
         .args(&job.args)
@@ -182,6 +193,7 @@ pub(crate) fn run(job: &Job) -> Result<Finished, RunError> {
         _ => io_error(e),
     })?;
     let started = Instant::now();
+    let progress = crate::progress::start(label);
     let group = Pid::from_child(&child);
     if let Some(session) = &mut session {
         session.started(child.id());
@@ -219,6 +231,8 @@ pub(crate) fn run(job: &Job) -> Result<Finished, RunError> {
     // keeps running in the user's repository or holds the pipes.
     kill_group(group);
     wait_for_streams(&done_rx, [stdout.is_some(), stderr.is_some()]);
+    // Erased before anything else is printed.
+    drop(progress);
 
     let status = status.map_err(io_error)?;
     let captured = |stream: Option<Stream>| {

@@ -3,6 +3,7 @@
 
 mod cli_apply;
 mod cli_apply_no_commit;
+mod cli_output;
 mod cli_parse;
 mod config;
 mod crash;
@@ -11,6 +12,7 @@ mod execute_seeds;
 mod filters;
 mod fs_actions;
 mod guard;
+mod help;
 mod hints;
 mod history_cli;
 mod instructions;
