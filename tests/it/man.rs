@@ -133,7 +133,20 @@ fn install_root(dir: &Path) -> PathBuf {
     let bin = dir.join("root").join("bin");
     std::fs::create_dir_all(&bin).expect("mkdir");
     let exe = bin.join("git-loaf");
-    std::fs::copy(env!("CARGO_BIN_EXE_git-loaf"), &exe).expect("copy the binary");
+    // A hard link opens nothing for writing; a copy's open file can be inherited by a child
+    // another test thread forks at that moment, and running it then fails "text file busy".
+    if std::fs::hard_link(env!("CARGO_BIN_EXE_git-loaf"), &exe).is_err() {
+        std::fs::copy(env!("CARGO_BIN_EXE_git-loaf"), &exe).expect("copy the binary");
+        // Wait until no forked child holds the copy open for writing.
+        for _ in 0..50 {
+            match Command::new(&exe).arg("--version").output() {
+                Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy => {
+                    std::thread::sleep(std::time::Duration::from_millis(20))
+                }
+                _ => break,
+            }
+        }
+    }
     exe
 }
 
