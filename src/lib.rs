@@ -26,6 +26,7 @@ pub mod instructions;
 pub mod nesl;
 pub mod ops;
 pub mod report;
+pub mod watch;
 
 mod run;
 

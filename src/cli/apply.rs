@@ -137,6 +137,7 @@ fn print_result(result: &report::ExecutionResult, json: bool) -> Result<(), CliE
 fn transaction(args: &ApplyArgs, cwd: &std::path::Path, text: &str) -> Result<Outcome, CliError> {
     let options = ApplyOptions {
         model: args.model.clone(),
+        reply_key: None,
     };
     let applied = apply::apply(cwd, text, &options)?;
     super::print_notices(&applied.notices);

@@ -4,6 +4,7 @@
 mod apply;
 mod completions;
 mod error;
+mod init;
 mod instructions;
 mod kept;
 mod log;
@@ -12,6 +13,7 @@ mod parse;
 mod squash;
 mod step;
 mod undo;
+mod watch;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -44,6 +46,8 @@ enum Command {
     Instructions(instructions::InstructionsArgs),
     Completions(completions::CompletionsArgs),
     InstallManPages(man::InstallManPagesArgs),
+    Init(init::InitArgs),
+    Watch(watch::WatchArgs),
 }
 
 /// How a command that ran ended.
@@ -92,6 +96,8 @@ pub fn main() -> ExitCode {
         Command::Instructions(args) => instructions::run(&args),
         Command::Completions(args) => completions::run(&args),
         Command::InstallManPages(args) => man::run(&args),
+        Command::Init(args) => init::run(&args),
+        Command::Watch(args) => watch::run(&args),
     };
     match result {
         Ok(outcome) => outcome.into(),
