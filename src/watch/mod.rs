@@ -329,6 +329,8 @@ impl Listener<'_, '_> {
                 self.check_file(path, false);
             }
             if self.file.retry.as_ref().is_some_and(|r| now >= r.1) {
+                // Taken first: a file gone meanwhile must not make this a busy loop.
+                self.file.retry = None;
                 self.check_file(path, true);
             }
             if options.clipboard && now >= next_clip {
@@ -352,7 +354,6 @@ impl Listener<'_, '_> {
     }
 
     fn check_file(&mut self, path: &Path, retrying: bool) {
-        self.file.retry = None;
         let bytes = match std::fs::read(path) {
             Ok(bytes) => bytes,
             // Between an editor's delete and its rename: the next notification comes.
@@ -405,9 +406,12 @@ impl Listener<'_, '_> {
     fn consider(&mut self, from: Origin, text: &str, retrying: bool) {
         let digest: [u8; 32] = Sha256::digest(text.as_bytes()).into();
         let source = self.source(from);
+        // The same text again (a save that changed nothing, the periodic check): what was
+        // done stands, a retry under way included.
         if source.handled == Some(digest) && !retrying {
             return;
         }
+        source.retry = None;
         let handled = match reply::inspect(text) {
             Readiness::NoBlocks => {
                 if from == Origin::File && !text.trim().is_empty() && text != FILE_HEADER {
@@ -481,9 +485,12 @@ impl Listener<'_, '_> {
                     error.hint(),
                     RETRY.as_secs()
                 );
+                // Said once: a retry failing alike (its numbers aside, the lock holder's
+                // age) says nothing new.
+                let gist: String = message.chars().filter(|c| !c.is_ascii_digit()).collect();
                 let source = self.source(from);
-                if source.error.as_deref() != Some(message.as_str()) {
-                    source.error = Some(message.clone());
+                if source.error.as_deref() != Some(gist.as_str()) {
+                    source.error = Some(gist);
                     let _ = writeln!(self.terminal.err, "{message}");
                 }
                 return Handled::Retry;
