@@ -32,7 +32,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Init(init::InitArgs),
     Apply(apply::ApplyArgs),
+    Watch(watch::WatchArgs),
     Parse(parse::ParseArgs),
     Undo(undo::UndoArgs),
     Redo(undo::RedoArgs),
@@ -46,8 +48,6 @@ enum Command {
     Instructions(instructions::InstructionsArgs),
     Completions(completions::CompletionsArgs),
     InstallManPages(man::InstallManPagesArgs),
-    Init(init::InitArgs),
-    Watch(watch::WatchArgs),
 }
 
 /// How a command that ran ended.

@@ -3,6 +3,7 @@
 //! for tests and for setups where a helper syncs a file with the real clipboard).
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 /// Why the clipboard could not be read or written.
 #[derive(Debug, thiserror::Error)]
@@ -17,18 +18,37 @@ pub trait Clipboard {
     fn set_text(&mut self, text: &str) -> Result<(), ClipboardError>;
 }
 
-/// The system clipboard. Connected on first use (and again after a failure), so that a
-/// watcher started without a display still runs, saying once that it has no clipboard.
+/// How long after a failed connection the system clipboard is left alone: connecting to an
+/// unreachable display can take a while, and the watcher polls often.
+const RECONNECT_AFTER: Duration = Duration::from_secs(10);
+
+/// The system clipboard. Connected on first use (and again a while after a failure), so
+/// that a watcher started without a display still runs, saying once that it has no
+/// clipboard.
 #[derive(Default)]
 pub struct SystemClipboard {
     inner: Option<arboard::Clipboard>,
+    failed: Option<(Instant, String)>,
 }
 
 impl SystemClipboard {
     fn connect(&mut self) -> Result<&mut arboard::Clipboard, ClipboardError> {
         if self.inner.is_none() {
-            let clipboard = arboard::Clipboard::new().map_err(|e| ClipboardError(e.to_string()))?;
-            self.inner = Some(clipboard);
+            if let Some((at, error)) = &self.failed
+                && at.elapsed() < RECONNECT_AFTER
+            {
+                return Err(ClipboardError(error.clone()));
+            }
+            match arboard::Clipboard::new() {
+                Ok(clipboard) => {
+                    self.inner = Some(clipboard);
+                    self.failed = None;
+                }
+                Err(e) => {
+                    self.failed = Some((Instant::now(), e.to_string()));
+                    return Err(ClipboardError(e.to_string()));
+                }
+            }
         }
         self.inner
             .as_mut()

@@ -176,7 +176,7 @@ pub fn watch(
     };
     create_if_missing(&file)?;
     let shown = show(&root, &file);
-    let results = file.with_file_name(results::RESULTS_FILE);
+    let results = results::results_path(&file);
     let watching = if options.clipboard {
         format!("{shown} and the clipboard")
     } else {
@@ -451,7 +451,7 @@ impl Listener<'_, '_> {
                     };
                     self.say_once(
                         from,
-                        format!("{place} was already applied {what}: not run again (a new or changed block runs)"),
+                        format!("{place} was already applied {what}: not run again (a new or changed block runs; `git loaf apply FILE` runs a reply regardless)"),
                     );
                     Handled::Done
                 }
@@ -510,7 +510,7 @@ impl Listener<'_, '_> {
             ));
         }
         for notice in &applied.notices {
-            self.note(notice);
+            self.note(&format!("note: {notice}"));
         }
         let report = applied.result.to_text();
         let mut wrote = Vec::new();

@@ -30,6 +30,16 @@ pub enum Readiness {
     },
 }
 
+/// The key of `text` when it is a complete reply (see [`inspect`]): what `git loaf watch`
+/// records for each apply, and what any other apply may record so that the watcher knows
+/// the reply ran.
+pub fn key(text: &str) -> Option<String> {
+    match inspect(text) {
+        Readiness::Ready { key, .. } => Some(key),
+        Readiness::NoBlocks | Readiness::Incomplete { .. } => None,
+    }
+}
+
 /// The header every block starts with.
 const HEADER: &str = "#!nesl";
 
@@ -123,10 +133,7 @@ mod tests {
     const REPLY: &str = "Here you go.\n\n#!nesl [@three-char-SHA-256: k1m]\naction = \"file_write\"\npath = \"/r/a.txt\"\ncontent = <<'EOT_k1m'\nhello\nEOT_k1m\n#!end_k1m\n\nAnd a second one:\n#!nesl [@three-char-SHA-256: q2w]\naction = \"file_delete\"\npath = \"/r/b.txt\"\n#!end_q2w\nThanks!\n";
 
     fn key(text: &str) -> String {
-        match inspect(text) {
-            Readiness::Ready { key, .. } => key,
-            other => panic!("not ready: {other:?}"),
-        }
+        super::key(text).unwrap_or_else(|| panic!("not ready: {:?}", inspect(text)))
     }
 
     #[test]

@@ -1,12 +1,23 @@
 //! Handing the results back: the text report written beside the reply (`results.md`), ready
 //! to paste to the model, and the one line the terminal shows per apply.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::ops::apply::Applied;
 
 /// The name of the results file, beside the watched file.
 pub const RESULTS_FILE: &str = "results.md";
+
+/// Where the results of replies saved to `file` go: `results.md` beside it (or
+/// `<name>.results.md` when the watched file is itself called `results.md`).
+pub fn results_path(file: &Path) -> PathBuf {
+    let beside = file.with_file_name(RESULTS_FILE);
+    if beside == file {
+        file.with_file_name(format!("{RESULTS_FILE}.{RESULTS_FILE}"))
+    } else {
+        beside
+    }
+}
 
 /// Writes `text` to `path` through a temporary file and a rename, so that whoever reads it
 /// (an editor showing it, a `cat` into the clipboard) never sees half of it.
@@ -58,6 +69,18 @@ pub fn status_line(applied: &Applied) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn results_go_beside_the_file_and_never_over_it() {
+        assert_eq!(
+            results_path(Path::new("/r/.loaf/reply.md")),
+            Path::new("/r/.loaf/results.md")
+        );
+        assert_eq!(
+            results_path(Path::new("/r/results.md")),
+            Path::new("/r/results.md.results.md")
+        );
+    }
 
     #[test]
     fn results_replace_the_file_whole() {

@@ -501,3 +501,19 @@ fn a_failing_apply_is_reported_retried_and_never_stops_the_watcher() {
     );
     assert_eq!(scratch.read("a.txt").as_deref(), Some("hello\n"));
 }
+
+#[test]
+fn sigterm_stops_an_idle_watcher_and_frees_its_lock() {
+    let scratch = Scratch::with(&[("README.md", "hi\n")]);
+    let mut watching = Watching::start(&scratch, &[]);
+    let pid = watching.child.id().to_string();
+    let kill = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill");
+    assert!(kill.success());
+    let status = watching.child.wait().expect("wait");
+    assert_eq!(status.code(), Some(0), "{}", watching.err());
+    assert!(watching.err().contains("stopped after 0 applies"));
+    assert!(!scratch.root.join(".git/loaf/watch.lock").exists());
+}
