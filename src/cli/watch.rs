@@ -32,8 +32,9 @@ pub struct WatchArgs {
     /// The file to watch [default: .loaf/reply.md at the repository root].
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
-    /// Also watch the clipboard: copied text holding complete NESL blocks is applied once,
-    /// and the results replace it on the clipboard (other text is left alone).
+    /// Also watch the clipboard: copied text holding complete NESL blocks is applied once
+    /// (what it holds when the watcher starts counts too), and the results replace it on the
+    /// clipboard; other text is left alone.
     #[arg(long)]
     clipboard: bool,
 }
