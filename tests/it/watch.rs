@@ -234,6 +234,9 @@ fn a_restarted_watcher_never_reruns_a_reply_and_a_new_block_runs_once() {
     first.wait_applies(1);
     let (code, ..) = first.stop();
     assert_eq!(code, Some(0));
+    // The watcher's own record gone (as if it died right after the commit): the operation
+    // log still knows the reply.
+    std::fs::remove_file(scratch.root.join(".git/loaf/watch-applied")).expect("record");
     // A restart finds the same reply in the file: it says so and runs nothing.
     let second = Watching::start(&scratch, &[]);
     second.wait_for("the already-applied notice", |w| {
@@ -516,4 +519,33 @@ fn sigterm_stops_an_idle_watcher_and_frees_its_lock() {
     assert_eq!(status.code(), Some(0), "{}", watching.err());
     assert!(watching.err().contains("stopped after 0 applies"));
     assert!(!scratch.root.join(".git/loaf/watch.lock").exists());
+}
+
+#[test]
+fn a_reply_that_changed_nothing_is_not_run_again_after_a_restart() {
+    let scratch = Scratch::with(&[("README.md", "hi\n")]);
+    let file = reply_file(&scratch);
+    let reply = block(
+        "r2d",
+        "file_read",
+        &[("path", &scratch.root.join("README.md").to_string_lossy())],
+    );
+    let first = Watching::start(&scratch, &[]);
+    save(&file, &reply);
+    first.wait_applies(1);
+    assert!(
+        first.out().contains("no commit (nothing changed)"),
+        "{}",
+        first.out()
+    );
+    assert_eq!(first.stop().0, Some(0));
+    let second = Watching::start(&scratch, &[]);
+    second.wait_for("the already-applied notice", |w| {
+        w.err()
+            .contains("was already applied (it changed nothing, so it has no apply id)")
+    });
+    std::thread::sleep(SETTLE);
+    let (code, out, err) = second.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out, "", "nothing ran");
 }
