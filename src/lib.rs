@@ -11,6 +11,7 @@
 //! The user's operations (`apply`, `undo`/`redo`, `take`/`drop`, `log`/`show`) are in
 //! [`ops`], one file each, as the sequence of steps they take; the git plumbing they call
 //! (the only code that uses git2) is in [`git`].
+//! [`watch`] is the listener on top of them: each reply saved or copied, applied once.
 //!
 //! So far: [`nesl`] (the syntax, exactly as the reference parser) and [`input`] (reading a
 //! reply safely). The command line lives in [`cli`].
@@ -27,6 +28,7 @@ pub mod nesl;
 pub mod ops;
 pub mod progress;
 pub mod report;
+pub mod watch;
 
 mod run;
 

@@ -157,6 +157,8 @@ fn print_result(result: &report::ExecutionResult, json: bool) -> Result<(), CliE
 fn transaction(args: &ApplyArgs, cwd: &std::path::Path, text: &str) -> Result<Outcome, CliError> {
     let options = ApplyOptions {
         model: args.model.clone(),
+        // Recorded so that a watcher never runs a reply already applied by hand.
+        reply_key: crate::watch::reply::key(text),
     };
     let applied = apply::apply(cwd, text, &options)?;
     super::print_notices(&applied.notices);

@@ -5,6 +5,7 @@ mod apply;
 mod completions;
 mod error;
 pub mod examples;
+mod init;
 mod instructions;
 mod kept;
 mod log;
@@ -14,6 +15,7 @@ mod squash;
 mod step;
 pub mod style;
 mod undo;
+mod watch;
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -45,6 +47,7 @@ use style::{Paint, Stream};
     version,
     about,
     after_help = examples::examples(&[
+        ("Once: set the repository up", &["git loaf init"]),
         (
             "Once: tell the model how to write replies (paste into its system prompt)",
             &["git loaf instructions | xclip -selection clipboard"],
@@ -52,6 +55,10 @@ use style::{Paint, Stream};
         (
             "Apply a reply saved from the chat, look at what it did, take it back",
             &["git loaf apply reply.md", "git loaf log", "git loaf undo"],
+        ),
+        (
+            "Apply each reply as it is saved into .loaf/reply.md",
+            &["git loaf watch"],
         ),
         (
             "Fold the session's AI commits into one",
@@ -66,7 +73,9 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    Init(init::InitArgs),
     Apply(apply::ApplyArgs),
+    Watch(watch::WatchArgs),
     Parse(parse::ParseArgs),
     Undo(undo::UndoArgs),
     Redo(undo::RedoArgs),
@@ -124,6 +133,8 @@ pub fn main() -> ExitCode {
         Command::Instructions(args) => instructions::run(&args),
         Command::Completions(args) => completions::run(&args),
         Command::InstallManPages(args) => man::run(&args),
+        Command::Init(args) => init::run(&args),
+        Command::Watch(args) => watch::run(&args),
     };
     match result {
         Ok(outcome) => outcome.into(),

@@ -11,6 +11,7 @@ pub mod carry;
 pub mod checkpoint;
 pub mod commit;
 pub mod commits;
+pub mod exclude;
 pub mod filters;
 pub mod head;
 pub mod index_lock;

@@ -81,6 +81,10 @@ pub struct OpEntry {
     /// wrote, folders they made (undo inverts them).
     #[serde(default, skip_serializing_if = "Extras::is_empty")]
     pub extras: Extras,
+    /// For an apply started by `git loaf watch`: the key of the reply's blocks, so that the
+    /// watcher never runs the same reply twice, across restarts too.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_key: Option<String>,
 }
 
 /// The entries, newest first.
@@ -263,6 +267,7 @@ mod tests {
                 index: "y".to_owned(),
             },
             extras: Default::default(),
+            reply_key: None,
         }
     }
 

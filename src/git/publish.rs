@@ -694,6 +694,7 @@ mod tests {
                 before: state(old, from),
                 after: state(new, to),
                 extras: Default::default(),
+                reply_key: None,
             },
         }
     }

@@ -23,6 +23,9 @@ use crate::report::{ExecutionResult, GitInfo};
 pub struct ApplyOptions {
     /// `Assisted-by: <model>`.
     pub model: Option<String>,
+    /// The key of the reply's blocks when `git loaf watch` runs it (recorded in the
+    /// operation log, so that the watcher never runs it twice).
+    pub reply_key: Option<String>,
 }
 
 /// How an apply ended.
@@ -246,6 +249,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
                 index: to_index,
             },
             extras,
+            reply_key: options.reply_key.clone(),
         },
     };
     let mut transition = transition;

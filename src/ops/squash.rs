@@ -198,6 +198,7 @@ pub fn squash(cwd: &Path, options: &SquashOptions) -> Result<Squashed, TxError> 
             before: state(head),
             after: state(Some(commit.to_string())),
             extras: Default::default(),
+            reply_key: None,
         },
     };
     match publish::publish(repo, &transition, false) {

@@ -122,6 +122,7 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
                 index: parent_tree.to_string(),
             },
             extras: Default::default(),
+            reply_key: None,
         },
     };
     let detach_from = (ref_name != "HEAD").then_some(ref_name.as_str());
@@ -314,6 +315,7 @@ pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
                 index: carried.into.index.to_string(),
             },
             extras: Default::default(),
+            reply_key: None,
         },
     };
     let attach_to = (back == 0 && branch != "HEAD").then_some(branch.as_str());

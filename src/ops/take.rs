@@ -124,6 +124,7 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
                 index: index.to_string(),
             },
             extras: Default::default(),
+            reply_key: None,
         },
     };
     let skipped = publish::publish(repo, &transition, true).map_err(|e| match e {

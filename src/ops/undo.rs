@@ -138,6 +138,7 @@ pub fn undo_to(cwd: &Path, to: &str, force: bool) -> Result<Walked, TxError> {
                 .flat_map(|e| e.extras.changes.iter().cloned())
                 .collect(),
         },
+        reply_key: None,
     };
     if !force && run.iter().any(|e| !is_step(e.kind)) {
         refuse_if_pushed(&session, &combined)?;
@@ -303,6 +304,7 @@ fn walk(
             } else {
                 target.extras.clone()
             },
+            reply_key: None,
         },
     };
     let (skipped, attached) = if across {

@@ -1,0 +1,113 @@
+//! `git loaf init`: set a repository up for git-loaf.
+
+use std::io::Write as _;
+
+use clap::Args;
+
+use super::{CliError, Outcome};
+use crate::config::{Config, FILE_NAME};
+use crate::git::exclude::{self, LOAF_DIR_PATTERN};
+
+/// The documented starter configuration (every key, with its default), written as
+/// `loaf.yml`.
+pub const LOAF_YML_EXAMPLE: &str = include_str!("../../loaf.yml.example");
+
+/// Set this repository up for git-loaf and print the next steps.
+///
+/// Writes a starter `loaf.yml` at the repository root (every key documented, with its
+/// default; an existing `loaf.yml` is never overwritten), makes `git commit --amend` and
+/// `git rebase` keep git-loaf's notes (`notes.rewriteRef`), and keeps the watcher's folder
+/// `.loaf/` out of git (`.git/info/exclude`). Running it again changes nothing.
+///
+/// Exits 0 when the repository is set up (also when it already was), 2 outside a
+/// repository or when something cannot be written.
+#[derive(Debug, Args)]
+#[command(after_help = super::examples::examples(&[
+    ("Set up a repository, then tell the model how to write replies", &[
+        "git loaf init",
+        "git loaf instructions | xclip -selection clipboard",
+    ]),
+]))]
+pub struct InitArgs {}
+
+/// Runs `git loaf init`.
+pub fn run(_args: &InitArgs) -> Result<Outcome, CliError> {
+    let cwd = super::current_dir()?;
+    let repo = crate::git::session::open(&cwd, "init").map_err(|_| {
+        CliError::usage(
+            format!("{} is not inside a git repository", cwd.display()),
+            "cd into your repository, or make one with `git init`, then run `git loaf init` again",
+        )
+    })?;
+    let Some(root) = crate::git::worktree_root(&cwd) else {
+        return Err(CliError::usage(
+            "this is a bare repository: there is no working tree for loaf.yml",
+            "run it in a working tree of this repository (`git worktree add`)",
+        ));
+    };
+    let mut done = Vec::new();
+    let path = root.join(FILE_NAME);
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&path);
+    match created {
+        Ok(mut file) => {
+            file.write_all(LOAF_YML_EXAMPLE.as_bytes())
+                .map_err(|e| cannot_write(&path.display().to_string(), &e))?;
+            done.push(format!(
+                "wrote {FILE_NAME}: every key documented, with its default (`exec` stays off until you list it)"
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            done.push(format!(
+                "kept your {FILE_NAME} as it is (init never overwrites it; loaf.yml.example in git-loaf's repository documents every key)"
+            ));
+            if let Err(error) = Config::load(&root) {
+                done.push(format!("but it does not load: {error}"));
+            }
+        }
+        Err(e) => return Err(cannot_write(&path.display().to_string(), &e)),
+    }
+    match crate::git::commit::ensure_notes_rewrite(&repo) {
+        Ok(true) => done.push(
+            "set notes.rewriteRef = refs/notes/loaf in this repository's config: `git commit --amend` and `git rebase` keep git-loaf's records".to_owned(),
+        ),
+        Ok(false) => done.push("notes.rewriteRef: already set up".to_owned()),
+        Err(e) => return Err(cannot_write("the repository's config", &e)),
+    }
+    match exclude::ensure_excluded(&repo, LOAF_DIR_PATTERN) {
+        Ok(true) => done.push(format!(
+            "added {LOAF_DIR_PATTERN} to .git/info/exclude: the watcher's reply and results files stay out of git"
+        )),
+        Ok(false) => done.push(format!("{LOAF_DIR_PATTERN} is already in .git/info/exclude")),
+        Err(e) => return Err(cannot_write(&e.path.display().to_string(), &e.error)),
+    }
+    let mut text = format!("git-loaf is set up in {}:\n", root.display());
+    for line in &done {
+        text.push_str(&format!("  - {line}\n"));
+    }
+    text.push_str(NEXT_STEPS);
+    super::print_out(&text)?;
+    Ok(Outcome::Success)
+}
+
+/// What to do after `init`.
+const NEXT_STEPS: &str = "
+Next:
+  1. Give the model the instructions for this repository (NESL syntax, its root, the allowed
+     actions), in its system prompt or first message:
+       git loaf instructions | xclip -selection clipboard     (macOS: | pbcopy)
+  2. Apply its replies, either
+       git loaf watch            save each reply to .loaf/reply.md, paste .loaf/results.md back
+     or
+       git loaf apply < reply.md
+  3. Look back and tidy up: git loaf log, git loaf undo, git loaf squash
+";
+
+fn cannot_write(what: &str, error: &dyn std::fmt::Display) -> CliError {
+    CliError::usage(
+        format!("cannot write {what}: {error}"),
+        "check that the repository and its git directory are writable, then run `git loaf init` again (it only does what is missing)",
+    )
+}
