@@ -26,6 +26,7 @@ mod slupe;
 mod squash;
 mod states;
 mod step;
+mod storage;
 mod support;
 mod transaction;
 mod undo_to;
