@@ -14,6 +14,7 @@
 //! (no `stacks.json` at its tip) is read by replaying it whole, and rewritten once, with the
 //! stacks, by the next append.
 
+pub mod gc;
 mod stacks;
 
 pub use stacks::{StackWalk, redoable, undoable};
