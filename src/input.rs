@@ -96,7 +96,17 @@ pub fn read_bytes(source: &Source) -> Result<Vec<u8>, InputError> {
         limit: MAX_INPUT_BYTES,
     };
     match source {
-        Source::Stdin => read_limited(std::io::stdin().lock(), 0, MAX_INPUT_BYTES),
+        Source::Stdin => {
+            // `git loaf apply < reply.md` makes standard input the file itself: its size is
+            // known before reading, as for a named file.
+            let stdin = std::io::stdin();
+            let size = regular_file_left(&stdin);
+            if size > MAX_INPUT_BYTES as u64 {
+                Ok(None)
+            } else {
+                read_limited(stdin.lock(), size as usize, MAX_INPUT_BYTES)
+            }
+        }
         Source::File(path) => std::fs::File::open(path).and_then(|file| {
             // A regular file says its size: refuse before reading a byte. Pipes, FIFOs and
             // `/dev/stdin` say 0 and are read bounded like standard input.
@@ -109,6 +119,19 @@ pub fn read_bytes(source: &Source) -> Result<Vec<u8>, InputError> {
     }
     .map_err(io)?
     .ok_or_else(too_large)
+}
+
+/// The bytes left to read in `fd` when it is a regular file (its size less the current
+/// offset); 0 for a pipe, a terminal or anything that cannot say.
+fn regular_file_left(fd: impl std::os::fd::AsFd) -> u64 {
+    let Ok(stat) = rustix::fs::fstat(&fd) else {
+        return 0;
+    };
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return 0;
+    }
+    let offset = rustix::fs::seek(&fd, rustix::fs::SeekFrom::Current(0)).unwrap_or(0);
+    (stat.st_size as u64).saturating_sub(offset)
 }
 
 /// Reads `reader` to its end into a buffer sized for `expected` bytes, but never more than
@@ -171,6 +194,17 @@ mod tests {
         file.set_len(5).expect("size");
         std::fs::write(&path, "hello").expect("write");
         assert_eq!(read_bytes(&source).expect("read"), b"hello");
+    }
+
+    #[test]
+    fn a_regular_file_says_what_is_left_to_read_and_a_pipe_says_nothing() {
+        use std::io::{Seek, SeekFrom};
+        let mut file = tempfile::tempfile().expect("file");
+        file.write_all(b"0123456789").expect("write");
+        file.seek(SeekFrom::Start(4)).expect("seek");
+        assert_eq!(regular_file_left(&file), 6);
+        let (reader, _writer) = rustix::pipe::pipe().expect("pipe");
+        assert_eq!(regular_file_left(&reader), 0);
     }
 
     #[test]
