@@ -9,7 +9,7 @@
 //!
 //! Undo and redo need the top of a working tree's undo or redo stack, not the whole log:
 //! each entry commit also records, in `stacks.json`, where every working tree's two stacks
-//! stand after it, as persistent linked lists of small node blobs (see [`stacks`]), so that
+//! stand after it, as persistent linked lists of small node blobs (the `stacks` module), so that
 //! undo reads a handful of objects whatever the log's length. A log written before that
 //! (no `stacks.json` at its tip) is read by replaying it whole, and rewritten once, with the
 //! stacks, by the next append.
@@ -165,16 +165,20 @@ pub fn newest_id(repo: &Repository) -> Result<Option<String>, git2::Error> {
 /// compare-and-swap so that a bug cannot drop an entry silently.
 pub fn append(repo: &Repository, entry: &OpEntry) -> Result<Oid, git2::Error> {
     let previous = repo.refname_to_id(OPLOG_REF).ok();
-    let base = match previous {
-        Some(tip) if stacks::State::at(repo, tip)?.is_none() => {
+    let stored = match previous {
+        Some(tip) => stacks::State::at(repo, tip)?,
+        None => Some(stacks::State::default()),
+    };
+    let (base, mut state) = match stored {
+        Some(state) => (previous, state),
+        None => {
             // A log written before the stacks were recorded: rewrite it once with them.
             let mut all = entries(repo)?;
             all.reverse();
             rebuild(repo, &all)?
         }
-        other => other,
     };
-    let commit = write_entry(repo, base, entry)?;
+    let commit = write_entry(repo, base, &mut state, entry)?;
     let log = format!("git-loaf: {:?} {}", entry.kind, entry.id);
     match previous {
         Some(old) => repo.reference_matching(OPLOG_REF, commit, true, old, &log)?,
@@ -215,7 +219,7 @@ pub fn prune(
         return Ok(pruned);
     }
     let log = format!("git-loaf: gc dropped {} entries", pruned.dropped.len());
-    match rebuild(repo, &kept)? {
+    match rebuild(repo, &kept)?.0 {
         Some(new) => {
             repo.reference_matching(OPLOG_REF, new, true, tip, &log)?;
         }
@@ -231,21 +235,27 @@ pub fn prune(
     Ok(pruned)
 }
 
-/// Writes `entries` (oldest first) as a new chain, stacks included; its tip, `None` when
-/// there are none. No ref moves.
-fn rebuild(repo: &Repository, entries: &[OpEntry]) -> Result<Option<Oid>, git2::Error> {
+/// Writes `entries` (oldest first) as a new chain, stacks included; its tip (`None` when
+/// there are none) and the stacks after it. No ref moves.
+fn rebuild(
+    repo: &Repository,
+    entries: &[OpEntry],
+) -> Result<(Option<Oid>, stacks::State), git2::Error> {
     let mut tip = None;
+    let mut state = stacks::State::default();
     for entry in entries {
-        tip = Some(write_entry(repo, tip, entry)?);
+        tip = Some(write_entry(repo, tip, &mut state, entry)?);
     }
-    Ok(tip)
+    Ok((tip, state))
 }
 
-/// Writes the commit of `entry` on `previous` (the log's tip; `None`: a new log) and returns
-/// it, moving no ref.
+/// Writes the commit of `entry` on `previous` (the log's tip; `None`: a new log), `state`
+/// being the stacks there (moved on to the stacks after `entry`), and returns it, moving no
+/// ref.
 fn write_entry(
     repo: &Repository,
     previous: Option<Oid>,
+    state: &mut stacks::State,
     entry: &OpEntry,
 ) -> Result<Oid, git2::Error> {
     let json = serde_json::to_vec_pretty(entry)
@@ -273,10 +283,6 @@ fn write_entry(
     }
     tree.insert("keep", keep.write()?, 0o040000)?;
     // Where every working tree's stacks stand after this entry.
-    let mut state = match previous {
-        Some(tip) => stacks::State::at(repo, tip)?.unwrap_or_default(),
-        None => stacks::State::default(),
-    };
     let nodes = state.apply(repo, entry, entry_blob)?;
     state.write(repo, &mut tree, &nodes)?;
     let tree = repo.find_tree(tree.write()?)?;

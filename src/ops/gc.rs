@@ -16,7 +16,7 @@ use std::time::{Duration, SystemTime};
 use super::now_secs;
 use crate::config::Config;
 use crate::git::oplog::{self, OpEntry, gc::Packed};
-use crate::git::session::{Session, TxError};
+use crate::git::session::{self, Session, TxError};
 
 /// Seconds in a day.
 const DAY: i64 = 24 * 60 * 60;
@@ -95,14 +95,19 @@ pub fn collect(
 
 /// Automatic pruning, when loaf.yml has a `gc` section: at most once a day (the stamp
 /// file's time says when it last ran), [`gc`] with its `keep-days`. Meant to run after an
-/// operation has released the lock; `None` when it did not run or dropped nothing.
+/// operation has released the lock; `None` when it did not run or dropped nothing. Until
+/// it is due it costs a config read and a stat, not a session (lock, recovery, index).
 pub fn auto(cwd: &Path) -> Result<Option<Collected>, TxError> {
-    let session = Session::begin(cwd, "gc")?;
-    let config = Config::load(&session.root)?;
+    let (config, stamp) = {
+        let repo = session::open(cwd, "gc")?;
+        let Some(root) = repo.workdir() else {
+            return Ok(None);
+        };
+        (Config::load(root)?, repo.commondir().join(AUTO_STAMP))
+    };
     if !config.gc.auto {
         return Ok(None);
     }
-    let stamp = session.common_dir().join(AUTO_STAMP);
     let recent = std::fs::metadata(&stamp)
         .and_then(|m| m.modified())
         .ok()
@@ -111,6 +116,7 @@ pub fn auto(cwd: &Path) -> Result<Option<Collected>, TxError> {
     if recent {
         return Ok(None);
     }
+    let session = Session::begin(cwd, "gc")?;
     let collected = collect(&session, config.gc.keep_days, now_secs(), false)?;
     // A stamp that cannot be written only means pruning runs again next time.
     if let Some(folder) = stamp.parent() {

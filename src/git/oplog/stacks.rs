@@ -56,14 +56,20 @@ struct Node {
 
 impl State {
     /// The state recorded in entry commit `commit`; `None` for a commit written before
-    /// stacks were recorded (or the chain's root).
+    /// stacks were recorded (or the chain's root); an error when it cannot be read.
     pub(super) fn at(repo: &Repository, commit: Oid) -> Result<Option<State>, git2::Error> {
         let tree = repo.find_commit(commit)?.tree()?;
         let Some(file) = tree.get_name(STACKS_FILE).map(|e| e.id()) else {
             return Ok(None);
         };
         let blob = repo.find_blob(file)?;
-        Ok(serde_json::from_slice(blob.content()).ok())
+        // Unreadable is not "absent": rewriting the log as if it had no stacks could drop
+        // entries this version cannot read.
+        serde_json::from_slice(blob.content())
+            .map(Some)
+            .map_err(|e| {
+                git2::Error::from_str(&format!("operation log {commit}: {STACKS_FILE}: {e}"))
+            })
     }
 
     /// Moves the stacks of `entry`'s working tree as `entry` did; returns the nodes written.
