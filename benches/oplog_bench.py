@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Undo and redo against the operation log's length: `git-loaf undo` and `git-loaf redo` in
 a repository whose log holds 20 entries and in one whose log holds 4,000, side by side
-(interleaved rounds, medians), with `git reset --hard` as plain git's reference. With
+(interleaved rounds, medians), with `git reset --hard` as plain git's reference; then
+`git loaf gc` in the long log's repository (time, loose objects before and after). With
 --old BIN, the same runs with another git-loaf binary (the version before the stacks were
 stored) in two more repositories, so the before and after are measured in one run.
 
@@ -54,6 +55,8 @@ def make_repo(path, entries, loaf):
     run(["git", "commit", "-q", "-m", "initial"], path)
     # The padding entries, as applies of this working tree, oldest first.
     root = os.path.realpath(path)
+    # Recent times (one entry a second up to now): `git loaf gc` keeps them all.
+    first = int(time.time()) - entries
     stream = [
         "commit refs/loaf/oplog\nmark :1\ncommitter Bench <b@b> 1700000000 +0000\n"
         "data 18\nloaf operation log\n\n"
@@ -64,7 +67,7 @@ def make_repo(path, entries, loaf):
             {
                 "id": f"{i:06x}",
                 "kind": "apply",
-                "time": 1700000000 + i,
+                "time": first + i,
                 "workdir": root,
                 "ref_name": "refs/heads/main",
                 "summary": f"padding {i}",
@@ -76,7 +79,7 @@ def make_repo(path, entries, loaf):
         message = f"loaf op {i:06x} Apply: padding".encode()
         stream.append(
             f"commit refs/loaf/oplog\nmark :{i + 2}\n"
-            f"committer Bench <b@b> {1700000000 + i} +0000\n"
+            f"committer Bench <b@b> {first + i} +0000\n"
             f"data {len(message)}\n{message.decode()}\nfrom :{i + 1}\n"
             f"M 100644 inline entry.json\ndata {len(entry)}\n{entry.decode()}\n\n"
         )
@@ -143,6 +146,23 @@ def main():
             f"undo at {args.long} entries vs git reset --hard: "
             f"{long_['undo'] / med['git']['undo']:.2f}x"
         )
+    # What gc does to the long log's repository: entries kept (all: they are recent), the
+    # loose objects git-loaf wrote packed.
+    path, binary = repos[("new", args.long)]
+    before = loose_objects(path)
+    seconds = timed([binary, "gc"], path)
+    after = loose_objects(path)
+    print(
+        f"git loaf gc on the {args.long}-entry log: {seconds * 1000:.0f} ms, "
+        f"loose objects {before} -> {after}"
+    )
+    times_after = [timed([binary, op], path) for _ in range(5) for op in ("undo", "redo")]
+    print(f"undo/redo after gc (packed log): median {statistics.median(times_after) * 1000:.1f} ms")
+
+
+def loose_objects(path):
+    out = run(["git", "count-objects", "-v"], path).decode()
+    return int(next(l.split()[1] for l in out.splitlines() if l.startswith("count:")))
 
 
 if __name__ == "__main__":
