@@ -9,9 +9,9 @@ use crate::ops::gc::{self, Collected};
 /// git-loaf's refs reach.
 ///
 /// Undo and redo of every kept entry still work. Kept commits (`git loaf take` / `drop`)
-/// are never dropped; refs a forced undo saved go with its entry. Nothing reachable from
-/// your branches, tags or remotes is packed or removed; objects nothing reaches any more
-/// are left to `git gc`. A `gc` section in loaf.yml sets the limit and makes git-loaf prune
+/// are never dropped; refs a forced undo saved go with its entry. Nothing your branches,
+/// tags or remotes reach is removed, and nothing their tips hold is repacked; objects
+/// nothing reaches any more are left to `git gc`. A `gc` section in loaf.yml sets the limit and makes git-loaf prune
 /// by itself, at most once a day.
 #[derive(Debug, Args)]
 pub struct GcArgs {
