@@ -91,25 +91,63 @@ pub fn read_bytes(source: &Source) -> Result<Vec<u8>, InputError> {
             error,
         },
     };
-    let mut bytes = Vec::new();
-    let limit = MAX_INPUT_BYTES as u64 + 1;
+    let too_large = || InputError::TooLarge {
+        source_name: source.name(),
+        limit: MAX_INPUT_BYTES,
+    };
     match source {
-        Source::Stdin => std::io::stdin().lock().take(limit).read_to_end(&mut bytes),
-        Source::File(path) => std::fs::File::open(path).and_then(|f| {
-            if let Ok(meta) = f.metadata() {
-                bytes.reserve_exact(meta.len().min(limit) as usize);
+        Source::Stdin => {
+            // `git loaf apply < reply.md` makes standard input the file itself: its size is
+            // known before reading, as for a named file.
+            let stdin = std::io::stdin();
+            let size = regular_file_left(&stdin);
+            if size > MAX_INPUT_BYTES as u64 {
+                Ok(None)
+            } else {
+                read_limited(stdin.lock(), size as usize, MAX_INPUT_BYTES)
             }
-            f.take(limit).read_to_end(&mut bytes)
+        }
+        Source::File(path) => std::fs::File::open(path).and_then(|file| {
+            // A regular file says its size: refuse before reading a byte. Pipes, FIFOs and
+            // `/dev/stdin` say 0 and are read bounded like standard input.
+            let size = file.metadata().map(|m| m.len()).unwrap_or(0);
+            if size > MAX_INPUT_BYTES as u64 {
+                return Ok(None);
+            }
+            read_limited(file, size as usize, MAX_INPUT_BYTES)
         }),
     }
-    .map_err(io)?;
-    if bytes.len() > MAX_INPUT_BYTES {
-        return Err(InputError::TooLarge {
-            source_name: source.name(),
-            limit: MAX_INPUT_BYTES,
-        });
+    .map_err(io)?
+    .ok_or_else(too_large)
+}
+
+/// The bytes left to read in `fd` when it is a regular file (its size less the current
+/// offset); 0 for a pipe, a terminal or anything that cannot say.
+fn regular_file_left(fd: impl std::os::fd::AsFd) -> u64 {
+    let Ok(stat) = rustix::fs::fstat(&fd) else {
+        return 0;
+    };
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return 0;
     }
-    Ok(bytes)
+    let offset = rustix::fs::seek(&fd, rustix::fs::SeekFrom::Current(0)).unwrap_or(0);
+    (stat.st_size as u64).saturating_sub(offset)
+}
+
+/// Reads `reader` to its end into a buffer sized for `expected` bytes, but never more than
+/// `limit + 1` bytes: `None` when there were more than `limit` (an endless pipe costs
+/// `limit + 1` bytes of memory, not all of it).
+fn read_limited(
+    reader: impl Read,
+    expected: usize,
+    limit: usize,
+) -> std::io::Result<Option<Vec<u8>>> {
+    let mut bytes = Vec::new();
+    // One byte more than expected, so that reading to the end does not double the buffer
+    // just to find out that there is nothing left.
+    bytes.reserve_exact(expected.min(limit).saturating_add(1));
+    reader.take(limit as u64 + 1).read_to_end(&mut bytes)?;
+    Ok((bytes.len() <= limit).then_some(bytes))
 }
 
 /// The reply as text, or where its first byte that is not UTF-8 is.
@@ -132,6 +170,42 @@ pub fn as_text<'a>(bytes: &'a [u8], source: &Source) -> Result<&'a str, InputErr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_endless_stream_is_refused_after_limit_plus_one_bytes() {
+        // `repeat` never ends: only a bounded read returns at all.
+        let read = read_limited(std::io::repeat(b'x'), 0, 1000).expect("read");
+        assert_eq!(read, None);
+        let read = read_limited(&b"12345"[..], 0, 5).expect("read");
+        assert_eq!(read.as_deref(), Some(&b"12345"[..]));
+        assert_eq!(read_limited(&b"123456"[..], 6, 5).expect("read"), None);
+    }
+
+    #[test]
+    fn a_file_over_the_limit_is_refused_by_its_size_without_being_read() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("huge.md");
+        // Sparse: the size says too large; reading it would take 100 MiB of memory.
+        let file = std::fs::File::create(&path).expect("create");
+        file.set_len(MAX_INPUT_BYTES as u64 + 1).expect("size");
+        let source = Source::File(path.clone());
+        let err = read_bytes(&source).expect_err("too large");
+        assert!(matches!(err, InputError::TooLarge { .. }), "{err}");
+        file.set_len(5).expect("size");
+        std::fs::write(&path, "hello").expect("write");
+        assert_eq!(read_bytes(&source).expect("read"), b"hello");
+    }
+
+    #[test]
+    fn a_regular_file_says_what_is_left_to_read_and_a_pipe_says_nothing() {
+        use std::io::{Seek, SeekFrom};
+        let mut file = tempfile::tempfile().expect("file");
+        file.write_all(b"0123456789").expect("write");
+        file.seek(SeekFrom::Start(4)).expect("seek");
+        assert_eq!(regular_file_left(&file), 6);
+        let (reader, _writer) = rustix::pipe::pipe().expect("pipe");
+        assert_eq!(regular_file_left(&reader), 0);
+    }
 
     #[test]
     fn invalid_utf8_names_the_offset_and_line() {

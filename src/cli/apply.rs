@@ -164,6 +164,17 @@ fn transaction(args: &ApplyArgs, cwd: &std::path::Path, text: &str) -> Result<Ou
     super::print_notices(&applied.notices);
     let result = &applied.result;
     print_result(result, args.json)?;
+    // loaf.yml's `gc` asks for pruning; it is due at most once a day. A failure costs
+    // nothing of the apply, which is done: say it and go on.
+    match crate::ops::gc::auto(cwd) {
+        Ok(Some(pruned)) => super::print_notices(&[format!(
+            "pruned {} operation-log entries older than {} days (loaf.yml gc.keep-days)",
+            pruned.dropped.len(),
+            pruned.keep_days
+        )]),
+        Ok(None) => {}
+        Err(error) => super::print_notices(&[format!("automatic gc did not run: {error}")]),
+    }
     if let Some(kept) = &applied.kept {
         return Err(CliError::refused(
             format!(

@@ -5,6 +5,7 @@ mod apply;
 mod completions;
 mod error;
 pub mod examples;
+mod gc;
 mod init;
 mod instructions;
 mod kept;
@@ -86,6 +87,7 @@ enum Command {
     StepBack(step::StepBackArgs),
     StepForward(step::StepForwardArgs),
     Squash(squash::SquashArgs),
+    Gc(gc::GcArgs),
     Instructions(instructions::InstructionsArgs),
     Completions(completions::CompletionsArgs),
     InstallManPages(man::InstallManPagesArgs),
@@ -130,6 +132,7 @@ pub fn main() -> ExitCode {
         Command::StepBack(args) => step::run_back(&args),
         Command::StepForward(args) => step::run_forward(&args),
         Command::Squash(args) => squash::run(&args),
+        Command::Gc(args) => gc::run(&args),
         Command::Instructions(args) => instructions::run(&args),
         Command::Completions(args) => completions::run(&args),
         Command::InstallManPages(args) => man::run(&args),

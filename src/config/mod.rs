@@ -61,6 +61,8 @@ pub struct Config {
     pub exec: ExecConfig,
     /// The staging worktree.
     pub stage: StageConfig,
+    /// Pruning the operation log (`git loaf gc`).
+    pub gc: GcConfig,
     /// The folder loaf.yml is in (relative fs-guard patterns resolve from it).
     pub dir: PathBuf,
     /// Things to tell the user about loaf.yml on stderr (deprecated keys).
@@ -133,6 +135,19 @@ pub struct StageConfig {
     pub share: Vec<String>,
 }
 
+/// `gc`: how long the operation log keeps entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GcConfig {
+    /// Entries older than this many days are dropped by `git loaf gc` (its default).
+    pub keep_days: u64,
+    /// Whether git-loaf prunes on its own (at most once a day): set when loaf.yml has a
+    /// `gc` section.
+    pub auto: bool,
+}
+
+/// Default `gc.keep-days`.
+pub const DEFAULT_KEEP_DAYS: u64 = 90;
+
 /// Default `max_file_size`: 10 MiB.
 pub const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
 /// Default exec timeout.
@@ -158,6 +173,10 @@ impl Config {
                 max_output: DEFAULT_MAX_OUTPUT,
             },
             stage: StageConfig::default(),
+            gc: GcConfig {
+                keep_days: DEFAULT_KEEP_DAYS,
+                auto: false,
+            },
             dir: dir.to_path_buf(),
             notices: Vec::new(),
         }
@@ -254,6 +273,12 @@ impl Config {
                 ));
                 config.stage.share = share;
             }
+        }
+        if let Some(gc) = raw.gc {
+            config.gc = GcConfig {
+                keep_days: gc.keep_days.unwrap_or(DEFAULT_KEEP_DAYS),
+                auto: true,
+            };
         }
         Ok(config)
     }
@@ -468,6 +493,14 @@ struct RawConfig {
     max_file_size: Option<u64>,
     exec: Option<RawExec>,
     stage: Option<RawStage>,
+    gc: Option<RawGc>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawGc {
+    #[serde(rename = "keep-days")]
+    keep_days: Option<u64>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -552,5 +585,27 @@ mod tests {
             "{:?}",
             config.notices
         );
+    }
+
+    #[test]
+    fn a_gc_section_sets_the_limit_and_turns_automatic_pruning_on() {
+        let none = Config::parse("version: 1\n", Path::new("")).expect("valid");
+        assert_eq!(
+            none.gc,
+            GcConfig {
+                keep_days: DEFAULT_KEEP_DAYS,
+                auto: false
+            }
+        );
+        let set = Config::parse("gc:\n  keep-days: 30\n", Path::new("")).expect("valid");
+        assert_eq!(
+            set.gc,
+            GcConfig {
+                keep_days: 30,
+                auto: true
+            }
+        );
+        let error = Config::parse("gc:\n  keep_days: 30\n", Path::new("")).expect_err("typo");
+        assert!(error.to_string().contains("keep-days"), "{error}");
     }
 }

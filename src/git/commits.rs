@@ -60,12 +60,17 @@ pub fn first_parents(
 pub fn resolve(repo: &Repository, rev: &str) -> Result<Option<CommitInfo>, git2::Error> {
     let kept = repo.refname_to_id(&format!("refs/loaf/{rev}")).ok();
     let applied = || -> Result<Option<Oid>, git2::Error> {
-        let made = oplog::entries(repo)?.into_iter().find_map(|e| {
-            let made_a_commit =
-                e.kind == OpKind::Apply && e.id == rev && e.after.head != e.before.head;
-            made_a_commit.then_some(e.after.head).flatten()
-        });
-        Ok(made.and_then(|h| Oid::from_str(&h).ok()))
+        // Apply ids are six hex digits: anything else cannot be one, so the log is not read.
+        if rev.len() != 6 || !rev.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(None);
+        }
+        for entry in oplog::walk(repo) {
+            let e = entry?;
+            if e.kind == OpKind::Apply && e.id == rev && e.after.head != e.before.head {
+                return Ok(e.after.head.and_then(|h| Oid::from_str(&h).ok()));
+            }
+        }
+        Ok(None)
     };
     let by_id = match kept {
         Some(oid) => Some(oid),

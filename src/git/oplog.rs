@@ -6,6 +6,18 @@
 //! and the chain keeps every object an entry needs alive against `git gc` — the commits
 //! before and after (as extra parents) and the trees of the user's working tree and index (in
 //! the entry commit's tree). Only the first-parent chain is the log.
+//!
+//! Undo and redo need the top of a working tree's undo or redo stack, not the whole log:
+//! each entry commit also records, in `stacks.json`, where every working tree's two stacks
+//! stand after it, as persistent linked lists of small node blobs (the `stacks` module), so that
+//! undo reads a handful of objects whatever the log's length. A log written before that
+//! (no `stacks.json` at its tip) is read by replaying it whole, and rewritten once, with the
+//! stacks, by the next append.
+
+pub mod gc;
+mod stacks;
+
+pub use stacks::{StackWalk, redoable, undoable};
 
 use git2::{Oid, Repository, Signature};
 use serde::{Deserialize, Serialize};
@@ -89,24 +101,54 @@ pub struct OpEntry {
 
 /// The entries, newest first.
 pub fn entries(repo: &Repository) -> Result<Vec<OpEntry>, git2::Error> {
-    let mut out = Vec::new();
-    let Ok(mut next) = repo.refname_to_id(OPLOG_REF).map(Some) else {
-        return Ok(out);
-    };
-    while let Some(id) = next {
-        let commit = repo.find_commit(id)?;
-        let Some(file) = commit.tree()?.get_name(ENTRY_FILE).map(|e| e.id()) else {
-            break; // the root that starts the chain
-        };
-        let entry = repo
-            .find_blob(file)
-            .ok()
-            .and_then(|blob| serde_json::from_slice::<OpEntry>(blob.content()).ok());
-        // An entry this version cannot read (written by a newer one) is skipped, not fatal.
-        out.extend(entry);
-        next = commit.parent_id(0).ok();
+    walk(repo).collect()
+}
+
+/// The entries, newest first, read one by one as they are asked for: finding a recent entry
+/// costs what lies between it and the newest, not the whole log.
+pub fn walk(repo: &Repository) -> Walk<'_> {
+    Walk {
+        repo,
+        next: repo.refname_to_id(OPLOG_REF).ok(),
     }
-    Ok(out)
+}
+
+/// The iterator [`walk`] returns.
+pub struct Walk<'r> {
+    repo: &'r Repository,
+    next: Option<Oid>,
+}
+
+impl Iterator for Walk<'_> {
+    type Item = Result<OpEntry, git2::Error>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            let id = self.next.take()?;
+            let commit = match self.repo.find_commit(id) {
+                Ok(commit) => commit,
+                Err(e) => return Some(Err(e)),
+            };
+            let file = match commit.tree() {
+                Ok(tree) => tree.get_name(ENTRY_FILE).map(|e| e.id()),
+                Err(e) => return Some(Err(e)),
+            };
+            // No entry file: the root that starts the chain.
+            let file = file?;
+            self.next = commit.parent_id(0).ok();
+            // An entry this version cannot read (written by a newer one) is skipped, not
+            // fatal.
+            if let Some(entry) = read_entry(self.repo, file) {
+                return Some(Ok(entry));
+            }
+        }
+    }
+}
+
+/// The entry stored in blob `file`, if this version can read it.
+fn read_entry(repo: &Repository, file: Oid) -> Option<OpEntry> {
+    let blob = repo.find_blob(file).ok()?;
+    serde_json::from_slice::<OpEntry>(blob.content()).ok()
 }
 
 /// The newest entry's id, if any (to tell whether a crashed operation got as far as logging).
@@ -127,10 +169,104 @@ pub fn newest_id(repo: &Repository) -> Result<Option<String>, git2::Error> {
 /// compare-and-swap so that a bug cannot drop an entry silently.
 pub fn append(repo: &Repository, entry: &OpEntry) -> Result<Oid, git2::Error> {
     let previous = repo.refname_to_id(OPLOG_REF).ok();
+    let stored = match previous {
+        Some(tip) => stacks::State::at(repo, tip)?,
+        None => Some(stacks::State::default()),
+    };
+    let (base, mut state) = match stored {
+        Some(state) => (previous, state),
+        None => {
+            // A log written before the stacks were recorded: rewrite it once with them.
+            let mut all = entries(repo)?;
+            all.reverse();
+            rebuild(repo, &all)?
+        }
+    };
+    let commit = write_entry(repo, base, &mut state, entry)?;
+    let log = format!("git-loaf: {:?} {}", entry.kind, entry.id);
+    match previous {
+        Some(old) => repo.reference_matching(OPLOG_REF, commit, true, old, &log)?,
+        None => repo.reference(OPLOG_REF, commit, false, &log)?,
+    };
+    Ok(commit)
+}
+
+/// What [`prune`] dropped and kept.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Pruned {
+    /// The entries dropped, oldest first.
+    pub dropped: Vec<OpEntry>,
+    /// How many entries are left.
+    pub kept: usize,
+}
+
+/// Drops the entries `drop` selects, writing the log again from the others (their stacks
+/// replayed without the dropped ones: an undo whose target is gone no longer counts) and
+/// moving the ref by compare-and-swap. The caller holds the repository lock. With
+/// `dry_run`, only says what would go.
+pub fn prune(
+    repo: &Repository,
+    drop: impl Fn(&OpEntry) -> bool,
+    dry_run: bool,
+) -> Result<Pruned, git2::Error> {
+    let Ok(tip) = repo.refname_to_id(OPLOG_REF) else {
+        return Ok(Pruned::default());
+    };
+    let mut all = entries(repo)?;
+    all.reverse();
+    let (dropped, kept): (Vec<OpEntry>, Vec<OpEntry>) = all.into_iter().partition(|e| drop(e));
+    let pruned = Pruned {
+        kept: kept.len(),
+        dropped,
+    };
+    if dry_run || pruned.dropped.is_empty() {
+        return Ok(pruned);
+    }
+    let log = format!("git-loaf: gc dropped {} entries", pruned.dropped.len());
+    match rebuild(repo, &kept)?.0 {
+        Some(new) => {
+            repo.reference_matching(OPLOG_REF, new, true, tip, &log)?;
+        }
+        None => {
+            // Nothing left: no log at all, as before the first operation.
+            let mut reference = repo.find_reference(OPLOG_REF)?;
+            if reference.target() != Some(tip) {
+                return Err(git2::Error::from_str("the operation log moved during gc"));
+            }
+            reference.delete()?;
+        }
+    }
+    Ok(pruned)
+}
+
+/// Writes `entries` (oldest first) as a new chain, stacks included; its tip (`None` when
+/// there are none) and the stacks after it. No ref moves.
+fn rebuild(
+    repo: &Repository,
+    entries: &[OpEntry],
+) -> Result<(Option<Oid>, stacks::State), git2::Error> {
+    let mut tip = None;
+    let mut state = stacks::State::default();
+    for entry in entries {
+        tip = Some(write_entry(repo, tip, &mut state, entry)?);
+    }
+    Ok((tip, state))
+}
+
+/// Writes the commit of `entry` on `previous` (the log's tip; `None`: a new log), `state`
+/// being the stacks there (moved on to the stacks after `entry`), and returns it, moving no
+/// ref.
+fn write_entry(
+    repo: &Repository,
+    previous: Option<Oid>,
+    state: &mut stacks::State,
+    entry: &OpEntry,
+) -> Result<Oid, git2::Error> {
     let json = serde_json::to_vec_pretty(entry)
         .map_err(|e| git2::Error::from_str(&format!("operation log entry: {e}")))?;
+    let entry_blob = repo.blob(&json)?;
     let mut tree = repo.treebuilder(None)?;
-    tree.insert(ENTRY_FILE, repo.blob(&json)?, 0o100644)?;
+    tree.insert(ENTRY_FILE, entry_blob, 0o100644)?;
     // Keep the trees undo and redo restore from.
     let mut keep = repo.treebuilder(None)?;
     for (name, state) in [("before", &entry.before), ("after", &entry.after)] {
@@ -150,6 +286,9 @@ pub fn append(repo: &Repository, entry: &OpEntry) -> Result<Oid, git2::Error> {
         keep.insert("extras", extras, 0o040000)?;
     }
     tree.insert("keep", keep.write()?, 0o040000)?;
+    // Where every working tree's stacks stand after this entry.
+    let nodes = state.apply(repo, entry, entry_blob)?;
+    state.write(repo, &mut tree, &nodes)?;
     let tree = repo.find_tree(tree.write()?)?;
     let signature = super::commit::identity(repo, "COMMITTER")
         .or_else(|_| Signature::now("git-loaf", "git-loaf@localhost"))?;
@@ -187,13 +326,7 @@ pub fn append(repo: &Repository, entry: &OpEntry) -> Result<Oid, git2::Error> {
         .collect::<Result<Vec<_>, _>>()?;
     let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
     let subject = format!("loaf op {} {:?}: {}", entry.id, entry.kind, entry.summary);
-    let commit = repo.commit(None, &signature, &signature, &subject, &tree, &parents)?;
-    let log = format!("git-loaf: {:?} {}", entry.kind, entry.id);
-    match previous {
-        Some(old) => repo.reference_matching(OPLOG_REF, commit, true, old, &log)?,
-        None => repo.reference(OPLOG_REF, commit, false, &log)?,
-    };
-    Ok(commit)
+    repo.commit(None, &signature, &signature, &subject, &tree, &parents)
 }
 
 /// Which operations can be undone and re-done now in `workdir`: replaying the log, an apply
@@ -207,7 +340,8 @@ pub struct Stacks {
     pub redoable: Vec<OpEntry>,
 }
 
-/// The stacks for `workdir`, from the log's entries (newest first, as [`entries`] returns).
+/// The stacks for `workdir`, from the log's entries (newest first, as [`entries`] returns):
+/// the whole log replayed. [`undoable`] and [`redoable`] read only the top of each.
 pub fn stacks(entries: &[OpEntry], workdir: &str) -> Stacks {
     let mut stacks = Stacks::default();
     for entry in entries.iter().rev().filter(|e| e.workdir == workdir) {
@@ -346,5 +480,155 @@ mod tests {
         let mut elsewhere = entry("z", OpKind::Apply, None);
         elsewhere.workdir = "/other".to_owned();
         assert_eq!(log(&[elsewhere]), (vec![], vec![]), "per working tree");
+    }
+
+    /// The stacks read from the stored nodes, top first, as ids.
+    fn stored(repo: &Repository, workdir: &str) -> (Vec<String>, Vec<String>) {
+        let ids =
+            |walk: StackWalk<'_>| -> Vec<String> { walk.map(|e| e.expect("entry").id).collect() };
+        (
+            ids(undoable(repo, workdir).expect("undoable")),
+            ids(redoable(repo, workdir).expect("redoable")),
+        )
+    }
+
+    /// The stacks replayed from the whole log, top first, as ids.
+    fn replayed(repo: &Repository, workdir: &str) -> (Vec<String>, Vec<String>) {
+        let s = stacks(&entries(repo).expect("entries"), workdir);
+        let ids = |v: &[OpEntry]| v.iter().rev().map(|e| e.id.clone()).collect::<Vec<_>>();
+        (ids(&s.undoable), ids(&s.redoable))
+    }
+
+    #[test]
+    fn stored_stacks_match_the_replayed_log_after_every_entry() {
+        let dir = init_repo();
+        let repo = Repository::open(dir.path()).expect("open");
+        // Two working trees interleaved; undo and redo of the top, of a deeper entry, and
+        // of an id that is on no stack.
+        let script: &[(&str, &str, OpKind, Option<&str>)] = &[
+            ("/w", "a", OpKind::Apply, None),
+            ("/o", "x", OpKind::Apply, None),
+            ("/w", "b", OpKind::Apply, None),
+            ("/w", "c", OpKind::Squash, None),
+            ("/w", "u1", OpKind::Undo, Some("c")),
+            ("/o", "u2", OpKind::Undo, Some("x")),
+            ("/w", "u3", OpKind::Undo, Some("a")),
+            ("/w", "r1", OpKind::Redo, Some("c")),
+            ("/w", "u4", OpKind::Undo, Some("nowhere")),
+            ("/w", "r2", OpKind::Redo, Some("a")),
+            ("/w", "s", OpKind::StepBack, None),
+            ("/o", "r3", OpKind::Redo, Some("x")),
+            ("/w", "u5", OpKind::Undo, Some("s")),
+            ("/w", "u6", OpKind::Undo, Some("a")),
+            ("/w", "d", OpKind::UndoTo, Some("b")),
+        ];
+        for (workdir, id, kind, target) in script {
+            let mut e = entry(id, *kind, *target);
+            e.workdir = (*workdir).to_owned();
+            append(&repo, &e).expect("append");
+            for w in ["/w", "/o"] {
+                assert_eq!(stored(&repo, w), replayed(&repo, w), "after {id} in {w}");
+            }
+        }
+        assert_eq!(
+            stored(&repo, "/w"),
+            (vec!["d".into(), "c".into(), "b".into()], vec![])
+        );
+        git(dir.path(), &["fsck", "--strict", "--no-dangling"]);
+    }
+
+    #[test]
+    fn a_log_without_stacks_is_read_by_replay_and_rewritten_once_by_the_next_append() {
+        let dir = init_repo();
+        let repo = Repository::open(dir.path()).expect("open");
+        for (id, kind, target) in [
+            ("a", OpKind::Apply, None),
+            ("b", OpKind::Apply, None),
+            ("u", OpKind::Undo, Some("b")),
+        ] {
+            append(&repo, &entry(id, kind, target)).expect("append");
+        }
+        // As an older git-loaf wrote it: each commit's tree without the stacks.
+        let mut tip: Option<Oid> = None;
+        let mut all = entries(&repo).expect("entries");
+        all.reverse();
+        let signature = Signature::now("t", "t@t").expect("signature");
+        for e in &all {
+            let mut tree = repo.treebuilder(None).expect("tree");
+            let blob = repo
+                .blob(&serde_json::to_vec(e).expect("json"))
+                .expect("blob");
+            tree.insert(ENTRY_FILE, blob, 0o100644).expect("insert");
+            let tree = repo.find_tree(tree.write().expect("write")).expect("tree");
+            let parents: Vec<git2::Commit<'_>> = tip
+                .iter()
+                .map(|t| repo.find_commit(*t).expect("c"))
+                .collect();
+            let parents: Vec<&git2::Commit<'_>> = parents.iter().collect();
+            tip = Some(
+                repo.commit(None, &signature, &signature, "old", &tree, &parents)
+                    .expect("commit"),
+            );
+        }
+        repo.reference(OPLOG_REF, tip.expect("tip"), true, "old log")
+            .expect("ref");
+        let expected = (vec!["a".to_owned()], vec!["b".to_owned()]);
+        assert_eq!(stored(&repo, "/w"), expected, "replayed");
+        append(&repo, &entry("c", OpKind::Apply, None)).expect("append");
+        let tip = repo.refname_to_id(OPLOG_REF).expect("tip");
+        assert!(stacks::State::at(&repo, tip).expect("state").is_some());
+        assert_eq!(
+            entries(&repo)
+                .expect("entries")
+                .iter()
+                .map(|e| e.id.as_str())
+                .collect::<Vec<_>>(),
+            ["c", "u", "b", "a"]
+        );
+        assert_eq!(stored(&repo, "/w"), (vec!["c".into(), "a".into()], vec![]));
+    }
+
+    #[test]
+    fn pruning_drops_entries_and_replays_the_rest() {
+        let dir = init_repo();
+        let repo = Repository::open(dir.path()).expect("open");
+        for (id, kind, target, time) in [
+            ("a", OpKind::Apply, None, 10),
+            ("b", OpKind::Apply, None, 20),
+            ("u", OpKind::Undo, Some("a"), 30),
+            ("c", OpKind::Apply, None, 40),
+        ] {
+            let mut e = entry(id, kind, target);
+            e.time = time;
+            append(&repo, &e).expect("append");
+        }
+        let dry = prune(&repo, |e| e.time < 25, true).expect("dry run");
+        assert_eq!(dry.dropped.len(), 2);
+        assert_eq!(
+            entries(&repo).expect("entries").len(),
+            4,
+            "dry run: nothing gone"
+        );
+        let pruned = prune(&repo, |e| e.time < 25, false).expect("prune");
+        assert_eq!(
+            pruned
+                .dropped
+                .iter()
+                .map(|e| e.id.as_str())
+                .collect::<Vec<_>>(),
+            ["a", "b"]
+        );
+        assert_eq!(pruned.kept, 2);
+        // The undo of a dropped apply counts for nothing; c is left to undo.
+        assert_eq!(stored(&repo, "/w"), (vec!["c".into()], vec![]));
+        assert_eq!(stored(&repo, "/w"), replayed(&repo, "/w"));
+        let chain = git(
+            dir.path(),
+            &["rev-list", "--first-parent", "--count", OPLOG_REF],
+        );
+        assert_eq!(chain.trim(), "3", "two entries and the root");
+        prune(&repo, |_| true, false).expect("prune all");
+        assert!(repo.refname_to_id(OPLOG_REF).is_err(), "no log left");
+        assert_eq!(stored(&repo, "/w"), (vec![], vec![]));
     }
 }

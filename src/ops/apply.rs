@@ -10,7 +10,7 @@ use crate::config::Config;
 use crate::exec::PathMap;
 use crate::exec::sandbox::Sandbox;
 use crate::git::checkpoint::{self, Checkpoint};
-use crate::git::commit::{Trailers, message, write_commit, write_note};
+use crate::git::commit::{Trailers, message, write_commit, write_note_value};
 use crate::git::oplog::{OpEntry, OpKind, UserState};
 use crate::git::publish::{self, PublishError, Transition, crash_point};
 use crate::git::session::{Session, TxError};
@@ -62,10 +62,10 @@ pub struct Kept {
     pub reason: String,
 }
 
-/// The note stored on every apply commit: the text report and the full result.
-pub fn note_json(result: &ExecutionResult) -> String {
-    let value = serde_json::json!({ "text": result.to_text(), "result": result });
-    serde_json::to_string_pretty(&value).unwrap_or_default()
+/// The note stored on every apply commit: the text report and the full result (stored
+/// without the file contents the commit holds: [`write_note_value`]).
+pub fn note_json(result: &ExecutionResult) -> serde_json::Value {
+    serde_json::json!({ "text": result.to_text(), "result": result })
 }
 
 /// Runs `reply` as one transaction in the repository containing `cwd`.
@@ -208,7 +208,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     git.checkpoint = (!checkpoint.is_clean()).then(|| from_work.to_string());
     result.git = Some(git);
     if let Some(commit) = commit {
-        write_note(repo, commit, &note_json(&result))?;
+        write_note_value(repo, commit, &root, note_json(&result))?;
         // The note must follow the commit through `git commit --amend` and `git rebase`.
         // A config that cannot be written costs the note's survival, not the apply.
         if let Ok(true) = crate::git::commit::ensure_notes_rewrite(repo) {
@@ -284,7 +284,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
                 let git = result.git.get_or_insert_with(GitInfo::default);
                 git.not_written = skipped.iter().map(|p| p.display().to_string()).collect();
                 if let Some(commit) = commit {
-                    write_note(repo, commit, &note_json(&result))?;
+                    write_note_value(repo, commit, &root, note_json(&result))?;
                 }
             }
             None
@@ -302,7 +302,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
                     "{reason}; the commit is kept as {refname}: `git loaf take {id}` applies it, `git loaf drop {id}` discards it"
                 ));
             }
-            write_note(repo, kept_commit, &note_json(&result))?;
+            write_note_value(repo, kept_commit, &root, note_json(&result))?;
             Some(Kept { refname, reason })
         }
     };

@@ -176,11 +176,20 @@ pub fn show(cwd: &Path, rev: Option<&str>) -> Result<Shown, TxError> {
 /// The commit a squash with id `rev` made, from the operation log (ids first: six hex digits
 /// could also be read by git as an abbreviated commit).
 fn squash_commit(repo: &crate::git::Repository, rev: &str) -> Result<Option<CommitInfo>, TxError> {
-    let made = oplog::entries(repo)?
-        .into_iter()
-        .find(|e| e.kind == OpKind::Squash && e.id == rev)
-        .and_then(|e| e.after.head)
-        .and_then(|h| crate::git::Oid::from_str(&h).ok());
+    // Only an operation id (six hex digits) can name one: `HEAD` or a branch does not cost
+    // a walk of the whole log.
+    if rev.len() != 6 || !rev.chars().all(|c| c.is_ascii_hexdigit()) {
+        return Ok(None);
+    }
+    let mut made = None;
+    for entry in oplog::walk(repo) {
+        let entry = entry?;
+        if entry.kind == OpKind::Squash && entry.id == rev {
+            made = entry.after.head;
+            break;
+        }
+    }
+    let made = made.and_then(|h| crate::git::Oid::from_str(&h).ok());
     Ok(made.and_then(|oid| commits::read(repo, oid).ok()))
 }
 

@@ -83,7 +83,12 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
         .map_err(|paths| TxError::intent_to_add(&paths, "step-back"))?;
     // Carry on a walk already begun (HEAD where the last step left it), or begin one here.
     let workdir = session.root.display().to_string();
-    let stack = oplog::stacks(&oplog::entries(repo)?, &workdir).undoable;
+    // Only the top of the undo stack matters here: read just it, whatever the log's length.
+    let stack: Vec<OpEntry> = oplog::undoable(repo, &workdir)?
+        .next()
+        .transpose()?
+        .into_iter()
+        .collect();
     let (branch, tip) = match last_step(&stack) {
         Some(last) if ref_name == "HEAD" && last.after.head == Some(head.to_string()) => {
             walk_of(last)?
@@ -152,7 +157,9 @@ pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
     let repo = &session.repo;
     let (ref_name, head) = refs::head_ref(repo)?;
     let workdir = session.root.display().to_string();
-    let stack = oplog::stacks(&oplog::entries(repo)?, &workdir).undoable;
+    // The undo stack, oldest first (read from the top down, then turned round).
+    let mut stack = oplog::undoable(repo, &workdir)?.collect::<Result<Vec<_>, _>>()?;
+    stack.reverse();
     let not_back = |why: String| TxError::Invalid {
         message: format!("nothing to step forward to: {why}"),
         hint: "`git loaf step-back` walks back through the branch's commits; step-forward returns"

@@ -48,8 +48,11 @@ pub fn undo(cwd: &Path, force: bool) -> Result<Walked, TxError> {
     let session = Session::begin(cwd, "undo")?;
     crash_point("locked");
     let workdir = session.root.display().to_string();
-    let entries = oplog::entries(&session.repo)?;
-    let Some(target) = oplog::stacks(&entries, &workdir).undoable.pop() else {
+    // Only the top of the stack is read: the cost does not grow with the log.
+    let next = oplog::undoable(&session.repo, &workdir)?
+        .next()
+        .transpose()?;
+    let Some(target) = next else {
         return Err(TxError::Invalid {
             message: "nothing to undo: no git-loaf operation in this working tree is left to undo"
                 .into(),
@@ -74,8 +77,7 @@ pub fn undo(cwd: &Path, force: bool) -> Result<Walked, TxError> {
 pub fn undo_to(cwd: &Path, to: &str, force: bool) -> Result<Walked, TxError> {
     let session = Session::begin(cwd, "undo")?;
     let workdir = session.root.display().to_string();
-    let entries = oplog::entries(&session.repo)?;
-    let stack = oplog::stacks(&entries, &workdir).undoable;
+    let stack = down_to(&session.repo, &workdir, to)?;
     let start = match stack.iter().rposition(|e| e.id == to) {
         Some(i) => i,
         None => {
@@ -150,13 +152,14 @@ pub fn undo_to(cwd: &Path, to: &str, force: bool) -> Result<Walked, TxError> {
 pub fn redo(cwd: &Path) -> Result<Walked, TxError> {
     let session = Session::begin(cwd, "redo")?;
     let workdir = session.root.display().to_string();
-    let entries = oplog::entries(&session.repo)?;
-    let stacks = oplog::stacks(&entries, &workdir);
-    let after_undo_to = stacks
-        .undoable
-        .last()
-        .is_some_and(|e| e.kind == OpKind::UndoTo);
-    let Some(target) = stacks.redoable.last().cloned() else {
+    let next = oplog::redoable(&session.repo, &workdir)?
+        .next()
+        .transpose()?;
+    let Some(target) = next else {
+        let after_undo_to = oplog::undoable(&session.repo, &workdir)?
+            .next()
+            .transpose()?
+            .is_some_and(|e| e.kind == OpKind::UndoTo);
         return Err(TxError::Invalid {
             message: "nothing to redo: no undone git-loaf operation in this working tree (a new apply forgets what was undone before it)".into(),
             hint: if after_undo_to {
@@ -167,6 +170,30 @@ pub fn redo(cwd: &Path) -> Result<Walked, TxError> {
         });
     };
     walk(session, target, OpKind::Redo, false, Vec::new())
+}
+
+/// The undo stack of `workdir`, oldest first, read from the top down to the operation with
+/// id `to`, or as deep as the count `to` says; all of it when neither is found (the
+/// caller then says what there is). Operation ids are six hex digits: anything else is
+/// only a count, so `--to 3` reads three entries, not the whole stack.
+fn down_to(
+    repo: &crate::git::Repository,
+    workdir: &str,
+    to: &str,
+) -> Result<Vec<OpEntry>, TxError> {
+    let may_be_id = to.len() == 6 && to.chars().all(|c| c.is_ascii_hexdigit());
+    let count = to.parse::<usize>().ok().filter(|_| !may_be_id);
+    let mut stack = Vec::new();
+    for entry in oplog::undoable(repo, workdir)? {
+        let entry = entry?;
+        let found = entry.id == to;
+        stack.push(entry);
+        if found || count == Some(stack.len()) {
+            break;
+        }
+    }
+    stack.reverse();
+    Ok(stack)
 }
 
 /// Whether `kind` is a step, which moves HEAD along a branch's history without moving the

@@ -1,0 +1,127 @@
+//! `git loaf gc`: keeps git-loaf's storage bounded. Lock → drop the operation-log entries
+//! older than the limit (the log is written again from the others, so undo and redo of
+//! every kept entry still work) → drop the refs the forced undos among them saved → pack
+//! the loose objects only git-loaf's refs reach.
+//!
+//! Kept commits (`refs/loaf/<id>`, an apply that could not publish) are never dropped: they
+//! wait for the user's `git loaf take` or `git loaf drop`, however old. A saved ref
+//! (`refs/loaf/saved/<id>`, what a forced undo moved away from) lives as long as its undo's
+//! entry: it goes with the entry, or, when the log no longer names it, once its commit is
+//! older than the limit. Nothing reachable from the user's refs is packed or removed.
+
+use std::collections::HashSet;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
+
+use super::now_secs;
+use crate::config::Config;
+use crate::git::oplog::{self, OpEntry, gc::Packed};
+use crate::git::session::{self, Session, TxError};
+
+/// Seconds in a day.
+const DAY: i64 = 24 * 60 * 60;
+
+/// The file whose modification time says when git-loaf last pruned on its own.
+const AUTO_STAMP: &str = "loaf/gc-stamp";
+
+/// What gc did (or, with `dry_run`, would do).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Collected {
+    /// Whether nothing was changed.
+    pub dry_run: bool,
+    /// The limit: entries older than this many days go.
+    pub keep_days: u64,
+    /// The entries dropped, oldest first.
+    pub dropped: Vec<OpEntry>,
+    /// How many entries are left.
+    pub kept: usize,
+    /// The saved refs dropped.
+    pub saved_dropped: Vec<String>,
+    /// The loose objects packed.
+    pub packed: Packed,
+}
+
+/// `git loaf gc`: entries older than `keep_days` days (loaf.yml's `gc.keep-days` when
+/// `None`) are dropped, then git-loaf's loose objects packed.
+pub fn gc(cwd: &Path, keep_days: Option<u64>, dry_run: bool) -> Result<Collected, TxError> {
+    let session = Session::begin(cwd, "gc")?;
+    let keep_days = match keep_days {
+        Some(days) => days,
+        None => Config::load(&session.root)?.gc.keep_days,
+    };
+    collect(&session, keep_days, now_secs(), dry_run)
+}
+
+/// [`gc`] in a session, with `now` (seconds since the epoch) as the present.
+pub fn collect(
+    session: &Session,
+    keep_days: u64,
+    now: i64,
+    dry_run: bool,
+) -> Result<Collected, TxError> {
+    let repo = &session.repo;
+    let cutoff = now.saturating_sub((keep_days as i64).saturating_mul(DAY));
+    let pruned = oplog::prune(repo, |e| e.time < cutoff, dry_run)?;
+    let dropped_ids: HashSet<&str> = pruned.dropped.iter().map(|e| e.id.as_str()).collect();
+    // What is left (after a dry run, what would be).
+    let kept_ids: HashSet<String> = oplog::walk(repo)
+        .map(|e| e.map(|e| e.id))
+        .filter(|id| {
+            id.as_ref()
+                .map_or(true, |id| !dropped_ids.contains(id.as_str()))
+        })
+        .collect::<Result<_, _>>()?;
+    let mut saved_dropped = Vec::new();
+    for saved in oplog::gc::saved(repo)? {
+        let with_its_entry = dropped_ids.contains(saved.id.as_str());
+        let orphaned_and_old = !kept_ids.contains(&saved.id) && saved.time < cutoff;
+        if with_its_entry || orphaned_and_old {
+            if !dry_run {
+                oplog::gc::drop_saved(repo, &saved.name)?;
+            }
+            saved_dropped.push(saved.name);
+        }
+    }
+    let packed = oplog::gc::pack(repo, dry_run)?;
+    Ok(Collected {
+        dry_run,
+        keep_days,
+        kept: pruned.kept,
+        dropped: pruned.dropped,
+        saved_dropped,
+        packed,
+    })
+}
+
+/// Automatic pruning, when loaf.yml has a `gc` section: at most once a day (the stamp
+/// file's time says when it last ran), [`gc`] with its `keep-days`. Meant to run after an
+/// operation has released the lock; `None` when it did not run or dropped nothing. Until
+/// it is due it costs a config read and a stat, not a session (lock, recovery, index).
+pub fn auto(cwd: &Path) -> Result<Option<Collected>, TxError> {
+    let (config, stamp) = {
+        let repo = session::open(cwd, "gc")?;
+        let Some(root) = repo.workdir() else {
+            return Ok(None);
+        };
+        (Config::load(root)?, repo.commondir().join(AUTO_STAMP))
+    };
+    if !config.gc.auto {
+        return Ok(None);
+    }
+    let recent = std::fs::metadata(&stamp)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| SystemTime::now().duration_since(t).ok())
+        .is_some_and(|age| age < Duration::from_secs(DAY as u64));
+    if recent {
+        return Ok(None);
+    }
+    let session = Session::begin(cwd, "gc")?;
+    let collected = collect(&session, config.gc.keep_days, now_secs(), false)?;
+    // A stamp that cannot be written only means pruning runs again next time.
+    if let Some(folder) = stamp.parent() {
+        let _ = std::fs::create_dir_all(folder);
+    }
+    let _ = std::fs::write(&stamp, b"");
+    Ok((!collected.dropped.is_empty()).then_some(collected))
+}
