@@ -5,15 +5,19 @@ use clap::Args;
 use super::{CliError, Outcome};
 use crate::ops::gc::{self, Collected};
 
-/// Drop git-loaf operation-log entries older than a limit, and pack the loose objects only
-/// git-loaf's refs reach.
+/// Drop old operation-log entries and pack what git-loaf wrote
 ///
-/// Undo and redo of every kept entry still work. Kept commits (`git loaf take` / `drop`)
+/// Entries older than the limit go, and the loose objects only git-loaf's refs reach are
+/// packed. Undo and redo of every kept entry still work. Kept commits (`git loaf take` / `drop`)
 /// are never dropped; refs a forced undo saved go with its entry. Nothing your branches,
 /// tags or remotes reach is removed, and nothing their tips hold is repacked; objects
-/// nothing reaches any more are left to `git gc`. A `gc` section in loaf.yml sets the limit and makes git-loaf prune
-/// by itself, at most once a day.
+/// nothing reaches any more are left to `git gc`. A `gc` section in loaf.yml sets the
+/// limit and makes git-loaf prune by itself, at most once a day.
 #[derive(Debug, Args)]
+#[command(after_help = super::examples::examples(&[
+    ("See what would go, then do it", &["git loaf gc --dry-run", "git loaf gc"]),
+    ("Keep only the last week of operations", &["git loaf gc --keep-days 7"]),
+]))]
 pub struct GcArgs {
     /// Keep entries from the last N days (default: loaf.yml's gc.keep-days, else 90).
     #[arg(long, value_name = "N")]
