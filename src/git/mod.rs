@@ -6,12 +6,15 @@
 //! trailers and notes ([`commit`]) and reading them back ([`commits`]), the refs operations
 //! move and keep ([`refs`]), moving the branch and files ([`publish`]) and the operation log
 //! ([`oplog`]).
+//! The repository's own git hooks run as `git commit` runs them ([`githooks`]), and commits
+//! are signed by git itself ([`sign`]).
 
 pub mod carry;
 pub mod checkpoint;
 pub mod commit;
 pub mod commits;
 pub mod filters;
+pub mod githooks;
 pub mod head;
 pub mod index_lock;
 pub mod lock;
@@ -22,6 +25,7 @@ pub mod push;
 pub mod quickscan;
 pub mod refs;
 pub mod session;
+pub mod sign;
 pub mod squash;
 pub mod stage;
 pub mod states;

@@ -10,6 +10,7 @@ mod demo;
 mod execute_seeds;
 mod filters;
 mod fs_actions;
+mod githooks;
 mod guard;
 mod hints;
 mod history_cli;
