@@ -419,3 +419,64 @@ fn without_namespaces_hooks_run_in_the_stage_and_their_output_names_the_users_pa
     s.assert_exit(&out, 0);
     assert_eq!(s.git(&["show", "HEAD:a.txt"]), "two\n");
 }
+
+#[test]
+fn openpgp_signing_is_handed_to_gpg_as_git_does() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    let gnupg = s.sibling("gnupg");
+    std::fs::create_dir(&gnupg).expect("mkdir");
+    let gpg = |args: &[&str]| {
+        std::process::Command::new("gpg")
+            .args([
+                "--batch",
+                "--quiet",
+                "--pinentry-mode",
+                "loopback",
+                "--passphrase",
+                "",
+            ])
+            .args(args)
+            .env("GNUPGHOME", &gnupg)
+            .output()
+    };
+    let made = gpg(&[
+        "--quick-gen-key",
+        "Ada <ada@example.com>",
+        "ed25519",
+        "sign",
+        "never",
+    ]);
+    if !made.is_ok_and(|o| o.status.success()) {
+        eprintln!("skipped: gpg cannot make a key here");
+        return;
+    }
+    s.git(&["config", "user.signingKey", "ada@example.com"]);
+    s.git(&["config", "commit.gpgSign", "true"]);
+    let out = crate::support::git_loaf()
+        .current_dir(&s.root)
+        .envs(crate::scratch::ENV)
+        .env("GNUPGHOME", &gnupg)
+        .arg("apply")
+        .write_stdin(s.reply(&write("k1a", "/repo/a.txt", "two\n")))
+        .output()
+        .expect("git-loaf runs");
+    s.assert_exit(&out, 0);
+    let verified = crate::scratch::git_cmd(&s.root, &["verify-commit", "HEAD"])
+        .env("GNUPGHOME", &gnupg)
+        .output()
+        .expect("git runs");
+    // The agent gpg started for this home ends with it.
+    let _ = std::process::Command::new("gpgconf")
+        .args(["--kill", "gpg-agent"])
+        .env("GNUPGHOME", &gnupg)
+        .output();
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stderr)
+    );
+    assert!(
+        s.git(&["cat-file", "commit", "HEAD"])
+            .contains("-----BEGIN PGP SIGNATURE-----")
+    );
+}
