@@ -36,6 +36,18 @@ fn write(id: &str, path: &str, content: &str) -> String {
     block(id, "file_write", &[("path", path), ("content", content)])
 }
 
+/// `git loaf apply` of `reply` with `env` added to the test environment.
+fn apply_with(s: &Scratch, env: &[(&str, &std::ffi::OsStr)], reply: &str) -> std::process::Output {
+    crate::support::git_loaf()
+        .current_dir(&s.root)
+        .envs(crate::scratch::ENV)
+        .envs(env.iter().copied())
+        .arg("apply")
+        .write_stdin(s.reply(reply))
+        .output()
+        .expect("git-loaf runs")
+}
+
 fn stdout(s: &Scratch, out: &std::process::Output) -> String {
     s.redact(&out.stdout)
 }
@@ -251,7 +263,7 @@ fn the_pre_commit_framework_runs_its_local_hooks() {
     let Some(pre_commit) = install_pre_commit(venv.path()) else {
         return;
     };
-    let s = Scratch::with(&[("a.txt", "one\n")]);
+    let s = Scratch::with(&[("a.txt", "one\n"), ("b.txt", "two\n")]);
     s.write(
         ".pre-commit-config.yaml",
         "repos:\n- repo: local\n  hooks:\n  - id: no-todo\n    name: no TODO\n    entry: sh -c '! grep -n TODO \"$@\"' --\n    language: system\n",
@@ -266,14 +278,32 @@ fn the_pre_commit_framework_runs_its_local_hooks() {
         .output()
         .expect("pre-commit runs");
     assert!(install.status.success(), "{install:?}");
-    let out = s.apply(&write("k1a", "/repo/a.txt", "TODO\n"));
+    // The framework's cache (and the patch it stashes unstaged changes in) stays in the test.
+    let env = [("PRE_COMMIT_HOME", home.as_os_str())];
+    let out = apply_with(&s, &env, &write("k1a", "/repo/a.txt", "TODO\n"));
     s.assert_exit(&out, 1);
     let report = stdout(&s, &out);
     assert!(report.contains("no TODO"), "{report}");
     assert!(report.contains("1:TODO"), "{report}");
-    let out = s.apply(&write("k2b", "/repo/a.txt", "done\n"));
+    // The framework stashes unstaged changes (here: the user's uncommitted edit, which is
+    // not in the commit) and puts them back: they stay the user's, uncommitted.
+    s.write("b.txt", "mine\n");
+    let out = apply_with(&s, &env, &write("k2b", "/repo/a.txt", "done\n"));
     s.assert_exit(&out, 0);
+    assert!(
+        std::fs::read_dir(&home)
+            .expect("the framework's home")
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("patch")),
+        "the framework stashed the user's unstaged edit while its hook ran"
+    );
     assert_eq!(s.read("a.txt").as_deref(), Some("done\n"));
+    assert_eq!(
+        s.git(&["show", "--name-only", "--format=", "HEAD"]),
+        "a.txt\n"
+    );
+    assert_eq!(s.git(&["status", "--porcelain"]), " M b.txt\n");
+    assert_eq!(s.read("b.txt").as_deref(), Some("mine\n"));
 }
 
 /// `pip install pre-commit` into a virtualenv under `dir`: its `pre-commit` program.
@@ -398,16 +428,7 @@ fn gpg_sign_asks_for_a_signature_and_a_signing_failure_publishes_nothing() {
 fn without_namespaces_hooks_run_in_the_stage_and_their_output_names_the_users_paths() {
     let s = Scratch::with(&[("a.txt", "one\n")]);
     hook(&s, ".git/hooks/pre-commit", NO_TODO);
-    let apply = |reply: &str| {
-        crate::support::git_loaf()
-            .current_dir(&s.root)
-            .envs(crate::scratch::ENV)
-            .env("LOAF_SANDBOX", "off")
-            .arg("apply")
-            .write_stdin(s.reply(reply))
-            .output()
-            .expect("git-loaf runs")
-    };
+    let apply = |reply: &str| apply_with(&s, &[("LOAF_SANDBOX", "off".as_ref())], reply);
     let before = s.state();
     let out = apply(&write("k1a", "/repo/a.txt", "TODO\n"));
     s.assert_exit(&out, 1);
@@ -452,14 +473,8 @@ fn openpgp_signing_is_handed_to_gpg_as_git_does() {
     }
     s.git(&["config", "user.signingKey", "ada@example.com"]);
     s.git(&["config", "commit.gpgSign", "true"]);
-    let out = crate::support::git_loaf()
-        .current_dir(&s.root)
-        .envs(crate::scratch::ENV)
-        .env("GNUPGHOME", &gnupg)
-        .arg("apply")
-        .write_stdin(s.reply(&write("k1a", "/repo/a.txt", "two\n")))
-        .output()
-        .expect("git-loaf runs");
+    let reply = write("k1a", "/repo/a.txt", "two\n");
+    let out = apply_with(&s, &[("GNUPGHOME", gnupg.as_os_str())], &reply);
     s.assert_exit(&out, 0);
     let verified = crate::scratch::git_cmd(&s.root, &["verify-commit", "HEAD"])
         .env("GNUPGHOME", &gnupg)
