@@ -6,8 +6,8 @@
 //! commit is published:
 //!
 //! - `pre-commit` runs in the stage, with the stage's index holding exactly the commit's
-//!   tree (HEAD's tree plus the apply's paths), as `git commit` runs it with the index it is
-//!   about to commit. The user's other uncommitted work is in the stage's files but not in
+//!   tree (HEAD's tree plus the apply's paths) and the stage's HEAD on the user's branch (at
+//!   the parent), as `git commit` runs it with the index it is about to commit. The user's other uncommitted work is in the stage's files but not in
 //!   that index: unstaged, as it would be for `git commit`. What the hook changes becomes part
 //!   of the commit, as with loaf.yml's after hooks: files it rewrote in the stage (a
 //!   formatter) and paths it `git add`ed.
@@ -139,6 +139,11 @@ pub struct Place<'a> {
     /// The user's HEAD, the commit's parent: the stage's HEAD while hooks run, so that
     /// `git diff --cached` shows them the commit (`None`: an unborn branch).
     pub head: Option<Oid>,
+    /// The ref the commit is for (`refs/heads/main`; `HEAD` when the user's is detached):
+    /// the stage's HEAD names that branch while hooks run, so that hooks that read it
+    /// (`git symbolic-ref HEAD`: a ticket number in the branch name, no commits to main)
+    /// see what `git commit` would show them.
+    pub branch: Option<&'a str>,
 }
 
 impl GitHooks {
@@ -250,7 +255,7 @@ pub fn pre_commit(
     if !hooks.has("pre-commit") || planned.changed.is_empty() {
         return Ok(Ok(planned));
     }
-    let run = with_commit_index(stage, place.head, (planned.tree, planned.staged), || {
+    let run = with_commit_index(stage, place, (planned.tree, planned.staged), || {
         hooks.run("pre-commit", &[], place)
     })?;
     let (run, hook_tree) = run;
@@ -301,7 +306,7 @@ pub fn commit_message(
     let git_dir = Repository::open(stage.path())?.path().to_path_buf();
     let file = git_dir.join("COMMIT_EDITMSG");
     std::fs::write(&file, &message)?;
-    let (refused, _) = with_commit_index(stage, place.head, (tree, staged), || {
+    let (refused, _) = with_commit_index(stage, place, (tree, staged), || {
         for name in &names {
             let args: &[&str] = match *name {
                 "prepare-commit-msg" => &["\"$GIT_DIR/COMMIT_EDITMSG\"", "message"],
@@ -340,6 +345,7 @@ pub fn post_commit(hooks: &GitHooks, root: &Path) -> Option<String> {
         paths: &paths,
         sandbox: None,
         head: None,
+        branch: None,
     };
     let run = hooks.run("post-commit", &[], place);
     let said = [run.stdout.trim_end(), run.stderr.trim_end()]
@@ -357,33 +363,47 @@ pub fn post_commit(hooks: &GitHooks, root: &Path) -> Option<String> {
 }
 
 /// Runs `f` while the stage is as `git commit` has the repository when it runs hooks: HEAD
-/// at the commit's parent (the user's HEAD; the stage's own HEAD holds the user's
-/// uncommitted work too, which would show as staged) and the index holding exactly `tree`
+/// on the user's branch, at the commit's parent (the stage's own HEAD holds the user's
+/// uncommitted work too, which would show as staged), and the index holding exactly `tree`
 /// (stat data kept for the entries that match, so git in the hook does not re-read every
 /// file). Gives back what `f` returned and the tree the index held when it ended (what the
-/// hook `git add`ed), and puts the stage's HEAD and `staged`, its content, back.
+/// hook `git add`ed), and puts the stage's (detached) HEAD and `staged`, its content, back.
+///
+/// The branch is named, never moved: a hook that commits or resets would move the user's
+/// branch, which publish's compare-and-swap then sees (the apply's commit is kept, not
+/// published). libgit2's `set_head` refuses a branch another worktree has checked out, so the
+/// symbolic HEAD is written as a reference.
 fn with_commit_index<T>(
     stage: &Stage,
-    parent: Option<Oid>,
+    place: Place<'_>,
     (tree, staged): (Oid, Oid),
     f: impl FnOnce() -> T,
 ) -> Result<(T, Oid), StageError> {
     let stage_repo = Repository::open(stage.path())?;
     let head = stage.head()?;
-    if let Some(parent) = parent {
-        stage.set_head(parent)?;
-    }
-    let mut index = stage_repo.index()?;
-    index.read_tree(&stage_repo.find_tree(tree)?)?;
-    index.write()?;
-    let out = f();
-    index.read(true)?;
-    // A hook that left the index unmergeable leaves it as the commit planned it.
-    let after = index.write_tree().unwrap_or(tree);
-    index.read_tree(&stage_repo.find_tree(staged)?)?;
-    index.write()?;
+    let hooked = || -> Result<(T, Oid), StageError> {
+        match (place.branch, place.head) {
+            (Some(branch), _) if branch.starts_with("refs/heads/") => {
+                stage_repo.reference_symbolic("HEAD", branch, true, "git-loaf: git hooks")?;
+            }
+            (_, Some(parent)) => stage.set_head(parent)?,
+            (_, None) => {}
+        }
+        let mut index = stage_repo.index()?;
+        index.read_tree(&stage_repo.find_tree(tree)?)?;
+        index.write()?;
+        let out = f();
+        index.read(true)?;
+        // A hook that left the index unmergeable leaves it as the commit planned it.
+        let after = index.write_tree().unwrap_or(tree);
+        index.read_tree(&stage_repo.find_tree(staged)?)?;
+        index.write()?;
+        Ok((out, after))
+    };
+    let hooked = hooked();
+    // Whatever happened, the stage's HEAD is its own again (detached), never the branch.
     stage.set_head(head)?;
-    Ok((out, after))
+    hooked
 }
 
 /// `edited` with the trailers of `original` (git-loaf's `Loaf-Apply`, `Loaf-Result`, …) in

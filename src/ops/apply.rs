@@ -191,6 +191,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         paths: &paths,
         sandbox: sandbox.as_ref(),
         head: old_head,
+        branch: Some(&ref_name),
     };
     let planned = Planned {
         tree,

@@ -184,18 +184,30 @@ exit 1
         "commit_message_format: \"feat: {operation_summary}\"\n",
     );
     commit_without_hooks(&s, "config");
-    // prepare-commit-msg gets `message` as git commit -m gives it; it may add to the message.
+    // prepare-commit-msg gets `message` as git commit -m gives it; it may add to the message,
+    // here from the branch name, as hooks that copy a ticket number from it do.
     hook(
         &s,
         ".git/hooks/prepare-commit-msg",
-        "[ \"$2\" = message ] || exit 1\nprintf '\\nRefs: #14\\n' >> \"$1\"\n",
+        "[ \"$2\" = message ] || exit 1\nprintf '\\nRefs: %s\\n' \"$(git symbolic-ref --short HEAD)\" >> \"$1\"\n",
     );
     let out = s.apply(&write("k2b", "/repo/a.txt", "two\n"));
     s.assert_exit(&out, 0);
     let message = s.git(&["log", "-1", "--format=%B"]);
     assert!(message.starts_with("feat: file_write a.txt\n"), "{message}");
     assert!(message.contains("Loaf-Apply: "), "{message}");
-    assert!(message.contains("\n\nRefs: #14\nLoaf-Apply: "), "{message}");
+    assert!(
+        message.contains("\n\nRefs: main\nLoaf-Apply: "),
+        "{message}"
+    );
+    // The stage names the branch only while hooks run.
+    let worktrees = s.git(&["worktree", "list", "--porcelain"]);
+    assert_eq!(
+        worktrees.matches("branch refs/heads/main").count(),
+        1,
+        "{worktrees}"
+    );
+    s.assert_tidy();
     // git-loaf still knows its commit: the trailers stayed in the last paragraph.
     assert!(!trailer(&s, "HEAD", "Loaf-Apply").is_empty(), "{message}");
     let out = s.loaf(&["undo"], "");
