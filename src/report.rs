@@ -74,6 +74,10 @@ pub struct GitInfo {
     /// Why the commit was not published (kept under `refs/loaf/`) and how to take it.
     #[serde(rename = "notApplied", skip_serializing_if = "Option::is_none")]
     pub not_applied: Option<String>,
+    /// What the repository's git hook that refused the commit said (or git, when signing
+    /// failed), trimmed, with the user's paths.
+    #[serde(rename = "refusedOutput", skip_serializing_if = "Option::is_none")]
+    pub refused_output: Option<String>,
 }
 
 /// One action that ran.
@@ -143,6 +147,9 @@ impl ExecutionResult {
         out.push('\n');
         if self.git.as_ref().is_some_and(|g| g.not_applied.is_some()) {
             out.push_str("None of the changes below reached the user's files.\n");
+        }
+        if let Some(said) = self.git.as_ref().and_then(|g| g.refused_output.as_ref()) {
+            let _ = writeln!(out, "It said:\n    {}", said.replace('\n', "\n    "));
         }
         if let Some(git) = self.git.as_ref().filter(|g| !g.not_written.is_empty()) {
             let _ = writeln!(
@@ -467,6 +474,7 @@ mod tests {
                 uncommitted: Vec::new(),
                 not_written: Vec::new(),
                 not_applied: None,
+                refused_output: None,
             }),
         }
     }

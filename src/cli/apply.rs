@@ -54,6 +54,16 @@ pub struct ApplyArgs {
     /// Record the model that wrote the reply (`Assisted-by:` trailer).
     #[arg(long, value_name = "MODEL")]
     model: Option<String>,
+    /// Skip the repository's pre-commit and commit-msg git hooks, as `git commit --no-verify`.
+    #[arg(long, short = 'n')]
+    no_verify: bool,
+    /// Sign the commit as `git commit -S` does (gpg.format, user.signingKey); KEY names the
+    /// key. Default: as commit.gpgSign says.
+    #[arg(long, short = 'S', value_name = "KEY", num_args = 0..=1, require_equals = true)]
+    gpg_sign: Option<Option<String>>,
+    /// Do not sign the commit, whatever commit.gpgSign says.
+    #[arg(long)]
+    no_gpg_sign: bool,
 }
 
 /// Runs `git loaf apply`.
@@ -159,6 +169,8 @@ fn transaction(args: &ApplyArgs, cwd: &std::path::Path, text: &str) -> Result<Ou
         model: args.model.clone(),
         // Recorded so that a watcher never runs a reply already applied by hand.
         reply_key: crate::watch::reply::key(text),
+        no_verify: args.no_verify,
+        sign: crate::git::sign::SignRequest::from_flags(args.gpg_sign.clone(), args.no_gpg_sign),
     };
     let applied = apply::apply(cwd, text, &options)?;
     super::print_notices(&applied.notices);

@@ -61,6 +61,13 @@ pub struct SquashArgs {
     /// Squash commits already pushed; with --push, push with --force.
     #[arg(long)]
     force: bool,
+    /// Sign the commit as `git commit -S` does (gpg.format, user.signingKey); KEY names the
+    /// key. Default: as commit.gpgSign says.
+    #[arg(long, short = 'S', value_name = "KEY", num_args = 0..=1, require_equals = true)]
+    gpg_sign: Option<Option<String>>,
+    /// Do not sign the commit, whatever commit.gpgSign says.
+    #[arg(long)]
+    no_gpg_sign: bool,
 }
 
 /// Runs `git loaf squash`.
@@ -100,6 +107,7 @@ fn options(args: &SquashArgs) -> Result<SquashOptions, CliError> {
         dry_run: args.dry_run,
         push: args.push,
         force: args.force,
+        sign: crate::git::sign::SignRequest::from_flags(args.gpg_sign.clone(), args.no_gpg_sign),
     })
 }
 

@@ -55,6 +55,9 @@ pub struct Config {
     pub vars: BTreeMap<String, String>,
     /// The commit message's first line; `{operation_summary}` is what the apply did.
     pub commit_message_format: String,
+    /// `git-hooks`: run the repository's own git hooks (pre-commit, commit-msg, ...) as
+    /// `git commit` does (default true).
+    pub git_hooks: bool,
     /// Larger files are refused by every action.
     pub max_file_size: u64,
     /// Limits of `exec`.
@@ -167,6 +170,7 @@ impl Config {
             hooks: HooksConfig::default(),
             vars: BTreeMap::new(),
             commit_message_format: "AI: {operation_summary}".to_owned(),
+            git_hooks: true,
             max_file_size: DEFAULT_MAX_FILE_SIZE,
             exec: ExecConfig {
                 timeout: DEFAULT_EXEC_TIMEOUT,
@@ -235,6 +239,9 @@ impl Config {
         config.vars = raw.vars;
         if let Some(format) = raw.commit_message_format {
             config.commit_message_format = format;
+        }
+        if let Some(git_hooks) = raw.git_hooks {
+            config.git_hooks = git_hooks;
         }
         if let Some(size) = raw.max_file_size {
             config.max_file_size = size;
@@ -490,6 +497,8 @@ struct RawConfig {
     #[serde(default)]
     vars: BTreeMap<String, String>,
     commit_message_format: Option<String>,
+    #[serde(rename = "git-hooks")]
+    git_hooks: Option<bool>,
     max_file_size: Option<u64>,
     exec: Option<RawExec>,
     stage: Option<RawStage>,

@@ -12,7 +12,6 @@ use std::path::{Path, PathBuf};
 use git2::{MergeFileInput, Oid, Repository};
 
 use super::checkpoint::Checkpoint;
-use super::commit::write_commit;
 use super::publish::{Transition, blob_at, file_blob};
 use super::treebuild::tree_with_values;
 
@@ -182,7 +181,16 @@ pub fn replay(
     }
     let tree = index.write_tree_to(repo)?;
     let message = commit.message().ok().unwrap_or_default().to_owned();
-    Ok(Ok(write_commit(repo, tree, &[onto.id()], &message)?))
+    // A replayed commit lands on the user's branch: signed when commit.gpgSign asks, as
+    // the apply's own commit is.
+    let signed = super::sign::write_commit(
+        repo,
+        tree,
+        &[onto.id()],
+        &message,
+        &super::sign::SignRequest::AsConfigured,
+    );
+    Ok(Ok(signed.map_err(super::sign::SignError::into_git)?))
 }
 
 fn input(content: &[u8]) -> MergeFileInput<'_> {

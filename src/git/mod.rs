@@ -6,6 +6,8 @@
 //! trailers and notes ([`commit`]) and reading them back ([`commits`]), the refs operations
 //! move and keep ([`refs`]), moving the branch and files ([`publish`]) and the operation log
 //! ([`oplog`]).
+//! The repository's own git hooks run as `git commit` runs them ([`githooks`]), and commits
+//! are signed by git itself ([`sign`]).
 
 pub mod carry;
 pub mod checkpoint;
@@ -13,6 +15,7 @@ pub mod commit;
 pub mod commits;
 pub mod exclude;
 pub mod filters;
+pub mod githooks;
 pub mod head;
 pub mod index_lock;
 pub mod lock;
@@ -23,6 +26,7 @@ pub mod push;
 pub mod quickscan;
 pub mod refs;
 pub mod session;
+pub mod sign;
 pub mod squash;
 pub mod stage;
 pub mod states;

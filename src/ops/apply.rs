@@ -11,9 +11,11 @@ use crate::exec::PathMap;
 use crate::exec::sandbox::Sandbox;
 use crate::git::checkpoint::{self, Checkpoint};
 use crate::git::commit::{Trailers, message, write_commit, write_note_value};
+use crate::git::githooks::{self, GitHooks, Place, Planned, Refusal, Verify};
 use crate::git::oplog::{OpEntry, OpKind, UserState};
 use crate::git::publish::{self, PublishError, Transition, crash_point};
 use crate::git::session::{Session, TxError};
+use crate::git::sign::{self, SignError, SignRequest};
 use crate::git::stage::{self, Stage, Touched};
 use crate::git::{merge, refs, states, treebuild, treediff, visible};
 use crate::report::{ExecutionResult, GitInfo};
@@ -26,6 +28,10 @@ pub struct ApplyOptions {
     /// The key of the reply's blocks when `git loaf watch` runs it (recorded in the
     /// operation log, so that the watcher never runs it twice).
     pub reply_key: Option<String>,
+    /// `--no-verify`: skip the repository's pre-commit and commit-msg hooks.
+    pub no_verify: bool,
+    /// Whether to sign the commit (`--gpg-sign`, `--no-gpg-sign`, commit.gpgSign).
+    pub sign: SignRequest,
 }
 
 /// How an apply ended.
@@ -50,6 +56,21 @@ impl Applied {
             kept: None,
             notices,
         }
+    }
+
+    /// An apply whose commit was refused (by the repository's git hook, or signing failed):
+    /// nothing published, nothing recorded; the report says why first, the blocks' results
+    /// follow.
+    fn refused(
+        mut result: ExecutionResult,
+        mut git: GitInfo,
+        notices: Vec<String>,
+        refusal: Refusal,
+    ) -> Self {
+        git.not_applied = Some(refusal.reason);
+        git.refused_output = (!refusal.output.is_empty()).then_some(refusal.output);
+        result.success = false;
+        Applied::unrecorded(result, git, notices)
     }
 }
 
@@ -108,6 +129,14 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     // the list of them (a walk of the tree's folders: only when code will run).
     let isolate = visible::isolate_set(&config.stage.isolate)?;
     let runs_code = runs_code(reply, &config, &root);
+    // The repository's own git hooks (a config read and a few stats); they are code too.
+    let verify = match (config.git_hooks, options.no_verify) {
+        (false, _) => Verify::None,
+        (true, true) => Verify::NoVerify,
+        (true, false) => Verify::All,
+    };
+    let git_hooks = GitHooks::find(repo, &root, verify);
+    let runs_code = runs_code || git_hooks.any_before_commit();
     let view = Rc::new(visible::Visibility::new(&root, isolate.clone()));
     let paths = PathMap::redirect(&root, stage.path()).showing(view.clone());
     let sandbox = if runs_code {
@@ -158,6 +187,28 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     } else {
         treebuild::tree_with_entries(repo, checkpoint.head_tree, staged, &changed)?
     };
+    // pre-commit runs against exactly this commit, as `git commit` runs it; what it rewrites
+    // is committed too. A refusal publishes nothing (the marker stays: the next reset scans).
+    let place = Place {
+        root: &root,
+        paths: &paths,
+        sandbox: sandbox.as_ref(),
+        head: old_head,
+        branch: Some(&ref_name),
+    };
+    let planned = Planned {
+        tree,
+        staged,
+        changed,
+    };
+    let Planned {
+        tree,
+        staged,
+        changed,
+    } = match githooks::pre_commit(&git_hooks, repo, &stage, place, planned)? {
+        Ok(planned) => planned,
+        Err(refusal) => return Ok(Applied::refused(result, git, session_notices, refusal)),
+    };
     // What git will not commit but the user's tree gets at publish: ignored files the
     // actions wrote, folders dir_create made.
     let extras = visible::extras(
@@ -191,7 +242,20 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
             result: Some(result.to_trailer_json()),
             assisted_by: options.model.clone(),
         };
-        let commit = write_commit(repo, tree, &parents, &message(&subject, &trailers))?;
+        let text = message(&subject, &trailers);
+        let text = match githooks::commit_message(&git_hooks, &stage, place, (tree, staged), text)?
+        {
+            Ok(text) => text,
+            Err(refusal) => return Ok(Applied::refused(result, git, session_notices, refusal)),
+        };
+        let commit = match sign::write_commit(repo, tree, &parents, &text, &options.sign) {
+            Ok(commit) => commit,
+            Err(SignError::Git(error)) => return Err(error.into()),
+            Err(error) => {
+                let refusal = Refusal::signing(&error.to_string());
+                return Ok(Applied::refused(result, git, session_notices, refusal));
+            }
+        };
         crash_point("commit");
         // The stage holds the user's work plus the apply's: record that as its HEAD, so the
         // next apply moves it by the difference.
@@ -286,6 +350,9 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
                 if let Some(commit) = commit {
                     write_note_value(repo, commit, &root, note_json(&result))?;
                 }
+            }
+            if commit.is_some() {
+                notices.extend(githooks::post_commit(&git_hooks, &root));
             }
             None
         }

@@ -16,9 +16,7 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde_json::{Value, json};
 
 use super::{new_id, now_secs};
-use crate::git::commit::{
-    ensure_notes_rewrite, parse_trailers, read_notes, write_commit, write_note,
-};
+use crate::git::commit::{ensure_notes_rewrite, parse_trailers, read_notes, write_note};
 use crate::git::commits::{self, CommitInfo};
 use crate::git::oplog::{OpEntry, OpKind, UserState};
 use crate::git::publish::{self, PublishError, Transition, crash_point};
@@ -52,6 +50,8 @@ pub struct SquashOptions {
     pub push: bool,
     /// Squash already-pushed commits; with `push`, push with `--force`.
     pub force: bool,
+    /// Whether to sign the commit (`--gpg-sign`, `--no-gpg-sign`, commit.gpgSign).
+    pub sign: crate::git::sign::SignRequest,
 }
 
 /// One commit of the run.
@@ -154,7 +154,10 @@ pub fn squash(cwd: &Path, options: &SquashOptions) -> Result<Squashed, TxError> 
     crash_point("scanned");
     let tree = commits::read(repo, plan.head)?.tree;
     let parents: Vec<Oid> = plan.base.into_iter().collect();
-    let commit = write_commit(repo, tree, &parents, &plan.message)?;
+    // Signed as `git commit` would sign it (commit.gpgSign, --gpg-sign); a failure stops
+    // the squash before anything moves, with git's message.
+    let commit = crate::git::sign::write_commit(repo, tree, &parents, &plan.message, &options.sign)
+        .map_err(crate::git::sign::SignError::into_git)?;
     crash_point("commit");
     write_note(repo, commit, &merged_note(repo, &id, &plan.picked))?;
     crash_point("committed");

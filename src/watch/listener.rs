@@ -282,8 +282,10 @@ impl<'a, 'c> Listener<'a, 'c> {
     /// Runs the reply as an ordinary apply and hands the results back.
     fn apply(&mut self, from: Origin, text: &str, key: &str, blocks: usize) -> Handled {
         let options = ApplyOptions {
-            model: None,
             reply_key: Some(key.to_owned()),
+            // As `git commit` from an editor would: the repository's hooks run and
+            // commit.gpgSign is honoured.
+            ..ApplyOptions::default()
         };
         let applied = match apply::apply(&self.root, text, &options) {
             Ok(applied) => applied,

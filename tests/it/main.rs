@@ -12,6 +12,7 @@ mod execute_seeds;
 mod filters;
 mod fs_actions;
 mod gc;
+mod githooks;
 mod guard;
 mod help;
 mod hints;
