@@ -507,3 +507,39 @@ fn openpgp_signing_is_handed_to_gpg_as_git_does() {
             .contains("-----BEGIN PGP SIGNATURE-----")
     );
 }
+
+#[test]
+fn a_kept_commit_replayed_by_take_is_signed_as_configured() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    if ssh_signing(&s).is_none() {
+        return;
+    }
+    s.git(&["config", "commit.gpgSign", "true"]);
+    let reply = write("k1a", "/repo/b.txt", "AI\n");
+    // The branch moves while the apply runs: its commit is kept aside, not published.
+    let out = s.apply_pausing(&reply, "committed", || {
+        s.git(&[
+            "commit",
+            "-q",
+            "--allow-empty",
+            "--no-gpg-sign",
+            "-m",
+            "meanwhile",
+        ]);
+    });
+    s.assert_exit(&out, 3);
+    let kept = s.git(&["for-each-ref", "--format=%(refname:lstrip=2)", "refs/loaf/"]);
+    let id = kept
+        .lines()
+        .find(|l| *l != "oplog" && !l.contains('/'))
+        .expect("a kept commit")
+        .to_owned();
+    let out = s.loaf(&["take", &id], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(
+        s.git(&["log", "-2", "--format=%s"]).lines().nth(1),
+        Some("meanwhile")
+    );
+    s.git(&["verify-commit", "HEAD"]);
+    assert_eq!(s.read("b.txt").as_deref(), Some("AI\n"));
+}
