@@ -24,6 +24,7 @@ pub mod exec;
 pub mod git;
 pub mod input;
 pub mod instructions;
+pub mod lorch;
 pub mod nesl;
 pub mod ops;
 pub mod progress;

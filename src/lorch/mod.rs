@@ -1,0 +1,25 @@
+//! lorch: the local orchestrator of the seeds' MASTER-SPEC (issue 15), which drives AI agents
+//! (builder, reviewer, spec-maintainer) through implement → review → spec maintenance,
+//! talking NDJSON over their stdio.
+//!
+//! It lives in git-loaf's library so that the `lorch` binary and its tests can use it and
+//! git-loaf as one crate, but it sits on top: no git-loaf module uses anything in here.
+//!
+//! So far, the foundation the orchestrator and the agent shim share:
+//!
+//! - [`protocol`]: the four envelopes of §3 (`command`, `event`, `heartbeat`, `log`) as
+//!   serde types, and [`protocol::Message`], one line of the wire;
+//! - [`validate`]: the spec's JSON Schemas (shipped in `schemas/lorch/`), compiled once, and
+//!   [`validate::validate`]`(line) -> Result<Message, ProtocolError>`;
+//! - [`ndjson`]: a line reader that never buffers more than the 256 KiB limit, and a writer;
+//! - [`canonical`]: canonical JSON, the idempotency key (§5.4) and `snapshot_id` (§5.3);
+//! - [`cli`]: the command line of §8.3.
+
+pub mod canonical;
+pub mod cli;
+pub mod ndjson;
+pub mod protocol;
+pub mod validate;
+
+pub use protocol::Message;
+pub use validate::{ProtocolError, validate};

@@ -1,0 +1,5 @@
+//! Integration tests of lorch (issue 15), a test binary of its own.
+
+mod canonical;
+mod cli;
+mod protocol;
