@@ -13,12 +13,15 @@
 //!   [`validate::validate`]`(line) -> Result<Message, ProtocolError>`;
 //! - [`ndjson`]: a line reader that never buffers more than the 256 KiB limit, and a writer;
 //! - [`canonical`]: canonical JSON, the idempotency key (§5.4) and `snapshot_id` (§5.3);
+//! - [`safety`]: atomic 0600 writes, 0700 folders, paths confined to the workspace, secret
+//!   values redacted (§5.5, §13);
 //! - [`cli`]: the command line of §8.3.
 
 pub mod canonical;
 pub mod cli;
 pub mod ndjson;
 pub mod protocol;
+pub mod safety;
 pub mod validate;
 
 pub use protocol::Message;
