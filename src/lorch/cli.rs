@@ -63,12 +63,27 @@ pub struct ValidateArgs {
     pub schemas: bool,
 }
 
-/// `lorch agent`.
+/// `lorch agent`: reads commands on stdin, answers with events, heartbeats and logs on
+/// stdout, and runs CMD once per command with the prompt on its stdin (its stdout is the
+/// model's reply). The builder applies the reply through git-loaf as one commit.
 #[derive(Debug, Clone, Args)]
 pub struct AgentArgs {
     /// The role this agent plays.
     #[arg(value_enum)]
     pub role: Role,
+    /// The repository the agent works in (default: the current folder).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<std::path::PathBuf>,
+    /// Builder: a test or lint command to run (with `sh -c`, in the workspace) after each
+    /// applied reply; repeatable; all must pass for `builder.completed` to say success.
+    #[arg(long = "check", value_name = "COMMAND")]
+    pub checks: Vec<String>,
+    /// Seconds between heartbeats (§7.1: 10).
+    #[arg(long = "heartbeat-s", value_name = "SECONDS", default_value_t = 10.0)]
+    pub heartbeat_s: f64,
+    /// The instance id in heartbeats and events (default: `<role>#1`).
+    #[arg(long, value_name = "ID")]
+    pub agent_id: Option<String>,
     /// The LLM command line to run for each command, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,
@@ -138,6 +153,6 @@ fn cmd_doctor() -> ExitCode {
     not_built("doctor")
 }
 
-fn cmd_agent(_args: &AgentArgs) -> ExitCode {
-    not_built("agent")
+fn cmd_agent(args: &AgentArgs) -> ExitCode {
+    super::agent::main(args)
 }

@@ -15,8 +15,10 @@
 //! - [`canonical`]: canonical JSON, the idempotency key (§5.4) and `snapshot_id` (§5.3);
 //! - [`safety`]: atomic 0600 writes, 0700 folders, paths confined to the workspace, secret
 //!   values redacted (§5.5, §13);
-//! - [`cli`]: the command line of §8.3.
+//! - [`cli`]: the command line of §8.3;
+//! - [`agent`]: `lorch agent ROLE -- CMD…`, the shim that wraps an LLM command-line tool.
 
+pub mod agent;
 pub mod canonical;
 pub mod cli;
 pub mod ndjson;
