@@ -1,5 +1,8 @@
 //! Integration tests of lorch (issue 15), a test binary of its own.
 
+mod agent;
+mod agent_builder;
+mod agent_roles;
 mod canonical;
 mod cli;
 mod protocol;

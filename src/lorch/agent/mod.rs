@@ -60,6 +60,11 @@ pub struct Options {
     pub heartbeat: Duration,
     /// The instance id.
     pub agent_id: String,
+    /// Where the shim keeps its receipts: `<git common dir>/lorch/agent/<role>`, outside
+    /// the working tree, so that they never show up as the user's changes (which would make
+    /// `git loaf undo` refuse to take a builder step back); `<workspace>/.lorch/agent/<role>`
+    /// outside a repository.
+    pub state_dir: PathBuf,
 }
 
 impl Options {
@@ -84,7 +89,14 @@ impl Options {
             return Err("--heartbeat-s must be a positive number of seconds".into());
         }
         let role = args.role.agent_type().as_str();
+        let state_dir = match crate::git::states::discover(&workspace) {
+            Ok(repo) => repo.commondir().join("lorch"),
+            Err(_) => workspace.join(".lorch"),
+        }
+        .join("agent")
+        .join(role);
         Ok(Options {
+            state_dir,
             role: args.role,
             workspace,
             cmd: args.cmd.clone(),
@@ -351,7 +363,7 @@ fn command_loop(shim: &Shim, input: impl Read) -> Result<(), WriteError> {
 fn handle(shim: &Shim, command: &Command) -> Result<(), WriteError> {
     let emitter = &shim.emitter;
     emitter.set_status(HeartbeatStatus::Busy, Some(&command.task_id));
-    let store = Store::new(&shim.options.workspace, shim.options.role_name());
+    let store = Store::new(&shim.options.state_dir, &shim.options.workspace);
     let ik = &command.idempotency_key;
     let prior = match store.load(ik) {
         Ok(prior) => prior,

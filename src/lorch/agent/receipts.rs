@@ -1,5 +1,6 @@
 //! The shim's memory of handled commands (§5.4): one receipt per idempotency key, in
-//! `.lorch/agent/<role>/receipts/<sha256(ik)>.json` in the workspace, written atomically.
+//! `<git common dir>/lorch/agent/<role>/receipts/<sha256(ik)>.json` (see
+//! [`super::Options::state_dir`]), written atomically.
 //!
 //! A command whose key has a receipt is answered from it: the recorded events are sent
 //! again (new message ids, the new command's correlation id, `payload.replayed: true` and
@@ -45,14 +46,11 @@ pub struct Store {
 }
 
 impl Store {
-    /// The store of `role` (its wire name) in `workspace`.
-    pub fn new(workspace: &Path, role: &str) -> Store {
+    /// The store in `state_dir` (see [`super::Options::state_dir`]); paths are shown
+    /// relative to `workspace` when inside it.
+    pub fn new(state_dir: &Path, workspace: &Path) -> Store {
         Store {
-            dir: workspace
-                .join(".lorch")
-                .join("agent")
-                .join(role)
-                .join("receipts"),
+            dir: state_dir.join("receipts"),
             workspace: workspace.to_path_buf(),
         }
     }
@@ -62,7 +60,7 @@ impl Store {
         self.dir.join(format!("{}.json", sha256_hex(ik.as_bytes())))
     }
 
-    /// The path as events show it, relative to the workspace.
+    /// The path as events show it: relative to the workspace when inside it.
     pub fn shown(&self, ik: &str) -> String {
         let path = self.path(ik);
         path.strip_prefix(&self.workspace)

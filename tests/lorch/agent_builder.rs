@@ -1,0 +1,257 @@
+//! The builder agent: a canned NESL reply applied through git-loaf as one commit (with its
+//! trailers, undoable by `git loaf undo`), artifacts and checks reported, and idempotency
+//! keys answered from the receipt without running the model or touching the repository.
+
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::agent::{Agent, ENV, Workspace, command, sha256};
+
+const HELLO: &str = "Here is the change.\n\n#!nesl [@three-char-SHA-256: a1b]\naction = \"file_write\"\npath = \"@ROOT@/src/hello.txt\"\ncontent = <<'EOT_a1b'\nhello from the builder\n\nEOT_a1b\n#!end_a1b\n";
+
+fn implement(correlation: &str, ik: &str) -> Value {
+    command(
+        "builder",
+        "implement",
+        correlation,
+        ik,
+        json!({"goal": "Say hello in src/hello.txt", "files": ["src/hello.txt", "README.md"]}),
+    )
+}
+
+fn head(ws: &Workspace) -> String {
+    ws.git(&["rev-parse", "HEAD"]).trim().to_owned()
+}
+
+#[test]
+fn a_builder_step_is_one_git_loaf_commit_that_git_loaf_undo_reverts() {
+    let ws = Workspace::with(&[("README.md", "# demo\n")]);
+    let initial = head(&ws);
+    let reply = ws.reply("hello.md", HELLO);
+    let mut agent = Agent::start(
+        &ws,
+        "builder",
+        &[
+            "--check",
+            "grep -q builder src/hello.txt",
+            "--check",
+            "true",
+        ],
+        &reply,
+        &[],
+    );
+    agent.send(&implement("c-1", "ik-implement-T-0042-1"));
+    let answer = agent.answer();
+    let content = "hello from the builder\n";
+    assert_eq!(ws.read("src/hello.txt"), content);
+    assert_eq!(answer.len(), 2, "{answer:#?}");
+    assert_eq!(answer[0]["event"], "artifact.produced");
+    assert_eq!(
+        answer[0]["artifacts"],
+        json!([{"path": "src/hello.txt", "sha256": sha256(content.as_bytes()), "size": content.len()}])
+    );
+    let done = &answer[1];
+    assert_eq!(done["event"], "builder.completed");
+    assert_eq!(done["status"], "success", "{done:#}");
+    assert_eq!(done["correlation_id"], "c-1");
+    assert_eq!(done["observed_version"]["snapshot_id"], "snap-0007abcd");
+    let payload = &done["payload"];
+    assert_eq!(payload["commit"], json!(head(&ws)));
+    assert_eq!(
+        (&payload["succeeded"], &payload["failed"]),
+        (&json!(1), &json!(0))
+    );
+    assert_eq!(payload["changed"], json!(["src/hello.txt"]));
+    assert_eq!(payload["tests"]["status"], "pass");
+    assert_eq!(
+        payload["tests"]["checks"]
+            .as_array()
+            .expect("checks")
+            .iter()
+            .map(|c| (c["command"].clone(), c["exit_code"].clone()))
+            .collect::<Vec<_>>(),
+        [
+            (json!("grep -q builder src/hello.txt"), json!(0)),
+            (json!("true"), json!(0))
+        ]
+    );
+    let report = payload["report"].as_str().expect("report");
+    assert!(
+        report.starts_with("=== LOAF RESULTS === apply "),
+        "{report}"
+    );
+    assert!(report.contains("a1b ✅ file_write"), "{report}");
+
+    // One commit, with git-loaf's trailers and the agent named as the assistant.
+    assert_eq!(ws.git(&["rev-list", "--count", "HEAD"]).trim(), "2");
+    let message = ws.git(&["log", "-1", "--format=%B"]);
+    let apply_id = payload["apply_id"].as_str().expect("apply id");
+    assert!(
+        message.contains(&format!("Loaf-Apply: {apply_id}")),
+        "{message}"
+    );
+    assert!(
+        message.contains("Assisted-by: lorch builder (sh)"),
+        "{message}"
+    );
+
+    // The prompt: the task, the files it names, and git-loaf's instructions for this repo.
+    let prompt = std::fs::read_to_string(ws.scratch("prompt")).expect("prompt");
+    for part in [
+        "# Task T-0042 (implement)",
+        "## Goal\n\nSay hello in src/hello.txt",
+        "### src/hello.txt\n\n(does not exist yet)",
+        "### README.md\n\n````\n# demo\n\n````",
+        "# Changing files with git-loaf",
+        &format!("You work on the repository at {}.", ws.root.display()),
+        "## NESL syntax",
+        "### file_write",
+    ] {
+        assert!(prompt.contains(part), "prompt lacks {part:?}:\n{prompt}");
+    }
+
+    // git-loaf sees a step of its own: `git loaf undo` takes it back.
+    let log = Command::new(env!("CARGO_BIN_EXE_git-loaf"))
+        .args(["log"])
+        .current_dir(&ws.root)
+        .envs(ENV)
+        .output()
+        .expect("git loaf log");
+    assert!(
+        String::from_utf8_lossy(&log.stdout).contains(apply_id),
+        "{}",
+        String::from_utf8_lossy(&log.stdout)
+    );
+    let undo = Command::new(env!("CARGO_BIN_EXE_git-loaf"))
+        .arg("undo")
+        .current_dir(&ws.root)
+        .envs(ENV)
+        .output()
+        .expect("git loaf undo");
+    assert!(
+        undo.status.success(),
+        "{}",
+        String::from_utf8_lossy(&undo.stderr)
+    );
+    assert_eq!(head(&ws), initial);
+    assert!(!ws.root.join("src/hello.txt").exists());
+}
+
+#[test]
+fn a_repeated_idempotency_key_is_answered_from_the_receipt_without_running_anything() {
+    let ws = Workspace::with(&[("README.md", "# demo\n")]);
+    let reply = ws.reply("hello.md", HELLO);
+    let mut agent = Agent::start(&ws, "builder", &[], &reply, &[]);
+    agent.send(&implement("c-1", "ik-implement-T-0042-1"));
+    let first = agent.answer();
+    let after_first = head(&ws);
+    assert_eq!(first[1]["status"], "success");
+    assert_eq!(first[1]["payload"]["tests"]["status"], "skipped");
+    // The user changes the file meanwhile: a replay must not write it back.
+    ws.write("src/hello.txt", "edited by the user\n");
+
+    agent.send(&implement("c-2", "ik-implement-T-0042-1"));
+    let second = agent.answer();
+    drop(agent);
+    // A new process remembers too: the receipt is on disk.
+    let mut agent = Agent::start(&ws, "builder", &[], &reply, &[]);
+    agent.send(&implement("c-3", "ik-implement-T-0042-1"));
+    let third = agent.answer();
+
+    assert_eq!(ws.runs(), 1, "the model ran once");
+    assert_eq!(head(&ws), after_first, "no new commit");
+    assert_eq!(ws.read("src/hello.txt"), "edited by the user\n");
+    for (again, correlation) in [(&second, "c-2"), (&third, "c-3")] {
+        assert_eq!(again.len(), first.len());
+        for (old, new) in first.iter().zip(again.iter()) {
+            assert_eq!(new["correlation_id"], correlation);
+            assert_ne!(new["message_id"], old["message_id"]);
+            assert_eq!(new["payload"]["replayed"], true);
+            assert_eq!(new["payload"]["original_message_id"], old["message_id"]);
+            let strip = |e: &Value| {
+                let mut e = e.clone();
+                for key in ["message_id", "correlation_id", "occurred_at"] {
+                    e.as_object_mut().expect("object").remove(key);
+                }
+                for key in ["replayed", "original_message_id", "receipt"] {
+                    e["payload"].as_object_mut().expect("payload").remove(key);
+                }
+                e
+            };
+            assert_eq!(strip(new), strip(old), "the same answer");
+        }
+    }
+}
+
+#[test]
+fn failing_checks_fail_the_step_and_leave_no_receipt_so_a_retry_runs_again() {
+    let ws = Workspace::with(&[("README.md", "# demo\n")]);
+    let reply = ws.reply("hello.md", HELLO);
+    let mut agent = Agent::start(
+        &ws,
+        "builder",
+        &["--check", "true", "--check", "echo boom; exit 3"],
+        &reply,
+        &[],
+    );
+    agent.send(&implement("c-1", "ik-implement-T-0042-1"));
+    let first = agent.answer();
+    let done = first.last().expect("completed");
+    assert_eq!(done["event"], "builder.completed");
+    assert_eq!(done["status"], "failed");
+    let tests = &done["payload"]["tests"];
+    assert_eq!(tests["status"], "fail");
+    assert_eq!(tests["checks"][1]["exit_code"], 3);
+    assert_eq!(tests["checks"][1]["status"], "fail");
+    assert_eq!(tests["checks"][1]["output_tail"], "boom\n");
+    assert_eq!(
+        done["payload"]["problems"],
+        json!(["checks failed: echo boom; exit 3"])
+    );
+    assert_eq!(
+        done["payload"]["commit"],
+        json!(head(&ws)),
+        "the step is committed"
+    );
+
+    agent.send(&implement("c-2", "ik-implement-T-0042-1"));
+    let second = agent.answer();
+    assert_eq!(ws.runs(), 2, "a failure is retried for real");
+    assert_eq!(second.last().expect("completed")["status"], "failed");
+    assert!(
+        second
+            .iter()
+            .all(|e| e["payload"].get("replayed").is_none())
+    );
+}
+
+#[test]
+fn a_reply_without_blocks_or_with_failing_blocks_is_a_failed_step() {
+    let ws = Workspace::with(&[("README.md", "# demo\n")]);
+    let replies = ws.scratch("replies");
+    std::fs::create_dir(&replies).expect("mkdir");
+    std::fs::write(replies.join("c-1.md"), "I would write a hello file.\n").expect("write");
+    std::fs::write(
+        replies.join("c-2.md"),
+        "#!nesl [@three-char-SHA-256: b2c]\naction = \"file_replace_text\"\npath = \"@ROOT@/README.md\"\nold_text = \"# nothing like this\"\nnew_text = \"# x\"\n#!end_b2c\n",
+    )
+    .expect("write");
+    let mut agent = Agent::start(&ws, "builder", &[], &replies, &[]);
+    agent.send(&implement("c-1", "ik-implement-T-0042-1"));
+    let none = agent.answer();
+    agent.send(&implement("c-2", "ik-implement-T-0042-2"));
+    let failing = agent.answer();
+    assert_eq!(none.len(), 1);
+    assert_eq!(none[0]["status"], "failed");
+    assert!(
+        none[0]["payload"]["problems"][0]
+            .as_str()
+            .is_some_and(|p| p == "the reply has no NESL blocks"),
+        "{none:#?}"
+    );
+    assert_eq!(failing[0]["status"], "failed");
+    assert_eq!(failing[0]["payload"]["failed"], 1);
+    assert_eq!(failing[0]["payload"]["commit"], Value::Null);
+    assert_eq!(ws.git(&["rev-list", "--count", "HEAD"]).trim(), "1");
+}
