@@ -125,12 +125,25 @@ impl Agent {
         reply: &Path,
         env: &[(&str, &str)],
     ) -> Agent {
+        Agent::start_cmd(ws, role, flags, &["sh", &fake_llm()], reply, env)
+    }
+
+    /// [`Agent::start`] with another LLM command line.
+    pub fn start_cmd(
+        ws: &Workspace,
+        role: &str,
+        flags: &[&str],
+        cmd: &[&str],
+        reply: &Path,
+        env: &[(&str, &str)],
+    ) -> Agent {
         let mut child = Command::new(env!("CARGO_BIN_EXE_lorch"))
             .arg("agent")
             .arg(role)
             .args(["--workspace".as_ref(), ws.root.as_os_str()])
             .args(flags)
-            .args(["--", "sh", &fake_llm()])
+            .arg("--")
+            .args(cmd)
             .current_dir(&ws.root)
             .envs(ENV)
             .env("FAKE_REPLY", reply)
@@ -208,6 +221,12 @@ impl Agent {
             .into_iter()
             .filter(|m| m["kind"] == "event")
             .collect()
+    }
+
+    /// Kills the agent with SIGKILL, as lorch does with one it gave up on.
+    pub fn kill(&mut self) {
+        self.child.kill().expect("kill");
+        self.child.wait().expect("wait");
     }
 
     /// Closes stdin and returns what the agent printed until it exited, and its exit code.
@@ -438,5 +457,87 @@ fn secret_values_are_redacted_from_events_and_files() {
     for entry in std::fs::read_dir(receipts).expect("receipts") {
         let text = std::fs::read_to_string(entry.expect("entry").path()).expect("read");
         assert!(!text.contains("hunter2"));
+    }
+}
+
+#[test]
+fn a_model_that_cannot_start_is_an_error_event() {
+    let ws = Workspace::with(&[("a.txt", "a\n")]);
+    let reply = ws.reply("review.md", REVIEW_APPROVED);
+    let mut agent = Agent::start_cmd(&ws, "reviewer", &[], &["/nonexistent/llm"], &reply, &[]);
+    agent.send(&command(
+        "reviewer",
+        "review",
+        "c-1",
+        "ik-no-such-llm-0001",
+        json!({}),
+    ));
+    let answer = agent.answer();
+    assert_eq!(answer[0]["event"], "error");
+    assert_eq!(answer[0]["payload"]["code"], "agent_command_not_started");
+    assert!(
+        answer[0]["payload"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("cannot start `/nonexistent/llm`")),
+        "{answer:#?}"
+    );
+}
+
+#[test]
+fn a_killed_agent_takes_its_model_with_it() {
+    let ws = Workspace::with(&[("a.txt", "a\n")]);
+    let reply = ws.reply("review.md", REVIEW_APPROVED);
+    let pid_file = ws.scratch("pid");
+    let mut agent = Agent::start(
+        &ws,
+        "reviewer",
+        &[],
+        &reply,
+        &[
+            ("FAKE_SLEEP", "30"),
+            ("FAKE_PID", pid_file.to_str().expect("utf-8")),
+        ],
+    );
+    agent.send(&command(
+        "reviewer",
+        "review",
+        "c-1",
+        "ik-killed-agent-001",
+        json!({}),
+    ));
+    let waited = Instant::now();
+    let pid = loop {
+        if let Some(pid) = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|t| t.trim().parse::<u32>().ok())
+        {
+            break pid;
+        }
+        assert!(
+            waited.elapsed() < Duration::from_secs(20),
+            "the model never started"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let alive = || {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.rsplit(')')
+                .next()
+                .is_some_and(|rest| !rest.trim_start().starts_with('Z'))
+        })
+    };
+    assert!(alive(), "the model runs");
+    agent.kill();
+    let killed = Instant::now();
+    while alive() {
+        assert!(
+            killed.elapsed() < Duration::from_secs(5),
+            "the model outlived its agent"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // Its `sleep` (a grandchild, in the model's process group) is the test's to clean up.
+    if let Some(group) = rustix::process::Pid::from_raw(pid as i32) {
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
 }

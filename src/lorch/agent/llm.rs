@@ -98,19 +98,29 @@ pub fn ask(
     timeout: Duration,
 ) -> Result<Reply, LlmError> {
     let program = cmd.first().cloned().unwrap_or_default();
-    let mut child = Command::new(&program)
+    let mut command = Command::new(&program);
+    command
         .args(cmd.iter().skip(1))
         .current_dir(cwd)
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|source| LlmError::Start {
-            program: program.clone(),
-            source,
-        })?;
+        .process_group(0);
+    // lorch kills an agent that stops beating or runs past a timeout (SIGKILL, which the
+    // shim cannot catch): the model must not go on running, and spending, without it.
+    // SAFETY: between fork and exec only prctl(PR_SET_PDEATHSIG) runs, which is
+    // async-signal-safe and touches no memory of the parent.
+    unsafe {
+        command.pre_exec(|| {
+            rustix::process::set_parent_process_death_signal(Some(Signal::KILL))
+                .map_err(io::Error::from)
+        });
+    }
+    let mut child = command.spawn().map_err(|source| LlmError::Start {
+        program: program.clone(),
+        source,
+    })?;
     let group = Pid::from_child(&child);
     if let Some(mut stdin) = child.stdin.take() {
         let prompt = prompt.to_owned();
