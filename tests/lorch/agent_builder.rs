@@ -255,3 +255,56 @@ fn a_reply_without_blocks_or_with_failing_blocks_is_a_failed_step() {
     assert_eq!(failing[0]["payload"]["commit"], Value::Null);
     assert_eq!(ws.git(&["rev-list", "--count", "HEAD"]).trim(), "1");
 }
+
+#[test]
+fn implement_changes_shows_the_model_the_review_and_spec_notes() {
+    let ws = Workspace::with(&[("README.md", "# demo\n")]);
+    ws.write(
+        "reviews/T-0042.json",
+        "{\"status\": \"changes_requested\", \"summary\": \"say it louder\"}\n",
+    );
+    ws.write(
+        "spec_notes/T-0042.json",
+        "{\"summary\": \"mention the spec\"}\n",
+    );
+    let reply = ws.reply("hello.md", HELLO);
+    let mut agent = Agent::start(&ws, "builder", &[], &reply, &[]);
+    let mut changes = implement("c-9", "ik-implement-changes-T-0042-1");
+    changes["action"] = json!("implement_changes");
+    agent.send(&changes);
+    assert_eq!(agent.answer().last().expect("done")["status"], "success");
+    let prompt = std::fs::read_to_string(ws.scratch("prompt")).expect("prompt");
+    assert!(
+        prompt.contains("# Task T-0042 (implement_changes)"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("## Review findings to address (reviews/T-0042.json)")
+            && prompt.contains("say it louder"),
+        "{prompt}"
+    );
+    assert!(
+        prompt.contains("## Spec-maintainer notes to address (spec_notes/T-0042.json)")
+            && prompt.contains("mention the spec"),
+        "{prompt}"
+    );
+}
+
+#[test]
+fn the_builder_needs_a_git_repository() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let out = Command::new(env!("CARGO_BIN_EXE_lorch"))
+        .args(["agent", "builder", "--workspace"])
+        .arg(dir.path())
+        .args(["--", "true"])
+        .envs(ENV)
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with("lorch agent: workspace ")
+            && stderr.contains("is not in a git repository"),
+        "{stderr}"
+    );
+}

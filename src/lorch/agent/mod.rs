@@ -365,7 +365,10 @@ fn handle(shim: &Shim, command: &Command) -> Result<(), WriteError> {
     emitter.set_status(HeartbeatStatus::Busy, Some(&command.task_id));
     let store = Store::new(&shim.options.state_dir, &shim.options.workspace);
     let ik = &command.idempotency_key;
+    // A command for another role is refused before any receipt is looked at.
+    let misaddressed = command.to.agent_type != shim.options.role.agent_type();
     let prior = match store.load(ik) {
+        _ if misaddressed => None,
         Ok(prior) => prior,
         Err(problem) => {
             emitter.log(
