@@ -308,3 +308,90 @@ fn the_builder_needs_a_git_repository() {
         "{stderr}"
     );
 }
+
+fn git_loaf(ws: &Workspace, args: &[&str]) -> String {
+    let out = Command::new(env!("CARGO_BIN_EXE_git-loaf"))
+        .args(args)
+        .current_dir(&ws.root)
+        .envs(ENV)
+        .output()
+        .expect("git loaf runs");
+    assert!(
+        out.status.success(),
+        "git loaf {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn git_loaf_log_squash_and_undo_work_on_a_run_with_reviews_in_between() {
+    let ws = Workspace::with(&[("README.md", "# demo\n")]);
+    let initial = head(&ws);
+    let replies = ws.scratch("replies");
+    std::fs::create_dir(&replies).expect("mkdir");
+    std::fs::write(replies.join("c-1.md"), HELLO).expect("write");
+    std::fs::write(
+        replies.join("c-2.md"),
+        HELLO.replace("hello from the builder", "HELLO FROM THE BUILDER"),
+    )
+    .expect("write");
+    std::fs::write(
+        replies.join("c-r.md"),
+        "VERDICT: changes_requested\nShout it.\n",
+    )
+    .expect("write");
+    let mut builder = Agent::start(&ws, "builder", &[], &replies, &[]);
+    let mut reviewer = Agent::start(&ws, "reviewer", &[], &replies, &[]);
+    builder.send(&implement("c-1", "ik-implement-T-0042-1"));
+    let first = builder.answer();
+    reviewer.send(&command(
+        "reviewer",
+        "review",
+        "c-r",
+        "ik-review-T-0042-01",
+        json!({}),
+    ));
+    assert_eq!(reviewer.answer()[0]["status"], "changes_requested");
+    let mut changes = implement("c-2", "ik-implement-changes-T-0042-1");
+    changes["action"] = json!("implement_changes");
+    builder.send(&changes);
+    let second = builder.answer();
+    assert_eq!(
+        second.last().expect("done")["status"],
+        "success",
+        "{second:#?}"
+    );
+    let ids: Vec<&str> = [&first, &second]
+        .iter()
+        .map(|a| {
+            a.last().expect("done")["payload"]["apply_id"]
+                .as_str()
+                .expect("id")
+        })
+        .collect();
+    let log = git_loaf(&ws, &["log"]);
+    assert!(ids.iter().all(|id| log.contains(id)), "{log}");
+    assert_eq!(ws.git(&["rev-list", "--count", "HEAD"]).trim(), "3");
+    assert!(
+        ws.read(".git/info/exclude")
+            .lines()
+            .any(|l| l == "/reviews/"),
+        "the review is kept out of git's sight"
+    );
+
+    git_loaf(&ws, &["squash"]);
+    assert_eq!(ws.git(&["rev-list", "--count", "HEAD"]).trim(), "2");
+    assert_eq!(ws.git(&["rev-parse", "HEAD^"]).trim(), initial);
+    git_loaf(&ws, &["undo"]);
+    assert_eq!(ws.git(&["rev-list", "--count", "HEAD"]).trim(), "3");
+    git_loaf(&ws, &["undo"]);
+    assert_eq!(ws.read("src/hello.txt"), "hello from the builder\n");
+    git_loaf(&ws, &["undo"]);
+    assert_eq!(head(&ws), initial);
+    assert!(!ws.root.join("src/hello.txt").exists());
+    assert!(
+        ws.root.join("reviews/T-0042.json").exists(),
+        "the review stays"
+    );
+}

@@ -16,11 +16,14 @@
 //!
 //! Heartbeats come from their own thread every `--heartbeat-s` seconds, `busy` while a
 //! command runs and `ready` otherwise, so lorch sees the agent alive while a model thinks.
+//! Its records in the workspace (`reviews/`, `spec_notes/`) are listed in the repository's
+//! `info/exclude` ([`ignore`]) so that they never block `git loaf undo` or `squash`.
 //! A line that is not a valid message is reported as a `log` line and skipped: one bad line
 //! never stops the agent.
 
 pub mod builder;
 pub mod emit;
+pub mod ignore;
 pub mod llm;
 pub mod prompt;
 pub mod receipts;
@@ -234,6 +237,21 @@ pub struct Shim {
 }
 
 impl Shim {
+    /// Lists `patterns` in the repository's `info/exclude` ([`ignore`]); a failure costs
+    /// only `git loaf undo`'s ease and is logged, not fatal.
+    pub fn exclude(&self, patterns: &[&str]) {
+        if let Err(error) = ignore::exclude(&self.options.workspace, patterns) {
+            let _ = self.emitter.log(
+                LogLevel::Warn,
+                &format!(
+                    "cannot add {} to .git/info/exclude (git loaf undo will see them as changes): {error}",
+                    patterns.join(" ")
+                ),
+                Object::new(),
+            );
+        }
+    }
+
     /// Runs the model for `command` with `prompt`, killed at the deadline.
     pub fn ask(&self, command: &Command, prompt: &str) -> Result<llm::Reply, StepError> {
         let left = time_left(command)?;
@@ -367,8 +385,12 @@ fn handle(shim: &Shim, command: &Command) -> Result<(), WriteError> {
     let ik = &command.idempotency_key;
     // A command for another role is refused before any receipt is looked at.
     let misaddressed = command.to.agent_type != shim.options.role.agent_type();
-    let prior = match store.load(ik) {
-        _ if misaddressed => None,
+    let prior = if misaddressed {
+        Ok(None)
+    } else {
+        store.load(ik)
+    };
+    let prior = match prior {
         Ok(prior) => prior,
         Err(problem) => {
             emitter.log(

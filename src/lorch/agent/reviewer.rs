@@ -4,6 +4,9 @@
 //! Which work: `inputs.commits` (commit ids, e.g. the `commit` of each `builder.completed`)
 //! each shown with its patch; else `inputs.base` (a revision) diffed against HEAD; else
 //! HEAD's own commit. Read with the git CLI (`git show` / `git diff`), as a reviewer would.
+//!
+//! `reviews/` is listed in the repository's `info/exclude` ([`super::ignore`]): a review
+//! must not stop `git loaf undo` from taking back the step it reviewed.
 
 use std::path::Path;
 
@@ -24,6 +27,7 @@ pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
     let review = parse_review(&reply.text).map_err(StepError::NoVerdict)?;
     let relative = format!("reviews/{}.json", command.task_id);
     let path = safety::confine(root, &relative)?;
+    shim.exclude(&["/reviews/"]);
     let record = json!({
         "task_id": command.task_id,
         "status": review.verdict.as_str(),

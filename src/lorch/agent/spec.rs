@@ -294,6 +294,7 @@ pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
     }
     let requested = answer.status == "changes_requested";
     let notes = format!("spec_notes/{}.json", command.task_id);
+    shim.exclude(&["/spec_notes/"]);
     write_json(
         &safety::confine(root, &notes)?,
         json!({
