@@ -188,6 +188,18 @@ fn the_spec_maintainer_edits_only_the_allowed_sections() {
         seen.contains(SPEC) && seen.contains("## What you may change"),
         "{seen}"
     );
+    // Written through git-loaf: one commit, nothing left uncommitted (spec_notes/ is
+    // excluded), and `git loaf undo` can take it back.
+    let message = ws.git(&["log", "-1", "--format=%B"]);
+    assert!(
+        message.contains("Assisted-by: lorch spec_maintainer (sh)"),
+        "{message}"
+    );
+    assert_eq!(
+        done["payload"]["commit"],
+        json!(ws.git(&["rev-parse", "HEAD"]).trim())
+    );
+    assert_eq!(ws.git(&["status", "--porcelain"]), "");
 
     // Edits elsewhere, directly or smuggled inside an allowed section, are refused whole.
     for (c, sections) in [
@@ -219,4 +231,22 @@ fn the_spec_maintainer_edits_only_the_allowed_sections() {
     assert_eq!(notes["status"], "changes_requested");
     assert_eq!(notes["summary"], "hello must end with a newline.");
     assert_eq!(ws.read("SPEC.md"), expected);
+    assert_eq!(
+        ws.git(&["rev-list", "--count", "HEAD"]).trim(),
+        "2",
+        "one spec commit"
+    );
+
+    let undo = std::process::Command::new(env!("CARGO_BIN_EXE_git-loaf"))
+        .arg("undo")
+        .current_dir(&ws.root)
+        .envs(crate::agent::ENV)
+        .output()
+        .expect("git loaf undo");
+    assert!(
+        undo.status.success(),
+        "{}",
+        String::from_utf8_lossy(&undo.stderr)
+    );
+    assert_eq!(ws.read("SPEC.md"), SPEC);
 }

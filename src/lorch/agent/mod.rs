@@ -10,7 +10,7 @@
 //! 3. does the role's work with the reply: the builder applies it through git-loaf as one
 //!    transaction and runs the `--check` commands ([`builder`]); the reviewer writes
 //!    `reviews/<task>.json` ([`reviewer`]); the spec-maintainer edits only the allowed
-//!    sections of SPEC.md ([`spec`]);
+//!    sections of SPEC.md, also as one git-loaf commit ([`spec`]);
 //! 4. records a receipt, then sends the events (a failure is an `error` event with a
 //!    machine-readable `payload.code`).
 //!

@@ -1,6 +1,7 @@
 //! The spec-maintainer: the task and SPEC.md → model → an edit confined to the sections
-//! §10.5 allows → SPEC.md written atomically → `spec.updated`, `spec.no_changes_needed` or
-//! `spec.changes_requested`, with `spec_notes/<task>.json` (§16.2).
+//! §10.5 allows → SPEC.md written through git-loaf as one commit (atomically outside git) →
+//! `spec.updated`, `spec.no_changes_needed` or `spec.changes_requested`, with
+//! `spec_notes/<task>.json` (§16.2).
 //!
 //! The reply (its prompt says so): a line `STATUS: updated | no_changes_needed |
 //! changes_requested`, a line `SUMMARY: …`, and for each section to change the whole new
@@ -23,6 +24,7 @@ use super::verdict::fenced_blocks;
 use super::{Answer, Shim, StepError, input_str};
 use crate::lorch::protocol::{Command, EventType, Object, Timestamp};
 use crate::lorch::safety;
+use crate::ops::apply::{ApplyOptions, apply};
 
 /// What may happen to an allowed section.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -287,9 +289,9 @@ pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
             .join("; "),
     })?;
     let mut artifacts = Vec::new();
+    let mut commit = None;
     if new != old {
-        safety::atomic_write(&path, new.as_bytes())
-            .map_err(StepError::io(format!("write {spec_file}")))?;
+        commit = write_spec(shim, &path, &spec_file, &new)?;
         artifacts.extend(super::artifact(root, &spec_file));
     }
     let requested = answer.status == "changes_requested";
@@ -319,6 +321,7 @@ pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
     payload.insert("spec".into(), json!(spec_file));
     payload.insert("sections_changed".into(), json!(changed));
     payload.insert("notes".into(), json!(notes));
+    payload.insert("commit".into(), json!(commit));
     Ok(Answer {
         drafts: vec![Draft {
             artifacts: Some(artifacts),
@@ -326,6 +329,59 @@ pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
         }],
         keep: true,
     })
+}
+
+/// Writes the new spec. In a git repository through git-loaf, as one transaction and one
+/// commit (`Assisted-by: lorch spec_maintainer …`): the spec step is then undoable and
+/// squashable like the builder's, and leaves no uncommitted change that would make
+/// `git loaf undo` refuse to take earlier steps back. Elsewhere atomically (§14.4).
+/// Returns the commit.
+fn write_spec(
+    shim: &Shim,
+    path: &std::path::Path,
+    spec_file: &str,
+    new: &str,
+) -> Result<Option<String>, StepError> {
+    let root = &shim.options.workspace;
+    if crate::git::worktree_root(root).is_none() {
+        safety::atomic_write(path, new.as_bytes())
+            .map_err(StepError::io(format!("write {spec_file}")))?;
+        return Ok(None);
+    }
+    let reply = file_write_block(&path.display().to_string(), new);
+    let options = ApplyOptions {
+        model: Some(shim.options.model()),
+        ..ApplyOptions::default()
+    };
+    let applied = apply(root, &reply, &options).map_err(|e| StepError::Apply(e.to_string()))?;
+    let git = applied.result.git.clone().unwrap_or_default();
+    let refused = git
+        .not_applied
+        .clone()
+        .or_else(|| applied.kept.as_ref().map(|k| k.reason.clone()))
+        .or_else(|| (!applied.result.success).then(|| applied.result.to_text()));
+    match refused {
+        Some(why) => Err(StepError::Apply(format!(
+            "{spec_file} was not written: {why}"
+        ))),
+        None => Ok(git.commit),
+    }
+}
+
+/// A NESL reply writing `content` to `path` whole: a heredoc, whose delimiter (from the
+/// block id) must not occur in the content; the heredoc's value ends before the line break
+/// that precedes the delimiter, hence the one added.
+pub fn file_write_block(path: &str, content: &str) -> String {
+    let id = (0..100)
+        .map(|n| format!("s{n:02}"))
+        .find(|id| {
+            !content.contains(&format!("EOT_{id}")) && !content.contains(&format!("#!end_{id}"))
+        })
+        .unwrap_or_else(|| "s00".to_owned());
+    let path = serde_json::to_string(path).unwrap_or_default();
+    format!(
+        "#!nesl [@three-char-SHA-256: {id}]\naction = \"file_write\"\npath = {path}\ncontent = <<'EOT_{id}'\n{content}\nEOT_{id}\n#!end_{id}\n"
+    )
 }
 
 #[cfg(test)]
@@ -391,6 +447,18 @@ mod tests {
             Err(vec![("Requirements".into(), "changed".into())])
         );
         assert!(edit(SPEC, &["no heading".into()]).is_err());
+    }
+
+    #[test]
+    fn the_file_write_block_carries_the_content_exactly() {
+        for content in ["a\nb\n", "a\nb", "", "\n\n", "EOT_s00\n#!end_s01\nx := y\n"] {
+            let block = file_write_block("/repo/SPEC \"1\".md", content);
+            let parsed = crate::nesl::parse(&block);
+            assert!(parsed.errors.is_empty(), "{content:?}: {:?}", parsed.errors);
+            let properties = &parsed.blocks[0].properties;
+            assert_eq!(properties.get("path"), Some("/repo/SPEC \"1\".md"));
+            assert_eq!(properties.get("content"), Some(content), "{block}");
+        }
     }
 
     #[test]
