@@ -16,11 +16,14 @@
 //! - [`safety`]: atomic 0600 writes, 0700 folders, paths confined to the workspace, secret
 //!   values redacted (§5.5, §13);
 //! - [`cli`]: the command line of §8.3;
-//! - [`agent`]: `lorch agent ROLE -- CMD…`, the shim that wraps an LLM command-line tool.
+//! - [`agent`]: `lorch agent ROLE -- CMD…`, the shim that wraps an LLM command-line tool;
+//! - [`git_exclude`]: lorch's record folders listed in `.git/info/exclude`, so that they
+//!   never make `git loaf undo` or `squash` refuse.
 
 pub mod agent;
 pub mod canonical;
 pub mod cli;
+pub mod git_exclude;
 pub mod ndjson;
 pub mod protocol;
 pub mod safety;

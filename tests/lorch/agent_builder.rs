@@ -11,13 +11,18 @@ use crate::agent::{Agent, ENV, Workspace, command, sha256};
 const HELLO: &str = "Here is the change.\n\n#!nesl [@three-char-SHA-256: a1b]\naction = \"file_write\"\npath = \"@ROOT@/src/hello.txt\"\ncontent = <<'EOT_a1b'\nhello from the builder\n\nEOT_a1b\n#!end_a1b\n";
 
 fn implement(correlation: &str, ik: &str) -> Value {
-    command(
+    let mut command = command(
         "builder",
         "implement",
         correlation,
         ik,
         json!({"goal": "Say hello in src/hello.txt", "files": ["src/hello.txt", "README.md"]}),
-    )
+    );
+    command["expected_outputs"] = json!([
+        {"path": "src/hello.txt", "description": "the greeting"},
+        {"path": "docs/optional.md", "required": false}
+    ]);
+    command
 }
 
 fn head(ws: &Workspace) -> String {
@@ -102,6 +107,7 @@ fn a_builder_step_is_one_git_loaf_commit_that_git_loaf_undo_reverts() {
         "# Task T-0042 (implement)",
         "## Goal\n\nSay hello in src/hello.txt",
         "### src/hello.txt\n\n(does not exist yet)",
+        "## Expected outputs\n\n- `src/hello.txt`: the greeting\n- `docs/optional.md` (optional)\n",
         "### README.md\n\n````\n# demo\n\n````",
         "# Changing files with git-loaf",
         &format!("You work on the repository at {}.", ws.root.display()),
@@ -249,6 +255,14 @@ fn a_reply_without_blocks_or_with_failing_blocks_is_a_failed_step() {
             .as_str()
             .is_some_and(|p| p == "the reply has no NESL blocks"),
         "{none:#?}"
+    );
+    assert_eq!(
+        none[0]["payload"]["problems"][1],
+        "expected output src/hello.txt is missing"
+    );
+    assert_eq!(
+        none[0]["payload"]["problems"].as_array().map(Vec::len),
+        Some(2)
     );
     assert_eq!(failing[0]["status"], "failed");
     assert_eq!(failing[0]["payload"]["failed"], 1);

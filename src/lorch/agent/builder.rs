@@ -9,8 +9,9 @@
 //! the git-loaf report (the text the model would see), the ✅/❌ counts, the commit and apply
 //! ids, and `tests`: each `--check` command's exit code and output tail, with `status`
 //! `pass`, `fail` or `skipped` (no checks configured). Its status is `success` only when the
-//! apply had no failure, reached the user's branch, and every check passed; otherwise
-//! `failed`, with the reasons in `payload.problems`.
+//! apply had no failure, reached the user's branch, every required `expected_outputs` file
+//! exists, and every check passed; otherwise `failed`, with the reasons in
+//! `payload.problems`.
 
 use std::path::Path;
 use std::time::Duration;
@@ -68,6 +69,14 @@ pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
             "the commit was not published ({}); kept as {}",
             kept.reason, kept.refname
         ));
+    }
+    // §3.1: a required expected output must exist once the step is done.
+    for output in command.expected_outputs.iter().filter(|o| o.is_required()) {
+        let present =
+            crate::lorch::safety::confine(root, &output.path).is_ok_and(|path| path.is_file());
+        if !present {
+            problems.push(format!("expected output {} is missing", output.path));
+        }
     }
     let published = git.commit.is_some() && applied.kept.is_none();
     let changed = match (&git.commit, published) {

@@ -17,13 +17,12 @@
 //! Heartbeats come from their own thread every `--heartbeat-s` seconds, `busy` while a
 //! command runs and `ready` otherwise, so lorch sees the agent alive while a model thinks.
 //! Its records in the workspace (`reviews/`, `spec_notes/`) are listed in the repository's
-//! `info/exclude` ([`ignore`]) so that they never block `git loaf undo` or `squash`.
+//! `info/exclude` ([`super::git_exclude`]) so that they never block `git loaf undo` or `squash`.
 //! A line that is not a valid message is reported as a `log` line and skipped: one bad line
 //! never stops the agent.
 
 pub mod builder;
 pub mod emit;
-pub mod ignore;
 pub mod llm;
 pub mod prompt;
 pub mod receipts;
@@ -237,10 +236,10 @@ pub struct Shim {
 }
 
 impl Shim {
-    /// Lists `patterns` in the repository's `info/exclude` ([`ignore`]); a failure costs
+    /// Lists `patterns` in the repository's `info/exclude` ([`super::git_exclude`]); a failure costs
     /// only `git loaf undo`'s ease and is logged, not fatal.
     pub fn exclude(&self, patterns: &[&str]) {
-        if let Err(error) = ignore::exclude(&self.options.workspace, patterns) {
+        if let Err(error) = super::git_exclude::exclude(&self.options.workspace, patterns) {
             let _ = self.emitter.log(
                 LogLevel::Warn,
                 &format!(

@@ -5,7 +5,7 @@
 //! each shown with its patch; else `inputs.base` (a revision) diffed against HEAD; else
 //! HEAD's own commit. Read with the git CLI (`git show` / `git diff`), as a reviewer would.
 //!
-//! `reviews/` is listed in the repository's `info/exclude` ([`super::ignore`]): a review
+//! `reviews/` is listed in the repository's `info/exclude` ([`crate::lorch::git_exclude`]): a review
 //! must not stop `git loaf undo` from taking back the step it reviewed.
 
 use std::path::Path;

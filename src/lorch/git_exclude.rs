@@ -1,6 +1,7 @@
 //! Keeping lorch's records out of git's sight: folders it writes into the workspace
-//! (`reviews/`, `spec_notes/`; the orchestrator's `events/`, `state/`, …) are listed in the
-//! repository's `info/exclude`, which is local (never committed or pushed).
+//! (the agents' `reviews/` and `spec_notes/`; the orchestrator's `events/`, `state/`, …)
+//! are listed in the repository's `info/exclude`, which is local (never committed or
+//! pushed). Shared by the agent shim and the orchestrator.
 //!
 //! Why: git-loaf refuses to undo or squash a builder step when files changed since it (it
 //! would otherwise lose them), and a new untracked `reviews/T-0042.json` counts. Ignored
