@@ -250,3 +250,33 @@ fn the_spec_maintainer_edits_only_the_allowed_sections() {
     );
     assert_eq!(ws.read("SPEC.md"), SPEC);
 }
+
+#[test]
+fn a_long_review_summary_is_whole_in_the_file_and_clipped_in_the_event() {
+    let ws = Workspace::with(&[("src/a.rs", "fn a() {}\n")]);
+    let summary = "all good. ".repeat(40_000);
+    let dir = replies(
+        &ws,
+        &[(
+            "c-1",
+            &format!(
+                "```json\n{}\n```\n",
+                json!({"status": "approved", "summary": summary})
+            ),
+        )],
+    );
+    let mut agent = Agent::start(&ws, "reviewer", &[], &dir, &[]);
+    agent.send(&command(
+        "reviewer",
+        "review",
+        "c-1",
+        "ik-review-long-0001",
+        json!({}),
+    ));
+    let answer = agent.answer();
+    assert_eq!(answer[0]["event"], "review.completed", "{:.500}", answer[0]);
+    let shown = answer[0]["payload"]["summary"].as_str().expect("summary");
+    assert!(shown.len() < 17 * 1024 && shown.ends_with("… [cut at 16384 bytes]"));
+    let review: Value = serde_json::from_str(&ws.read("reviews/T-0042.json")).expect("json");
+    assert_eq!(review["summary"], json!(summary));
+}

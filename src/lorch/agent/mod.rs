@@ -439,7 +439,25 @@ fn handle(shim: &Shim, command: &Command) -> Result<(), WriteError> {
         }
     };
     for event in events {
-        emitter.send(&Message::Event(event))?;
+        match emitter.send(&Message::Event(event.clone())) {
+            Ok(()) => {}
+            // An event the schema or the 256 KiB limit refuses is not sent; lorch gets an
+            // error in its place, and the agent goes on.
+            Err(WriteError::Protocol(problem)) => {
+                let mut payload = Object::new();
+                payload.insert("code".into(), json!("event_not_sent"));
+                payload.insert(
+                    "message".into(),
+                    json!(format!(
+                        "the {} event could not be sent: {problem}",
+                        event.event
+                    )),
+                );
+                let draft = Draft::new(EventType::Error, Some("failed"), payload);
+                emitter.send(&Message::Event(emitter.event(command, draft)))?;
+            }
+            Err(error) => return Err(error),
+        }
     }
     emitter.set_status(HeartbeatStatus::Ready, None);
     Ok(())

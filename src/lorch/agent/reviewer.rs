@@ -18,6 +18,9 @@ use super::{Answer, Shim, StepError, input_str};
 use crate::lorch::protocol::{Command, EventType, Object, Timestamp};
 use crate::lorch::safety;
 
+/// Bytes of the summary in `review.completed`.
+const MAX_SUMMARY_BYTES: usize = 16 * 1024;
+
 /// Handles `review`.
 pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
     let root = &shim.options.workspace;
@@ -38,7 +41,11 @@ pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
     write_json(&path, record, shim.emitter.secrets())?;
     let mut payload = Object::new();
     payload.insert("review".into(), json!(relative));
-    payload.insert("summary".into(), json!(review.summary));
+    // The file has it whole; the event, bound by the line limit, the start of it.
+    payload.insert(
+        "summary".into(),
+        json!(super::clip(&review.summary, MAX_SUMMARY_BYTES)),
+    );
     payload.insert("findings".into(), json!(review.findings.len()));
     let artifact = super::artifact(root, &relative);
     Ok(Answer {
