@@ -80,13 +80,14 @@ impl Options {
         let dir = given
             .canonicalize()
             .map_err(|e| format!("workspace {}: {e}", given.display()))?;
-        let workspace = crate::git::worktree_root(&dir).unwrap_or(dir);
-        if args.role == Role::Builder && crate::git::worktree_root(&workspace).is_none() {
+        let root = crate::git::worktree_root(&dir);
+        if args.role == Role::Builder && root.is_none() {
             return Err(format!(
                 "workspace {} is not in a git repository: the builder applies its work with git-loaf, which needs one (git init)",
-                workspace.display()
+                dir.display()
             ));
         }
+        let workspace = root.unwrap_or(dir);
         if !(args.heartbeat_s.is_finite() && args.heartbeat_s > 0.0) {
             return Err("--heartbeat-s must be a positive number of seconds".into());
         }
