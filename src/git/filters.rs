@@ -300,10 +300,87 @@ pub fn blob(repo: &Repository, path: &Path, content: Vec<u8>) -> Result<Oid, Fil
 }
 
 /// The blob `git add` stores for the regular file at `dir/path`, `path` naming it in `repo`.
+/// Without a conversion the content goes to the object database in one write (the blob
+/// writer's stream would create a second temporary file for every blob).
 pub fn file_blob(repo: &Repository, dir: &Path, path: &Path) -> Result<Oid, FilterError> {
     let full = dir.join(path);
     let content = std::fs::read(&full).map_err(io(&full))?;
+    if !Conversions::of(repo)?.apply_to(repo, path)? {
+        return Ok(repo.blob(&content)?);
+    }
     blob(repo, path, content)
+}
+
+/// The id of the blob `git add` would store for the regular file at `dir/path`, computed
+/// without writing anything when no conversion applies to it (a check of the user's file,
+/// not something to keep); with a conversion, the blob is written as [`file_blob`] does.
+pub fn file_id(
+    repo: &Repository,
+    conversions: &Conversions,
+    dir: &Path,
+    path: &Path,
+) -> Result<Oid, FilterError> {
+    if conversions.apply_to(repo, path)? {
+        return file_blob(repo, dir, path);
+    }
+    let full = dir.join(path);
+    Ok(Oid::hash_file(git2::ObjectType::Blob, &full)?)
+}
+
+/// Whether a file's content can differ from its blob's in a repository: `core.autocrlf`, a
+/// configured driver, or, per path, the attributes that convert (`text`, `eol`, `crlf`,
+/// `ident`, `working-tree-encoding`, `filter`). When none applies, a file is its blob byte
+/// for byte: it is hashed without being written, and written from the blob directly.
+#[derive(Debug)]
+pub struct Conversions {
+    autocrlf: bool,
+    drivers: bool,
+    /// Answers by path: publish asks up to four times per file.
+    known: std::cell::RefCell<HashMap<PathBuf, bool>>,
+}
+
+/// The attributes under which git converts content between the repository and the files.
+const CONVERTING: [&str; 5] = ["text", "eol", "crlf", "ident", "working-tree-encoding"];
+
+impl Conversions {
+    /// Reads the repository's config (once per operation is enough).
+    pub fn of(repo: &Repository) -> Result<Conversions, git2::Error> {
+        let config = repo.config()?;
+        // `true` or `input` convert; anything else set (an unusual spelling) is treated as
+        // converting too, which only costs the slower, exact path.
+        let autocrlf = match config.get_string("core.autocrlf") {
+            Ok(value) => !matches!(
+                value.to_ascii_lowercase().as_str(),
+                "false" | "no" | "off" | "0" | ""
+            ),
+            Err(_) => false,
+        };
+        Ok(Conversions {
+            autocrlf,
+            drivers: drivers(repo)?.is_some(),
+            known: Default::default(),
+        })
+    }
+
+    /// Whether the content of `path` (relative) may be converted on its way in or out.
+    pub fn apply_to(&self, repo: &Repository, path: &Path) -> Result<bool, git2::Error> {
+        if self.autocrlf {
+            return Ok(true);
+        }
+        if let Some(known) = self.known.borrow().get(path) {
+            return Ok(*known);
+        }
+        let mut converts = self.drivers && has_driver(repo, path)?;
+        for name in CONVERTING {
+            if converts {
+                break;
+            }
+            let value = repo.get_attr_bytes(path, name, AttrCheckFlags::FILE_THEN_INDEX)?;
+            converts = !matches!(AttrValue::from_bytes(value), AttrValue::Unspecified);
+        }
+        self.known.borrow_mut().insert(path.to_path_buf(), converts);
+        Ok(converts)
+    }
 }
 
 /// After a libgit2 checkout of `paths` (relative) into `dir`, which applied the built-in

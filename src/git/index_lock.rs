@@ -32,13 +32,25 @@ pub fn adopt(repo: &Repository) -> Result<(), IndexLockError> {
         return Ok(());
     };
     let scratch = scratch_path(repo);
-    std::fs::copy(&index, &scratch).map_err(io(&scratch))?;
+    let _ = std::fs::remove_file(&scratch);
+    link_or_copy(&index, &scratch)?;
     let mut copy = Index::open(&scratch)?;
     repo.set_index(&mut copy)?;
     let mut adopted = ADOPTED.lock().unwrap_or_else(|e| e.into_inner());
     adopted
         .get_or_insert_with(HashMap::new)
         .insert(repo.path().to_path_buf(), identity);
+    Ok(())
+}
+
+/// The index's content at `scratch`: a second name for the same file when the filesystem
+/// allows (no copy, no new file: the index is never written in place, git and libgit2
+/// replace it by rename, so the two names part at the first write of either), else a copy.
+fn link_or_copy(index: &Path, scratch: &Path) -> Result<(), IndexLockError> {
+    if std::fs::hard_link(index, scratch).is_ok() {
+        return Ok(());
+    }
+    std::fs::copy(index, scratch).map_err(io(scratch))?;
     Ok(())
 }
 
@@ -117,7 +129,7 @@ impl IndexLock {
         }
         let _ = std::fs::remove_file(&self.scratch);
         if self.index.exists() {
-            std::fs::copy(&self.index, &self.scratch).map_err(io(&self.scratch))?;
+            link_or_copy(&self.index, &self.scratch)?;
         }
         Ok(Index::open(&self.scratch)?)
     }

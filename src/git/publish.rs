@@ -21,7 +21,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use git2::build::CheckoutBuilder;
-use git2::{Index, Oid, Repository, Tree};
+use git2::{Index, ObjectType, Oid, Repository, Tree};
 use serde::{Deserialize, Serialize};
 
 use super::index_lock::{self, IndexLock, IndexLockError};
@@ -419,14 +419,39 @@ pub(crate) fn blob_at(tree: &Tree<'_>, path: &Path) -> Option<(Oid, i32)> {
 }
 
 /// The blob the user's file at `path` would be if added (filters such as CRLF conversion
-/// applied), `None` when absent. A folder or unreadable file gives the null id, which
-/// matches nothing, except a folder where `base` has one too (a folder the transition
-/// replaces by a file, whose files are checked one by one): absent, as in `base`.
+/// applied, the blob written), `None` when absent. A folder or unreadable file gives the null
+/// id, which matches nothing, except a folder where `base` has one too (a folder the
+/// transition replaces by a file, whose files are checked one by one): absent, as in `base`.
 pub(crate) fn file_blob(
     repo: &Repository,
     workdir: &Path,
     path: &Path,
     base: &Tree<'_>,
+) -> Option<Oid> {
+    current_id(workdir, path, base, &mut |path| {
+        super::filters::file_blob(repo, workdir, path).ok()
+    })
+}
+
+/// [`file_blob`]'s id without writing the blob when no conversion applies: how publish
+/// checks that a file still holds what it expects, up to three times per path.
+fn file_id(
+    repo: &Repository,
+    conversions: &super::filters::Conversions,
+    workdir: &Path,
+    path: &Path,
+    base: &Tree<'_>,
+) -> Option<Oid> {
+    current_id(workdir, path, base, &mut |path| {
+        super::filters::file_id(repo, conversions, workdir, path).ok()
+    })
+}
+
+fn current_id(
+    workdir: &Path,
+    path: &Path,
+    base: &Tree<'_>,
+    regular: &mut dyn FnMut(&Path) -> Option<Oid>,
 ) -> Option<Oid> {
     let full = workdir.join(path);
     let folder_in_base = || base.get_path(path).is_ok_and(|e| e.filemode() == 0o040000);
@@ -444,9 +469,11 @@ pub(crate) fn file_blob(
         Ok(meta) if meta.is_dir() => (!folder_in_base()).then_some(Oid::ZERO_SHA1),
         Ok(meta) if meta.file_type().is_symlink() => std::fs::read_link(&full)
             .ok()
-            .and_then(|target| repo.blob(target.as_os_str().as_encoded_bytes()).ok())
+            .and_then(|target| {
+                Oid::hash_object(ObjectType::Blob, target.as_os_str().as_encoded_bytes()).ok()
+            })
             .or(Some(Oid::ZERO_SHA1)),
-        Ok(_) => Some(super::filters::file_blob(repo, workdir, path).unwrap_or(Oid::ZERO_SHA1)),
+        Ok(_) => Some(regular(path).unwrap_or(Oid::ZERO_SHA1)),
     }
 }
 
@@ -459,10 +486,11 @@ fn changed_by_user(
 ) -> Result<Vec<PathBuf>, git2::Error> {
     let from_work = repo.find_tree(oid(&t.from_work)?)?;
     let from_index = repo.find_tree(oid(&t.from_index)?)?;
+    let conversions = super::filters::Conversions::of(repo)?;
     let mut changed = Vec::new();
     for path in &paths.index {
-        let file_changed = paths.work.contains(path)
-            && file_blob(repo, &t.workdir, path, &from_work)
+        let file_changed = paths.work.binary_search(path).is_ok()
+            && file_id(repo, &conversions, &t.workdir, path, &from_work)
                 != blob_at(&from_work, path).map(|b| b.0);
         let staged = index.get_path(path, 0).map(|e| e.id);
         let conflicted = (1..=3).any(|stage| index.get_path(path, stage).is_some());
@@ -488,13 +516,14 @@ fn write_files(
     let from_work = repo.find_tree(oid(&t.from_work)?)?;
     let to_work = repo.find_tree(oid(&t.to_work)?)?;
     let to_index = repo.find_tree(oid(&t.to_index)?)?;
+    let conversions = super::filters::Conversions::of(repo)?;
     let mut skipped = Vec::new();
     // What a path may hold now for it to be replaced: its before content, or (done already)
     // its after content.
     let verdict = |path: &Path| {
         let before = blob_at(&from_work, path).map(|b| b.0);
         let after = blob_at(&to_work, path).map(|b| b.0);
-        let now = file_blob(repo, &t.workdir, path, &from_work);
+        let now = file_id(repo, &conversions, &t.workdir, path, &from_work);
         if now == after {
             Verdict::Done
         } else if now == before {
@@ -529,27 +558,48 @@ fn write_files(
         }
     }
     if !written.is_empty() {
-        // Checked out (filters applied, modes set) into a folder next to the journal, then
-        // renamed into place one by one: a file is always either its old or its new self,
-        // even if the process dies in the middle (libgit2 writes files in place).
+        // Written into a folder next to the journal, then renamed into place one by one: a
+        // file is always either its old or its new self, even if the process dies in the
+        // middle. A file no conversion applies to is its blob: written straight from it
+        // (flat, one name per file); the others by a libgit2 checkout of just those paths
+        // (filters applied, modes set), then their driver's smudge.
         let loaf_dir = repo.commondir().join("loaf");
         let staging = tempfile::Builder::new()
             .prefix(STAGING_PREFIX)
             .tempdir_in(&loaf_dir)
             .map_err(|e| io_error("cannot create a folder in", &loaf_dir, e))?;
-        let mut checkout = CheckoutBuilder::new();
-        checkout
-            .force()
-            .update_index(false)
-            .disable_pathspec_match(true)
-            .target_dir(staging.path());
-        for path in &written {
-            checkout.path(path.as_path());
+        let mut sources: Vec<PathBuf> = Vec::with_capacity(written.len());
+        let mut converted: Vec<&PathBuf> = Vec::new();
+        let checkout_dir = staging.path().join("checkout");
+        for (n, path) in written.iter().enumerate() {
+            let entry = blob_at(&to_work, path);
+            match entry {
+                Some((id, mode)) if mode != 0o160000 && !conversions.apply_to(repo, path)? => {
+                    let file = staging.path().join(n.to_string());
+                    write_blob(repo, id, mode, &file)?;
+                    sources.push(file);
+                }
+                _ => {
+                    converted.push(path);
+                    sources.push(checkout_dir.join(path));
+                }
+            }
         }
-        repo.checkout_tree(to_work.as_object(), Some(&mut checkout))?;
-        super::filters::smudge_in_place(repo, staging.path(), &written)?;
-        for path in &written {
-            let (from, to) = (staging.path().join(path), t.workdir.join(path));
+        if !converted.is_empty() {
+            let mut checkout = CheckoutBuilder::new();
+            checkout
+                .force()
+                .update_index(false)
+                .disable_pathspec_match(true)
+                .target_dir(&checkout_dir);
+            for path in &converted {
+                checkout.path(path.as_path());
+            }
+            repo.checkout_tree(to_work.as_object(), Some(&mut checkout))?;
+            super::filters::smudge_in_place(repo, &checkout_dir, &converted)?;
+        }
+        for (path, from) in written.iter().zip(&sources) {
+            let to = t.workdir.join(path);
             // The last look before replacing: an edit saved since the first one wins.
             if verdict(path) != Verdict::Replace {
                 skipped.push((*path).clone());
@@ -563,8 +613,8 @@ fn write_files(
                 std::fs::create_dir_all(parent)
                     .map_err(|e| io_error("cannot create", parent, e))?;
             }
-            super::filters::keep_permissions(&to, &from);
-            std::fs::rename(&from, &to).map_err(|e| io_error("cannot write", &to, e))?;
+            super::filters::keep_permissions(&to, from);
+            std::fs::rename(from, &to).map_err(|e| io_error("cannot write", &to, e))?;
         }
     }
     crash_point("checkout");
@@ -575,6 +625,30 @@ fn write_files(
         set_index_entry(index, &t.workdir, path, &to_index, &to_work, holds_it)?;
     }
     Ok(skipped)
+}
+
+/// Writes blob `id` as a new file (or symlink, by `mode`) at `file`, as a checkout without
+/// conversions would: an executable gets the executable bits the umask allows.
+fn write_blob(repo: &Repository, id: Oid, mode: i32, file: &Path) -> Result<(), git2::Error> {
+    let blob = repo.find_blob(id)?;
+    let failed = |e| io_error("cannot write", file, e);
+    if mode == 0o120000 {
+        #[cfg(unix)]
+        {
+            use std::os::unix::ffi::OsStrExt as _;
+            let target = std::ffi::OsStr::from_bytes(blob.content());
+            return std::os::unix::fs::symlink(target, file).map_err(failed);
+        }
+    }
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        options.mode(if mode == 0o100755 { 0o777 } else { 0o666 });
+    }
+    let mut out = options.open(file).map_err(failed)?;
+    out.write_all(blob.content()).map_err(failed)
 }
 
 /// What may be done with one file of the working tree, judged right before it is replaced.
