@@ -71,11 +71,12 @@ pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
         for part in entries.chunks(chunk) {
             let (changed, racy) = (&changed, &racy);
             scope.spawn(move || {
+                let mut dirs = Dirs::new(root);
                 for entry in part {
                     if changed.load(Ordering::Relaxed) {
                         return;
                     }
-                    match stat_state(root, entry, index_time) {
+                    match stat_state(&mut dirs, entry, index_time) {
                         Stat::Same => {}
                         Stat::Racy => match racy.lock() {
                             Ok(mut list) => list.push(entry),
@@ -172,11 +173,11 @@ enum Stat {
     Changed,
 }
 
-fn stat_state(root: &Path, entry: &IndexEntry, index_time: (i64, u32)) -> Stat {
+fn stat_state(dirs: &mut Dirs<'_>, entry: &IndexEntry, index_time: (i64, u32)) -> Stat {
     if entry.mode == GITLINK {
         return Stat::Same;
     }
-    let Ok(meta) = std::fs::symlink_metadata(root.join(path_from_bytes(&entry.path))) else {
+    let Some(meta) = dirs.lstat(&entry.path) else {
         return Stat::Changed;
     };
     let mtime = (i64::from(entry.mtime.seconds()), entry.mtime.nanoseconds());
@@ -186,7 +187,7 @@ fn stat_state(root: &Path, entry: &IndexEntry, index_time: (i64, u32)) -> Stat {
         } else {
             Stat::Same
         }
-    } else if entry.file_size == 0 && stat_matches(&meta, entry, mtime, meta_size(&meta)) {
+    } else if entry.file_size == 0 && stat_matches(&meta, entry, mtime, meta.size as u32) {
         // git and libgit2 "smudge" a racily clean entry when writing the index (size 0)
         // so that it cannot pass as clean; its content decides.
         Stat::Racy
@@ -195,38 +196,133 @@ fn stat_state(root: &Path, entry: &IndexEntry, index_time: (i64, u32)) -> Stat {
     }
 }
 
-fn meta_size(meta: &std::fs::Metadata) -> u32 {
-    meta.len() as u32
+/// What the scan compares of a file's stat data.
+struct FileStat {
+    /// Regular file, symlink, or something else.
+    kind: Kind,
+    executable: bool,
+    mtime: (i64, u32),
+    ctime: (i64, u32),
+    size: u64,
+    ino: u64,
+}
+
+#[derive(PartialEq, Eq)]
+enum Kind {
+    File,
+    Symlink,
+    Other,
+}
+
+/// Stats files by name relative to their folder, which is opened once for all the files in
+/// it (index entries come sorted, so a thread's files come folder by folder): the kernel then
+/// walks one name per file instead of the whole absolute path, which was most of the scan.
+#[cfg(unix)]
+struct Dirs<'a> {
+    root: &'a Path,
+    /// The folder last opened (relative, as in the index) and its handle; `None` when it
+    /// could not be opened (absent, or a symlink: its files are then not what git tracks).
+    current: Option<(Vec<u8>, Option<rustix::fd::OwnedFd>)>,
+}
+
+#[cfg(unix)]
+impl<'a> Dirs<'a> {
+    fn new(root: &'a Path) -> Self {
+        Dirs {
+            root,
+            current: None,
+        }
+    }
+
+    /// The stat data of the file at `path` (relative), not following a final symlink.
+    fn lstat(&mut self, path: &[u8]) -> Option<FileStat> {
+        use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+        use std::os::unix::ffi::OsStrExt as _;
+        let (dir, name) = match path.iter().rposition(|b| *b == b'/') {
+            Some(slash) => (&path[..slash], &path[slash + 1..]),
+            None => (&path[..0], path),
+        };
+        if self.current.as_ref().is_none_or(|(open, _)| open != dir) {
+            let full = self.root.join(path_from_bytes(dir));
+            let fd = rustix::fs::open(
+                &full,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok();
+            self.current = Some((dir.to_vec(), fd));
+        }
+        let fd = self.current.as_ref()?.1.as_ref()?;
+        let st = rustix::fs::statat(
+            fd,
+            std::ffi::OsStr::from_bytes(name),
+            AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .ok()?;
+        let kind = match FileType::from_raw_mode(st.st_mode as _) {
+            FileType::RegularFile => Kind::File,
+            FileType::Symlink => Kind::Symlink,
+            _ => Kind::Other,
+        };
+        Some(FileStat {
+            kind,
+            executable: st.st_mode & 0o100 != 0,
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as u32),
+            ctime: (st.st_ctime as i64, st.st_ctime_nsec as u32),
+            size: st.st_size as u64,
+            ino: st.st_ino as u64,
+        })
+    }
+}
+
+/// Elsewhere, each file by its full path.
+#[cfg(not(unix))]
+struct Dirs<'a> {
+    root: &'a Path,
+}
+
+#[cfg(not(unix))]
+impl<'a> Dirs<'a> {
+    fn new(root: &'a Path) -> Self {
+        Dirs { root }
+    }
+
+    fn lstat(&mut self, path: &[u8]) -> Option<FileStat> {
+        let meta = std::fs::symlink_metadata(self.root.join(path_from_bytes(path))).ok()?;
+        let kind = if meta.file_type().is_symlink() {
+            Kind::Symlink
+        } else if meta.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        Some(FileStat {
+            kind,
+            executable: false,
+            mtime: (0, 0),
+            ctime: (0, 0),
+            size: meta.len(),
+            ino: 0,
+        })
+    }
 }
 
 /// Whether type, executable bit, times, inode and size (`size`, as the index records it)
 /// are the file's.
-#[cfg(unix)]
-fn stat_matches(
-    meta: &std::fs::Metadata,
-    entry: &IndexEntry,
-    mtime: (i64, u32),
-    size: u32,
-) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
+fn stat_matches(meta: &FileStat, entry: &IndexEntry, mtime: (i64, u32), size: u32) -> bool {
+    if cfg!(not(unix)) {
+        return false;
+    }
     let kind_ok = match entry.mode & 0o170000 {
-        0o120000 => meta.file_type().is_symlink(),
-        0o100000 => {
-            meta.file_type().is_file() && (meta.mode() & 0o100 != 0) == (entry.mode & 0o100 != 0)
-        }
+        0o120000 => meta.kind == Kind::Symlink,
+        0o100000 => meta.kind == Kind::File && meta.executable == (entry.mode & 0o100 != 0),
         _ => false,
     };
     kind_ok
-        && (meta.mtime(), meta.mtime_nsec() as u32) == mtime
-        && (meta.ctime(), meta.ctime_nsec() as u32)
-            == (i64::from(entry.ctime.seconds()), entry.ctime.nanoseconds())
-        && meta.size() as u32 == size
-        && meta.ino() as u32 == entry.ino
-}
-
-#[cfg(not(unix))]
-fn stat_matches(_: &std::fs::Metadata, _: &IndexEntry, _: (i64, u32), _: u32) -> bool {
-    false
+        && meta.mtime == mtime
+        && meta.ctime == (i64::from(entry.ctime.seconds()), entry.ctime.nanoseconds())
+        && meta.size as u32 == size
+        && meta.ino as u32 == entry.ino
 }
 
 fn unix_time(time: std::time::SystemTime) -> (i64, u32) {
