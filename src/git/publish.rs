@@ -283,6 +283,12 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
         std::fs::remove_file(&journal)?;
         return Ok(Recovered::RolledBack);
     };
+    // A crash while a file was being written left its new content beside it.
+    if let Ok(paths) = Paths::of(&user, &t) {
+        for path in &paths.work {
+            let _ = std::fs::remove_file(temp_beside(&t, path));
+        }
+    }
     let now = current(&user, &t.ref_name);
     if now != t.new && now != t.old {
         // The ref moved since the crash (the user committed, after removing the index.lock
@@ -558,34 +564,28 @@ fn write_files(
         }
     }
     if !written.is_empty() {
-        // Written into a folder next to the journal, then renamed into place one by one: a
-        // file is always either its old or its new self, even if the process dies in the
-        // middle. A file no conversion applies to is its blob: written straight from it
-        // (flat, one name per file); the others by a libgit2 checkout of just those paths
-        // (filters applied, modes set), then their driver's smudge.
-        let loaf_dir = repo.commondir().join("loaf");
-        let staging = tempfile::Builder::new()
-            .prefix(STAGING_PREFIX)
-            .tempdir_in(&loaf_dir)
-            .map_err(|e| io_error("cannot create a folder in", &loaf_dir, e))?;
-        let mut sources: Vec<PathBuf> = Vec::with_capacity(written.len());
+        // Each file is written under another name, then renamed into place: a file is always
+        // either its old or its new self, even if the process dies in the middle. A file no
+        // conversion applies to is its blob, written straight from it; the others come from
+        // a libgit2 checkout of just those paths into a folder next to the journal (filters
+        // applied, modes set), then their driver's smudge.
         let mut converted: Vec<&PathBuf> = Vec::new();
-        let checkout_dir = staging.path().join("checkout");
-        for (n, path) in written.iter().enumerate() {
-            let entry = blob_at(&to_work, path);
-            match entry {
-                Some((id, mode)) if mode != 0o160000 && !conversions.apply_to(repo, path)? => {
-                    let file = staging.path().join(n.to_string());
-                    write_blob(repo, id, mode, &file)?;
-                    sources.push(file);
-                }
-                _ => {
-                    converted.push(path);
-                    sources.push(checkout_dir.join(path));
-                }
+        for path in &written {
+            match blob_at(&to_work, path) {
+                Some((_, mode)) if mode != 0o160000 && !conversions.apply_to(repo, path)? => {}
+                _ => converted.push(path),
             }
         }
+        let mut staging = None;
+        let mut checkout_dir = PathBuf::new();
         if !converted.is_empty() {
+            let loaf_dir = repo.commondir().join("loaf");
+            let dir = tempfile::Builder::new()
+                .prefix(STAGING_PREFIX)
+                .tempdir_in(&loaf_dir)
+                .map_err(|e| io_error("cannot create a folder in", &loaf_dir, e))?;
+            checkout_dir = dir.path().to_path_buf();
+            staging = Some(dir);
             let mut checkout = CheckoutBuilder::new();
             checkout
                 .force()
@@ -598,7 +598,7 @@ fn write_files(
             repo.checkout_tree(to_work.as_object(), Some(&mut checkout))?;
             super::filters::smudge_in_place(repo, &checkout_dir, &converted)?;
         }
-        for (path, from) in written.iter().zip(&sources) {
+        for path in &written {
             let to = t.workdir.join(path);
             // The last look before replacing: an edit saved since the first one wins.
             if verdict(path) != Verdict::Replace {
@@ -613,9 +613,22 @@ fn write_files(
                 std::fs::create_dir_all(parent)
                     .map_err(|e| io_error("cannot create", parent, e))?;
             }
-            super::filters::keep_permissions(&to, from);
-            std::fs::rename(from, &to).map_err(|e| io_error("cannot write", &to, e))?;
+            let from = if converted.contains(path) {
+                checkout_dir.join(path)
+            } else {
+                // Written beside its target (a new file in a busy folder of the git dir
+                // costs the filesystem far more), under a name the journal determines, so
+                // that recovery removes it if the process dies before the rename.
+                let from = temp_beside(t, path);
+                if let Some((id, mode)) = blob_at(&to_work, path) {
+                    write_blob(repo, id, mode, &from)?;
+                }
+                from
+            };
+            super::filters::keep_permissions(&to, &from);
+            std::fs::rename(&from, &to).map_err(|e| io_error("cannot write", &to, e))?;
         }
+        drop(staging);
     }
     crash_point("checkout");
     // Skipped files still get their after index entry: the user's edit then shows as an
@@ -625,6 +638,25 @@ fn write_files(
         set_index_entry(index, &t.workdir, path, &to_index, &to_work, holds_it)?;
     }
     Ok(skipped)
+}
+
+/// Where the new content of `path` is written before it is renamed over the user's file:
+/// beside it, named after the operation (unique, recorded in the journal).
+fn temp_beside(t: &Transition, path: &Path) -> PathBuf {
+    let full = t.workdir.join(path);
+    let name = full
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Within the usual 255-byte limit on names.
+    let name = if name.len() > 200 {
+        Oid::hash_object(ObjectType::Blob, name.as_bytes())
+            .map(|o| o.to_string())
+            .unwrap_or_default()
+    } else {
+        name
+    };
+    full.with_file_name(format!(".{name}.loaf-{}", t.op.id))
 }
 
 /// Writes blob `id` as a new file (or symlink, by `mode`) at `file`, as a checkout without
