@@ -50,13 +50,17 @@ def generate(root, env, files, small):
 
 
 def add_big(root, env):
-    """A 50 MB text file with one marked line in the middle, committed and packed."""
+    """A 50 MB text file with one marked line in the middle, and the loaf.yml that lets
+    git-loaf edit it, committed and packed."""
     os.makedirs(os.path.join(root, "big"), exist_ok=True)
     line = "0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789\n"
     half = line * (BIG_SIZE // len(line) // 2)
     with open(os.path.join(root, BIG), "w") as f:
         f.write(half + BIG_MARK + "\n" + half)
-    tb.run(["git", "add", BIG], root, env)
+    # git-loaf refuses files over 10 MiB by default.
+    with open(os.path.join(root, "loaf.yml"), "w") as f:
+        f.write("max_file_size: 100000000\n")
+    tb.run(["git", "add", BIG, "loaf.yml"], root, env)
     tb.run(["git", "commit", "-q", "-m", "a big file"], root, env)
     tb.run(["git", "repack", "-a", "-d", "-q"], root, env)
 
