@@ -327,6 +327,44 @@ pub fn file_id(
     Ok(Oid::hash_file(git2::ObjectType::Blob, &full)?)
 }
 
+/// Whether any file of `tree` may be converted between the repository and the working tree:
+/// `core.autocrlf`, a configured driver, or attributes anywhere (a `.gitattributes` in the
+/// tree, `info/attributes`, `core.attributesFile`). A walk of the tree's folders, no file.
+pub fn may_convert_any(repo: &Repository, tree: Oid) -> Result<bool, git2::Error> {
+    let conversions = Conversions::of(repo)?;
+    if conversions.autocrlf || conversions.drivers {
+        return Ok(true);
+    }
+    let config = repo.config()?;
+    if config.get_path("core.attributesFile").is_ok()
+        || repo.path().join("info").join("attributes").exists()
+        || repo.commondir().join("info").join("attributes").exists()
+    {
+        return Ok(true);
+    }
+    // Without a global config the default ($XDG_CONFIG_HOME/git/attributes) still applies.
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+    if xdg.is_some_and(|dir| dir.join("git").join("attributes").exists())
+        || (cfg!(unix) && Path::new("/etc/gitattributes").exists())
+    {
+        return Ok(true);
+    }
+    let mut found = false;
+    repo.find_tree(tree)?
+        .walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+            if entry.name_bytes() == b".gitattributes" {
+                found = true;
+                git2::TreeWalkResult::Abort
+            } else {
+                git2::TreeWalkResult::Ok
+            }
+        })
+        .or_else(|e| if found { Ok(()) } else { Err(e) })?;
+    Ok(found)
+}
+
 /// Whether a file's content can differ from its blob's in a repository: `core.autocrlf`, a
 /// configured driver, or, per path, the attributes that convert (`text`, `eol`, `crlf`,
 /// `ident`, `working-tree-encoding`, `filter`). When none applies, a file is its blob byte

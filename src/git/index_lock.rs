@@ -33,7 +33,7 @@ pub fn adopt(repo: &Repository) -> Result<(), IndexLockError> {
     };
     let scratch = scratch_path(repo);
     let _ = std::fs::remove_file(&scratch);
-    link_or_copy(&index, &scratch)?;
+    copy_index(&index, &scratch)?;
     let mut copy = Index::open(&scratch)?;
     repo.set_index(&mut copy)?;
     let mut adopted = ADOPTED.lock().unwrap_or_else(|e| e.into_inner());
@@ -43,13 +43,10 @@ pub fn adopt(repo: &Repository) -> Result<(), IndexLockError> {
     Ok(())
 }
 
-/// The index's content at `scratch`: a second name for the same file when the filesystem
-/// allows (no copy, no new file: the index is never written in place, git and libgit2
-/// replace it by rename, so the two names part at the first write of either), else a copy.
-fn link_or_copy(index: &Path, scratch: &Path) -> Result<(), IndexLockError> {
-    if std::fs::hard_link(index, scratch).is_ok() {
-        return Ok(());
-    }
+/// A copy of the index's content at `scratch`. Never a hard link: a git-loaf of an earlier
+/// version copies onto `scratch` in place (truncating it), which would empty the user's
+/// index through a link left by a crash.
+fn copy_index(index: &Path, scratch: &Path) -> Result<(), IndexLockError> {
     std::fs::copy(index, scratch).map_err(io(scratch))?;
     Ok(())
 }
@@ -129,7 +126,7 @@ impl IndexLock {
         }
         let _ = std::fs::remove_file(&self.scratch);
         if self.index.exists() {
-            link_or_copy(&self.index, &self.scratch)?;
+            copy_index(&self.index, &self.scratch)?;
         }
         Ok(Index::open(&self.scratch)?)
     }
