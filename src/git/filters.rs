@@ -931,6 +931,69 @@ mod tests {
         }
     }
 
+    /// The id publish checks files by is the id `git add` would store, computed without
+    /// writing the blob when no conversion applies, and through the filters when one does;
+    /// the per-path and whole-tree answers agree with the attributes.
+    #[test]
+    fn file_ids_match_git_and_conversions_follow_the_attributes() {
+        let dir = init_repo();
+        let root = dir.path();
+        write_file(root, "plain.txt", "x\r\ny\r\n");
+        write_file(root, "sub/b.crlf", "x\r\ny\r\n");
+        git(root, &["add", "plain.txt"]);
+        git(root, &["commit", "-q", "-m", "plain"]);
+        let repo = Repository::open(root).expect("open");
+        let head_tree = || {
+            repo.head()
+                .and_then(|h| h.peel_to_tree())
+                .expect("tree")
+                .id()
+        };
+        assert!(!may_convert_any(&repo, head_tree()).expect("scan"));
+        write_file(root, "sub/.gitattributes", "*.crlf text eol=crlf\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "attributes"]);
+        assert!(may_convert_any(&repo, head_tree()).expect("scan"));
+        let conversions = Conversions::of(&repo).expect("config");
+        assert!(
+            !conversions
+                .apply_to(&repo, Path::new("plain.txt"))
+                .expect("attr")
+        );
+        assert!(
+            conversions
+                .apply_to(&repo, Path::new("sub/b.crlf"))
+                .expect("attr")
+        );
+        let objects = || git(root, &["count-objects"]);
+        let before = objects();
+        let plain = file_id(&repo, &conversions, root, Path::new("plain.txt")).expect("id");
+        assert_eq!(before, objects(), "hashed, not written");
+        for (name, ours) in [
+            ("plain.txt", plain),
+            (
+                "sub/b.crlf",
+                file_id(&repo, &conversions, root, Path::new("sub/b.crlf")).expect("id"),
+            ),
+        ] {
+            let theirs = git(root, &["hash-object", "--path", name, name]);
+            assert_eq!(ours.to_string(), theirs.trim(), "{name}");
+        }
+        git(root, &["config", "core.autocrlf", "input"]);
+        write_file(root, "new.txt", "x\r\ny\r\n");
+        // libgit2 caches core.autocrlf per repository object.
+        let repo = Repository::open(root).expect("open");
+        let conversions = Conversions::of(&repo).expect("config");
+        assert!(
+            conversions
+                .apply_to(&repo, Path::new("new.txt"))
+                .expect("attr")
+        );
+        let ours = file_id(&repo, &conversions, root, Path::new("new.txt")).expect("id");
+        let theirs = git(root, &["hash-object", "--path", "new.txt", "new.txt"]);
+        assert_eq!(ours.to_string(), theirs.trim(), "autocrlf=input");
+    }
+
     /// An entry made by [`add_path`] holds the cleaned blob and the file's stat data: git
     /// and libgit2 alike then see the file unchanged without re-reading it.
     #[test]

@@ -1005,4 +1005,97 @@ mod tests {
         assert_eq!(oplog::newest_id(&repo).expect("log").as_deref(), Some("t1"));
         assert_eq!(recover(&repo).expect("again"), Recovered::Nothing);
     }
+
+    /// Killed between writing a file's new content beside it and the rename: recovery
+    /// removes that file (the roll-forward writes it again), leaving nothing but the tree.
+    #[test]
+    fn recovery_removes_new_content_a_kill_left_beside_its_file() {
+        let dir = repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let head = repo.refname_to_id("HEAD").expect("head").to_string();
+        let base_tree = tree_of(&repo, &head);
+        let blob = repo.blob(b"model\n").expect("blob");
+        let base = repo.find_tree(oid(&base_tree).expect("oid")).expect("tree");
+        let mut builder = repo.treebuilder(Some(&base)).expect("builder");
+        builder.insert("a.txt", blob, 0o100644).expect("insert");
+        let tree = builder.write().expect("tree").to_string();
+        let commit = crate::git::commit::write_commit(
+            &repo,
+            oid(&tree).expect("oid"),
+            &[oid(&head).expect("oid")],
+            "AI",
+        )
+        .expect("commit")
+        .to_string();
+        let t = transition(
+            root,
+            &head,
+            &commit,
+            (&base_tree, &base_tree),
+            (&tree, &tree),
+        );
+        let beside = temp_beside(&t, Path::new("a.txt"));
+        assert_eq!(beside, root.join(".a.txt.loaf-t1"));
+        for moved in [false, true] {
+            write_journal(&journal_path(&repo), &t).expect("journal");
+            if moved {
+                move_ref(&repo, &t).expect("ref");
+            }
+            std::fs::write(&beside, "model\n").expect("half-written");
+            recover(&repo).expect("recover");
+            assert!(!beside.exists(), "removed (ref moved: {moved})");
+        }
+        assert_eq!(
+            std::fs::read_to_string(root.join("a.txt")).ok().as_deref(),
+            Some("model\n")
+        );
+        assert_eq!(git(root, &["status", "--porcelain"]), "");
+    }
+
+    /// Written straight from their blobs: an executable keeps its bit, a symlink is a link,
+    /// and git sees the tree clean.
+    #[cfg(unix)]
+    #[test]
+    fn executables_and_symlinks_are_written_as_git_would() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let head = repo.refname_to_id("HEAD").expect("head").to_string();
+        let base_tree = tree_of(&repo, &head);
+        let script = repo.blob(b"#!/bin/sh\necho hi\n").expect("blob");
+        let target = repo.blob(b"a.txt").expect("blob");
+        let base = repo.find_tree(oid(&base_tree).expect("oid")).expect("tree");
+        let mut builder = repo.treebuilder(Some(&base)).expect("builder");
+        builder.insert("run.sh", script, 0o100755).expect("insert");
+        builder.insert("link", target, 0o120000).expect("insert");
+        let tree = builder.write().expect("tree").to_string();
+        let commit = crate::git::commit::write_commit(
+            &repo,
+            oid(&tree).expect("oid"),
+            &[oid(&head).expect("oid")],
+            "AI",
+        )
+        .expect("commit")
+        .to_string();
+        let t = transition(
+            root,
+            &head,
+            &commit,
+            (&base_tree, &base_tree),
+            (&tree, &tree),
+        );
+        assert!(publish(&repo, &t, true).expect("publish").is_empty());
+        let mode = std::fs::metadata(root.join("run.sh"))
+            .expect("script")
+            .permissions()
+            .mode();
+        assert_ne!(mode & 0o100, 0, "executable");
+        assert_eq!(
+            std::fs::read_link(root.join("link")).expect("a link"),
+            PathBuf::from("a.txt")
+        );
+        assert_eq!(git(root, &["status", "--porcelain"]), "");
+    }
 }
