@@ -79,6 +79,17 @@ enum Scan {
 }
 
 fn scan(repo: &Repository, head_tree: Option<Oid>) -> Result<Scan, git2::Error> {
+    scan_with(repo, head_tree, false)
+}
+
+/// [`scan`]; with `candidates`, the parallel scan's list of paths that may differ is taken
+/// as it is (a file touched but unchanged among them: laying it on the index's tree changes
+/// nothing), without libgit2's single-threaded status, when it can tell.
+fn scan_with(
+    repo: &Repository,
+    head_tree: Option<Oid>,
+    candidates: bool,
+) -> Result<Scan, git2::Error> {
     let mut index = repo.index()?;
     let index_tree = match known_index_tree(repo) {
         Some(tree) => Ok(tree),
@@ -93,7 +104,13 @@ fn scan(repo: &Repository, head_tree: Option<Oid>) -> Result<Scan, git2::Error> 
     if staged {
         return Ok(Scan::Staged);
     }
-    if super::quickscan::certainly_clean(repo)? {
+    if candidates {
+        match super::quickscan::candidates(repo)? {
+            Some(paths) if paths.is_empty() => return Ok(Scan::Clean),
+            Some(paths) => return Ok(Scan::Files(paths)),
+            None => {}
+        }
+    } else if super::quickscan::certainly_clean(repo)? {
         return Ok(Scan::Clean);
     }
     Ok(Scan::Files(workdir_changes(repo)?))
@@ -211,7 +228,7 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
         Some(head) => repo.find_commit(head)?.tree_id(),
         None => empty_tree(repo)?,
     };
-    let files = match scan(repo, head.map(|_| head_tree))? {
+    let files = match scan_with(repo, head.map(|_| head_tree), true)? {
         Scan::Clean => {
             return Ok(Checkpoint {
                 head,

@@ -27,12 +27,38 @@ const GITLINK: u32 = 0o160000;
 /// True when the working tree certainly matches the index (untracked, non-ignored files
 /// count as a difference); false when it may not.
 pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
+    Ok(matches!(scan(repo, false)?, Found::Clean))
+}
+
+/// The paths of the working tree that may differ from the index: tracked files whose stat
+/// data changed (content not compared: a file touched but unchanged is among them), and
+/// untracked, non-ignored files. `None` when the scan cannot tell (see the module's doc,
+/// and an untracked folder, whose files the caller should get from a full status, which
+/// knows a nested repository when it meets one).
+pub fn candidates(repo: &Repository) -> Result<Option<Vec<Vec<u8>>>, git2::Error> {
+    Ok(match scan(repo, true)? {
+        Found::Clean => Some(Vec::new()),
+        Found::Candidates(paths) => Some(paths),
+        Found::Unknown => None,
+    })
+}
+
+/// What [`scan`] found.
+enum Found {
+    Clean,
+    Candidates(Vec<Vec<u8>>),
+    Unknown,
+}
+
+/// One parallel pass over the index's entries and the folders holding them. Without
+/// `collect` it stops at the first difference.
+fn scan(repo: &Repository, collect: bool) -> Result<Found, git2::Error> {
     let Some(root) = repo.workdir() else {
-        return Ok(false);
+        return Ok(Found::Unknown);
     };
     let Ok(index_time) = std::fs::metadata(repo.path().join("index")).and_then(|m| m.modified())
     else {
-        return Ok(false);
+        return Ok(Found::Unknown);
     };
     let index_time = unix_time(index_time);
     let index = repo.index()?;
@@ -41,7 +67,7 @@ pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
         e.flags & (STAGE_MASK | ASSUME_VALID) != 0
             || e.flags_extended & (SKIP_WORKTREE | INTENT_TO_ADD) != 0
     }) {
-        return Ok(false);
+        return Ok(Found::Unknown);
     }
     let mut files: HashSet<&[u8]> = HashSet::with_capacity(entries.len());
     let mut dirs: HashSet<&[u8]> = HashSet::new();
@@ -63,15 +89,18 @@ pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
         }
     }
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    // Set at the first difference when not collecting: the threads stop.
     let changed = AtomicBool::new(false);
     let racy: std::sync::Mutex<Vec<&IndexEntry>> = std::sync::Mutex::new(Vec::new());
+    let stat_changed: std::sync::Mutex<Vec<&[u8]>> = std::sync::Mutex::new(Vec::new());
     // Tracked files: stat data as recorded.
     std::thread::scope(|scope| {
         let chunk = entries.len().div_ceil(threads).max(1);
         for part in entries.chunks(chunk) {
-            let (changed, racy) = (&changed, &racy);
+            let (changed, racy, stat_changed) = (&changed, &racy, &stat_changed);
             scope.spawn(move || {
                 let mut dirs = Dirs::new(root);
+                let mut local = Vec::new();
                 for entry in part {
                     if changed.load(Ordering::Relaxed) {
                         return;
@@ -82,18 +111,31 @@ pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
                             Ok(mut list) => list.push(entry),
                             Err(_) => changed.store(true, Ordering::Relaxed),
                         },
+                        Stat::Changed if collect => local.push(entry.path.as_slice()),
                         Stat::Changed => changed.store(true, Ordering::Relaxed),
                     }
+                }
+                match stat_changed.lock() {
+                    Ok(mut all) => all.extend(local),
+                    Err(_) => changed.store(true, Ordering::Relaxed),
                 }
             });
         }
     });
     if changed.load(Ordering::Relaxed) {
-        return Ok(false);
+        return Ok(Found::Unknown);
+    }
+    let mut candidates: Vec<Vec<u8>> = Vec::new();
+    for path in stat_changed.into_inner().unwrap_or_default() {
+        // A file that became a folder: the full status knows what in it to take.
+        if root.join(path_from_bytes(path)).is_dir() {
+            return Ok(Found::Unknown);
+        }
+        candidates.push(path.to_vec());
     }
     // Racily clean entries (written in the same clock tick as the index, typically the files
     // the last operation wrote): their content decides. Hashed without filters, so a file
-    // with CRLF conversion counts as changed and goes to the full status.
+    // with CRLF conversion counts as changed (a candidate, or the full status decides).
     for entry in racy.into_inner().unwrap_or_default() {
         let path = root.join(path_from_bytes(&entry.path));
         let content = if entry.mode & 0o170000 == 0o120000 {
@@ -104,7 +146,10 @@ pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
             git2::Oid::hash_file(ObjectType::Blob, &path).ok()
         };
         if content != Some(entry.id) {
-            return Ok(false);
+            if !collect {
+                return Ok(Found::Unknown);
+            }
+            candidates.push(entry.path.clone());
         }
     }
     // Untracked names in the folders that hold tracked files.
@@ -149,17 +194,25 @@ pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
         }
     });
     if unreadable.load(Ordering::Relaxed) {
-        return Ok(false);
+        return Ok(Found::Unknown);
     }
     let found = found.into_inner().unwrap_or_default();
     for (path, is_dir) in found {
         // libgit2 matches folder patterns (`target/`) only with the trailing slash.
-        let probe = if is_dir { path.join("") } else { path };
+        let probe = if is_dir { path.join("") } else { path.clone() };
         if !repo.is_path_ignored(&probe)? {
-            return Ok(false);
+            // An untracked folder (maybe another repository): the full status decides.
+            if !collect || is_dir {
+                return Ok(Found::Unknown);
+            }
+            candidates.push(path.as_os_str().as_encoded_bytes().to_vec());
         }
     }
-    Ok(true)
+    Ok(if candidates.is_empty() {
+        Found::Clean
+    } else {
+        Found::Candidates(candidates)
+    })
 }
 
 /// How a tracked file's stat data compares with its index entry.
@@ -374,5 +427,47 @@ mod tests {
         assert!(clean(), "an entry written right after its file");
         std::fs::remove_file(root.join("src/deep/b.rs")).expect("rm");
         assert!(!clean(), "a deleted file");
+    }
+
+    /// The candidates are every changed tracked file and untracked file, and nothing else;
+    /// an untracked folder sends the caller to the full status.
+    #[test]
+    fn candidates_name_what_may_differ() {
+        let dir = init_repo();
+        let root = dir.path();
+        let write = |p: &str, c: &str| write_file(root, p, c);
+        write(".gitignore", "*.log\n");
+        write("a.txt", "a\n");
+        write("src/b.rs", "b\n");
+        write("src/c.rs", "c\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        git(root, &["update-index", "--really-refresh"]);
+        let repo = Repository::open(root).expect("open");
+        let found = || {
+            candidates(&repo).expect("scan").map(|mut paths| {
+                paths.sort();
+                paths
+                    .into_iter()
+                    .map(|p| String::from_utf8_lossy(&p).into_owned())
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(found(), Some(vec![]));
+        write("src/b.rs", "changed\n");
+        std::fs::remove_file(root.join("src/c.rs")).expect("rm");
+        write("src/new.rs", "new\n");
+        write("src/debug.log", "ignored\n");
+        assert_eq!(
+            found(),
+            Some(vec![
+                "src/b.rs".to_owned(),
+                "src/c.rs".to_owned(),
+                "src/new.rs".to_owned()
+            ])
+        );
+        write("newdir/x", "untracked folder\n");
+        assert_eq!(found(), None);
     }
 }
