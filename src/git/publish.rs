@@ -184,8 +184,10 @@ pub fn publish(
     // Taken before the commit point, so that the index can always be written after it.
     let lock = IndexLock::acquire(repo)?;
     let mut index = lock.read(repo)?;
+    let checker = Checker::new(repo, &t.workdir)?;
+    checker.trust_index(&index, &paths.work);
     if check_user {
-        let changed = changed_by_user(repo, t, &paths, &index)?;
+        let changed = changed_by_user(repo, t, &paths, &index, &checker)?;
         if !changed.is_empty() {
             return Err(PublishError::Changed(changed));
         }
@@ -198,7 +200,7 @@ pub fn publish(
         return Err(e);
     }
     crash_point("ref");
-    let mut skipped = write_files(repo, t, &paths, &mut index)?;
+    let mut skipped = write_files(repo, t, &paths, &mut index, &checker)?;
     crash_point("index");
     lock.commit(&mut index)?;
     super::checkpoint::note_index_tree(repo, oid(&t.to_index)?);
@@ -320,7 +322,8 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
     let paths = Paths::of(&user, &t)?;
     let lock = IndexLock::acquire(&user)?;
     let mut index = lock.read(&user)?;
-    let mut skipped = write_files(&user, &t, &paths, &mut index)?;
+    let checker = Checker::new(&user, &t.workdir)?;
+    let mut skipped = write_files(&user, &t, &paths, &mut index, &checker)?;
     lock.commit(&mut index)?;
     super::checkpoint::note_index_tree(&user, oid(&t.to_index)?);
     skipped.extend(publish_extras(&user, &t)?);
@@ -439,18 +442,133 @@ pub(crate) fn file_blob(
     })
 }
 
-/// [`file_blob`]'s id without writing the blob when no conversion applies: how publish
-/// checks that a file still holds what it expects, up to three times per path.
-fn file_id(
-    repo: &Repository,
-    conversions: &super::filters::Conversions,
-    workdir: &Path,
-    path: &Path,
-    base: &Tree<'_>,
-) -> Option<Oid> {
-    current_id(workdir, path, base, &mut |path| {
-        super::filters::file_id(repo, conversions, workdir, path).ok()
-    })
+/// How publish checks that a file still holds what it expects, up to three times per path:
+/// [`file_blob`]'s id, without writing the blob when no conversion applies, and remembered
+/// for a file whose stat data (change time included, which no tool can set back) show it
+/// settled well before it was read: the same stat data later mean the same content.
+struct Checker<'r> {
+    repo: &'r Repository,
+    conversions: super::filters::Conversions,
+    workdir: PathBuf,
+    known: std::cell::RefCell<std::collections::HashMap<PathBuf, (StatKey, Oid)>>,
+}
+
+/// What identifies a file's content version on disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct StatKey {
+    ctime: (i64, i64),
+    mtime: (i64, i64),
+    size: u64,
+    ino: u64,
+    mode: u32,
+}
+
+impl StatKey {
+    #[cfg(unix)]
+    fn of(meta: &std::fs::Metadata) -> Option<StatKey> {
+        use std::os::unix::fs::MetadataExt as _;
+        Some(StatKey {
+            ctime: (meta.ctime(), meta.ctime_nsec()),
+            mtime: (meta.mtime(), meta.mtime_nsec()),
+            size: meta.size(),
+            ino: meta.ino(),
+            mode: meta.mode(),
+        })
+    }
+
+    /// Elsewhere nothing is remembered.
+    #[cfg(not(unix))]
+    fn of(_meta: &std::fs::Metadata) -> Option<StatKey> {
+        None
+    }
+}
+
+impl<'r> Checker<'r> {
+    fn new(repo: &'r Repository, workdir: &Path) -> Result<Checker<'r>, git2::Error> {
+        Ok(Checker {
+            repo,
+            conversions: super::filters::Conversions::of(repo)?,
+            workdir: workdir.to_path_buf(),
+            known: Default::default(),
+        })
+    }
+
+    /// Takes what the user's index knows: an entry whose stat data are the file's, and not
+    /// racily clean (the file changed before the index was written), holds the file's
+    /// content, as git itself judges (`git status` reads no such file).
+    fn trust_index(&self, index: &Index, paths: &[PathBuf]) {
+        let Some(index_time) = std::fs::metadata(self.repo.path().join("index"))
+            .ok()
+            .and_then(|m| StatKey::of(&m))
+            .map(|k| k.mtime)
+        else {
+            return;
+        };
+        for path in paths {
+            let Some(entry) = index.get_path(path, 0) else {
+                continue;
+            };
+            let Some(key) = std::fs::symlink_metadata(self.workdir.join(path))
+                .ok()
+                .filter(|m| m.is_file())
+                .and_then(|m| StatKey::of(&m))
+            else {
+                continue;
+            };
+            let mtime = (
+                i64::from(entry.mtime.seconds()),
+                i64::from(entry.mtime.nanoseconds()),
+            );
+            let same = (key.mtime.0 as i32, key.mtime.1 as u32)
+                == (entry.mtime.seconds(), entry.mtime.nanoseconds())
+                && (key.ctime.0 as i32, key.ctime.1 as u32)
+                    == (entry.ctime.seconds(), entry.ctime.nanoseconds())
+                && key.size as u32 == entry.file_size
+                && key.ino as u32 == entry.ino
+                && entry.file_size != 0;
+            if same && mtime < index_time {
+                self.known
+                    .borrow_mut()
+                    .insert(path.clone(), (key, entry.id));
+            }
+        }
+    }
+
+    /// The id of what the file at `path` holds now (see [`file_blob`] for `base`).
+    fn id(&self, path: &Path, base: &Tree<'_>) -> Option<Oid> {
+        current_id(&self.workdir, path, base, &mut |path| self.regular(path))
+    }
+
+    fn regular(&self, path: &Path) -> Option<Oid> {
+        let full = self.workdir.join(path);
+        let key = std::fs::symlink_metadata(&full)
+            .ok()
+            .and_then(|m| StatKey::of(&m));
+        if let (Some(key), Some((known, id))) = (key, self.known.borrow().get(path))
+            && key == *known
+        {
+            return Some(*id);
+        }
+        let started = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        let id = super::filters::file_id(self.repo, &self.conversions, &self.workdir, path).ok()?;
+        let after = std::fs::symlink_metadata(&full)
+            .ok()
+            .and_then(|m| StatKey::of(&m));
+        // Changed two seconds or more before the read (the clock a filesystem stamps with
+        // may lag the precise one by a tick) and not while it was read: any later write
+        // gives it a newer change time.
+        if let Some(key) = key
+            && after == Some(key)
+            && key.ctime.0 + 2 <= started
+        {
+            self.known
+                .borrow_mut()
+                .insert(path.to_path_buf(), (key, id));
+        }
+        Some(id)
+    }
 }
 
 fn current_id(
@@ -489,15 +607,14 @@ fn changed_by_user(
     t: &Transition,
     paths: &Paths,
     index: &Index,
+    checker: &Checker<'_>,
 ) -> Result<Vec<PathBuf>, git2::Error> {
     let from_work = repo.find_tree(oid(&t.from_work)?)?;
     let from_index = repo.find_tree(oid(&t.from_index)?)?;
-    let conversions = super::filters::Conversions::of(repo)?;
     let mut changed = Vec::new();
     for path in &paths.index {
         let file_changed = paths.work.binary_search(path).is_ok()
-            && file_id(repo, &conversions, &t.workdir, path, &from_work)
-                != blob_at(&from_work, path).map(|b| b.0);
+            && checker.id(path, &from_work) != blob_at(&from_work, path).map(|b| b.0);
         let staged = index.get_path(path, 0).map(|e| e.id);
         let conflicted = (1..=3).any(|stage| index.get_path(path, stage).is_some());
         let index_changed = conflicted || staged != blob_at(&from_index, path).map(|b| b.0);
@@ -518,18 +635,19 @@ fn write_files(
     t: &Transition,
     paths: &Paths,
     index: &mut Index,
+    checker: &Checker<'_>,
 ) -> Result<Vec<PathBuf>, git2::Error> {
     let from_work = repo.find_tree(oid(&t.from_work)?)?;
     let to_work = repo.find_tree(oid(&t.to_work)?)?;
     let to_index = repo.find_tree(oid(&t.to_index)?)?;
-    let conversions = super::filters::Conversions::of(repo)?;
+    let conversions = &checker.conversions;
     let mut skipped = Vec::new();
     // What a path may hold now for it to be replaced: its before content, or (done already)
     // its after content.
     let verdict = |path: &Path| {
         let before = blob_at(&from_work, path).map(|b| b.0);
         let after = blob_at(&to_work, path).map(|b| b.0);
-        let now = file_id(repo, &conversions, &t.workdir, path, &from_work);
+        let now = checker.id(path, &from_work);
         if now == after {
             Verdict::Done
         } else if now == before {
@@ -1097,5 +1215,36 @@ mod tests {
             PathBuf::from("a.txt")
         );
         assert_eq!(git(root, &["status", "--porcelain"]), "");
+    }
+
+    /// The checker takes what the index says of a file whose stat data it records (as git
+    /// does: shown here by an entry that lies about the content), and looks at the file
+    /// again as soon as its stat data change.
+    #[test]
+    fn the_checker_trusts_the_index_as_git_does_until_the_file_changes() {
+        let dir = repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let head = repo.head().and_then(|h| h.peel_to_tree()).expect("tree");
+        std::fs::write(root.join("a.txt"), "mine\n").expect("write");
+        let other = repo.blob(b"other\n").expect("blob");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut index = repo.index().expect("index");
+        let meta = std::fs::symlink_metadata(root.join("a.txt")).expect("stat");
+        index
+            .add(&index_lock::entry(
+                Path::new("a.txt"),
+                other,
+                0o100644,
+                Some(&meta),
+            ))
+            .expect("add");
+        index.write().expect("write");
+        let checker = Checker::new(&repo, root).expect("checker");
+        checker.trust_index(&index, &[PathBuf::from("a.txt")]);
+        assert_eq!(checker.id(Path::new("a.txt"), &head), Some(other));
+        std::fs::write(root.join("a.txt"), "mine, changed\n").expect("write");
+        let now = Oid::hash_object(ObjectType::Blob, b"mine, changed\n").expect("hash");
+        assert_eq!(checker.id(Path::new("a.txt"), &head), Some(now));
     }
 }
