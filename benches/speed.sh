@@ -4,8 +4,8 @@
 #   bash benches/speed.sh                  (RUNS=7 rounds; SIZES=2000,20000,100000)
 #   SIZES=2000 RUNS=5 QUICK=1 bash benches/speed.sh     (a quick look: 5-file rounds only)
 # Needs python3, git and about 3 GB of disk; 5-10 minutes on 2 cores. The work folder is
-# deleted on exit (KEEP=1 keeps it). Benchmarks of other parts (operation log, parser) run
-# after it when their scripts exist.
+# deleted on exit (KEEP=1 keeps it). Then benches/storage.sh, when present (operation log
+# length, note size, parser throughput and memory: issue 13 items 4-6).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 cargo build --release --locked --quiet
@@ -17,9 +17,7 @@ else
 fi
 python3 benches/speed_bench.py "$PWD/target/release/git-loaf" "$work" \
   --runs "${RUNS:-7}" --sizes "${SIZES:-2000,20000,100000}" ${QUICK:+--quick}
-for other in benches/oplog.sh benches/storage.sh benches/parser.sh; do
-  if [ -f "$other" ]; then
-    echo
-    bash "$other"
-  fi
-done
+if [ -f benches/storage.sh ]; then
+  echo
+  bash benches/storage.sh
+fi

@@ -102,13 +102,17 @@ fn scan_with(
         (_, Err(_)) => true,
     };
     if staged {
+        tracing::debug!("checkpoint: the index differs from HEAD");
         return Ok(Scan::Staged);
     }
     if candidates {
         match super::quickscan::candidates(repo)? {
             Some(paths) if paths.is_empty() => return Ok(Scan::Clean),
-            Some(paths) => return Ok(Scan::Files(paths)),
-            None => {}
+            Some(paths) => {
+                tracing::debug!("checkpoint: {} paths may differ", paths.len());
+                return Ok(Scan::Files(paths));
+            }
+            None => tracing::debug!("checkpoint: the parallel scan cannot tell"),
         }
     } else if super::quickscan::certainly_clean(repo)? {
         return Ok(Scan::Clean);
