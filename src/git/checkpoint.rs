@@ -60,6 +60,36 @@ pub fn is_dirty(repo: &Repository) -> Result<bool, git2::Error> {
         Some(head) => Some(repo.find_commit(head)?.tree_id()),
         None => None,
     };
+    Ok(match scan(repo, head_tree)? {
+        Scan::Clean => false,
+        Scan::Staged => true,
+        Scan::Files(files) => !files.is_empty(),
+    })
+}
+
+/// What a look at the index and working tree found.
+enum Scan {
+    /// Both are HEAD's.
+    Clean,
+    /// The index differs from HEAD (the files were not looked at).
+    Staged,
+    /// The index is HEAD's; these paths of the working tree differ from it (untracked ones
+    /// included; a nested repository's folder ends with `/`).
+    Files(Vec<Vec<u8>>),
+}
+
+fn scan(repo: &Repository, head_tree: Option<Oid>) -> Result<Scan, git2::Error> {
+    scan_with(repo, head_tree, false)
+}
+
+/// [`scan`]; with `candidates`, the parallel scan's list of paths that may differ is taken
+/// as it is (a file touched but unchanged among them: laying it on the index's tree changes
+/// nothing), without libgit2's single-threaded status, when it can tell.
+fn scan_with(
+    repo: &Repository,
+    head_tree: Option<Oid>,
+    candidates: bool,
+) -> Result<Scan, git2::Error> {
     let mut index = repo.index()?;
     let index_tree = match known_index_tree(repo) {
         Some(tree) => Ok(tree),
@@ -72,11 +102,27 @@ pub fn is_dirty(repo: &Repository) -> Result<bool, git2::Error> {
         (_, Err(_)) => true,
     };
     if staged {
-        return Ok(true);
+        tracing::debug!("checkpoint: the index differs from HEAD");
+        return Ok(Scan::Staged);
     }
-    if super::quickscan::certainly_clean(repo)? {
-        return Ok(false);
+    if candidates {
+        match super::quickscan::candidates(repo)? {
+            Some(paths) if paths.is_empty() => return Ok(Scan::Clean),
+            Some(paths) => {
+                tracing::debug!("checkpoint: {} paths may differ", paths.len());
+                return Ok(Scan::Files(paths));
+            }
+            None => tracing::debug!("checkpoint: the parallel scan cannot tell"),
+        }
+    } else if super::quickscan::certainly_clean(repo)? {
+        return Ok(Scan::Clean);
     }
+    Ok(Scan::Files(workdir_changes(repo)?))
+}
+
+/// The paths of the working tree that differ from the index, untracked (non-ignored) files
+/// included, from one status scan that also refreshes the index's stat data on disk.
+fn workdir_changes(repo: &Repository) -> Result<Vec<Vec<u8>>, git2::Error> {
     let mut options = StatusOptions::new();
     options
         .show(git2::StatusShow::Workdir)
@@ -85,7 +131,8 @@ pub fn is_dirty(repo: &Repository) -> Result<bool, git2::Error> {
         .include_ignored(false)
         .exclude_submodules(true)
         .update_index(true);
-    Ok(!repo.statuses(Some(&mut options))?.is_empty())
+    let statuses = repo.statuses(Some(&mut options))?;
+    Ok(statuses.iter().map(|s| s.path_bytes().to_vec()).collect())
 }
 
 /// Where git-loaf notes which tree the index holds, after writing it.
@@ -176,23 +223,62 @@ pub fn empty_tree(repo: &Repository) -> Result<Oid, git2::Error> {
 }
 
 /// Records the working tree and index. Writes objects only: the user's files, index and refs
-/// are untouched. A clean tree costs a fast scan and no object.
+/// are untouched. A clean tree costs a fast scan and no object; a dirty one, when nothing is
+/// staged, one status scan and the changed files (the index's tree plus those paths), as
+/// `git status` and hashing the dirty files would.
 pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
     let head = head_commit(repo)?;
     let head_tree = match head {
         Some(head) => repo.find_commit(head)?.tree_id(),
         None => empty_tree(repo)?,
     };
-    if !is_dirty(repo)? {
+    let files = match scan_with(repo, head.map(|_| head_tree), true)? {
+        Scan::Clean => {
+            return Ok(Checkpoint {
+                head,
+                head_tree,
+                work_tree: head_tree,
+                index_tree: head_tree,
+            });
+        }
+        Scan::Files(files) if files.is_empty() => {
+            return Ok(Checkpoint {
+                head,
+                head_tree,
+                work_tree: head_tree,
+                index_tree: head_tree,
+            });
+        }
+        Scan::Files(files) => Some(files),
+        Scan::Staged => None,
+    };
+    let mut index = repo.index()?;
+    let index_tree = index.write_tree_to(repo)?;
+    if let Some(files) = files
+        && changes_apply_alone(repo, &index)?
+        && let Some(root) = repo.workdir()
+    {
+        // The index is HEAD's: the working tree is its tree with the changed paths as
+        // the disk holds them (what `git add -A` would store for each).
+        let paths: Vec<PathBuf> = files
+            .iter()
+            .filter(|p| !p.ends_with(b"/"))
+            .map(|p| super::path_from_bytes(p).into_owned())
+            .collect();
+        let source = super::treebuild::Source {
+            repo,
+            base: index_tree,
+            root,
+            filters: repo,
+        };
+        let work_tree = super::treebuild::tree_with_paths(&source, &paths)?;
         return Ok(Checkpoint {
             head,
             head_tree,
-            work_tree: head_tree,
-            index_tree: head_tree,
+            work_tree,
+            index_tree,
         });
     }
-    let mut index = repo.index()?;
-    let index_tree = index.write_tree_to(repo)?;
     // A sparse checkout's skip-worktree entries are absent from disk by design: git sees
     // them unchanged, and so must the working tree recorded here.
     let sparse: Vec<git2::IndexEntry> = if super::states::may_skip_worktree(&index) {
@@ -215,6 +301,17 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
         work_tree: added?,
         index_tree,
     })
+}
+
+/// Whether the changed paths alone can be laid on the index's tree: not when the index may
+/// hold skip-worktree entries or submodules, or `core.fileMode` is off (libgit2's `add_all`
+/// knows those cases; the status scan leaves them out).
+fn changes_apply_alone(repo: &Repository, index: &git2::Index) -> Result<bool, git2::Error> {
+    const GITLINK: u32 = 0o160000;
+    if super::states::may_skip_worktree(index) || index.iter().any(|e| e.mode == GITLINK) {
+        return Ok(false);
+    }
+    Ok(repo.config()?.get_bool("core.fileMode").unwrap_or(true))
 }
 
 /// The tree of commit `head` (the empty tree for an unborn branch), as hex.
@@ -318,5 +415,53 @@ mod tests {
             &["ls-tree", "--name-only", &checkpoint.work_tree.to_string()],
         );
         assert_eq!(files, ".gitignore\na.txt\ngone.txt\nnew.txt\n");
+    }
+
+    /// With nothing staged, the working tree is recorded from one status scan and the
+    /// changed paths: the same tree `git add -A` builds, for every kind of change (a content
+    /// change through a CRLF attribute, a deletion, an executable bit, a symlink, untracked
+    /// files in a new folder), a nested repository left out as git leaves it out.
+    #[cfg(unix)]
+    #[test]
+    fn an_unstaged_tree_is_recorded_as_git_add_all_records_it() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = repo();
+        let root = dir.path();
+        crate::git::testing::write_file(root, ".gitattributes", "*.crlf text eol=crlf\n");
+        crate::git::testing::write_file(root, "run.sh", "echo\n");
+        crate::git::testing::write_file(root, "w.crlf", "a\r\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "more"]);
+        crate::git::testing::write_file(root, "a.txt", "changed\n");
+        crate::git::testing::write_file(root, "w.crlf", "a\r\nb\r\n");
+        std::fs::remove_file(root.join("gone.txt")).expect("rm");
+        std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+            .expect("chmod");
+        std::os::unix::fs::symlink("a.txt", root.join("link")).expect("symlink");
+        crate::git::testing::write_file(root, "new/deep/n.txt", "n\n");
+        git(&root.join("new"), &["init", "-q", "nested"]);
+        crate::git::testing::write_file(root, "new/nested/x.txt", "x\n");
+        let repo = Repository::open(root).expect("open");
+        let checkpoint = take(&repo).expect("checkpoint");
+        assert_eq!(
+            checkpoint.index_tree, checkpoint.head_tree,
+            "nothing staged"
+        );
+        let scratch = root.join(".git/scratch-index");
+        std::fs::copy(root.join(".git/index"), &scratch).expect("copy");
+        let with_index = |args: &[&str]| {
+            let out = std::process::Command::new("git")
+                .args(args)
+                .current_dir(root)
+                .env("GIT_INDEX_FILE", &scratch)
+                .output()
+                .expect("git runs");
+            String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        };
+        // git would add the nested repository as a gitlink (or fail, without a commit):
+        // git-loaf leaves it out, as an untracked folder of another repository.
+        with_index(&["add", "-A", "--", ".", ":!new/nested"]);
+        let theirs = with_index(&["write-tree"]);
+        assert_eq!(checkpoint.work_tree.to_string(), theirs);
     }
 }

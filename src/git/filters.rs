@@ -300,10 +300,125 @@ pub fn blob(repo: &Repository, path: &Path, content: Vec<u8>) -> Result<Oid, Fil
 }
 
 /// The blob `git add` stores for the regular file at `dir/path`, `path` naming it in `repo`.
+/// Without a conversion the content goes to the object database in one write (the blob
+/// writer's stream would create a second temporary file for every blob).
 pub fn file_blob(repo: &Repository, dir: &Path, path: &Path) -> Result<Oid, FilterError> {
     let full = dir.join(path);
     let content = std::fs::read(&full).map_err(io(&full))?;
+    if !Conversions::of(repo)?.apply_to(repo, path)? {
+        return Ok(repo.blob(&content)?);
+    }
     blob(repo, path, content)
+}
+
+/// The id of the blob `git add` would store for the regular file at `dir/path`, computed
+/// without writing anything when no conversion applies to it (a check of the user's file,
+/// not something to keep); with a conversion, the blob is written as [`file_blob`] does.
+pub fn file_id(
+    repo: &Repository,
+    conversions: &Conversions,
+    dir: &Path,
+    path: &Path,
+) -> Result<Oid, FilterError> {
+    if conversions.apply_to(repo, path)? {
+        return file_blob(repo, dir, path);
+    }
+    let full = dir.join(path);
+    Ok(Oid::hash_file(git2::ObjectType::Blob, &full)?)
+}
+
+/// Whether any file of `tree` may be converted between the repository and the working tree:
+/// `core.autocrlf`, a configured driver, or attributes anywhere (a `.gitattributes` in the
+/// tree, `info/attributes`, `core.attributesFile`). A walk of the tree's folders, no file.
+pub fn may_convert_any(repo: &Repository, tree: Oid) -> Result<bool, git2::Error> {
+    let conversions = Conversions::of(repo)?;
+    if conversions.autocrlf || conversions.drivers {
+        return Ok(true);
+    }
+    let config = repo.config()?;
+    if config.get_path("core.attributesFile").is_ok()
+        || repo.path().join("info").join("attributes").exists()
+        || repo.commondir().join("info").join("attributes").exists()
+    {
+        return Ok(true);
+    }
+    // Without a global config the default ($XDG_CONFIG_HOME/git/attributes) still applies.
+    let xdg = std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+    if xdg.is_some_and(|dir| dir.join("git").join("attributes").exists())
+        || (cfg!(unix) && Path::new("/etc/gitattributes").exists())
+    {
+        return Ok(true);
+    }
+    let mut found = false;
+    repo.find_tree(tree)?
+        .walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+            if entry.name_bytes() == b".gitattributes" {
+                found = true;
+                git2::TreeWalkResult::Abort
+            } else {
+                git2::TreeWalkResult::Ok
+            }
+        })
+        .or_else(|e| if found { Ok(()) } else { Err(e) })?;
+    Ok(found)
+}
+
+/// Whether a file's content can differ from its blob's in a repository: `core.autocrlf`, a
+/// configured driver, or, per path, the attributes that convert (`text`, `eol`, `crlf`,
+/// `ident`, `working-tree-encoding`, `filter`). When none applies, a file is its blob byte
+/// for byte: it is hashed without being written, and written from the blob directly.
+#[derive(Debug)]
+pub struct Conversions {
+    autocrlf: bool,
+    drivers: bool,
+    /// Answers by path: publish asks up to four times per file.
+    known: std::cell::RefCell<HashMap<PathBuf, bool>>,
+}
+
+/// The attributes under which git converts content between the repository and the files.
+const CONVERTING: [&str; 5] = ["text", "eol", "crlf", "ident", "working-tree-encoding"];
+
+impl Conversions {
+    /// Reads the repository's config (once per operation is enough).
+    pub fn of(repo: &Repository) -> Result<Conversions, git2::Error> {
+        let config = repo.config()?;
+        // `true` or `input` convert; anything else set (an unusual spelling) is treated as
+        // converting too, which only costs the slower, exact path.
+        let autocrlf = match config.get_string("core.autocrlf") {
+            Ok(value) => !matches!(
+                value.to_ascii_lowercase().as_str(),
+                "false" | "no" | "off" | "0" | ""
+            ),
+            Err(_) => false,
+        };
+        Ok(Conversions {
+            autocrlf,
+            drivers: drivers(repo)?.is_some(),
+            known: Default::default(),
+        })
+    }
+
+    /// Whether the content of `path` (relative) may be converted on its way in or out.
+    pub fn apply_to(&self, repo: &Repository, path: &Path) -> Result<bool, git2::Error> {
+        if self.autocrlf {
+            return Ok(true);
+        }
+        if let Some(known) = self.known.borrow().get(path) {
+            return Ok(*known);
+        }
+        let mut converts = self.drivers && has_driver(repo, path)?;
+        for name in CONVERTING {
+            if converts {
+                break;
+            }
+            let value = repo.get_attr_bytes(path, name, AttrCheckFlags::FILE_THEN_INDEX)?;
+            converts = !matches!(AttrValue::from_bytes(value), AttrValue::Unspecified);
+        }
+        self.known.borrow_mut().insert(path.to_path_buf(), converts);
+        Ok(converts)
+    }
 }
 
 /// After a libgit2 checkout of `paths` (relative) into `dir`, which applied the built-in
@@ -814,6 +929,69 @@ mod tests {
             let theirs = git(root, &["hash-object", "--path", name, name]);
             assert_eq!(ours.to_string(), theirs.trim(), "{name}");
         }
+    }
+
+    /// The id publish checks files by is the id `git add` would store, computed without
+    /// writing the blob when no conversion applies, and through the filters when one does;
+    /// the per-path and whole-tree answers agree with the attributes.
+    #[test]
+    fn file_ids_match_git_and_conversions_follow_the_attributes() {
+        let dir = init_repo();
+        let root = dir.path();
+        write_file(root, "plain.txt", "x\r\ny\r\n");
+        write_file(root, "sub/b.crlf", "x\r\ny\r\n");
+        git(root, &["add", "plain.txt"]);
+        git(root, &["commit", "-q", "-m", "plain"]);
+        let repo = Repository::open(root).expect("open");
+        let head_tree = || {
+            repo.head()
+                .and_then(|h| h.peel_to_tree())
+                .expect("tree")
+                .id()
+        };
+        assert!(!may_convert_any(&repo, head_tree()).expect("scan"));
+        write_file(root, "sub/.gitattributes", "*.crlf text eol=crlf\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "attributes"]);
+        assert!(may_convert_any(&repo, head_tree()).expect("scan"));
+        let conversions = Conversions::of(&repo).expect("config");
+        assert!(
+            !conversions
+                .apply_to(&repo, Path::new("plain.txt"))
+                .expect("attr")
+        );
+        assert!(
+            conversions
+                .apply_to(&repo, Path::new("sub/b.crlf"))
+                .expect("attr")
+        );
+        let objects = || git(root, &["count-objects"]);
+        let before = objects();
+        let plain = file_id(&repo, &conversions, root, Path::new("plain.txt")).expect("id");
+        assert_eq!(before, objects(), "hashed, not written");
+        for (name, ours) in [
+            ("plain.txt", plain),
+            (
+                "sub/b.crlf",
+                file_id(&repo, &conversions, root, Path::new("sub/b.crlf")).expect("id"),
+            ),
+        ] {
+            let theirs = git(root, &["hash-object", "--path", name, name]);
+            assert_eq!(ours.to_string(), theirs.trim(), "{name}");
+        }
+        git(root, &["config", "core.autocrlf", "input"]);
+        write_file(root, "new.txt", "x\r\ny\r\n");
+        // libgit2 caches core.autocrlf per repository object.
+        let repo = Repository::open(root).expect("open");
+        let conversions = Conversions::of(&repo).expect("config");
+        assert!(
+            conversions
+                .apply_to(&repo, Path::new("new.txt"))
+                .expect("attr")
+        );
+        let ours = file_id(&repo, &conversions, root, Path::new("new.txt")).expect("id");
+        let theirs = git(root, &["hash-object", "--path", "new.txt", "new.txt"]);
+        assert_eq!(ours.to_string(), theirs.trim(), "autocrlf=input");
     }
 
     /// An entry made by [`add_path`] holds the cleaned blob and the file's stat data: git

@@ -32,13 +32,22 @@ pub fn adopt(repo: &Repository) -> Result<(), IndexLockError> {
         return Ok(());
     };
     let scratch = scratch_path(repo);
-    std::fs::copy(&index, &scratch).map_err(io(&scratch))?;
+    let _ = std::fs::remove_file(&scratch);
+    copy_index(&index, &scratch)?;
     let mut copy = Index::open(&scratch)?;
     repo.set_index(&mut copy)?;
     let mut adopted = ADOPTED.lock().unwrap_or_else(|e| e.into_inner());
     adopted
         .get_or_insert_with(HashMap::new)
         .insert(repo.path().to_path_buf(), identity);
+    Ok(())
+}
+
+/// A copy of the index's content at `scratch`. Never a hard link: a git-loaf of an earlier
+/// version copies onto `scratch` in place (truncating it), which would empty the user's
+/// index through a link left by a crash.
+fn copy_index(index: &Path, scratch: &Path) -> Result<(), IndexLockError> {
+    std::fs::copy(index, scratch).map_err(io(scratch))?;
     Ok(())
 }
 
@@ -117,7 +126,7 @@ impl IndexLock {
         }
         let _ = std::fs::remove_file(&self.scratch);
         if self.index.exists() {
-            std::fs::copy(&self.index, &self.scratch).map_err(io(&self.scratch))?;
+            copy_index(&self.index, &self.scratch)?;
         }
         Ok(Index::open(&self.scratch)?)
     }

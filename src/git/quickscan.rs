@@ -27,12 +27,38 @@ const GITLINK: u32 = 0o160000;
 /// True when the working tree certainly matches the index (untracked, non-ignored files
 /// count as a difference); false when it may not.
 pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
+    Ok(matches!(scan(repo, false)?, Found::Clean))
+}
+
+/// The paths of the working tree that may differ from the index: tracked files whose stat
+/// data changed (content not compared: a file touched but unchanged is among them), and
+/// untracked, non-ignored files. `None` when the scan cannot tell (see the module's doc,
+/// and an untracked folder, whose files the caller should get from a full status, which
+/// knows a nested repository when it meets one).
+pub fn candidates(repo: &Repository) -> Result<Option<Vec<Vec<u8>>>, git2::Error> {
+    Ok(match scan(repo, true)? {
+        Found::Clean => Some(Vec::new()),
+        Found::Candidates(paths) => Some(paths),
+        Found::Unknown => None,
+    })
+}
+
+/// What [`scan`] found.
+enum Found {
+    Clean,
+    Candidates(Vec<Vec<u8>>),
+    Unknown,
+}
+
+/// One parallel pass over the index's entries and the folders holding them. Without
+/// `collect` it stops at the first difference.
+fn scan(repo: &Repository, collect: bool) -> Result<Found, git2::Error> {
     let Some(root) = repo.workdir() else {
-        return Ok(false);
+        return Ok(Found::Unknown);
     };
     let Ok(index_time) = std::fs::metadata(repo.path().join("index")).and_then(|m| m.modified())
     else {
-        return Ok(false);
+        return Ok(Found::Unknown);
     };
     let index_time = unix_time(index_time);
     let index = repo.index()?;
@@ -41,7 +67,7 @@ pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
         e.flags & (STAGE_MASK | ASSUME_VALID) != 0
             || e.flags_extended & (SKIP_WORKTREE | INTENT_TO_ADD) != 0
     }) {
-        return Ok(false);
+        return Ok(Found::Unknown);
     }
     let mut files: HashSet<&[u8]> = HashSet::with_capacity(entries.len());
     let mut dirs: HashSet<&[u8]> = HashSet::new();
@@ -63,36 +89,53 @@ pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
         }
     }
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    // Set at the first difference when not collecting: the threads stop.
     let changed = AtomicBool::new(false);
     let racy: std::sync::Mutex<Vec<&IndexEntry>> = std::sync::Mutex::new(Vec::new());
+    let stat_changed: std::sync::Mutex<Vec<&[u8]>> = std::sync::Mutex::new(Vec::new());
     // Tracked files: stat data as recorded.
     std::thread::scope(|scope| {
         let chunk = entries.len().div_ceil(threads).max(1);
         for part in entries.chunks(chunk) {
-            let (changed, racy) = (&changed, &racy);
+            let (changed, racy, stat_changed) = (&changed, &racy, &stat_changed);
             scope.spawn(move || {
+                let mut dirs = Dirs::new(root);
+                let mut local = Vec::new();
                 for entry in part {
                     if changed.load(Ordering::Relaxed) {
                         return;
                     }
-                    match stat_state(root, entry, index_time) {
+                    match stat_state(&mut dirs, entry, index_time) {
                         Stat::Same => {}
                         Stat::Racy => match racy.lock() {
                             Ok(mut list) => list.push(entry),
                             Err(_) => changed.store(true, Ordering::Relaxed),
                         },
+                        Stat::Changed if collect => local.push(entry.path.as_slice()),
                         Stat::Changed => changed.store(true, Ordering::Relaxed),
                     }
+                }
+                match stat_changed.lock() {
+                    Ok(mut all) => all.extend(local),
+                    Err(_) => changed.store(true, Ordering::Relaxed),
                 }
             });
         }
     });
     if changed.load(Ordering::Relaxed) {
-        return Ok(false);
+        return Ok(Found::Unknown);
+    }
+    let mut candidates: Vec<Vec<u8>> = Vec::new();
+    for path in stat_changed.into_inner().unwrap_or_default() {
+        // A file that became a folder: the full status knows what in it to take.
+        if root.join(path_from_bytes(path)).is_dir() {
+            return Ok(Found::Unknown);
+        }
+        candidates.push(path.to_vec());
     }
     // Racily clean entries (written in the same clock tick as the index, typically the files
     // the last operation wrote): their content decides. Hashed without filters, so a file
-    // with CRLF conversion counts as changed and goes to the full status.
+    // with CRLF conversion counts as changed (a candidate, or the full status decides).
     for entry in racy.into_inner().unwrap_or_default() {
         let path = root.join(path_from_bytes(&entry.path));
         let content = if entry.mode & 0o170000 == 0o120000 {
@@ -103,7 +146,10 @@ pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
             git2::Oid::hash_file(ObjectType::Blob, &path).ok()
         };
         if content != Some(entry.id) {
-            return Ok(false);
+            if !collect {
+                return Ok(Found::Unknown);
+            }
+            candidates.push(entry.path.clone());
         }
     }
     // Untracked names in the folders that hold tracked files.
@@ -148,17 +194,25 @@ pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
         }
     });
     if unreadable.load(Ordering::Relaxed) {
-        return Ok(false);
+        return Ok(Found::Unknown);
     }
     let found = found.into_inner().unwrap_or_default();
     for (path, is_dir) in found {
         // libgit2 matches folder patterns (`target/`) only with the trailing slash.
-        let probe = if is_dir { path.join("") } else { path };
+        let probe = if is_dir { path.join("") } else { path.clone() };
         if !repo.is_path_ignored(&probe)? {
-            return Ok(false);
+            // An untracked folder (maybe another repository): the full status decides.
+            if !collect || is_dir {
+                return Ok(Found::Unknown);
+            }
+            candidates.push(path.as_os_str().as_encoded_bytes().to_vec());
         }
     }
-    Ok(true)
+    Ok(if candidates.is_empty() {
+        Found::Clean
+    } else {
+        Found::Candidates(candidates)
+    })
 }
 
 /// How a tracked file's stat data compares with its index entry.
@@ -172,11 +226,11 @@ enum Stat {
     Changed,
 }
 
-fn stat_state(root: &Path, entry: &IndexEntry, index_time: (i64, u32)) -> Stat {
+fn stat_state(dirs: &mut Dirs<'_>, entry: &IndexEntry, index_time: (i64, u32)) -> Stat {
     if entry.mode == GITLINK {
         return Stat::Same;
     }
-    let Ok(meta) = std::fs::symlink_metadata(root.join(path_from_bytes(&entry.path))) else {
+    let Some(meta) = dirs.lstat(&entry.path) else {
         return Stat::Changed;
     };
     let mtime = (i64::from(entry.mtime.seconds()), entry.mtime.nanoseconds());
@@ -186,7 +240,7 @@ fn stat_state(root: &Path, entry: &IndexEntry, index_time: (i64, u32)) -> Stat {
         } else {
             Stat::Same
         }
-    } else if entry.file_size == 0 && stat_matches(&meta, entry, mtime, meta_size(&meta)) {
+    } else if entry.file_size == 0 && stat_matches(&meta, entry, mtime, meta.size as u32) {
         // git and libgit2 "smudge" a racily clean entry when writing the index (size 0)
         // so that it cannot pass as clean; its content decides.
         Stat::Racy
@@ -195,38 +249,133 @@ fn stat_state(root: &Path, entry: &IndexEntry, index_time: (i64, u32)) -> Stat {
     }
 }
 
-fn meta_size(meta: &std::fs::Metadata) -> u32 {
-    meta.len() as u32
+/// What the scan compares of a file's stat data.
+struct FileStat {
+    /// Regular file, symlink, or something else.
+    kind: Kind,
+    executable: bool,
+    mtime: (i64, u32),
+    ctime: (i64, u32),
+    size: u64,
+    ino: u64,
+}
+
+#[derive(PartialEq, Eq)]
+enum Kind {
+    File,
+    Symlink,
+    Other,
+}
+
+/// Stats files by name relative to their folder, which is opened once for all the files in
+/// it (index entries come sorted, so a thread's files come folder by folder): the kernel then
+/// walks one name per file instead of the whole absolute path, which was most of the scan.
+#[cfg(unix)]
+struct Dirs<'a> {
+    root: &'a Path,
+    /// The folder last opened (relative, as in the index) and its handle; `None` when it
+    /// could not be opened (absent, or a symlink: its files are then not what git tracks).
+    current: Option<(Vec<u8>, Option<rustix::fd::OwnedFd>)>,
+}
+
+#[cfg(unix)]
+impl<'a> Dirs<'a> {
+    fn new(root: &'a Path) -> Self {
+        Dirs {
+            root,
+            current: None,
+        }
+    }
+
+    /// The stat data of the file at `path` (relative), not following a final symlink.
+    fn lstat(&mut self, path: &[u8]) -> Option<FileStat> {
+        use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+        use std::os::unix::ffi::OsStrExt as _;
+        let (dir, name) = match path.iter().rposition(|b| *b == b'/') {
+            Some(slash) => (&path[..slash], &path[slash + 1..]),
+            None => (&path[..0], path),
+        };
+        if self.current.as_ref().is_none_or(|(open, _)| open != dir) {
+            let full = self.root.join(path_from_bytes(dir));
+            let fd = rustix::fs::open(
+                &full,
+                OFlags::PATH | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                Mode::empty(),
+            )
+            .ok();
+            self.current = Some((dir.to_vec(), fd));
+        }
+        let fd = self.current.as_ref()?.1.as_ref()?;
+        let st = rustix::fs::statat(
+            fd,
+            std::ffi::OsStr::from_bytes(name),
+            AtFlags::SYMLINK_NOFOLLOW,
+        )
+        .ok()?;
+        let kind = match FileType::from_raw_mode(st.st_mode as _) {
+            FileType::RegularFile => Kind::File,
+            FileType::Symlink => Kind::Symlink,
+            _ => Kind::Other,
+        };
+        Some(FileStat {
+            kind,
+            executable: st.st_mode & 0o100 != 0,
+            mtime: (st.st_mtime as i64, st.st_mtime_nsec as u32),
+            ctime: (st.st_ctime as i64, st.st_ctime_nsec as u32),
+            size: st.st_size as u64,
+            ino: st.st_ino as u64,
+        })
+    }
+}
+
+/// Elsewhere, each file by its full path.
+#[cfg(not(unix))]
+struct Dirs<'a> {
+    root: &'a Path,
+}
+
+#[cfg(not(unix))]
+impl<'a> Dirs<'a> {
+    fn new(root: &'a Path) -> Self {
+        Dirs { root }
+    }
+
+    fn lstat(&mut self, path: &[u8]) -> Option<FileStat> {
+        let meta = std::fs::symlink_metadata(self.root.join(path_from_bytes(path))).ok()?;
+        let kind = if meta.file_type().is_symlink() {
+            Kind::Symlink
+        } else if meta.is_file() {
+            Kind::File
+        } else {
+            Kind::Other
+        };
+        Some(FileStat {
+            kind,
+            executable: false,
+            mtime: (0, 0),
+            ctime: (0, 0),
+            size: meta.len(),
+            ino: 0,
+        })
+    }
 }
 
 /// Whether type, executable bit, times, inode and size (`size`, as the index records it)
 /// are the file's.
-#[cfg(unix)]
-fn stat_matches(
-    meta: &std::fs::Metadata,
-    entry: &IndexEntry,
-    mtime: (i64, u32),
-    size: u32,
-) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
+fn stat_matches(meta: &FileStat, entry: &IndexEntry, mtime: (i64, u32), size: u32) -> bool {
+    if cfg!(not(unix)) {
+        return false;
+    }
     let kind_ok = match entry.mode & 0o170000 {
-        0o120000 => meta.file_type().is_symlink(),
-        0o100000 => {
-            meta.file_type().is_file() && (meta.mode() & 0o100 != 0) == (entry.mode & 0o100 != 0)
-        }
+        0o120000 => meta.kind == Kind::Symlink,
+        0o100000 => meta.kind == Kind::File && meta.executable == (entry.mode & 0o100 != 0),
         _ => false,
     };
     kind_ok
-        && (meta.mtime(), meta.mtime_nsec() as u32) == mtime
-        && (meta.ctime(), meta.ctime_nsec() as u32)
-            == (i64::from(entry.ctime.seconds()), entry.ctime.nanoseconds())
-        && meta.size() as u32 == size
-        && meta.ino() as u32 == entry.ino
-}
-
-#[cfg(not(unix))]
-fn stat_matches(_: &std::fs::Metadata, _: &IndexEntry, _: (i64, u32), _: u32) -> bool {
-    false
+        && meta.mtime == mtime
+        && meta.ctime == (i64::from(entry.ctime.seconds()), entry.ctime.nanoseconds())
+        && meta.size as u32 == size
+        && meta.ino as u32 == entry.ino
 }
 
 fn unix_time(time: std::time::SystemTime) -> (i64, u32) {
@@ -278,5 +427,47 @@ mod tests {
         assert!(clean(), "an entry written right after its file");
         std::fs::remove_file(root.join("src/deep/b.rs")).expect("rm");
         assert!(!clean(), "a deleted file");
+    }
+
+    /// The candidates are every changed tracked file and untracked file, and nothing else;
+    /// an untracked folder sends the caller to the full status.
+    #[test]
+    fn candidates_name_what_may_differ() {
+        let dir = init_repo();
+        let root = dir.path();
+        let write = |p: &str, c: &str| write_file(root, p, c);
+        write(".gitignore", "*.log\n");
+        write("a.txt", "a\n");
+        write("src/b.rs", "b\n");
+        write("src/c.rs", "c\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        git(root, &["update-index", "--really-refresh"]);
+        let repo = Repository::open(root).expect("open");
+        let found = || {
+            candidates(&repo).expect("scan").map(|mut paths| {
+                paths.sort();
+                paths
+                    .into_iter()
+                    .map(|p| String::from_utf8_lossy(&p).into_owned())
+                    .collect::<Vec<_>>()
+            })
+        };
+        assert_eq!(found(), Some(vec![]));
+        write("src/b.rs", "changed\n");
+        std::fs::remove_file(root.join("src/c.rs")).expect("rm");
+        write("src/new.rs", "new\n");
+        write("src/debug.log", "ignored\n");
+        assert_eq!(
+            found(),
+            Some(vec![
+                "src/b.rs".to_owned(),
+                "src/c.rs".to_owned(),
+                "src/new.rs".to_owned()
+            ])
+        );
+        write("newdir/x", "untracked folder\n");
+        assert_eq!(found(), None);
     }
 }

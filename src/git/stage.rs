@@ -91,9 +91,18 @@ impl Stage {
             ))));
         }
         std::fs::write(&creating, "")?;
-        // libgit2 checks a worktree out from a branch: make one at `start` (which works on an
-        // unborn repository too), then detach and delete it.
-        let branch = repo.branch(NAME, &start, false)?;
+        // libgit2 checks a worktree out from a branch: make one at a commit of the empty tree
+        // (nothing to check out), then detach and delete it, and check `start` out in a
+        // second step, where the checkout's options are ours: without content filters when
+        // none can apply (libgit2 resolves every file's attributes otherwise, which was most
+        // of the creation's time).
+        let empty = super::commit::write_commit(
+            repo,
+            super::checkpoint::empty_tree(repo)?,
+            &[],
+            "loaf: empty stage",
+        )?;
+        let branch = repo.branch(NAME, &repo.find_commit(empty)?, false)?;
         let mut options = WorktreeAddOptions::new();
         options.lock(true);
         options.reference(Some(branch.get()));
@@ -102,12 +111,24 @@ impl Stage {
         let detached = stage
             .as_ref()
             .map_err(|e| git2::Error::from_str(e.message()))
-            .and_then(|s| s.set_head_detached(start.id()));
+            .and_then(|s| s.set_head_detached(empty));
         if let Ok(mut branch) = repo.find_branch(NAME, BranchType::Local) {
             branch.delete()?;
         }
         detached?;
         let stage = Stage { repo: stage?, path };
+        let mut checkout = CheckoutBuilder::new();
+        checkout.force();
+        if !super::filters::may_convert_any(repo, start.tree_id())? {
+            checkout.disable_filters(true);
+        }
+        {
+            let target = stage.repo.find_commit(start.id())?;
+            stage
+                .repo
+                .checkout_tree(target.as_object(), Some(&mut checkout))?;
+        }
+        stage.repo.set_head_detached(start.id())?;
         super::filters::smudge_whole_worktree(&stage.repo)?;
         stage.record_written(&Touched::Paths(Vec::new()))?;
         std::fs::remove_file(&creating)?;

@@ -250,6 +250,18 @@ pub fn sparse_fences(repo: &Repository, stage_root: &Path) -> Vec<(PathBuf, Stri
 /// action touching it gets: the stage does not check submodules out, and a change there
 /// belongs to another repository.
 pub fn submodule_fences(repo: &Repository, stage_root: &Path) -> Vec<(PathBuf, String)> {
+    // libgit2's list walks HEAD's whole tree for gitlinks: first a look at what is already
+    // in memory (the index) and at `.gitmodules`, which a repository with submodules has.
+    const GITLINK: u32 = 0o160000;
+    let has_gitmodules = repo
+        .workdir()
+        .is_some_and(|dir| dir.join(".gitmodules").symlink_metadata().is_ok());
+    let index_has_gitlink = repo
+        .index()
+        .map_or(true, |index| index.iter().any(|e| e.mode == GITLINK));
+    if !has_gitmodules && !index_has_gitlink {
+        return Vec::new();
+    }
     let Ok(submodules) = repo.submodules() else {
         return Vec::new();
     };

@@ -1,0 +1,306 @@
+#!/usr/bin/env python3
+"""Every speed target of issue 13 against its plain-git baseline, measured side by side in
+one run (tools alternating within each round, which one goes first alternating too;
+medians). Run it through benches/speed.sh, which builds git-loaf and deletes the work
+folder afterwards.
+
+    python3 benches/speed_bench.py GIT_LOAF_BIN WORK_DIR [--sizes 2000,20000,100000] [--runs 7]
+
+For each size a repository is generated (transaction_bench.py's deterministic text files,
+1-16 KB; 0.5-3.5 KB at 100,000 files to keep it near 200 MB), packed, and copied so that
+git-loaf and git each have an identical one. Then:
+
+- stage: the first `git-loaf apply` (it creates the staging worktree) against
+  `git worktree add --detach` of the same tree (item 7);
+- 5 files: `git-loaf apply` of a reply writing 5 files against writing them + `git add -A`
+  + `git commit`; `git-loaf undo` against `git reset --hard HEAD~1` (item 1);
+- on the 20,000-file repository only (item 2): the same with 1,000 files, and with one
+  `file_replace_text` in a 50 MB file (peak RSS of both tools too);
+- on the 20,000-file repository only (item 3): with 200 tracked files modified and 50
+  untracked ones added (new content every round), the time git-loaf spends recording the
+  user's state (its `LOAF_LOG=debug` moments `locked` → `checkpoint`) against one
+  `git status` plus `git hash-object` of those 250 files.
+"""
+import argparse
+import os
+import platform
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import transaction_bench as tb  # noqa: E402
+
+BIG = "big/data.txt"  # the 50 MB file (20,000-file repository only)
+BIG_SIZE = 50_000_000
+BIG_MARK = "the one line the replace changes"
+
+
+def generate(root, env, files, small):
+    """The repository at root, with `files` text files (smaller ones when `small`)."""
+    tb.FILES = files
+    if small:
+        tb.SIZE_MIN, tb.SIZE_MAX = 500, 3_500
+    else:
+        tb.SIZE_MIN, tb.SIZE_MAX = 1_000, 16_000
+    return tb.generate(root, env)
+
+
+def add_big(root, env):
+    """A 50 MB text file with one marked line in the middle, and the loaf.yml that lets
+    git-loaf edit it, committed and packed."""
+    os.makedirs(os.path.join(root, "big"), exist_ok=True)
+    line = "0123456789 abcdefghijklmnopqrstuvwxyz ABCDEFGHIJKLMNOPQRSTUVWXYZ 0123456789\n"
+    half = line * (BIG_SIZE // len(line) // 2)
+    with open(os.path.join(root, BIG), "w") as f:
+        f.write(half + BIG_MARK + "\n" + half)
+    # git-loaf refuses files over 10 MiB by default.
+    with open(os.path.join(root, "loaf.yml"), "w") as f:
+        f.write("max_file_size: 100000000\n")
+    tb.run(["git", "add", BIG, "loaf.yml"], root, env)
+    tb.run(["git", "commit", "-q", "-m", "a big file"], root, env)
+    tb.run(["git", "repack", "-a", "-d", "-q"], root, env)
+
+
+class Edit(tb.Edit):
+    """`count` existing files with new content."""
+
+    def __init__(self, text, label, count):
+        rng = random.Random("%d-%s" % (tb.SEED, label))
+        self.label = label
+        self.files = [(tb.rel_path(i),
+                       text.content(rng, "# %s, edit %s\n" % (tb.rel_path(i), label)).encode())
+                      for i in sorted(rng.sample(range(tb.FILES), count))]
+        self.count = count
+
+    def reply(self, root, round_no):
+        out = ["Here are the %d changes for %s.\n\n" % (self.count, self.label)]
+        for k, (rel, data) in enumerate(self.files):
+            bid = "%s%03d" % ("abcdefghijklmnopqrstuvwxyz"[round_no % 26], k)
+            out.append('#!nesl [@three-char-SHA-256: %s]\naction = "file_write"\n'
+                       'path = "%s/%s"\ncontent = <<\'EOT_%s\'\n%s\nEOT_%s\n#!end_%s\n\n'
+                       % (bid, root, rel, bid, data.decode(), bid, bid))
+        return "".join(out).encode()
+
+
+class Replace:
+    """One replace of the marked line of the 50 MB file (a new text every round)."""
+
+    def __init__(self, label):
+        self.label = label
+        self.new = "%s, %s" % (BIG_MARK, label)
+
+    def reply(self, root, round_no):
+        return ('#!nesl [@three-char-SHA-256: r%02d]\naction = "file_replace_text"\n'
+                'path = "%s/%s"\nold_text = "%s"\nnew_text = "%s"\n#!end_r%02d\n'
+                % (round_no, root, BIG, BIG_MARK, self.new, round_no)).encode()
+
+    def write_git(self, git_root):
+        """The baseline's edit: the file read, changed and written back whole."""
+        path = os.path.join(git_root, BIG)
+        with open(path) as f:
+            data = f.read()
+        with open(path, "w") as f:
+            f.write(data.replace(BIG_MARK, self.new, 1))
+
+
+class Bench(tb.Bench):
+    def git_commit(self, edit):
+        if isinstance(edit, Replace):
+            edit.write_git(self.git)
+        else:
+            for rel, data in edit.files:
+                with open(os.path.join(self.git, rel), "wb") as f:
+                    f.write(data)
+        tb.run(["git", "add", "-A"], self.git, self.env)
+        tb.run(["git", "commit", "-q", "-m", "edit %s" % edit.label], self.git, self.env)
+
+
+def apply_undo_rounds(bench, make_edit, runs):
+    """RUNS rounds of apply (and the untimed re-apply that moves history on) and undo, the
+    tools alternating; returns the wall times by key."""
+    times = {key: [] for key in ("loaf apply", "git apply", "loaf undo", "git undo")}
+    for r in range(runs):
+        edit = make_edit(r)
+        reply = edit.reply(bench.loaf, r)
+        apply_steps = [("loaf apply", bench.loaf_apply, reply),
+                       ("git apply", bench.git_commit, edit)]
+        undo_steps = [("loaf undo", bench.loaf_undo, None), ("git undo", bench.git_undo, None)]
+        if r % 2:
+            apply_steps.reverse()
+            undo_steps.reverse()
+        for key, fn, arg in apply_steps:
+            times[key].append(tb.timed(fn, *([arg] if arg is not None else []))[0])
+        bench.check_same("apply in round %d" % r)
+        for key, fn, _ in undo_steps:
+            times[key].append(tb.timed(fn)[0])
+        bench.check_same("undo in round %d" % r)
+        bench.loaf_apply(reply)
+        bench.git_commit(edit)
+        bench.check_same("re-apply in round %d" % r)
+    return {k: statistics.median(v) for k, v in times.items()}
+
+
+class Table:
+    def __init__(self):
+        self.rows = []
+
+    def add(self, size, what, loaf, git, baseline, target):
+        ratio = loaf / git if git else float("nan")
+        ok = "yes" if ratio <= target else "**no**"
+        self.rows.append("| %s | %s | %s | %s (%s) | **%.2f×** | ≤ %.1f× | %s |"
+                         % (size, what, tb.ms(loaf), tb.ms(git), baseline, ratio, target, ok))
+        print(self.rows[-1], flush=True)
+
+    def add_rss(self, size, what, loaf, git, target):
+        ratio = loaf / git
+        ok = "yes" if ratio <= target else "**no**"
+        self.rows.append("| %s | %s | %.0f MB | %.0f MB (peak RSS of git) | **%.2f×** | ≤ %.1f× | %s |"
+                         % (size, what, loaf, git, ratio, target, ok))
+        print(self.rows[-1], flush=True)
+
+
+def checkpoint_ms(bench, reply):
+    """One apply with LOAF_LOG=debug: the ms from `locked` to `checkpoint`."""
+    env = dict(bench.env, LOAF_LOG="debug")
+    proc = subprocess.run([bench.bin, "apply"], cwd=bench.loaf, env=env, input=reply,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr.decode(errors="replace"))
+        sys.exit("git-loaf apply failed on the dirty tree")
+    moments = {}
+    for line in proc.stderr.decode(errors="replace").splitlines():
+        if " reached after " in line:
+            name = line.split(": ", 1)[-1].split(" reached after ")[0]
+            moments.setdefault(name, float(line.rsplit(" ", 2)[-2]))
+    return (moments["checkpoint"] - moments["locked"]) / 1000
+
+
+def dirty_rounds(bench, text, runs):
+    """Item 3: the cost of recording a dirty tree against `git status` + hashing it."""
+    loaf_t, git_t = [], []
+    for r in range(runs):
+        rng = random.Random("%d-dirty-%d" % (tb.SEED, r))
+        modified = [tb.rel_path(i) for i in sorted(rng.sample(range(tb.FILES), 200))]
+        changes = [(rel, text.content(rng, "# %s, dirty %d\n" % (rel, r)).encode())
+                   for rel in modified]
+        changes += [("d%02d/new-%d-%02d.txt" % (k % 20, r, k),
+                     text.content(rng, "# untracked %d %d\n" % (r, k)).encode())
+                    for k in range(50)]
+        for root in (bench.loaf, bench.git):
+            for rel, data in changes:
+                with open(os.path.join(root, rel), "wb") as f:
+                    f.write(data)
+        edit = Edit(text, "dirty %d" % r, 5)
+        reply = edit.reply(bench.loaf, 20 + r)
+        steps = ["loaf", "git"] if r % 2 == 0 else ["git", "loaf"]
+        for step in steps:
+            if step == "loaf":
+                loaf_t.append(checkpoint_ms(bench, reply))
+            else:
+                paths = "\n".join(rel for rel, _ in changes) + "\n"
+                start = time.perf_counter()
+                tb.run(["git", "status", "--porcelain"], bench.git, bench.env)
+                tb.run(["git", "hash-object", "--stdin-paths"], bench.git, bench.env,
+                       stdin=paths.encode())
+                git_t.append(time.perf_counter() - start)
+        # Back to clean in both: undo (restores the dirty state), then drop it.
+        bench.loaf_undo()
+        for root in (bench.loaf, bench.git):
+            tb.run(["git", "reset", "-q", "--hard"], root, bench.env)
+            tb.run(["git", "clean", "-q", "-f"], root, bench.env)
+    return statistics.median(loaf_t), statistics.median(git_t)
+
+
+def one_size(args, files, table):
+    work = os.path.join(os.path.realpath(args.work), str(files))
+    env = tb.environment(work)
+    loaf_root, git_root = os.path.join(work, "loaf"), os.path.join(work, "git")
+    os.makedirs(loaf_root)
+    started = time.perf_counter()
+    text, total = generate(loaf_root, env, files, small=files > 50_000)
+    big = files == 20_000 and not args.quick
+    if big:
+        add_big(loaf_root, env)
+    subprocess.run(["cp", "-a", loaf_root, git_root], check=True)
+    os.sync()
+    time.sleep(1)
+    for root in (loaf_root, git_root):
+        tb.run(["git", "status", "--porcelain"], root, env)
+    print("\n%d files, %.0f MB%s; generated in %.0f s" % (
+        files, total / 1e6, " + a 50 MB file" if big else "", time.perf_counter() - started),
+        flush=True)
+    bench = Bench(args.git_loaf, loaf_root, git_root, env)
+    size = "%dk" % (files // 1000)
+
+    first = Edit(text, "first", 5)
+    first_loaf, _ = tb.timed(bench.loaf_apply, first.reply(loaf_root, 25))
+    bench.git_commit(first)
+    bench.check_same("the first apply")
+    worktree, _ = tb.timed(tb.run, ["git", "worktree", "add", "-q", "--detach",
+                                    os.path.join(work, "git-worktree"), "HEAD"], git_root, env)
+    table.add(size, "stage creation (first apply, 5 files)", first_loaf, worktree,
+              "`git worktree add`", 1.0)
+
+    med = apply_undo_rounds(bench, lambda r: Edit(text, "round %d" % r, 5), args.runs)
+    target = 1.2 if files < 10_000 else 1.0
+    table.add(size, "apply, 5 files", med["loaf apply"], med["git apply"],
+              "write + `git add -A` + `git commit`", target)
+    table.add(size, "undo, 5 files", med["loaf undo"], med["git undo"],
+              "`git reset --hard HEAD~1`", target)
+    if not big:
+        return
+    runs = max(3, args.runs // 2)
+    med = apply_undo_rounds(bench, lambda r: Edit(text, "thousand %d" % r, 1000), runs)
+    table.add(size, "apply, 1,000 files", med["loaf apply"], med["git apply"],
+              "write + `git add -A` + `git commit`", 1.5)
+    table.add(size, "undo, 1,000 files", med["loaf undo"], med["git undo"],
+              "`git reset --hard HEAD~1`", 1.5)
+    med = apply_undo_rounds(bench, lambda r: Replace("round %d" % r), runs)
+    table.add(size, "apply, 1 replace in 50 MB", med["loaf apply"], med["git apply"],
+              "write + `git add -A` + `git commit`", 1.5)
+    table.add(size, "undo, 1 replace in 50 MB", med["loaf undo"], med["git undo"],
+              "`git reset --hard HEAD~1`", 1.5)
+    last = Replace("memory")
+    loaf_rss = tb.peak_rss_mb([args.git_loaf, "apply"], loaf_root, env,
+                              last.reply(loaf_root, 99))
+    last.write_git(git_root)
+    git_rss = max(tb.peak_rss_mb(["git", "add", "-A"], git_root, env),
+                  tb.peak_rss_mb(["git", "commit", "-q", "-m", "memory"], git_root, env))
+    bench.check_same("the memory runs")
+    table.add_rss(size, "peak memory, 1 replace in 50 MB", loaf_rss, git_rss, 2.0)
+    loaf_cp, git_cp = dirty_rounds(bench, text, runs)
+    table.add(size, "recording a dirty tree (200 modified + 50 untracked)", loaf_cp, git_cp,
+              "`git status` + `git hash-object` of the 250 files", 1.5)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("git_loaf")
+    parser.add_argument("work")
+    parser.add_argument("--sizes", default="2000,20000,100000")
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--quick", action="store_true",
+                        help="5-file rounds and stage creation only")
+    args = parser.parse_args()
+    git_version = tb.run(["git", "--version"], args.work, os.environ).strip()
+    print("%s; %s, %d CPUs; %d rounds (medians), tools alternating"
+          % (git_version, platform.machine(), os.cpu_count() or 0, args.runs))
+    print("\n| repo | what | git-loaf | baseline | ratio | target | met |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | --- |", flush=True)
+    table = Table()
+    for files in (int(s) for s in args.sizes.split(",")):
+        one_size(args, files, table)
+        shutil.rmtree(os.path.join(os.path.realpath(args.work), str(files)),
+                      ignore_errors=True)
+    print("\n| repo | what | git-loaf | baseline | ratio | target | met |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+    for row in table.rows:
+        print(row)
+
+
+if __name__ == "__main__":
+    main()
