@@ -19,7 +19,8 @@ use crate::watch::{Terminal, WatchError, WatchOptions};
 ///
 /// A reply runs once: re-saving it, an editor saving twice, or restarting the watcher does
 /// not run it again (it is known by the hash of its blocks, kept in the operation log);
-/// a changed or new block makes it new. Replace the file's content with each new reply.
+/// a changed or new block makes it new. Replace the file's content with each new reply, or
+/// paste it below the last: the blocks that ran already are not run again.
 ///
 /// Ctrl-C stops after the apply under way. Exits 0 when stopped, 2 when it cannot start,
 /// 3 when another watcher runs for the repository.

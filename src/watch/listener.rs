@@ -247,7 +247,11 @@ impl<'a, 'c> Listener<'a, 'c> {
                 self.say_once(from, message);
                 Handled::Done
             }
-            Readiness::Ready { key, blocks } => match self.applied.get(&key) {
+            Readiness::Ready {
+                key,
+                blocks,
+                earlier,
+            } => match self.applied.get(&key) {
                 Some(id) => {
                     let what = match id {
                         Some(id) => format!("as apply {id}"),
@@ -263,7 +267,26 @@ impl<'a, 'c> Listener<'a, 'c> {
                     );
                     Handled::Done
                 }
-                None => self.apply(from, text, &key, blocks),
+                None => match self.already_applied_run(&earlier) {
+                    // A new reply appended below one that ran: only the new blocks run, at
+                    // their own line numbers, so no block is applied twice.
+                    Some((applied_blocks, next_line, id)) => {
+                        let new_blocks = blocks - applied_blocks;
+                        let ran = match applied_blocks {
+                            1 => "the first block was".to_owned(),
+                            n => format!("the first {n} blocks were"),
+                        };
+                        let new = match new_blocks {
+                            1 => "the new one".to_owned(),
+                            n => format!("the {n} new ones"),
+                        };
+                        let id = id.map(|id| format!(" (apply {id})")).unwrap_or_default();
+                        self.say_once(from, format!("{ran} applied already{id}: running {new}"));
+                        let rest = only_from_line(text, next_line);
+                        self.apply(from, &rest, &key, new_blocks)
+                    }
+                    None => self.apply(from, text, &key, blocks),
+                },
             },
         };
         let source = self.source(from);
@@ -277,6 +300,23 @@ impl<'a, 'c> Listener<'a, 'c> {
                 source.retry = Some((text.to_owned(), Instant::now() + RETRY));
             }
         }
+    }
+
+    /// The longest run of the reply's first blocks that ran as a reply of its own: how many
+    /// blocks, the line where the next one starts, and its apply id.
+    fn already_applied_run(
+        &self,
+        earlier: &[(String, usize)],
+    ) -> Option<(usize, usize, Option<String>)> {
+        earlier
+            .iter()
+            .enumerate()
+            .rev()
+            .find_map(|(i, (key, line))| {
+                self.applied
+                    .get(key)
+                    .map(|id| (i + 1, *line, id.map(str::to_owned)))
+            })
     }
 
     /// Runs the reply as an ordinary apply and hands the results back.
@@ -386,4 +426,18 @@ impl<'a, 'c> Listener<'a, 'c> {
         let _ = writeln!(self.terminal.err, "{}", message.trim_end());
         let _ = self.terminal.err.flush();
     }
+}
+
+/// `text` with its lines before `line` (1-based) blanked: what follows runs alone, and every
+/// line keeps its number in the report.
+fn only_from_line(text: &str, line: usize) -> String {
+    let mut out = String::with_capacity(text.len());
+    for (i, piece) in text.split_inclusive('\n').enumerate() {
+        if i + 1 >= line {
+            out.push_str(piece);
+        } else {
+            out.push('\n');
+        }
+    }
+    out
 }

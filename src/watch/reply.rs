@@ -27,7 +27,19 @@ pub enum Readiness {
         key: String,
         /// How many blocks it has.
         blocks: usize,
+        /// For each shorter run of its first blocks (1, 2, … of them): the key that run had
+        /// as a reply of its own, and the line where the next block starts. A new reply
+        /// appended below one already applied is recognised by these.
+        earlier: Vec<(String, usize)>,
     },
+}
+
+/// The first 8 bytes of a block hash, in hex: a key.
+fn key_of(hash: Sha256) -> String {
+    hash.finalize()[..8]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// The key of `text` when it is a complete reply (see [`inspect`]): what `git loaf watch`
@@ -60,7 +72,11 @@ pub fn inspect(text: &str) -> Readiness {
         };
     }
     let mut hash = Sha256::new();
+    let mut earlier = Vec::new();
     for (i, block) in parsed.blocks.iter().enumerate() {
+        if i > 0 {
+            earlier.push((key_of(hash.clone()), block.start_line));
+        }
         // A block left open in the middle (another header followed) runs until that header.
         let end = block.end_line.unwrap_or_else(|| {
             parsed
@@ -79,13 +95,10 @@ pub fn inspect(text: &str) -> Readiness {
         }
         hash.update(u64::MAX.to_le_bytes());
     }
-    let key = hash.finalize()[..8]
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect();
     Readiness::Ready {
-        key,
+        key: key_of(hash),
         blocks: parsed.blocks.len(),
+        earlier,
     }
 }
 

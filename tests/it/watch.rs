@@ -549,3 +549,57 @@ fn a_reply_that_changed_nothing_is_not_run_again_after_a_restart() {
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(out, "", "nothing ran");
 }
+
+#[test]
+fn a_reply_appended_below_one_that_ran_runs_only_its_own_blocks() {
+    let scratch = Scratch::with(&[("README.md", "hi\n")]);
+    let watching = Watching::start(&scratch, &[]);
+    let file = reply_file(&scratch);
+    let log = scratch.root.join("log.txt");
+    let append = |id: &str, line: &str| {
+        block(
+            id,
+            "file_append",
+            &[("path", &log.to_string_lossy()), ("content", line)],
+        )
+    };
+    let first = format!("First reply.\n\n{}\n", append("a1a", "one\n"));
+    save(&file, &first);
+    watching.wait_applies(1);
+    // The next reply pasted below the first, as a user keeping a running transcript would;
+    // its second block fails, so its report must name the line it has in the file.
+    let second = format!(
+        "{first}\nSecond reply.\n\n{}\n{}\n",
+        append("b2b", "two\n"),
+        block(
+            "c3c",
+            "file_replace_text",
+            &[
+                ("path", &log.to_string_lossy()),
+                ("old_text", "absent"),
+                ("new_text", "x")
+            ]
+        )
+    );
+    save(&file, &second);
+    watching.wait_applies(2);
+    let (code, _out, err) = watching.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(
+        scratch.read("log.txt").as_deref(),
+        Some("one\ntwo\n"),
+        "the first reply's block ran once"
+    );
+    assert!(
+        err.contains("the first block was applied already (apply ")
+            && err.contains("running the 2 new ones"),
+        "{err}"
+    );
+    let results = std::fs::read_to_string(scratch.root.join(".loaf/results.md")).expect("results");
+    assert!(results.contains("b2b ✅ file_append"), "{results}");
+    assert!(
+        !results.contains("a1a"),
+        "only the new blocks ran: {results}"
+    );
+    assert_eq!(loaf_commits(&scratch), 2);
+}
