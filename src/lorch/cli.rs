@@ -5,11 +5,16 @@
 //! only calls [`main`]. Each command is one `cmd_*` function; the ones not built yet say so
 //! and exit 2.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use super::checks;
+use super::config::{self, Config};
 use super::protocol::AgentType;
+use super::scheduler::{self, Orchestrator, RunError, Status};
+use super::validate::check_schemas;
 
 /// lorch: drives AI agents through implement → review → spec maintenance, over NDJSON on
 /// their stdio, each builder step applied through git-loaf as one commit.
@@ -122,20 +127,139 @@ fn not_built(what: &str) -> ExitCode {
     ExitCode::from(NOT_BUILT)
 }
 
-fn cmd_run(_args: &RunArgs) -> ExitCode {
-    not_built("run")
+/// Exit code of a run that failed (an agent exhausted its retries, a persistent conflict).
+pub const RUN_FAILED: u8 = 1;
+
+fn ended(status: Result<Status, RunError>) -> ExitCode {
+    match status {
+        Ok(Status::Completed) => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(RUN_FAILED),
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            ExitCode::from(RUN_FAILED)
+        }
+    }
 }
 
-fn cmd_resume(_args: &ResumeArgs) -> ExitCode {
-    not_built("resume")
+/// Loads lorch.json (creating it on the first run) and the workspace, or says why not.
+fn setup(create: bool) -> Result<(Config, PathBuf), ExitCode> {
+    let usage = |e: &dyn std::fmt::Display| {
+        eprintln!("lorch: {e}");
+        ExitCode::from(NOT_BUILT)
+    };
+    let base = scheduler::base_dir().map_err(|e| usage(&e))?;
+    let config = if create {
+        scheduler::load_config(&base).map_err(|e| usage(&e))?
+    } else {
+        match config::load(&base) {
+            Ok(Some(c)) => c,
+            Ok(None) => return Err(usage(&format!("no {} here", config::FILE_NAME))),
+            Err(e) => return Err(usage(&e)),
+        }
+    };
+    let workspace = config.workspace(&base);
+    if !workspace.is_dir() {
+        return Err(usage(&format!(
+            "workspace_root {} is not a folder",
+            workspace.display()
+        )));
+    }
+    Ok((config, workspace))
+}
+
+fn cmd_run(args: &RunArgs) -> ExitCode {
+    let Some(task_id) = &args.task else {
+        eprintln!(
+            "lorch: run needs --task ID (natural-language intake without a task is Phase 2, not built)"
+        );
+        return ExitCode::from(NOT_BUILT);
+    };
+    let (config, workspace) = match setup(true) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let task = match config.task(task_id) {
+        Ok(t) => t.clone(),
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            return ExitCode::from(NOT_BUILT);
+        }
+    };
+    ended(Orchestrator::run(config, workspace, task))
+}
+
+fn cmd_resume(args: &ResumeArgs) -> ExitCode {
+    let (config, workspace) = match setup(false) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let run_id = args.run_id.strip_prefix("run-").unwrap_or(&args.run_id);
+    ended(Orchestrator::resume(config, workspace, run_id))
 }
 
 fn cmd_validate(_args: &ValidateArgs) -> ExitCode {
-    not_built("validate --schemas")
+    if let Err(e) = check_schemas() {
+        eprintln!("lorch: {e}");
+        return ExitCode::from(RUN_FAILED);
+    }
+    let base = match scheduler::base_dir() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            return ExitCode::from(NOT_BUILT);
+        }
+    };
+    let workspace = match config::load(&base) {
+        Ok(Some(c)) => c.workspace(&base),
+        _ => base,
+    };
+    let reports = match checks::validate_recorded(&workspace) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            return ExitCode::from(RUN_FAILED);
+        }
+    };
+    let mut bad = 0;
+    for r in &reports {
+        println!(
+            "{}: {} valid, {} invalid",
+            r.file,
+            r.valid,
+            r.problems.len()
+        );
+        for p in &r.problems {
+            println!("  {p}");
+        }
+        bad += r.problems.len();
+    }
+    if reports.is_empty() {
+        println!("no recorded agent IO (events/run-*.ndjson, logs/*/run-*.ndjson)");
+    }
+    if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(RUN_FAILED)
+    }
 }
 
 fn cmd_doctor() -> ExitCode {
-    not_built("doctor")
+    let base = match scheduler::base_dir() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            return ExitCode::from(NOT_BUILT);
+        }
+    };
+    let results = checks::doctor(&base);
+    for c in &results {
+        println!("{c}");
+    }
+    if results.iter().all(|c| c.ok) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(RUN_FAILED)
+    }
 }
 
 fn cmd_agent(_args: &AgentArgs) -> ExitCode {

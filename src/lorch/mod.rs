@@ -16,12 +16,28 @@
 //! - [`safety`]: atomic 0600 writes, 0700 folders, paths confined to the workspace, secret
 //!   values redacted (§5.5, §13);
 //! - [`cli`]: the command line of §8.3.
+//!
+//! The orchestrator on top of it:
+//!
+//! - [`config`]: `lorch.json` (§8), created with the defaults, checked against a schema;
+//! - [`store`]: the ledger, receipts, state and snapshots of §5;
+//! - [`supervisor`]: agent processes, their stdout drained and checked on threads (§7);
+//! - [`scheduler`]: the run as a state machine over its ledger: implement → review → spec
+//!   maintenance, retries, restarts, resume (§4, §5.6, §6, §14);
+//! - [`transcript`]: the console lines of §9;
+//! - [`checks`]: `lorch doctor` and `lorch validate --schemas`.
 
 pub mod canonical;
+pub mod checks;
 pub mod cli;
+pub mod config;
 pub mod ndjson;
 pub mod protocol;
 pub mod safety;
+pub mod scheduler;
+pub mod store;
+pub mod supervisor;
+pub mod transcript;
 pub mod validate;
 
 pub use protocol::Message;

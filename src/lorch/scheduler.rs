@@ -1,0 +1,1072 @@
+//! The single-agent scheduler of §4, §6 and §14.1–14.2, and resume (§5.6, §7.5).
+//!
+//! The run is a state machine whose only input is the ledger: every command lorch sends,
+//! every event an agent sends and every decision lorch takes is recorded first, then applied
+//! to [`RunState`] by [`RunState::apply`]. A live run and a resumed one therefore go through
+//! the same code: resuming reads the ledger back through `apply` and carries on.
+//!
+//! ```text
+//! Implement → Review ──changes_requested──→ Implement Changes → Review …
+//!               └─approved→ Update Spec ──spec.changes_requested──→ Implement Changes → …
+//!                               └─spec.updated / spec.no_changes_needed→ Done
+//! ```
+//!
+//! A step's terminal event is checked (right event for the action, builder tests passing,
+//! artifacts confined to the workspace, within the size cap, their checksums matching the
+//! files) before it is accepted with `system.step_completed` and a receipt; otherwise the
+//! same command (same idempotency key) is retried, up to `policy.retry.max_attempts`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::{Value, json};
+use thiserror::Error;
+
+use super::canonical::{idempotency_key, sha256_hex};
+use super::config::{self, Config, MAX_RESTARTS, MISSED_HEARTBEATS, Task};
+use super::protocol::{
+    Action, AgentRef, AgentType, Artifact, Command, Event, EventType, ExpectedOutput, Message,
+    Object, Retry, Timestamp, Version,
+};
+use super::safety;
+use super::store::{self, Store};
+use super::supervisor::{self, Agent, Incoming, Item, Spawn};
+use super::transcript;
+
+/// Steps after which a run that has not converged fails ("persistent conflicts", §4.1.4).
+pub const MAX_STEPS: u32 = 30;
+
+/// Why lorch could not go on (a failed run is not an error: it is recorded and reported).
+#[derive(Debug, Error)]
+pub enum RunError {
+    /// Writing or reading lorch's records failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// No such run.
+    #[error("no run {0}: {1} does not exist")]
+    NoRun(String, String),
+    /// Files changed since their receipts, with no command in flight that could explain it.
+    #[error("checksums do not match the receipts:\n{0}")]
+    Checksums(String),
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Still going.
+    Running,
+    /// Done (§4.1.4 success).
+    Completed,
+    /// Failed, with the reason.
+    Failed(String),
+}
+
+/// A step accepted.
+#[derive(Debug, Clone)]
+pub struct StepDone {
+    /// 1, 2, …
+    pub step: u32,
+    /// Its action.
+    pub action: Action,
+    /// `success`, `approved`, `changes_requested`, `updated`, `no_changes_needed`.
+    pub result: String,
+    /// The `system.step_completed` payload (receipt included).
+    pub payload: Object,
+}
+
+/// The command in flight.
+#[derive(Debug, Clone)]
+pub struct InFlight {
+    /// Its step.
+    pub step: u32,
+    /// The command as last sent.
+    pub command: Command,
+    /// How many times it was sent.
+    pub sends: u32,
+    /// Its events since the last send.
+    pub events: Vec<Event>,
+    /// The terminal one, once it came.
+    pub terminal: Option<Event>,
+    /// Whether this process has sent it (false after a resume or a retry decision).
+    pub sent_live: bool,
+    /// Whether the next send is a new attempt.
+    pub bump: bool,
+}
+
+/// Everything the ledger says about a run.
+#[derive(Debug, Clone)]
+pub struct RunState {
+    /// The run.
+    pub run_id: String,
+    /// The task.
+    pub task: Task,
+    /// The first snapshot and the latest.
+    pub snapshots: Vec<String>,
+    /// Steps accepted.
+    pub steps: Vec<StepDone>,
+    /// The command in flight.
+    pub current: Option<InFlight>,
+    /// How it stands.
+    pub status: Status,
+    /// Restarts per agent.
+    pub restarts: HashMap<AgentType, u32>,
+}
+
+fn text(p: &Object, key: &str) -> String {
+    p.get(key).and_then(Value::as_str).unwrap_or("").to_owned()
+}
+
+fn agent_of(name: &str) -> AgentType {
+    match name {
+        "reviewer" => AgentType::Reviewer,
+        "spec_maintainer" => AgentType::SpecMaintainer,
+        _ => AgentType::Builder,
+    }
+}
+
+fn is_terminal(e: &EventType) -> bool {
+    matches!(
+        e,
+        EventType::BuilderCompleted
+            | EventType::ReviewCompleted
+            | EventType::SpecUpdated
+            | EventType::SpecNoChangesNeeded
+            | EventType::SpecChangesRequested
+            | EventType::Error
+    )
+}
+
+impl RunState {
+    fn new(run_id: &str, task: Task) -> Self {
+        RunState {
+            run_id: run_id.to_owned(),
+            task,
+            snapshots: Vec::new(),
+            steps: Vec::new(),
+            current: None,
+            status: Status::Running,
+            restarts: HashMap::new(),
+        }
+    }
+
+    /// Rebuilds a run from its ledger.
+    pub fn from_ledger(messages: &[Message]) -> Option<Self> {
+        let mut state: Option<RunState> = None;
+        for m in messages {
+            if let Message::Event(e) = m
+                && e.event.as_str() == "system.run_started"
+            {
+                let p = &e.payload;
+                let files = p
+                    .get("files")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                state = Some(RunState::new(
+                    &text(p, "run_id"),
+                    Task {
+                        id: e.task_id.clone(),
+                        goal: text(p, "goal"),
+                        files,
+                    },
+                ));
+            }
+            if let Some(s) = state.as_mut() {
+                s.apply(m);
+            }
+        }
+        state
+    }
+
+    /// Takes one recorded message into account.
+    pub fn apply(&mut self, message: &Message) {
+        match message {
+            Message::Command(c) => {
+                let step = c.inputs.get("step").and_then(Value::as_u64).unwrap_or(0) as u32;
+                match self.current.as_mut() {
+                    Some(cur) if cur.step == step => {
+                        cur.command = c.clone();
+                        cur.sends += 1;
+                    }
+                    _ => {
+                        self.current = Some(InFlight {
+                            step,
+                            command: c.clone(),
+                            sends: 1,
+                            events: Vec::new(),
+                            terminal: None,
+                            sent_live: false,
+                            bump: false,
+                        })
+                    }
+                }
+                if let Some(cur) = self.current.as_mut() {
+                    cur.events.clear();
+                    cur.terminal = None;
+                    cur.sent_live = true;
+                    cur.bump = false;
+                }
+            }
+            Message::Event(e) if e.from.agent_type == AgentType::System => {
+                let p = &e.payload;
+                match e.event.as_str() {
+                    "system.snapshot" => self.snapshots.push(text(p, "snapshot_id")),
+                    "system.step_completed" => match e.status.as_deref() {
+                        Some("ok") => {
+                            let action = self.current.as_ref().map(|c| c.command.action);
+                            self.steps.push(StepDone {
+                                step: p.get("step").and_then(Value::as_u64).unwrap_or(0) as u32,
+                                action: action.unwrap_or(Action::Implement),
+                                result: text(p, "result"),
+                                payload: p.clone(),
+                            });
+                            self.current = None;
+                        }
+                        Some("retry") => {
+                            if let Some(cur) = self.current.as_mut() {
+                                cur.terminal = None;
+                                cur.sent_live = false;
+                                cur.bump = true;
+                            }
+                        }
+                        _ => {}
+                    },
+                    "system.agent_unhealthy" => {
+                        if let Some(cur) = self.current.as_mut()
+                            && cur.command.to.agent_type == agent_of(&text(p, "agent"))
+                            && cur.terminal.is_none()
+                        {
+                            cur.sent_live = false;
+                            cur.bump = true;
+                        }
+                    }
+                    "system.agent_restarted" => {
+                        *self
+                            .restarts
+                            .entry(agent_of(&text(p, "agent")))
+                            .or_default() += 1;
+                    }
+                    "system.run_completed" => {
+                        self.status = match e.status.as_deref() {
+                            Some("completed") => Status::Completed,
+                            _ => Status::Failed(text(p, "reason")),
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Message::Event(e) => {
+                if let Some(cur) = self.current.as_mut()
+                    && e.correlation_id == cur.command.correlation_id
+                    && e.from.agent_type == cur.command.to.agent_type
+                    && cur.terminal.is_none()
+                {
+                    cur.events.push(e.clone());
+                    if is_terminal(&e.event) {
+                        cur.terminal = Some(e.clone());
+                    }
+                }
+            }
+            Message::Heartbeat(_) | Message::Log(_) => {}
+        }
+    }
+
+    /// `state/run.json`.
+    pub fn to_json(&self, agents: &HashMap<AgentType, Option<Agent>>) -> Value {
+        let steps: Vec<Value> = self
+            .steps
+            .iter()
+            .map(|s| {
+                json!({
+                    "step": s.step,
+                    "action": s.action.as_str(),
+                    "result": s.result,
+                    "correlation_id": s.payload.get("correlation_id"),
+                    "idempotency_key": s.payload.get("idempotency_key"),
+                    "receipt": s.payload.get("receipt_path"),
+                })
+            })
+            .collect();
+        let current = self.current.as_ref().map(|c| {
+            json!({
+                "step": c.step,
+                "action": c.command.action.as_str(),
+                "correlation_id": c.command.correlation_id,
+                "idempotency_key": c.command.idempotency_key,
+            })
+        });
+        let (status, failure) = match &self.status {
+            Status::Running => ("running", Value::Null),
+            Status::Completed => ("completed", Value::Null),
+            Status::Failed(r) => ("failed", Value::String(r.clone())),
+        };
+        let agents: serde_json::Map<String, Value> = AGENTS
+            .iter()
+            .map(|t| {
+                let a = agents.get(t).and_then(Option::as_ref);
+                (
+                    t.as_str().to_owned(),
+                    json!({
+                        "pid": a.map(Agent::pid),
+                        "restarts": self.restarts.get(t).copied().unwrap_or(0),
+                    }),
+                )
+            })
+            .collect();
+        json!({
+            "run_id": self.run_id,
+            "task_id": self.task.id,
+            "status": status,
+            "failure": failure,
+            "snapshot_id": self.snapshots.first(),
+            "steps": steps,
+            "current": current,
+            "agents": agents,
+            "updated_at": Timestamp::now().to_string(),
+        })
+    }
+}
+
+/// What comes after `steps` (§4.2).
+pub fn next_action(steps: &[StepDone]) -> Result<Option<Action>, String> {
+    if steps.len() as u32 >= MAX_STEPS {
+        return Err(format!(
+            "no agreement after {MAX_STEPS} steps (persistent conflict)"
+        ));
+    }
+    let Some(last) = steps.last() else {
+        return Ok(Some(Action::Implement));
+    };
+    Ok(match (last.action, last.result.as_str()) {
+        (Action::Implement | Action::ImplementChanges, _) => Some(Action::Review),
+        (Action::Review, "approved") => Some(Action::UpdateSpec),
+        (Action::Review, _) => Some(Action::ImplementChanges),
+        (Action::UpdateSpec, "changes_requested") => Some(Action::ImplementChanges),
+        _ => None,
+    })
+}
+
+fn agent_for(action: Action) -> AgentType {
+    match action {
+        Action::Review => AgentType::Reviewer,
+        Action::UpdateSpec => AgentType::SpecMaintainer,
+        _ => AgentType::Builder,
+    }
+}
+
+/// The result of a terminal event for `action`, or why it is not one lorch can accept.
+fn classify(action: Action, e: &Event) -> Result<String, String> {
+    let status = e.status.clone().or_else(|| {
+        e.payload
+            .get("status")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    match (action, &e.event) {
+        (_, EventType::Error) => Err(format!(
+            "error {}",
+            e.payload
+                .get("code")
+                .and_then(Value::as_str)
+                .unwrap_or("(no code)")
+        )),
+        (Action::Implement | Action::ImplementChanges, EventType::BuilderCompleted) => {
+            let ok_status = matches!(
+                status.as_deref(),
+                None | Some("success" | "ok" | "completed" | "pass" | "passed")
+            );
+            let tests = e.payload.get("tests");
+            let tests_ok = tests.is_none_or(|t| {
+                t.get("allowed_failures").and_then(Value::as_bool) == Some(true)
+                    || matches!(
+                        t.get("status").and_then(Value::as_str),
+                        None | Some("pass" | "passed" | "skipped")
+                    )
+            });
+            if ok_status && tests_ok {
+                Ok("success".to_owned())
+            } else {
+                Err(format!(
+                    "builder.completed without passing tests (status {})",
+                    status.as_deref().unwrap_or("none")
+                ))
+            }
+        }
+        (Action::Review, EventType::ReviewCompleted) => match status.as_deref() {
+            Some(s @ ("approved" | "changes_requested")) => Ok(s.to_owned()),
+            other => Err(format!(
+                "review.completed status {other:?} is not approved or changes_requested"
+            )),
+        },
+        (Action::UpdateSpec, EventType::SpecUpdated) => Ok("updated".to_owned()),
+        (Action::UpdateSpec, EventType::SpecNoChangesNeeded) => Ok("no_changes_needed".to_owned()),
+        (Action::UpdateSpec, EventType::SpecChangesRequested) => Ok("changes_requested".to_owned()),
+        (action, event) => Err(format!("{event} does not answer {action}")),
+    }
+}
+
+/// Checks one artifact against the file: confined, within the cap, same size and SHA-256.
+pub fn check_artifact(workspace: &Path, a: &Artifact, max: u64) -> Result<(), String> {
+    let path = safety::confine(workspace, &a.path).map_err(|e| e.to_string())?;
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", a.path))?;
+    if bytes.len() as u64 > max {
+        return Err(format!("{}: over the {max}-byte artifact cap", a.path));
+    }
+    let actual = sha256_hex(&bytes);
+    let claimed = a.sha256.strip_prefix("sha256:").unwrap_or(&a.sha256);
+    if bytes.len() as u64 != a.size || !claimed.eq_ignore_ascii_case(&actual) {
+        return Err(format!(
+            "{}: checksum mismatch (receipt sha256:{claimed} {} bytes, file sha256:{actual} {} bytes)",
+            a.path,
+            a.size,
+            bytes.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Where a run stands between two messages: the machinery around [`RunState`].
+pub struct Orchestrator {
+    config: Config,
+    store: Store,
+    state: RunState,
+    agents: HashMap<AgentType, Option<Agent>>,
+    started: HashMap<AgentType, u32>,
+    tx: Sender<Incoming>,
+    rx: Receiver<Incoming>,
+    sys_seq: u64,
+}
+
+const AGENTS: [AgentType; 3] = [
+    AgentType::Builder,
+    AgentType::Reviewer,
+    AgentType::SpecMaintainer,
+];
+
+fn secrets(config: &Config) -> Vec<String> {
+    if !config.policy.redact_secrets_in_logs {
+        return Vec::new();
+    }
+    let mut env: Vec<(String, String)> = std::env::vars().collect();
+    for agent in AGENTS {
+        env.extend(config.agents.get(agent).env.clone());
+    }
+    safety::secret_values(env)
+}
+
+impl Orchestrator {
+    fn new(config: Config, workspace: PathBuf, state: RunState) -> Self {
+        let (tx, rx) = channel();
+        let store = Store {
+            workspace,
+            run_id: state.run_id.clone(),
+            secrets: secrets(&config),
+        };
+        Orchestrator {
+            config,
+            store,
+            state,
+            agents: AGENTS.iter().map(|a| (*a, None)).collect(),
+            started: HashMap::new(),
+            tx,
+            rx,
+            sys_seq: 0,
+        }
+    }
+
+    /// Starts run of `task` in `workspace` and drives it to its end.
+    pub fn run(config: Config, workspace: PathBuf, task: Task) -> Result<Status, RunError> {
+        let run_id = store::new_run_id();
+        let mut o = Orchestrator::new(config, workspace, RunState::new(&run_id, task.clone()));
+        let started = o.system(
+            "system.run_started",
+            None,
+            json!({"run_id": run_id, "goal": task.goal, "files": task.files}),
+        );
+        o.record(&started)?;
+        o.snapshot()?;
+        o.drive()
+    }
+
+    /// Resumes run `run_id` from its ledger (§5.6).
+    pub fn resume(config: Config, workspace: PathBuf, run_id: &str) -> Result<Status, RunError> {
+        let ledger = store::ledger_path(&workspace, run_id);
+        if !ledger.exists() {
+            return Err(RunError::NoRun(
+                run_id.to_owned(),
+                ledger.display().to_string(),
+            ));
+        }
+        let messages = store::read_ledger(&ledger)?;
+        let Some(state) = RunState::from_ledger(&messages) else {
+            return Err(RunError::NoRun(
+                run_id.to_owned(),
+                format!("{} has no run_started", ledger.display()),
+            ));
+        };
+        let mut o = Orchestrator::new(config, workspace, state);
+        if o.state.status != Status::Running {
+            o.say(&format!("[lorch] run {run_id} already ended"));
+            return Ok(o.state.status.clone());
+        }
+        let resumed = o.system("system.run_resumed", None, json!({"run_id": run_id}));
+        o.record(&resumed)?;
+        // Whatever was in flight went with the old process: send it again, same IK.
+        if let Some(cur) = o.state.current.as_mut() {
+            cur.sent_live = false;
+        }
+        o.terminate_orphans()?;
+        o.restore_receipts()?;
+        o.drive()
+    }
+
+    fn say(&self, line: &str) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{}", self.store.redact(line));
+        let _ = out.flush();
+    }
+
+    /// A `system.*` event of lorch's (§3.2: `from.agent_type` `system`).
+    fn system(&mut self, event: &str, status: Option<&str>, payload: Value) -> Message {
+        self.sys_seq += 1;
+        let correlation_id = self.state.current.as_ref().map_or_else(
+            || format!("run-{}", self.state.run_id),
+            |c| c.command.correlation_id.clone(),
+        );
+        Message::Event(Event {
+            message_id: format!("sys-{}-{}", self.state.run_id, self.sys_seq),
+            correlation_id,
+            task_id: self.state.task.id.clone(),
+            from: AgentRef {
+                agent_type: AgentType::System,
+                agent_id: None,
+            },
+            event: EventType::from(event),
+            status: status.map(str::to_owned),
+            payload: match payload {
+                Value::Object(map) => map,
+                _ => Object::new(),
+            },
+            artifacts: None,
+            observed_version: None,
+            occurred_at: Timestamp::now(),
+        })
+    }
+
+    /// Records a message (ledger first), prints its line, applies it; lorch's own records
+    /// also refresh `state/run.json`.
+    fn record(&mut self, message: &Message) -> Result<(), RunError> {
+        self.store.record(message)?;
+        if let Some(line) = transcript::render(message) {
+            self.say(&line);
+        }
+        self.state.apply(message);
+        let agent_event =
+            matches!(message, Message::Event(e) if e.from.agent_type != AgentType::System);
+        if !agent_event {
+            self.write_state()?;
+        }
+        Ok(())
+    }
+
+    fn write_state(&self) -> Result<(), RunError> {
+        let ws = &self.store.workspace;
+        self.store
+            .write_json(&store::state_path(ws), &self.state.to_json(&self.agents))?;
+        let index_path = ws.join("state").join("index.json");
+        let mut index = store::read_json(&index_path)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| json!({"runs": {}}));
+        let status = match self.state.status {
+            Status::Running => "running",
+            Status::Completed => "completed",
+            Status::Failed(_) => "failed",
+        };
+        let entry = json!({"task_id": self.state.task.id, "status": status});
+        if index["runs"].get(&self.state.run_id) != Some(&entry) {
+            index["runs"][&self.state.run_id] = entry;
+            self.store.write_json(&index_path, &index)?;
+        }
+        Ok(())
+    }
+
+    fn snapshot(&mut self) -> Result<String, RunError> {
+        let id = store::take_snapshot(&self.store)?;
+        if self.state.snapshots.last() != Some(&id) {
+            let m = self.system("system.snapshot", None, json!({"snapshot_id": id}));
+            self.record(&m)?;
+        }
+        Ok(id)
+    }
+
+    fn fail(&mut self, reason: String) -> Result<(), RunError> {
+        let m = self.system(
+            "system.run_completed",
+            Some("failed"),
+            json!({"reason": reason}),
+        );
+        self.record(&m)
+    }
+
+    /// The main loop of §14.1–14.2.
+    fn drive(&mut self) -> Result<Status, RunError> {
+        let result = self.drive_inner();
+        for agent in self.agents.values_mut().flatten() {
+            agent.stop(Duration::from_secs(2));
+        }
+        for slot in self.agents.values_mut() {
+            *slot = None;
+        }
+        let _ = self.write_state();
+        result
+    }
+
+    fn drive_inner(&mut self) -> Result<Status, RunError> {
+        for agent in AGENTS {
+            if let Err(reason) = self.ensure_agent(agent) {
+                self.fail(reason)?;
+            }
+        }
+        while self.state.status == Status::Running {
+            let Some(cur) = self.state.current.clone() else {
+                match next_action(&self.state.steps) {
+                    Ok(Some(action)) => self.send_new(action)?,
+                    Ok(None) => {
+                        let m = self.system("system.run_completed", Some("completed"), json!({}));
+                        self.record(&m)?;
+                    }
+                    Err(reason) => self.fail(reason)?,
+                }
+                continue;
+            };
+            if cur.terminal.is_some() {
+                self.decide()?;
+            } else if !cur.sent_live {
+                self.resend()?;
+            } else {
+                self.wait()?;
+            }
+        }
+        Ok(self.state.status.clone())
+    }
+
+    fn send_new(&mut self, action: Action) -> Result<(), RunError> {
+        let snapshot_id = self.snapshot()?;
+        let step = self.state.steps.len() as u32 + 1;
+        let task = &self.state.task;
+        let mut inputs = json!({"goal": task.goal, "files": task.files, "step": step});
+        if let Some(last) = self.state.steps.last() {
+            inputs["after"] = json!({
+                "action": last.action.as_str(),
+                "result": last.result,
+                "artifacts": last.payload.get("artifacts").cloned().unwrap_or(Value::Null),
+            });
+        }
+        let expected_outputs = match action {
+            Action::Review => vec![ExpectedOutput {
+                path: format!("reviews/{}.json", task.id),
+                description: Some("the review".to_owned()),
+                required: None,
+            }],
+            Action::UpdateSpec => vec![ExpectedOutput {
+                path: format!("spec_notes/{}.json", task.id),
+                description: Some("spec notes".to_owned()),
+                required: Some(false),
+            }],
+            _ => Vec::new(),
+        };
+        let ik = idempotency_key(action, &task.id, &snapshot_id, &inputs, &expected_outputs);
+        let correlation_id = format!("{}-{step}", task.id);
+        let agent = agent_for(action);
+        let command = Command {
+            message_id: format!("{correlation_id}.1"),
+            correlation_id,
+            task_id: task.id.clone(),
+            idempotency_key: ik,
+            to: AgentRef {
+                agent_type: agent,
+                agent_id: None,
+            },
+            action,
+            inputs: match inputs {
+                Value::Object(map) => map,
+                _ => Object::new(),
+            },
+            expected_outputs,
+            version: Version {
+                snapshot_id,
+                specs_hash: None,
+                code_hash: None,
+            },
+            deadline: self.deadline(agent, action),
+            retry: Retry {
+                attempt: 0,
+                max_attempts: self.config.policy.retry.max_attempts,
+            },
+            priority: 0,
+        };
+        self.send(command)
+    }
+
+    fn deadline(&self, agent: AgentType, action: Action) -> Timestamp {
+        Timestamp(SystemTime::now() + self.config.agents.get(agent).timeout(action))
+    }
+
+    /// Sends the command in flight again, same IK (§5.6, §7.5); a new attempt when the
+    /// last one failed.
+    fn resend(&mut self) -> Result<(), RunError> {
+        let Some(cur) = self.state.current.clone() else {
+            return Ok(());
+        };
+        let mut command = cur.command.clone();
+        if cur.bump {
+            command.retry.attempt += 1;
+            if command.retry.attempt >= command.retry.max_attempts {
+                return self.fail(format!(
+                    "{} exhausted its {} attempts",
+                    command.action, command.retry.max_attempts
+                ));
+            }
+        }
+        command.message_id = format!("{}.{}", command.correlation_id, cur.sends + 1);
+        command.deadline = self.deadline(command.to.agent_type, command.action);
+        self.send(command)
+    }
+
+    fn send(&mut self, command: Command) -> Result<(), RunError> {
+        let agent = command.to.agent_type;
+        if let Err(reason) = self.ensure_agent(agent) {
+            return self.fail(reason);
+        }
+        let message = Message::Command(command);
+        let line = serde_json::to_string(&message).map_err(std::io::Error::other)?;
+        self.record(&message)?;
+        let sent = match self.agents.get_mut(&agent).and_then(Option::as_mut) {
+            Some(a) => a.send(&line),
+            None => Err(std::io::Error::other("not running")),
+        };
+        if let Err(e) = sent {
+            self.lost(agent, format!("cannot write to it: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Starts `agent` if it is not running: the first start of this process is free, any
+    /// other is a restart (backoff with full jitter, at most [`MAX_RESTARTS`] per run).
+    fn ensure_agent(&mut self, agent: AgentType) -> Result<(), String> {
+        if self.agents.get(&agent).is_some_and(Option::is_some) {
+            return Ok(());
+        }
+        let generation = self.started.get(&agent).copied().unwrap_or(0);
+        if generation > 0 {
+            let restarts = self.state.restarts.get(&agent).copied().unwrap_or(0);
+            if restarts >= MAX_RESTARTS {
+                return Err(format!("{agent} needed more than {MAX_RESTARTS} restarts"));
+            }
+            let delay = self
+                .config
+                .policy
+                .retry
+                .backoff
+                .delay(restarts, supervisor::random());
+            std::thread::sleep(delay);
+            let m = self.system(
+                "system.agent_restarted",
+                None,
+                json!({"agent": agent.as_str(), "restart": restarts + 1, "delay_ms": delay.as_millis() as u64}),
+            );
+            self.record(&m).map_err(|e| e.to_string())?;
+        }
+        let ac = self.config.agents.get(agent).clone();
+        let spawned = Spawn {
+            agent_type: agent,
+            cmd: &ac.cmd,
+            env: &ac.env,
+            heartbeat_interval: ac.heartbeat_interval(),
+            workspace: &self.store.workspace,
+            run_id: &self.state.run_id,
+            log_dir: self.store.log_dir(agent.as_str()),
+            max_line: self.config.policy.message_max_bytes,
+            secrets: &self.store.secrets,
+            generation,
+        }
+        .start(&self.tx)
+        .map_err(|e| format!("cannot start {agent} ({}): {e}", ac.cmd.join(" ")))?;
+        self.started.insert(agent, generation + 1);
+        self.agents.insert(agent, Some(spawned));
+        self.write_state().map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// The agent is gone or unhealthy: stop it, record why; the command in flight, if it was
+    /// its, is resent (new attempt, same IK) by the main loop after a restart.
+    fn lost(&mut self, agent: AgentType, reason: String) -> Result<(), RunError> {
+        if let Some(mut a) = self.agents.get_mut(&agent).and_then(Option::take) {
+            a.kill();
+        }
+        let m = self.system(
+            "system.agent_unhealthy",
+            None,
+            json!({"agent": agent.as_str(), "reason": reason}),
+        );
+        self.record(&m)
+    }
+
+    /// Waits for the in-flight command's terminal event, recording what comes meanwhile, and
+    /// watching heartbeats (3 misses → unhealthy) and the command's deadline.
+    fn wait(&mut self) -> Result<(), RunError> {
+        let Some(cur) = self.state.current.clone() else {
+            return Ok(());
+        };
+        let target = cur.command.to.agent_type;
+        let timeout = self.config.agents.get(target).timeout(cur.command.action);
+        let until = Instant::now() + timeout;
+        let tick = AGENTS
+            .iter()
+            .map(|a| self.config.agents.get(*a).heartbeat_interval())
+            .min()
+            .unwrap_or(Duration::from_secs(10))
+            .min(Duration::from_millis(500))
+            / 4;
+        loop {
+            let current = self.state.current.as_ref();
+            if current.is_none_or(|c| c.terminal.is_some() || !c.sent_live) {
+                return Ok(());
+            }
+            if let Ok(incoming) = self.rx.recv_timeout(tick) {
+                self.take(incoming)?;
+                continue;
+            }
+            let now = Instant::now();
+            if now > until {
+                return self.lost(
+                    target,
+                    format!("{} timed out after {:?}", cur.command.action, timeout),
+                );
+            }
+            for agent in AGENTS {
+                let interval = self.config.agents.get(agent).heartbeat_interval();
+                let late = self
+                    .agents
+                    .get(&agent)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|a| now - a.last_heartbeat > interval * MISSED_HEARTBEATS);
+                if late {
+                    self.lost(
+                        agent,
+                        format!("no heartbeat for {MISSED_HEARTBEATS} intervals of {interval:?}"),
+                    )?;
+                }
+            }
+        }
+    }
+
+    fn take(&mut self, incoming: Incoming) -> Result<(), RunError> {
+        let Incoming {
+            agent,
+            generation,
+            item,
+        } = incoming;
+        let live = self
+            .agents
+            .get(&agent)
+            .and_then(Option::as_ref)
+            .is_some_and(|a| a.generation == generation);
+        match item {
+            Item::Heartbeat if live => {
+                if let Some(a) = self.agents.get_mut(&agent).and_then(Option::as_mut) {
+                    a.last_heartbeat = Instant::now();
+                }
+            }
+            Item::Event(message) if live => self.record(&message)?,
+            Item::Bad(error, line) if live => {
+                let m = self.system(
+                    "system.protocol_error",
+                    None,
+                    json!({"agent": agent.as_str(), "error": error.to_string(), "line": line}),
+                );
+                self.record(&m)?;
+            }
+            Item::Eof if live => self.lost(agent, "exited".to_owned())?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Accepts or refuses the in-flight command's terminal event.
+    fn decide(&mut self) -> Result<(), RunError> {
+        let Some(cur) = self.state.current.clone() else {
+            return Ok(());
+        };
+        let Some(terminal) = cur.terminal.clone() else {
+            return Ok(());
+        };
+        let command = &cur.command;
+        let verdict = classify(command.action, &terminal).and_then(|result| {
+            let mut artifacts: Vec<Artifact> = Vec::new();
+            for e in &cur.events {
+                for a in e.artifacts.iter().flatten() {
+                    artifacts.retain(|x| x.path != a.path);
+                    artifacts.push(a.clone());
+                }
+            }
+            for a in &artifacts {
+                check_artifact(
+                    &self.store.workspace,
+                    a,
+                    self.config.policy.artifact_max_bytes,
+                )?;
+            }
+            for out in command.expected_outputs.iter().filter(|o| o.is_required()) {
+                let path =
+                    safety::confine(&self.store.workspace, &out.path).map_err(|e| e.to_string())?;
+                if !path.is_file() {
+                    return Err(format!("expected output {} is missing", out.path));
+                }
+            }
+            Ok((result, artifacts))
+        });
+        match verdict {
+            Ok((result, artifacts)) => {
+                let receipt_rel = format!("receipts/{}/step-{}.json", command.task_id, cur.step);
+                let receipt = json!({
+                    "task_id": command.task_id,
+                    "step": cur.step,
+                    "action": command.action.as_str(),
+                    "correlation_id": command.correlation_id,
+                    "idempotency_key": command.idempotency_key,
+                    "result": result,
+                    "artifacts": artifacts,
+                    "events": cur.events.iter().map(|e| e.message_id.clone()).collect::<Vec<_>>(),
+                    "created_at": Timestamp::now().to_string(),
+                });
+                self.store.write_json(
+                    &store::receipt_path(&self.store.workspace, &command.task_id, cur.step),
+                    &receipt,
+                )?;
+                let mut payload = receipt.clone();
+                payload["receipt_path"] = receipt_rel.into();
+                let m = self.system("system.step_completed", Some("ok"), payload);
+                self.record(&m)
+            }
+            Err(reason) => {
+                let last = command.retry.attempt + 1 >= command.retry.max_attempts;
+                let status = if last { "failed" } else { "retry" };
+                let m = self.system(
+                    "system.step_completed",
+                    Some(status),
+                    json!({"step": cur.step, "action": command.action.as_str(), "reason": reason}),
+                );
+                self.record(&m)?;
+                if last {
+                    self.fail(format!(
+                        "{} failed after {} attempts: {reason}",
+                        command.action, command.retry.max_attempts
+                    ))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Orphaned agents of the crashed process (pids in `state/run.json`) are stopped: their
+    /// stdio went with the old lorch, so they cannot be adopted (§7.3).
+    fn terminate_orphans(&mut self) -> Result<(), RunError> {
+        let state = store::read_json(&store::state_path(&self.store.workspace))
+            .ok()
+            .flatten();
+        let Some(state) = state.filter(|s| s["run_id"] == self.state.run_id.as_str()) else {
+            return Ok(());
+        };
+        for agent in AGENTS {
+            let Some(pid) = state["agents"][agent.as_str()]["pid"].as_u64() else {
+                continue;
+            };
+            let pid = pid as u32;
+            if !supervisor::is_our_agent(pid, &self.state.run_id, agent) {
+                continue;
+            }
+            supervisor::kill_group(pid as i32, libc::SIGTERM);
+            let until = Instant::now() + Duration::from_secs(2);
+            while Instant::now() < until && supervisor::is_our_agent(pid, &self.state.run_id, agent)
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            supervisor::kill_group(pid as i32, libc::SIGKILL);
+            let m = self.system(
+                "system.orphan_terminated",
+                None,
+                json!({"agent": agent.as_str(), "pid": pid}),
+            );
+            self.record(&m)?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites receipts a crash left unwritten (the ledger has them) and checks every
+    /// file's latest receipt against the file. A mismatch with a command in flight is that
+    /// command's partial work: it is resent with the same IK (§7.5). Without one, something
+    /// outside lorch changed the workspace and a human decides.
+    fn restore_receipts(&mut self) -> Result<(), RunError> {
+        let ws = self.store.workspace.clone();
+        let mut latest: BTreeMap<String, Artifact> = BTreeMap::new();
+        for step in &self.state.steps {
+            let path = store::receipt_path(&ws, &self.state.task.id, step.step);
+            if !path.exists() {
+                let mut receipt = Value::Object(step.payload.clone());
+                if let Some(map) = receipt.as_object_mut() {
+                    map.remove("receipt_path");
+                }
+                self.store.write_json(&path, &receipt)?;
+            }
+            let artifacts: Vec<Artifact> = step
+                .payload
+                .get("artifacts")
+                .cloned()
+                .and_then(|a| serde_json::from_value(a).ok())
+                .unwrap_or_default();
+            for a in artifacts {
+                latest.insert(a.path.clone(), a);
+            }
+        }
+        let max = self.config.policy.artifact_max_bytes;
+        let problems: Vec<String> = latest
+            .values()
+            .filter_map(|a| check_artifact(&ws, a, max).err())
+            .collect();
+        if problems.is_empty() {
+            return Ok(());
+        }
+        if self.state.current.is_none() {
+            return Err(RunError::Checksums(problems.join("\n")));
+        }
+        for p in &problems {
+            self.say(&format!(
+                "[lorch] {p} (partial work of the command in flight; resent with the same IK)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The folder `lorch` works in: the current one.
+pub fn base_dir() -> std::io::Result<PathBuf> {
+    std::env::current_dir()
+}
+
+/// Loads (or creates) `lorch.json` in `base`, printing when created.
+pub fn load_config(base: &Path) -> Result<Config, config::ConfigError> {
+    let (config, created) = config::load_or_init(base)?;
+    if created {
+        println!("[lorch] created {} with the defaults", config::FILE_NAME);
+    }
+    Ok(config)
+}
