@@ -2,4 +2,9 @@
 
 mod canonical;
 mod cli;
+mod config;
+mod harness;
 mod protocol;
+mod resume;
+mod run;
+mod supervise;

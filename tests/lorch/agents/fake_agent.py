@@ -7,8 +7,9 @@ Role: LORCH_AGENT_TYPE (set by lorch). Behaviour, from the agent's env in lorch.
   FAKE_PLAN   comma list of results, one per new command: for the reviewer
               approved|changes_requested, for the spec maintainer
               updated|no_changes_needed|changes_requested, for the builder success|fail|error
-  FAKE_MODE   normal | bad_lines | silent (no heartbeats) | hang | die | chatty | bad_artifact
-              | die_once
+  FAKE_MODE   normal | bad_lines | silent (no heartbeats, no answer) | hang | die | chatty
+              | bad_artifact | escape (an artifact outside the workspace) | leak (echoes
+              API_TOKEN) | die_once
 """
 import hashlib, json, os, sys, threading, time
 
@@ -84,12 +85,18 @@ def work(cmd, index):
         if cmd["action"] == "implement":
             b = write("tests/foo/bar.spec.js", "// tests of bar\n")
             out.append(event(cmd, 2, "artifact.produced", None, {}, [b]))
+        if MODE == "escape":
+            a = dict(a, path="../outside.js")
+            out = [event(cmd, 1, "artifact.produced", None, {}, [a])]
         if MODE == "bad_artifact":
             a = dict(a, sha256="sha256:" + "0" * 64)
             out = [event(cmd, 1, "artifact.produced", None, {}, [a])]
         tests = "fail" if result == "fail" else "pass"
-        out.append(event(cmd, 9, "builder.completed", "success" if tests == "pass" else "failed",
-                         {"tests": {"status": tests}, "lint": {"status": "pass"}}))
+        payload = {"tests": {"status": tests}, "lint": {"status": "pass"}}
+        if MODE == "leak":
+            payload["env"] = os.environ.get("API_TOKEN", "")
+            sys.stderr.write("token=%s\n" % os.environ.get("API_TOKEN", ""))
+        out.append(event(cmd, 9, "builder.completed", "success" if tests == "pass" else "failed", payload))
     elif ROLE == "reviewer":
         status = result or "approved"
         r = write("reviews/%s.json" % task, json.dumps({"task_id": task, "status": status, "findings": [], "summary": "step %s" % step}) + "\n")
@@ -104,7 +111,7 @@ def work(cmd, index):
 
 def main():
     os.makedirs(STORE, exist_ok=True)
-    if MODE != "silent":
+    if MODE not in ("silent",):
         threading.Thread(target=heartbeats, daemon=True).start()
     for line in sys.stdin:
         cmd = json.loads(line)
@@ -115,7 +122,7 @@ def main():
         if MODE == "die_once" and not os.path.exists(os.path.join(STORE, "died")):
             open(os.path.join(STORE, "died"), "w").close()
             os._exit(3)
-        if MODE == "hang":
+        if MODE in ("hang", "silent"):
             time.sleep(3600)
         if MODE == "bad_lines":
             emit("this is not json")
@@ -132,11 +139,21 @@ def main():
             with open(record) as f:
                 events = json.load(f)
         else:
-            index = len([n for n in os.listdir(STORE) if n.endswith(".json")])
+            # One line per new piece of work: the index into FAKE_PLAN.
+            count = os.path.join(STORE, "count")
+            seen = open(count).read().splitlines() if os.path.exists(count) else []
+            # Distinct keys done, so work redone for the same IK (after a crash) keeps its
+            # index; every error counts, so a retry after one moves on in the plan.
+            index = len(set(seen) - {ik} - {l for l in seen if l.endswith(" error")}) + \
+                len([l for l in seen if l.endswith(" error")])
             events = work(cmd, index)
-            with open(record + ".tmp", "w") as f:
-                json.dump(events, f)
-            os.rename(record + ".tmp", record)
+            with open(count, "a") as f:
+                f.write(ik + (" error" if events[-1]["event"] == "error" else "") + "\n")
+            if events[-1]["event"] != "error":
+                # An error is not "handled": the retry (same IK) does the work again.
+                with open(record + ".tmp", "w") as f:
+                    json.dump(events, f)
+                os.rename(record + ".tmp", record)
         for e in events:
             emit(e)
 
