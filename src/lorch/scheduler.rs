@@ -513,16 +513,20 @@ impl Orchestrator {
         };
         let mut o = Orchestrator::new(config, workspace, state);
         if o.state.status != Status::Running {
+            // A crash may have come between the last record and the files derived from it.
+            o.restore_receipts()?;
+            o.write_state()?;
             o.say(&format!("[lorch] run {run_id} already ended"));
             return Ok(o.state.status.clone());
         }
+        // Before anything is recorded: recording rewrites state/run.json, where their pids are.
+        o.terminate_orphans()?;
         let resumed = o.system("system.run_resumed", None, json!({"run_id": run_id}));
         o.record(&resumed)?;
         // Whatever was in flight went with the old process: send it again, same IK.
         if let Some(cur) = o.state.current.as_mut() {
             cur.sent_live = false;
         }
-        o.terminate_orphans()?;
         o.restore_receipts()?;
         o.drive()
     }

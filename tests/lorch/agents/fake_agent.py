@@ -9,7 +9,7 @@ Role: LORCH_AGENT_TYPE (set by lorch). Behaviour, from the agent's env in lorch.
               updated|no_changes_needed|changes_requested, for the builder success|fail|error
   FAKE_MODE   normal | bad_lines | silent (no heartbeats, no answer) | hang | die | chatty
               | bad_artifact | escape (an artifact outside the workspace) | leak (echoes
-              API_TOKEN) | die_once
+              API_TOKEN) | die_once | sticky (stays after stdin closes)
 """
 import hashlib, json, os, sys, threading, time
 
@@ -156,6 +156,9 @@ def main():
                 os.rename(record + ".tmp", record)
         for e in events:
             emit(e)
+    if MODE == "sticky":
+        # Outlives its stdin: an orphan once lorch is gone.
+        time.sleep(3600)
 
 
 main()
