@@ -94,6 +94,9 @@ pub struct InFlight {
     pub sent_live: bool,
     /// Whether the next send is a new attempt.
     pub bump: bool,
+    /// Whether the agent saw another workspace than the command's snapshot
+    /// (`version_mismatch`): the next send pins a new snapshot, hence a new IK (§5.4).
+    pub resnapshot: bool,
 }
 
 /// Everything the ledger says about a run.
@@ -204,6 +207,7 @@ impl RunState {
                             terminal: None,
                             sent_live: false,
                             bump: false,
+                            resnapshot: false,
                         })
                     }
                 }
@@ -212,6 +216,7 @@ impl RunState {
                     cur.terminal = None;
                     cur.sent_live = true;
                     cur.bump = false;
+                    cur.resnapshot = false;
                 }
             }
             Message::Event(e) if e.from.agent_type == AgentType::System => {
@@ -234,6 +239,7 @@ impl RunState {
                                 cur.terminal = None;
                                 cur.sent_live = false;
                                 cur.bump = true;
+                                cur.resnapshot = p.get("resnapshot") == Some(&Value::Bool(true));
                             }
                         }
                         _ => {}
@@ -740,6 +746,17 @@ impl Orchestrator {
                 ));
             }
         }
+        if cur.resnapshot {
+            let snapshot_id = self.snapshot()?;
+            command.idempotency_key = idempotency_key(
+                command.action,
+                &command.task_id,
+                &snapshot_id,
+                &Value::Object(command.inputs.clone()),
+                &command.expected_outputs,
+            );
+            command.version.snapshot_id = snapshot_id;
+        }
         command.message_id = format!("{}.{}", command.correlation_id, cur.sends + 1);
         command.deadline = self.deadline(command.to.agent_type, command.action);
         self.send(command)
@@ -964,10 +981,13 @@ impl Orchestrator {
             Err(reason) => {
                 let last = command.retry.attempt + 1 >= command.retry.max_attempts;
                 let status = if last { "failed" } else { "retry" };
+                let resnapshot = terminal.event == EventType::Error
+                    && terminal.payload.get("code").and_then(Value::as_str)
+                        == Some("version_mismatch");
                 let m = self.system(
                     "system.step_completed",
                     Some(status),
-                    json!({"step": cur.step, "action": command.action.as_str(), "reason": reason}),
+                    json!({"step": cur.step, "action": command.action.as_str(), "reason": reason, "resnapshot": resnapshot}),
                 );
                 self.record(&m)?;
                 if last {

@@ -187,7 +187,14 @@ fn resume_terminates_the_orphaned_agents_of_the_crashed_process() {
             stdout(&out)
         );
         assert!(!alive(pid));
-        assert_eq!(ws.system_events("system.orphan_terminated").len(), 1);
+        // (Other agents of the crashed lorch may have been caught alive too.)
+        let terminated = ws.system_events("system.orphan_terminated");
+        assert!(
+            terminated
+                .iter()
+                .any(|e| e["payload"]["pid"] == pid && e["payload"]["agent"] == "spec_maintainer"),
+            "{terminated:?}"
+        );
         return;
     }
 }

@@ -325,3 +325,32 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[test]
+fn a_version_mismatch_is_retried_on_a_new_snapshot_with_a_new_key() {
+    let mut c = config();
+    c["agents"]["builder"]["env"]["FAKE_MODE"] = "mismatch_once".into();
+    let ws = Ws::new(&c);
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    let implements: Vec<Value> = ws
+        .ledger()
+        .into_iter()
+        .filter(|m| m["action"] == "implement")
+        .collect();
+    assert_eq!(implements.len(), 2);
+    assert_ne!(implements[0]["version"], implements[1]["version"]);
+    assert_ne!(
+        implements[0]["idempotency_key"],
+        implements[1]["idempotency_key"]
+    );
+    assert_eq!(
+        implements[1]["correlation_id"],
+        implements[0]["correlation_id"]
+    );
+    let state = ws.json("state/run.json");
+    assert_eq!(
+        state["steps"][0]["idempotency_key"],
+        implements[1]["idempotency_key"]
+    );
+}

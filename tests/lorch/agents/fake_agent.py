@@ -10,6 +10,7 @@ Role: LORCH_AGENT_TYPE (set by lorch). Behaviour, from the agent's env in lorch.
   FAKE_MODE   normal | bad_lines | silent (no heartbeats, no answer) | hang | die | chatty
               | bad_artifact | escape (an artifact outside the workspace) | leak (echoes
               API_TOKEN) | die_once | sticky (stays after stdin closes)
+              | mismatch_once (version_mismatch on the first command)
 """
 import hashlib, json, os, sys, threading, time
 
@@ -122,6 +123,13 @@ def main():
         if MODE == "die_once" and not os.path.exists(os.path.join(STORE, "died")):
             open(os.path.join(STORE, "died"), "w").close()
             os._exit(3)
+        if MODE == "mismatch_once" and not os.path.exists(os.path.join(STORE, "moved")):
+            # The workspace moved under the command: say so, as §6.2 asks.
+            open(os.path.join(STORE, "moved"), "w").close()
+            write("NOTES.md", "changed meanwhile\n")
+            emit(event(cmd, 0, "error", "failed", {"code": "version_mismatch",
+                 "expected_snapshot": cmd["version"]["snapshot_id"], "observed_snapshot": "snap-other"}))
+            continue
         if MODE in ("hang", "silent"):
             time.sleep(3600)
         if MODE == "bad_lines":
