@@ -22,8 +22,9 @@
 //! - [`config`]: `lorch.json` (§8), created with the defaults, checked against a schema;
 //! - [`store`]: the ledger, receipts, state and snapshots of §5;
 //! - [`supervisor`]: agent processes, their stdout drained and checked on threads (§7);
-//! - [`scheduler`]: the run as a state machine over its ledger: implement → review → spec
-//!   maintenance, retries, restarts, resume (§4, §5.6, §6, §14);
+//! - [`run_state`]: the run as a state machine over its ledger, and the order of §4.2;
+//! - [`scheduler`]: drives it: implement → review → spec maintenance, retries, restarts,
+//!   resume (§4, §5.6, §6, §14);
 //! - [`transcript`]: the console lines of §9;
 //! - [`checks`]: `lorch doctor` and `lorch validate --schemas`.
 
@@ -33,6 +34,7 @@ pub mod cli;
 pub mod config;
 pub mod ndjson;
 pub mod protocol;
+pub mod run_state;
 pub mod safety;
 pub mod scheduler;
 pub mod store;
