@@ -149,10 +149,14 @@ impl Orchestrator {
         o.drive()
     }
 
+    /// Prints a transcript line, and keeps it in `transcripts/run-<id>.txt` (§9's optional
+    /// transcript: a convenience, so a failure to write it does not stop the run).
     fn say(&self, line: &str) {
+        let line = self.store.redact(line);
         let mut out = std::io::stdout().lock();
-        let _ = writeln!(out, "{}", self.store.redact(line));
+        let _ = writeln!(out, "{line}");
         let _ = out.flush();
+        let _ = safety::append_line(&self.store.transcript(), &line);
     }
 
     /// A `system.*` event of lorch's (§3.2: `from.agent_type` `system`).
@@ -475,9 +479,10 @@ impl Orchestrator {
             if current.is_none_or(|c| c.terminal.is_some() || !c.sent_live) {
                 return Ok(());
             }
+            // The clocks are checked after every message too: an agent flooding events must
+            // not keep its own timeout (or another's missing heartbeats) from being noticed.
             if let Ok(incoming) = self.rx.recv_timeout(tick) {
                 self.take(incoming)?;
-                continue;
             }
             let now = Instant::now();
             if now > until {

@@ -1,6 +1,7 @@
 //! The durable records of §5, under the workspace: the ledger `events/run-<id>.ndjson`,
 //! `receipts/<task>/step-<n>.json`, `state/run.json` and `state/index.json`,
-//! `snapshots/snap-XXXX.manifest.json` and the agents' logs `logs/<agent>/run-<id>.ndjson`.
+//! `snapshots/snap-XXXX.manifest.json`, the agents' logs `logs/<agent>/run-<id>.ndjson` and
+//! the transcript `transcripts/run-<id>.txt`.
 //!
 //! Every write goes through [`safety`] (0600 files in 0700 folders, atomic or synced appends)
 //! and every line lorch records is redacted first (§13). Each durable write also counts
@@ -83,6 +84,13 @@ impl Store {
     /// The ledger file.
     pub fn ledger(&self) -> PathBuf {
         ledger_path(&self.workspace, &self.run_id)
+    }
+
+    /// The console transcript's copy, `transcripts/run-<id>.txt`.
+    pub fn transcript(&self) -> PathBuf {
+        self.workspace
+            .join("transcripts")
+            .join(format!("run-{}.txt", self.run_id))
     }
 
     /// `text` without secrets.

@@ -240,3 +240,26 @@ fn resume_of_an_unknown_run_says_so() {
         stderr(&out)
     );
 }
+
+#[test]
+fn resuming_a_run_that_ended_changes_nothing_and_reports_how_it_ended() {
+    let ws = Ws::new(&scenario());
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
+    assert_eq!(out.status.code(), Some(0));
+    let ledger = ws.ledger();
+    let out = ws.lorch(&["resume", "--run", &format!("run-{}", ws.run_id())], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    assert_eq!(
+        stdout(&out),
+        format!("[lorch] run {} already ended\n", ws.run_id())
+    );
+    assert_eq!(ws.ledger(), ledger);
+
+    let mut c = config();
+    c["agents"]["builder"]["env"]["FAKE_PLAN"] = "fail,fail,fail".into();
+    let ws = Ws::new(&c);
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = ws.lorch(&["resume", "--run", &ws.run_id()], &[]);
+    assert_eq!(out.status.code(), Some(1), "a failed run stays failed");
+}

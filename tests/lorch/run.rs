@@ -72,6 +72,10 @@ fn the_scenario_of_section_15_runs_to_done_with_the_transcript_ledger_and_receip
         .filter_map(|m| render(&m))
         .collect();
     assert_eq!(rendered.join("\n") + "\n", stdout(&out));
+    let transcript =
+        std::fs::read_to_string(ws.path().join(format!("transcripts/run-{run_id}.txt")))
+            .expect("transcript");
+    assert_eq!(transcript, stdout(&out));
 
     // state/run.json: completed, five steps; every step has a terminal event in the ledger.
     let state = ws.json("state/run.json");
