@@ -144,3 +144,22 @@ fn a_chatty_agent_is_drained_and_never_blocks_the_run() {
             .contains("chatter")
     );
 }
+
+#[test]
+fn an_agent_flooding_events_still_times_out() {
+    let mut c = with_builder("flood", 1);
+    c["agents"]["builder"]["timeouts_s"] = json!({"implement": 0.5});
+    let ws = Ws::new(&c);
+    let started = Instant::now();
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(started.elapsed().as_secs() < 30);
+    assert_eq!(reasons(&ws), ["builder implement timed out after 500ms"]);
+    assert!(
+        ws.ledger()
+            .iter()
+            .filter(|m| m["event"] == "builder.progress")
+            .count()
+            > 10
+    );
+}

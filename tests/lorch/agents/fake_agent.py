@@ -11,6 +11,7 @@ Role: LORCH_AGENT_TYPE (set by lorch). Behaviour, from the agent's env in lorch.
               | bad_artifact | escape (an artifact outside the workspace) | leak (echoes
               API_TOKEN) | die_once | sticky (stays after stdin closes)
               | mismatch_once (version_mismatch on the first command)
+              | flood (builder.progress events without end)
 """
 import hashlib, json, os, sys, threading, time
 
@@ -130,6 +131,11 @@ def main():
             emit(event(cmd, 0, "error", "failed", {"code": "version_mismatch",
                  "expected_snapshot": cmd["version"]["snapshot_id"], "observed_snapshot": "snap-other"}))
             continue
+        if MODE == "flood":
+            n = 0
+            while True:
+                n += 1
+                emit(event(cmd, 100 + n, "builder.progress", None, {"percent": n % 100}))
         if MODE in ("hang", "silent"):
             time.sleep(3600)
         if MODE == "bad_lines":
