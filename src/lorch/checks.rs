@@ -92,14 +92,14 @@ pub fn doctor(base: &Path) -> Vec<Check> {
             AgentType::Reviewer,
             AgentType::SpecMaintainer,
         ] {
-            let cmd = &config.agents.get(agent).cmd;
-            let program = cmd.first().map(String::as_str).unwrap_or("");
-            checks.push(check(
-                format!("{agent} command `{program}`"),
-                find_program(program, base)
-                    .map(|p| p.display().to_string())
-                    .ok_or_else(|| "not found (not on PATH, or not executable)".to_owned()),
-            ));
+            for program in programs(&config.agents.get(agent).cmd) {
+                checks.push(check(
+                    format!("{agent} command `{program}`"),
+                    find_program(program, base)
+                        .map(|p| p.display().to_string())
+                        .ok_or_else(|| "not found (not on PATH, or not executable)".to_owned()),
+                ));
+            }
         }
         let ws = config.workspace(base);
         checks.push(check("workspace writable", writable(&ws)));
@@ -121,6 +121,23 @@ pub fn doctor(base: &Path) -> Vec<Check> {
             .ok_or_else(|| "not found".to_owned()),
     ));
     checks
+}
+
+/// The programs an agent command runs: its first word, and for `lorch agent ROLE -- CMD…`
+/// the LLM command after `--` as well (the shim would only fail later, on the first command).
+fn programs(cmd: &[String]) -> Vec<&str> {
+    let mut out: Vec<&str> = cmd.first().map(String::as_str).into_iter().collect();
+    let is_shim = cmd
+        .first()
+        .is_some_and(|p| p.rsplit('/').next() == Some("lorch"))
+        && cmd.get(1).is_some_and(|a| a == "agent");
+    if is_shim
+        && let Some(at) = cmd.iter().position(|a| a == "--")
+        && let Some(llm) = cmd.get(at + 1)
+    {
+        out.push(llm);
+    }
+    out
 }
 
 fn writable(ws: &Path) -> Result<String, String> {

@@ -133,3 +133,31 @@ fn doctor_checks_agent_commands_workspace_and_git() {
     );
     assert!(stdout(&out).contains("not JSON"), "{}", stdout(&out));
 }
+
+#[test]
+fn doctor_checks_the_llm_command_behind_lorch_agent_too() {
+    let ws = Ws::new(&Value::Null);
+    git2::Repository::init(ws.path()).expect("git init");
+    // The defaults: `lorch agent ROLE -- claude -p`; neither is on this PATH.
+    let out = ws.lorch(&["doctor"], &[("PATH", "/usr/bin:/bin")]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.contains("ok   lorch.json: absent: created with the defaults on the first run"),
+        "{text}"
+    );
+    for agent in ["builder", "reviewer", "spec_maintainer"] {
+        assert!(
+            text.contains(&format!("FAIL {agent} command `lorch`: not found")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("FAIL {agent} command `claude`: not found")),
+            "{text}"
+        );
+    }
+    assert!(
+        !ws.path().join("lorch.json").exists(),
+        "doctor creates nothing"
+    );
+}
