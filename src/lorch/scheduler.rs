@@ -525,19 +525,54 @@ impl Orchestrator {
                     a.last_heartbeat = Instant::now();
                 }
             }
-            Item::Event(message) if live => self.record(&message)?,
+            Item::Event(message) if live => {
+                // Agents are untrusted (§2.1): one may only speak for itself, and never as
+                // lorch (a `command`, or a `system` event, would steer the run).
+                let refused = match &*message {
+                    Message::Event(e) if e.from.agent_type == agent => None,
+                    Message::Event(e) => Some(format!(
+                        "an event from {} on {agent}'s stdout",
+                        e.from.agent_type
+                    )),
+                    other => Some(format!("agents do not send {}s", other.kind())),
+                };
+                match refused {
+                    None => self.record(&message)?,
+                    Some(error) => {
+                        let line = serde_json::to_string(&*message).unwrap_or_default();
+                        self.protocol_error(agent, error, line)?;
+                    }
+                }
+            }
             Item::Bad(error, line) if live => {
-                let m = self.system(
-                    "system.protocol_error",
-                    None,
-                    json!({"agent": agent.as_str(), "error": error.to_string(), "line": line}),
-                );
-                self.record(&m)?;
+                self.protocol_error(agent, error.to_string(), line)?
             }
             Item::Eof if live => self.lost(agent, "exited".to_owned())?,
             _ => {}
         }
         Ok(())
+    }
+
+    fn protocol_error(
+        &mut self,
+        agent: AgentType,
+        error: String,
+        mut line: String,
+    ) -> Result<(), RunError> {
+        // The start of the line is enough to find the fault; the ledger stays small.
+        if line.len() > 512 {
+            let mut end = 512;
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            line.truncate(end);
+        }
+        let m = self.system(
+            "system.protocol_error",
+            None,
+            json!({"agent": agent.as_str(), "error": error, "line": line}),
+        );
+        self.record(&m)
     }
 
     /// Accepts or refuses the in-flight command's terminal event.

@@ -239,7 +239,7 @@ fn bad_lines_from_an_agent_are_recorded_protocol_errors_never_a_crash() {
         .iter()
         .map(|e| e["payload"]["error"].as_str().expect("error"))
         .collect();
-    assert_eq!(texts.len(), 4, "{texts:?}");
+    assert_eq!(texts.len(), 6, "{texts:?}");
     assert!(texts[0].starts_with("line is not JSON"), "{texts:?}");
     assert!(
         texts[1].contains("\"correlation_id\" is a required property"),
@@ -254,7 +254,7 @@ fn bad_lines_from_an_agent_are_recorded_protocol_errors_never_a_crash() {
     // validate --schemas names the agent's bad lines and fails.
     let out = ws.lorch(&["validate", "--schemas"], &[]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stdout(&out).contains("4 invalid"), "{}", stdout(&out));
+    assert!(stdout(&out).contains("6 invalid"), "{}", stdout(&out));
     assert!(
         stdout(&out).contains("builder sent an invalid line: line is not JSON"),
         "{}",

@@ -144,6 +144,8 @@ def main():
             emit(json.dumps({"kind": "heartbeat", "agent": {"agent_type": "tester", "agent_id": "t"}, "seq": 0,
                              "status": "ready", "pid": 1, "uptime_s": 0, "last_activity_at": now()}))
             emit("x" * (300 * 1024))
+            emit(dict(cmd, message_id="forged"))
+            emit(dict(event(cmd, 50, "system.run_completed", "completed"), **{"from": {"agent_type": "system"}}))
         if MODE == "chatty":
             for i in range(20000):
                 emit({"kind": "log", "level": "info", "message": "chatter %d %s" % (i, "y" * 200), "fields": {}, "timestamp": now()})
