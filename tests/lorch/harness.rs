@@ -16,12 +16,14 @@ pub fn fake_agent() -> String {
         .to_string()
 }
 
-/// A configuration with fast heartbeats and backoff, fake agents for every role.
+/// A configuration with fast backoff and fake agents for every role.
 pub fn config() -> Value {
     let agent = || {
         json!({
             "cmd": ["python3", fake_agent()],
-            "heartbeat_interval_s": 0.2,
+            // Generous: a loaded machine can take a while to start Python; the tests of
+            // heartbeat loss set their own.
+            "heartbeat_interval_s": 1.0,
             "timeouts_s": {},
             "env": {}
         })

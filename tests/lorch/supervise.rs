@@ -29,7 +29,9 @@ fn reasons(ws: &Ws) -> Vec<String> {
 
 #[test]
 fn three_missed_heartbeats_make_an_agent_unhealthy_and_restarts_stop_at_five() {
-    let ws = Ws::new(&with_builder("silent", 20));
+    let mut c = with_builder("silent", 20);
+    c["agents"]["builder"]["heartbeat_interval_s"] = json!(0.2);
+    let ws = Ws::new(&c);
     let started = Instant::now();
     let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
