@@ -101,6 +101,7 @@ impl Orchestrator {
 
     /// Starts run of `task` in `workspace` and drives it to its end.
     pub fn run(config: Config, workspace: PathBuf, task: Task) -> Result<Status, RunError> {
+        let _lock = store::lock_workspace(&workspace)?;
         let run_id = store::new_run_id();
         let mut o = Orchestrator::new(config, workspace, RunState::new(&run_id, task.clone()));
         let started = o.system(
@@ -115,6 +116,8 @@ impl Orchestrator {
 
     /// Resumes run `run_id` from its ledger (§5.6).
     pub fn resume(config: Config, workspace: PathBuf, run_id: &str) -> Result<Status, RunError> {
+        // Above all, never two orchestrators for the agents of one run.
+        let _lock = store::lock_workspace(&workspace)?;
         let ledger = store::ledger_path(&workspace, run_id);
         if !ledger.exists() {
             return Err(RunError::NoRun(

@@ -231,3 +231,41 @@ pub fn read_json(path: &Path) -> io::Result<Option<Value>> {
         Err(e) => Err(e),
     }
 }
+
+/// One lorch per workspace: an exclusive `flock` on `state/lock`, held while a run or a
+/// resume goes on. The kernel drops it when the process ends, however it ends, so a crash
+/// never leaves a stale lock; the file is opened close-on-exec, so agents do not inherit it.
+#[derive(Debug)]
+pub struct WorkspaceLock {
+    _file: std::fs::File,
+}
+
+/// Takes the workspace lock, or says which process holds it.
+pub fn lock_workspace(workspace: &Path) -> io::Result<WorkspaceLock> {
+    use std::io::{Read as _, Seek as _, Write as _};
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let dir = workspace.join("state");
+    safety::create_private_dir(&dir)?;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(dir.join("lock"))?;
+    if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+        let mut holder = String::new();
+        let _ = file.read_to_string(&mut holder);
+        return Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            format!(
+                "another lorch (pid {}) is running in this workspace",
+                holder.trim()
+            ),
+        ));
+    }
+    file.set_len(0)?;
+    file.rewind()?;
+    write!(file, "{}", std::process::id())?;
+    Ok(WorkspaceLock { _file: file })
+}

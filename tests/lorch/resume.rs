@@ -263,3 +263,55 @@ fn resuming_a_run_that_ended_changes_nothing_and_reports_how_it_ended() {
     let out = ws.lorch(&["resume", "--run", &ws.run_id()], &[]);
     assert_eq!(out.status.code(), Some(1), "a failed run stays failed");
 }
+
+#[test]
+fn one_lorch_per_workspace_and_a_crash_leaves_no_stale_lock() {
+    let mut c = scenario();
+    c["agents"]["builder"]["env"]["FAKE_MODE"] = "hang".into();
+    let ws = Ws::new(&c);
+    let mut first = std::process::Command::new(assert_cmd::cargo::cargo_bin("lorch"))
+        .current_dir(ws.path())
+        .args(["run", "--task", "T-0042"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .expect("lorch starts");
+    // Wait until it has sent the (hanging) implement command.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !ws.path().join("events").exists() || !ws.ledger().iter().any(|m| m["kind"] == "command")
+    {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the first lorch never sent its command"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = ws.lorch(&["resume", "--run", &ws.run_id()], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "lorch: another lorch (pid {}) is running in this workspace\n",
+            first.id()
+        )
+    );
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    // SIGKILL: the lock goes with the process.
+    first.kill().expect("kill");
+    first.wait().expect("reaped");
+    c["agents"]["builder"]["env"]["FAKE_MODE"] = "normal".into();
+    std::fs::write(ws.path().join("lorch.json"), c.to_string()).expect("write");
+    let out = ws.lorch(&["resume", "--run", &ws.run_id()], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).contains("[lorch] terminated orphaned builder"),
+        "{}",
+        stdout(&out)
+    );
+}
