@@ -125,6 +125,7 @@ impl Orchestrator {
                 ledger.display().to_string(),
             ));
         }
+        store::repair_ledger(&ledger)?;
         let messages = store::read_ledger(&ledger)?;
         let Some(state) = RunState::from_ledger(&messages) else {
             return Err(RunError::NoRun(

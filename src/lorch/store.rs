@@ -121,6 +121,23 @@ impl Store {
     }
 }
 
+/// Cuts a last line left incomplete by a crash in the middle of an append (a torn write),
+/// so that the next append starts a line of its own. Says whether it cut anything.
+pub fn repair_ledger(path: &Path) -> io::Result<bool> {
+    let bytes = std::fs::read(path)?;
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return Ok(false);
+    }
+    let keep = bytes
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |at| at + 1);
+    let file = std::fs::OpenOptions::new().write(true).open(path)?;
+    file.set_len(keep as u64)?;
+    file.sync_all()?;
+    Ok(true)
+}
+
 /// The ledger's messages in order. A last line cut by a crash mid-append is left out; any
 /// other line that does not read is an error (the ledger is lorch's own, always valid).
 pub fn read_ledger(path: &Path) -> io::Result<Vec<Message>> {

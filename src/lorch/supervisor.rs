@@ -5,7 +5,12 @@
 //! and bad lines go to the scheduler, which records them in the ledger.
 //!
 //! Liveness, timeouts, backoff and the restart limit are decided by the scheduler with the
-//! numbers kept here ([`Agent::last_heartbeat`], [`Agent::restarts`]).
+//! numbers kept here ([`Agent::last_heartbeat`], [`Agent::generation`]).
+//!
+//! An agent runs in the workspace with lorch.json's `env` for it plus `LORCH_AGENT_TYPE`,
+//! `LORCH_AGENT_ID` (`builder#1`, then `#2` after a restart), `LORCH_HEARTBEAT_INTERVAL_S`,
+//! `LORCH_RUN_ID` and `LORCH_WORKSPACE`; the last two also let a resumed lorch recognize the
+//! orphans of a crashed one.
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;

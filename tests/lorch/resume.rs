@@ -315,3 +315,36 @@ fn one_lorch_per_workspace_and_a_crash_leaves_no_stale_lock() {
         stdout(&out)
     );
 }
+
+#[test]
+fn a_ledger_line_torn_by_the_crash_is_cut_and_the_run_resumes() {
+    let ws = Ws::new(&scenario());
+    let out = ws.lorch(
+        &["run", "--task", "T-0042"],
+        &[("LORCH_CRASH_AFTER_WRITES", "12")],
+    );
+    assert_eq!(out.status.signal(), Some(9));
+    let lines = ws.ledger().len();
+    let mut file = std::fs::OpenOptions::new()
+        .append(true)
+        .open(ws.ledger_path())
+        .expect("open");
+    std::io::Write::write_all(&mut file, br#"{"kind":"event","message_id":"#).expect("torn");
+    let out = ws.lorch(&["resume", "--run", &ws.run_id()], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    // Every line reads (ws.ledger() parses each), the torn one is gone.
+    let ledger = ws.ledger();
+    assert!(ledger.len() > lines);
+    assert!(
+        ledger
+            .iter()
+            .all(|m| m["message_id"] != Value::Null || m["kind"] == "heartbeat")
+    );
+    assert_eq!(ws.json("state/run.json")["status"], "completed");
+}
