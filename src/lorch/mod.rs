@@ -19,14 +19,32 @@
 //! - [`agent`]: `lorch agent ROLE -- CMD…`, the shim that wraps an LLM command-line tool;
 //! - [`git_exclude`]: lorch's record folders listed in `.git/info/exclude`, so that they
 //!   never make `git loaf undo` or `squash` refuse.
+//!
+//! The orchestrator on top of it:
+//!
+//! - [`config`]: `lorch.json` (§8), created with the defaults, checked against a schema;
+//! - [`store`]: the ledger, receipts, state and snapshots of §5;
+//! - [`supervisor`]: agent processes, their stdout drained and checked on threads (§7);
+//! - [`run_state`]: the run as a state machine over its ledger, and the order of §4.2;
+//! - [`scheduler`]: drives it: implement → review → spec maintenance, retries, restarts,
+//!   resume (§4, §5.6, §6, §14);
+//! - [`transcript`]: the console lines of §9;
+//! - [`checks`]: `lorch doctor` and `lorch validate --schemas`.
 
 pub mod agent;
 pub mod canonical;
+pub mod checks;
 pub mod cli;
+pub mod config;
 pub mod git_exclude;
 pub mod ndjson;
 pub mod protocol;
+pub mod run_state;
 pub mod safety;
+pub mod scheduler;
+pub mod store;
+pub mod supervisor;
+pub mod transcript;
 pub mod validate;
 
 pub use protocol::Message;

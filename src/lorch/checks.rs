@@ -1,0 +1,217 @@
+//! `lorch doctor` (the environment: `lorch.json`, agent commands, a writable workspace, git)
+//! and `lorch validate --schemas` (every message recorded in the ledgers and the agents' logs
+//! against the protocol's schemas; the lines agents sent that were refused, recorded as
+//! `system.protocol_error`, count as failures of those agents).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::config::{self, Config};
+use super::protocol::{AgentType, Message};
+use super::validate::{check_schemas, validate};
+
+/// One check: what, whether it passed, details.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Check {
+    /// What was checked.
+    pub what: String,
+    /// Passed.
+    pub ok: bool,
+    /// Why not, or what was found.
+    pub detail: String,
+}
+
+impl std::fmt::Display for Check {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mark = if self.ok { "ok  " } else { "FAIL" };
+        write!(f, "{mark} {}", self.what)?;
+        if !self.detail.is_empty() {
+            write!(f, ": {}", self.detail)?;
+        }
+        Ok(())
+    }
+}
+
+fn check(what: impl Into<String>, result: Result<String, String>) -> Check {
+    let (ok, detail) = match result {
+        Ok(d) => (true, d),
+        Err(d) => (false, d),
+    };
+    Check {
+        what: what.into(),
+        ok,
+        detail,
+    }
+}
+
+/// Where `program` would be run from: itself when it has a `/`, else the first executable
+/// of that name on `PATH`.
+pub fn find_program(program: &str, base: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let p = base.join(program);
+        return executable(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| executable(p))
+}
+
+/// The checks of `lorch doctor`, run in `base` (the folder of `lorch.json`).
+pub fn doctor(base: &Path) -> Vec<Check> {
+    let mut checks = Vec::new();
+    checks.push(check(
+        "protocol schemas compile",
+        check_schemas().map(|()| String::new()),
+    ));
+    let config: Option<Config> = match config::load(base) {
+        Ok(Some(c)) => {
+            checks.push(check("lorch.json", Ok("valid".to_owned())));
+            Some(c)
+        }
+        Ok(None) => {
+            checks.push(check(
+                "lorch.json",
+                Ok("absent: created with the defaults on the first run".to_owned()),
+            ));
+            config::parse(Path::new(config::FILE_NAME), &config::default_text()).ok()
+        }
+        Err(e) => {
+            checks.push(check("lorch.json", Err(e.to_string())));
+            None
+        }
+    };
+    if let Some(config) = &config {
+        for agent in [
+            AgentType::Builder,
+            AgentType::Reviewer,
+            AgentType::SpecMaintainer,
+        ] {
+            for program in programs(&config.agents.get(agent).cmd) {
+                checks.push(check(
+                    format!("{agent} command `{program}`"),
+                    find_program(program, base)
+                        .map(|p| p.display().to_string())
+                        .ok_or_else(|| "not found (not on PATH, or not executable)".to_owned()),
+                ));
+            }
+        }
+        let ws = config.workspace(base);
+        checks.push(check("workspace writable", writable(&ws)));
+        checks.push(check(
+            "workspace is a git repository",
+            git2::Repository::discover(&ws)
+                .map(|r| {
+                    r.workdir()
+                        .map(|w| w.display().to_string())
+                        .unwrap_or_default()
+                })
+                .map_err(|e| e.message().to_owned()),
+        ));
+    }
+    checks.push(check(
+        "git on PATH",
+        find_program("git", base)
+            .map(|p| p.display().to_string())
+            .ok_or_else(|| "not found".to_owned()),
+    ));
+    checks
+}
+
+/// The programs an agent command runs: its first word, and for `lorch agent ROLE -- CMD…`
+/// the LLM command after `--` as well (the shim would only fail later, on the first command).
+fn programs(cmd: &[String]) -> Vec<&str> {
+    let mut out: Vec<&str> = cmd.first().map(String::as_str).into_iter().collect();
+    let is_shim = cmd
+        .first()
+        .is_some_and(|p| p.rsplit('/').next() == Some("lorch"))
+        && cmd.get(1).is_some_and(|a| a == "agent");
+    if is_shim
+        && let Some(at) = cmd.iter().position(|a| a == "--")
+        && let Some(llm) = cmd.get(at + 1)
+    {
+        out.push(llm);
+    }
+    out
+}
+
+fn writable(ws: &Path) -> Result<String, String> {
+    let probe = ws.join(format!(".lorch-doctor.{}", std::process::id()));
+    std::fs::write(&probe, b"probe").map_err(|e| format!("{}: {e}", ws.display()))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(ws.display().to_string())
+}
+
+/// What `lorch validate --schemas` found in one file.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FileReport {
+    /// The file, relative to the workspace.
+    pub file: String,
+    /// Messages that validate.
+    pub valid: usize,
+    /// `line N: problem` for each that does not, and for each protocol error recorded.
+    pub problems: Vec<String>,
+}
+
+/// Validates every ledger (`events/run-*.ndjson`) and agent log (`logs/*/run-*.ndjson`) of
+/// `workspace`.
+pub fn validate_recorded(workspace: &Path) -> std::io::Result<Vec<FileReport>> {
+    let mut files = Vec::new();
+    let mut collect = |dir: PathBuf| -> std::io::Result<()> {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Ok(());
+        };
+        for entry in entries {
+            let path = entry?.path();
+            if path.extension().is_some_and(|e| e == "ndjson") {
+                files.push(path);
+            }
+        }
+        Ok(())
+    };
+    collect(workspace.join("events"))?;
+    if let Ok(agents) = std::fs::read_dir(workspace.join("logs")) {
+        for agent in agents {
+            collect(agent?.path())?;
+        }
+    }
+    files.sort();
+    let mut reports = Vec::new();
+    for path in files {
+        let text = std::fs::read(&path)?;
+        let mut report = FileReport {
+            file: path
+                .strip_prefix(workspace)
+                .unwrap_or(&path)
+                .display()
+                .to_string(),
+            ..FileReport::default()
+        };
+        for (i, line) in text.split(|b| *b == b'\n').enumerate() {
+            if line.is_empty() {
+                continue;
+            }
+            match validate(line) {
+                Ok(Message::Event(e)) if e.event.as_str() == "system.protocol_error" => {
+                    report.valid += 1;
+                    let get = |k: &str| e.payload.get(k).and_then(Value::as_str).unwrap_or("");
+                    report.problems.push(format!(
+                        "line {}: {} sent an invalid line: {}",
+                        i + 1,
+                        get("agent"),
+                        get("error")
+                    ));
+                }
+                Ok(_) => report.valid += 1,
+                Err(e) => report.problems.push(format!("line {}: {e}", i + 1)),
+            }
+        }
+        reports.push(report);
+    }
+    Ok(reports)
+}

@@ -1,0 +1,414 @@
+//! The run as the ledger tells it (§5.6): [`RunState`] is rebuilt from the recorded
+//! messages by [`RunState::apply`], one at a time, in a live run as in a resumed one; the
+//! hard-coded order of §4.2 is [`next_action`]; [`classify`] reads a terminal event.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::canonical::sha256_hex;
+use super::config::Task;
+use super::protocol::{
+    Action, AgentType, Artifact, Command, Event, EventType, Message, Object, Timestamp,
+};
+use super::safety;
+use super::supervisor::Agent;
+
+/// The agents of Phase 1, in the order lorch starts them.
+pub const AGENTS: [AgentType; 3] = [
+    AgentType::Builder,
+    AgentType::Reviewer,
+    AgentType::SpecMaintainer,
+];
+
+/// Steps after which a run that has not converged fails ("persistent conflicts", §4.1.4).
+pub const MAX_STEPS: u32 = 30;
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Still going.
+    Running,
+    /// Done (§4.1.4 success).
+    Completed,
+    /// Failed, with the reason.
+    Failed(String),
+}
+
+/// A step accepted.
+#[derive(Debug, Clone)]
+pub struct StepDone {
+    /// 1, 2, …
+    pub step: u32,
+    /// Its action.
+    pub action: Action,
+    /// `success`, `approved`, `changes_requested`, `updated`, `no_changes_needed`.
+    pub result: String,
+    /// The `system.step_completed` payload (receipt included).
+    pub payload: Object,
+}
+
+/// The command in flight.
+#[derive(Debug, Clone)]
+pub struct InFlight {
+    /// Its step.
+    pub step: u32,
+    /// The command as last sent.
+    pub command: Command,
+    /// How many times it was sent.
+    pub sends: u32,
+    /// Its events since the last send.
+    pub events: Vec<Event>,
+    /// The terminal one, once it came.
+    pub terminal: Option<Event>,
+    /// Whether this process has sent it (false after a resume or a retry decision).
+    pub sent_live: bool,
+    /// Whether the next send is a new attempt.
+    pub bump: bool,
+    /// Whether the agent saw another workspace than the command's snapshot
+    /// (`version_mismatch`): the next send pins a new snapshot, hence a new IK (§5.4).
+    pub resnapshot: bool,
+}
+
+/// Everything the ledger says about a run.
+#[derive(Debug, Clone)]
+pub struct RunState {
+    /// The run.
+    pub run_id: String,
+    /// The task.
+    pub task: Task,
+    /// The first snapshot and the latest.
+    pub snapshots: Vec<String>,
+    /// Steps accepted.
+    pub steps: Vec<StepDone>,
+    /// The command in flight.
+    pub current: Option<InFlight>,
+    /// How it stands.
+    pub status: Status,
+    /// Restarts per agent.
+    pub restarts: HashMap<AgentType, u32>,
+}
+
+pub(crate) fn text(p: &Object, key: &str) -> String {
+    p.get(key).and_then(Value::as_str).unwrap_or("").to_owned()
+}
+
+pub(crate) fn agent_of(name: &str) -> AgentType {
+    match name {
+        "reviewer" => AgentType::Reviewer,
+        "spec_maintainer" => AgentType::SpecMaintainer,
+        _ => AgentType::Builder,
+    }
+}
+
+/// Whether an event ends its command (success or `error`).
+pub fn is_terminal(e: &EventType) -> bool {
+    matches!(
+        e,
+        EventType::BuilderCompleted
+            | EventType::ReviewCompleted
+            | EventType::SpecUpdated
+            | EventType::SpecNoChangesNeeded
+            | EventType::SpecChangesRequested
+            | EventType::Error
+    )
+}
+
+impl RunState {
+    /// A run that has just started.
+    pub fn new(run_id: &str, task: Task) -> Self {
+        RunState {
+            run_id: run_id.to_owned(),
+            task,
+            snapshots: Vec::new(),
+            steps: Vec::new(),
+            current: None,
+            status: Status::Running,
+            restarts: HashMap::new(),
+        }
+    }
+
+    /// Rebuilds a run from its ledger.
+    pub fn from_ledger(messages: &[Message]) -> Option<Self> {
+        let mut state: Option<RunState> = None;
+        for m in messages {
+            if let Message::Event(e) = m
+                && e.event.as_str() == "system.run_started"
+            {
+                let p = &e.payload;
+                let files = p
+                    .get("files")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .filter_map(|v| v.as_str().map(str::to_owned))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                state = Some(RunState::new(
+                    &text(p, "run_id"),
+                    Task {
+                        id: e.task_id.clone(),
+                        goal: text(p, "goal"),
+                        files,
+                    },
+                ));
+            }
+            if let Some(s) = state.as_mut() {
+                s.apply(m);
+            }
+        }
+        state
+    }
+
+    /// Takes one recorded message into account.
+    pub fn apply(&mut self, message: &Message) {
+        match message {
+            Message::Command(c) => {
+                let step = c.inputs.get("step").and_then(Value::as_u64).unwrap_or(0) as u32;
+                match self.current.as_mut() {
+                    Some(cur) if cur.step == step => {
+                        cur.command = c.clone();
+                        cur.sends += 1;
+                    }
+                    _ => {
+                        self.current = Some(InFlight {
+                            step,
+                            command: c.clone(),
+                            sends: 1,
+                            events: Vec::new(),
+                            terminal: None,
+                            sent_live: false,
+                            bump: false,
+                            resnapshot: false,
+                        })
+                    }
+                }
+                if let Some(cur) = self.current.as_mut() {
+                    cur.events.clear();
+                    cur.terminal = None;
+                    cur.sent_live = true;
+                    cur.bump = false;
+                    cur.resnapshot = false;
+                }
+            }
+            Message::Event(e) if e.from.agent_type == AgentType::System => {
+                let p = &e.payload;
+                match e.event.as_str() {
+                    "system.snapshot" => self.snapshots.push(text(p, "snapshot_id")),
+                    "system.step_completed" => match e.status.as_deref() {
+                        Some("ok") => {
+                            let action = self.current.as_ref().map(|c| c.command.action);
+                            self.steps.push(StepDone {
+                                step: p.get("step").and_then(Value::as_u64).unwrap_or(0) as u32,
+                                action: action.unwrap_or(Action::Implement),
+                                result: text(p, "result"),
+                                payload: p.clone(),
+                            });
+                            self.current = None;
+                        }
+                        Some("retry") => {
+                            if let Some(cur) = self.current.as_mut() {
+                                cur.terminal = None;
+                                cur.sent_live = false;
+                                cur.bump = true;
+                                cur.resnapshot = p.get("resnapshot") == Some(&Value::Bool(true));
+                            }
+                        }
+                        _ => {}
+                    },
+                    "system.agent_unhealthy" => {
+                        if let Some(cur) = self.current.as_mut()
+                            && cur.command.to.agent_type == agent_of(&text(p, "agent"))
+                            && cur.terminal.is_none()
+                        {
+                            cur.sent_live = false;
+                            cur.bump = true;
+                        }
+                    }
+                    "system.agent_restarted" => {
+                        *self
+                            .restarts
+                            .entry(agent_of(&text(p, "agent")))
+                            .or_default() += 1;
+                    }
+                    "system.run_completed" => {
+                        self.status = match e.status.as_deref() {
+                            Some("completed") => Status::Completed,
+                            _ => Status::Failed(text(p, "reason")),
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            Message::Event(e) => {
+                if let Some(cur) = self.current.as_mut()
+                    && e.correlation_id == cur.command.correlation_id
+                    && e.from.agent_type == cur.command.to.agent_type
+                    && cur.terminal.is_none()
+                {
+                    cur.events.push(e.clone());
+                    if is_terminal(&e.event) {
+                        cur.terminal = Some(e.clone());
+                    }
+                }
+            }
+            Message::Heartbeat(_) | Message::Log(_) => {}
+        }
+    }
+
+    /// `state/run.json`.
+    pub fn to_json(&self, agents: &HashMap<AgentType, Option<Agent>>) -> Value {
+        let steps: Vec<Value> = self
+            .steps
+            .iter()
+            .map(|s| {
+                json!({
+                    "step": s.step,
+                    "action": s.action.as_str(),
+                    "result": s.result,
+                    "correlation_id": s.payload.get("correlation_id"),
+                    "idempotency_key": s.payload.get("idempotency_key"),
+                    "receipt": s.payload.get("receipt_path"),
+                })
+            })
+            .collect();
+        let current = self.current.as_ref().map(|c| {
+            json!({
+                "step": c.step,
+                "action": c.command.action.as_str(),
+                "correlation_id": c.command.correlation_id,
+                "idempotency_key": c.command.idempotency_key,
+            })
+        });
+        let (status, failure) = match &self.status {
+            Status::Running => ("running", Value::Null),
+            Status::Completed => ("completed", Value::Null),
+            Status::Failed(r) => ("failed", Value::String(r.clone())),
+        };
+        let agents: serde_json::Map<String, Value> = AGENTS
+            .iter()
+            .map(|t| {
+                let a = agents.get(t).and_then(Option::as_ref);
+                (
+                    t.as_str().to_owned(),
+                    json!({
+                        "pid": a.map(Agent::pid),
+                        "restarts": self.restarts.get(t).copied().unwrap_or(0),
+                    }),
+                )
+            })
+            .collect();
+        json!({
+            "run_id": self.run_id,
+            "task_id": self.task.id,
+            "status": status,
+            "failure": failure,
+            "snapshot_id": self.snapshots.first(),
+            "steps": steps,
+            "current": current,
+            "agents": agents,
+            "updated_at": Timestamp::now().to_string(),
+        })
+    }
+}
+
+/// What comes after `steps` (§4.2).
+pub fn next_action(steps: &[StepDone]) -> Result<Option<Action>, String> {
+    if steps.len() as u32 >= MAX_STEPS {
+        return Err(format!(
+            "no agreement after {MAX_STEPS} steps (persistent conflict)"
+        ));
+    }
+    let Some(last) = steps.last() else {
+        return Ok(Some(Action::Implement));
+    };
+    Ok(match (last.action, last.result.as_str()) {
+        (Action::Implement | Action::ImplementChanges, _) => Some(Action::Review),
+        (Action::Review, "approved") => Some(Action::UpdateSpec),
+        (Action::Review, _) => Some(Action::ImplementChanges),
+        (Action::UpdateSpec, "changes_requested") => Some(Action::ImplementChanges),
+        _ => None,
+    })
+}
+
+/// Who does `action`.
+pub fn agent_for(action: Action) -> AgentType {
+    match action {
+        Action::Review => AgentType::Reviewer,
+        Action::UpdateSpec => AgentType::SpecMaintainer,
+        _ => AgentType::Builder,
+    }
+}
+
+/// The result of a terminal event for `action`, or why it is not one lorch can accept.
+pub fn classify(action: Action, e: &Event) -> Result<String, String> {
+    let status = e.status.clone().or_else(|| {
+        e.payload
+            .get("status")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    });
+    match (action, &e.event) {
+        (_, EventType::Error) => Err(format!(
+            "error {}",
+            e.payload
+                .get("code")
+                .and_then(Value::as_str)
+                .unwrap_or("(no code)")
+        )),
+        (Action::Implement | Action::ImplementChanges, EventType::BuilderCompleted) => {
+            let ok_status = matches!(
+                status.as_deref(),
+                None | Some("success" | "ok" | "completed" | "pass" | "passed")
+            );
+            let tests = e.payload.get("tests");
+            let tests_ok = tests.is_none_or(|t| {
+                t.get("allowed_failures").and_then(Value::as_bool) == Some(true)
+                    || matches!(
+                        t.get("status").and_then(Value::as_str),
+                        None | Some("pass" | "passed" | "skipped")
+                    )
+            });
+            if ok_status && tests_ok {
+                Ok("success".to_owned())
+            } else {
+                Err(format!(
+                    "builder.completed without passing tests (status {})",
+                    status.as_deref().unwrap_or("none")
+                ))
+            }
+        }
+        (Action::Review, EventType::ReviewCompleted) => match status.as_deref() {
+            Some(s @ ("approved" | "changes_requested")) => Ok(s.to_owned()),
+            other => Err(format!(
+                "review.completed status {other:?} is not approved or changes_requested"
+            )),
+        },
+        (Action::UpdateSpec, EventType::SpecUpdated) => Ok("updated".to_owned()),
+        (Action::UpdateSpec, EventType::SpecNoChangesNeeded) => Ok("no_changes_needed".to_owned()),
+        (Action::UpdateSpec, EventType::SpecChangesRequested) => Ok("changes_requested".to_owned()),
+        (action, event) => Err(format!("{event} does not answer {action}")),
+    }
+}
+
+/// Checks one artifact against the file: confined, within the cap, same size and SHA-256.
+pub fn check_artifact(workspace: &Path, a: &Artifact, max: u64) -> Result<(), String> {
+    let path = safety::confine(workspace, &a.path).map_err(|e| e.to_string())?;
+    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", a.path))?;
+    if bytes.len() as u64 > max {
+        return Err(format!("{}: over the {max}-byte artifact cap", a.path));
+    }
+    let actual = sha256_hex(&bytes);
+    let claimed = a.sha256.strip_prefix("sha256:").unwrap_or(&a.sha256);
+    if bytes.len() as u64 != a.size || !claimed.eq_ignore_ascii_case(&actual) {
+        return Err(format!(
+            "{}: checksum mismatch (receipt sha256:{claimed} {} bytes, file sha256:{actual} {} bytes)",
+            a.path,
+            a.size,
+            bytes.len()
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,288 @@
+//! The durable records of §5, under the workspace: the ledger `events/run-<id>.ndjson`,
+//! `receipts/<task>/step-<n>.json`, `state/run.json` and `state/index.json`,
+//! `snapshots/snap-XXXX.manifest.json`, the agents' logs `logs/<agent>/run-<id>.ndjson` and
+//! the transcript `transcripts/run-<id>.txt`.
+//!
+//! Every write goes through [`safety`] (0600 files in 0700 folders, atomic or synced appends)
+//! and every line lorch records is redacted first (§13). Each durable write also counts
+//! towards `LORCH_CRASH_AFTER_WRITES`, a test hook that SIGKILLs lorch right after the N-th
+//! write, so the resume tests can stop a run at every moment that matters.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::canonical::{sha256_hex, snapshot_id};
+use super::protocol::{Message, Timestamp};
+use super::safety::{self, redact};
+
+/// Folders of the workspace that are lorch's own records, never part of a snapshot.
+pub const OWN_DIRS: [&str; 6] = [
+    "events",
+    "state",
+    "receipts",
+    "snapshots",
+    "logs",
+    "transcripts",
+];
+
+/// The environment variable of the crash hook.
+pub const CRASH_ENV: &str = "LORCH_CRASH_AFTER_WRITES";
+
+static WRITES: AtomicU64 = AtomicU64::new(0);
+static CRASH_AFTER: LazyLock<Option<u64>> =
+    LazyLock::new(|| std::env::var(CRASH_ENV).ok().and_then(|v| v.parse().ok()));
+
+/// Counts one durable write; with the crash hook set, dies by SIGKILL after the N-th, as a
+/// power cut or `kill -9` would stop lorch (no destructor, no flush).
+fn wrote() {
+    let n = WRITES.fetch_add(1, Ordering::SeqCst) + 1;
+    if *CRASH_AFTER == Some(n) {
+        // SAFETY: kill(2) on our own pid has no memory effects.
+        unsafe {
+            libc::kill(libc::getpid(), libc::SIGKILL);
+        }
+    }
+}
+
+/// The ledger of run `run_id`.
+pub fn ledger_path(workspace: &Path, run_id: &str) -> PathBuf {
+    workspace
+        .join("events")
+        .join(format!("run-{run_id}.ndjson"))
+}
+
+/// `state/run.json`.
+pub fn state_path(workspace: &Path) -> PathBuf {
+    workspace.join("state").join("run.json")
+}
+
+/// A run's receipt of step `step`.
+pub fn receipt_path(workspace: &Path, task_id: &str, step: u32) -> PathBuf {
+    workspace
+        .join("receipts")
+        .join(task_id)
+        .join(format!("step-{step}.json"))
+}
+
+/// Where lorch writes what one run records.
+#[derive(Debug, Clone)]
+pub struct Store {
+    /// The workspace.
+    pub workspace: PathBuf,
+    /// The run.
+    pub run_id: String,
+    /// Values never written anywhere (§13).
+    pub secrets: Vec<String>,
+}
+
+impl Store {
+    /// The ledger file.
+    pub fn ledger(&self) -> PathBuf {
+        ledger_path(&self.workspace, &self.run_id)
+    }
+
+    /// The console transcript's copy, `transcripts/run-<id>.txt`.
+    pub fn transcript(&self) -> PathBuf {
+        self.workspace
+            .join("transcripts")
+            .join(format!("run-{}.txt", self.run_id))
+    }
+
+    /// `text` without secrets.
+    pub fn redact(&self, text: &str) -> String {
+        redact(text, &self.secrets)
+    }
+
+    /// Appends `message` to the ledger, redacted, synced before returning.
+    pub fn record(&self, message: &Message) -> io::Result<()> {
+        let line = serde_json::to_string(message).map_err(io::Error::other)?;
+        safety::append_line(&self.ledger(), &self.redact(&line))?;
+        wrote();
+        Ok(())
+    }
+
+    /// Writes a JSON document atomically (0600).
+    pub fn write_json<T: Serialize>(&self, path: &Path, value: &T) -> io::Result<()> {
+        let mut text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
+        text.push('\n');
+        safety::atomic_write(path, self.redact(&text).as_bytes())?;
+        wrote();
+        Ok(())
+    }
+
+    /// The folder of one agent's logs (heartbeats, log lines, stderr).
+    pub fn log_dir(&self, agent: &str) -> PathBuf {
+        self.workspace.join("logs").join(agent)
+    }
+}
+
+/// Cuts a last line left incomplete by a crash in the middle of an append (a torn write),
+/// so that the next append starts a line of its own. Says whether it cut anything.
+pub fn repair_ledger(path: &Path) -> io::Result<bool> {
+    let bytes = std::fs::read(path)?;
+    if bytes.is_empty() || bytes.ends_with(b"\n") {
+        return Ok(false);
+    }
+    let keep = bytes
+        .iter()
+        .rposition(|b| *b == b'\n')
+        .map_or(0, |at| at + 1);
+    let file = std::fs::OpenOptions::new().write(true).open(path)?;
+    file.set_len(keep as u64)?;
+    file.sync_all()?;
+    Ok(true)
+}
+
+/// The ledger's messages in order. A last line cut by a crash mid-append is left out; any
+/// other line that does not read is an error (the ledger is lorch's own, always valid).
+pub fn read_ledger(path: &Path) -> io::Result<Vec<Message>> {
+    let text = std::fs::read_to_string(path)?;
+    let mut messages = Vec::new();
+    let lines: Vec<&str> = text.split_inclusive('\n').collect();
+    for (i, line) in lines.iter().enumerate() {
+        let complete = line.ends_with('\n');
+        match super::validate::validate(line.trim_end_matches('\n').as_bytes()) {
+            Ok(message) => messages.push(message),
+            Err(_) if !complete && i + 1 == lines.len() => {}
+            Err(e) => {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("{}:{}: {e}", path.display(), i + 1),
+                ));
+            }
+        }
+    }
+    Ok(messages)
+}
+
+/// One file of a snapshot (§5.3).
+#[derive(Debug, Clone, Serialize)]
+pub struct ManifestEntry {
+    /// Relative, `/`-separated.
+    pub path: String,
+    /// `sha256:<hex>`.
+    pub sha256: String,
+    /// Bytes.
+    pub size: u64,
+    /// Last modification, RFC 3339.
+    pub mtime: String,
+}
+
+/// Takes a snapshot of the workspace: every file git would track (hidden files, ignored
+/// files and lorch's own folders left out), sorted by path; writes its manifest to
+/// `snapshots/<id>.manifest.json` (the id is of the manifest's bytes, so one id, one
+/// content) and returns the id.
+pub fn take_snapshot(store: &Store) -> io::Result<String> {
+    let root = &store.workspace;
+    let mut files = Vec::new();
+    let walk = ignore::WalkBuilder::new(root)
+        .hidden(true)
+        .require_git(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(|e| {
+            e.depth() != 1
+                || !(OWN_DIRS.iter().any(|d| e.file_name() == *d)
+                    || e.file_name() == super::config::FILE_NAME)
+        })
+        .build();
+    for entry in walk {
+        let entry = entry.map_err(io::Error::other)?;
+        if !entry.file_type().is_some_and(|t| t.is_file()) {
+            continue;
+        }
+        let path = entry.path();
+        let relative = path
+            .strip_prefix(root)
+            .map_err(io::Error::other)?
+            .to_string_lossy()
+            .replace('\\', "/");
+        let bytes = std::fs::read(path)?;
+        let meta = std::fs::metadata(path)?;
+        files.push(ManifestEntry {
+            path: relative,
+            sha256: format!("sha256:{}", sha256_hex(&bytes)),
+            size: bytes.len() as u64,
+            mtime: meta
+                .modified()
+                .map(|t| humantime::format_rfc3339_seconds(t).to_string())
+                .unwrap_or_default(),
+        });
+    }
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    let mut bytes = serde_json::to_vec_pretty(&serde_json::json!({ "files": files }))
+        .map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    let id = snapshot_id(&bytes);
+    let path = root.join("snapshots").join(format!("{id}.manifest.json"));
+    if !path.exists() {
+        safety::atomic_write(&path, &bytes)?;
+        wrote();
+    }
+    Ok(id)
+}
+
+/// A new run id: UTC date and time and a random suffix, `20251019-181000-3fa2`.
+pub fn new_run_id() -> String {
+    let now = Timestamp::now().0;
+    let text = humantime::format_rfc3339_seconds(now).to_string();
+    let digits: String = text
+        .chars()
+        .filter(|c| c.is_ascii_digit() || *c == 'T')
+        .collect();
+    let stamp = digits.replace('T', "-");
+    format!("{stamp}-{:04x}", super::supervisor::random() & 0xffff)
+}
+
+/// Reads a JSON file, `None` when absent.
+pub fn read_json(path: &Path) -> io::Result<Option<Value>> {
+    match std::fs::read_to_string(path) {
+        Ok(text) => serde_json::from_str(&text)
+            .map(Some)
+            .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// One lorch per workspace: an exclusive `flock` on `state/lock`, held while a run or a
+/// resume goes on. The kernel drops it when the process ends, however it ends, so a crash
+/// never leaves a stale lock; the file is opened close-on-exec, so agents do not inherit it.
+#[derive(Debug)]
+pub struct WorkspaceLock {
+    _file: std::fs::File,
+}
+
+/// Takes the workspace lock, or says which process holds it.
+pub fn lock_workspace(workspace: &Path) -> io::Result<WorkspaceLock> {
+    use std::io::{Read as _, Seek as _, Write as _};
+    use std::os::unix::fs::OpenOptionsExt as _;
+    let dir = workspace.join("state");
+    safety::create_private_dir(&dir)?;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(dir.join("lock"))?;
+    if rustix::fs::flock(&file, rustix::fs::FlockOperation::NonBlockingLockExclusive).is_err() {
+        let mut holder = String::new();
+        let _ = file.read_to_string(&mut holder);
+        return Err(io::Error::new(
+            io::ErrorKind::WouldBlock,
+            format!(
+                "another lorch (pid {}) is running in this workspace",
+                holder.trim()
+            ),
+        ));
+    }
+    file.set_len(0)?;
+    file.rewind()?;
+    write!(file, "{}", std::process::id())?;
+    Ok(WorkspaceLock { _file: file })
+}

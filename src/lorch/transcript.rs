@@ -1,0 +1,153 @@
+//! The console transcript of §9: one human-readable line per message, a pure function of the
+//! message as the ledger records it, so the console and `events/run-*.ndjson` carry the
+//! same content (a transcript can be regenerated from a ledger line by line).
+//!
+//! ```text
+//! [lorch→builder] command implement (corr T-0042-1)
+//! [builder] artifact.produced src/foo/bar.js (1.4 KiB)
+//! [reviewer] review.completed changes_requested (reviews/T-0042.json)
+//! [lorch] DONE
+//! ```
+
+use serde_json::Value;
+
+use super::protocol::{AgentType, Event, Message};
+
+/// The console line of `message`, `None` for the ledger's bookkeeping that has nothing to
+/// tell a reader (a step accepted, heartbeats and logs, which go to the agents' logs).
+pub fn render(message: &Message) -> Option<String> {
+    match message {
+        Message::Command(c) => {
+            let mut line = format!(
+                "[lorch→{}] command {} (corr {})",
+                c.to.agent_type, c.action, c.correlation_id
+            );
+            if c.retry.attempt > 0 {
+                line.push_str(&format!(
+                    " retry {}/{}",
+                    c.retry.attempt + 1,
+                    c.retry.max_attempts
+                ));
+            }
+            Some(line)
+        }
+        Message::Event(e) if e.from.agent_type == AgentType::System => system(e),
+        Message::Event(e) => Some(agent_event(e)),
+        Message::Heartbeat(_) | Message::Log(_) => None,
+    }
+}
+
+fn text<'a>(payload: &'a serde_json::Map<String, Value>, key: &str) -> &'a str {
+    payload.get(key).and_then(Value::as_str).unwrap_or("")
+}
+
+fn system(e: &Event) -> Option<String> {
+    let p = &e.payload;
+    let line = match e.event.as_str() {
+        "system.run_started" => format!("[lorch] run {} task {}", text(p, "run_id"), e.task_id),
+        "system.run_resumed" => format!("[lorch] resuming run {}", text(p, "run_id")),
+        "system.snapshot" => format!("[lorch] snapshot {}", text(p, "snapshot_id")),
+        "system.protocol_error" => format!(
+            "[lorch] protocol error from {}: {}",
+            text(p, "agent"),
+            text(p, "error")
+        ),
+        "system.agent_unhealthy" => {
+            format!(
+                "[lorch] {} unhealthy: {}",
+                text(p, "agent"),
+                text(p, "reason")
+            )
+        }
+        "system.agent_restarted" => format!(
+            "[lorch] {} restarted ({}/{}) after {} ms",
+            text(p, "agent"),
+            p.get("restart").unwrap_or(&Value::Null),
+            super::config::MAX_RESTARTS,
+            p.get("delay_ms").unwrap_or(&Value::Null)
+        ),
+        "system.orphan_terminated" => format!(
+            "[lorch] terminated orphaned {} (pid {})",
+            text(p, "agent"),
+            p.get("pid").unwrap_or(&Value::Null)
+        ),
+        "system.step_completed" => match e.status.as_deref() {
+            Some("ok") => return None,
+            other => format!(
+                "[lorch] {} {}: {}",
+                text(p, "action"),
+                if other == Some("retry") {
+                    "will be retried"
+                } else {
+                    "failed"
+                },
+                text(p, "reason")
+            ),
+        },
+        "system.run_completed" => match e.status.as_deref() {
+            Some("completed") => "[lorch] DONE".to_owned(),
+            _ => format!("[lorch] FAILED: {}", text(p, "reason")),
+        },
+        other => format!("[lorch] {other}"),
+    };
+    Some(line)
+}
+
+fn agent_event(e: &Event) -> String {
+    let mut line = format!("[{}] {}", e.from.agent_type, e.event);
+    if let Some(status) = &e.status {
+        line.push(' ');
+        line.push_str(status);
+    }
+    if let Some(code) = e.payload.get("code").and_then(Value::as_str) {
+        line.push(' ');
+        line.push_str(code);
+    }
+    let artifacts = e.artifacts.as_deref().unwrap_or_default();
+    if e.event.as_str() == "artifact.produced" {
+        for a in artifacts {
+            line.push_str(&format!(" {} ({})", a.path, size(a.size)));
+        }
+    } else if !artifacts.is_empty() {
+        let paths: Vec<&str> = artifacts.iter().map(|a| a.path.as_str()).collect();
+        line.push_str(&format!(" ({})", paths.join(", ")));
+    }
+    line
+}
+
+/// `1432` → `1.4 KiB`, as §9 shows sizes.
+pub fn size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lines_of_section_9() {
+        let line = r#"{"kind":"event","message_id":"m1","correlation_id":"c","task_id":"T-0042","from":{"agent_type":"builder"},"event":"artifact.produced","artifacts":[{"path":"src/foo/bar.js","sha256":"sha256:00","size":1432}],"occurred_at":"2025-10-19T18:09:58Z"}"#;
+        let m = super::super::validate(line.as_bytes()).expect("valid");
+        assert_eq!(
+            render(&m).as_deref(),
+            Some("[builder] artifact.produced src/foo/bar.js (1.4 KiB)")
+        );
+        let line = r#"{"kind":"event","message_id":"m2","correlation_id":"c","task_id":"T-0042","from":{"agent_type":"reviewer"},"event":"review.completed","status":"changes_requested","artifacts":[{"path":"reviews/T-0042.json","sha256":"sha256:00","size":10}],"occurred_at":"2025-10-19T18:09:58Z"}"#;
+        let m = super::super::validate(line.as_bytes()).expect("valid");
+        assert_eq!(
+            render(&m).as_deref(),
+            Some("[reviewer] review.completed changes_requested (reviews/T-0042.json)")
+        );
+        assert_eq!(size(800), "800 B");
+    }
+}
