@@ -84,11 +84,19 @@ pub struct AgentArgs {
     /// applied reply; repeatable; all must pass for `builder.completed` to say success.
     #[arg(long = "check", value_name = "COMMAND")]
     pub checks: Vec<String>,
-    /// Seconds between heartbeats (§7.1: 10).
-    #[arg(long = "heartbeat-s", value_name = "SECONDS", default_value_t = 10.0)]
+    /// Seconds between heartbeats (§7.1: 10). Under lorch, the interval lorch.json sets for
+    /// the agent (lorch passes it as LORCH_HEARTBEAT_INTERVAL_S), so that its supervisor
+    /// never counts heartbeats as missed that the agent was never asked to send.
+    #[arg(
+        long = "heartbeat-s",
+        value_name = "SECONDS",
+        env = "LORCH_HEARTBEAT_INTERVAL_S",
+        default_value_t = 10.0
+    )]
     pub heartbeat_s: f64,
-    /// The instance id in heartbeats and events (default: `<role>#1`).
-    #[arg(long, value_name = "ID")]
+    /// The instance id in heartbeats and events (default: the LORCH_AGENT_ID lorch gives,
+    /// else `<role>#1`).
+    #[arg(long, value_name = "ID", env = "LORCH_AGENT_ID")]
     pub agent_id: Option<String>,
     /// The LLM command line to run for each command, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]

@@ -102,6 +102,7 @@ impl Orchestrator {
     /// Starts run of `task` in `workspace` and drives it to its end.
     pub fn run(config: Config, workspace: PathBuf, task: Task) -> Result<Status, RunError> {
         let _lock = store::lock_workspace(&workspace)?;
+        keep_records_out_of_git(&workspace)?;
         let run_id = store::new_run_id();
         let mut o = Orchestrator::new(config, workspace, RunState::new(&run_id, task.clone()));
         let started = o.system(
@@ -118,6 +119,7 @@ impl Orchestrator {
     pub fn resume(config: Config, workspace: PathBuf, run_id: &str) -> Result<Status, RunError> {
         // Above all, never two orchestrators for the agents of one run.
         let _lock = store::lock_workspace(&workspace)?;
+        keep_records_out_of_git(&workspace)?;
         let ledger = store::ledger_path(&workspace, run_id);
         if !ledger.exists() {
             return Err(RunError::NoRun(
@@ -750,4 +752,20 @@ pub fn load_config(base: &Path) -> Result<Config, config::ConfigError> {
         println!("[lorch] created {} with the defaults", config::FILE_NAME);
     }
     Ok(config)
+}
+
+/// lorch's record folders, listed in the workspace repository's `.git/info/exclude`: the
+/// builder's steps are git-loaf applies, and untracked records would make `git loaf undo`
+/// and `squash` of a run refuse.
+const RECORD_FOLDERS: [&str; 6] = [
+    "/events/",
+    "/state/",
+    "/receipts/",
+    "/logs/",
+    "/snapshots/",
+    "/transcripts/",
+];
+
+fn keep_records_out_of_git(workspace: &std::path::Path) -> std::io::Result<()> {
+    crate::lorch::git_exclude::exclude(workspace, &RECORD_FOLDERS).map(|_| ())
 }

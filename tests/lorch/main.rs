@@ -6,6 +6,7 @@ mod agent_roles;
 mod canonical;
 mod cli;
 mod config;
+mod end_to_end;
 mod harness;
 mod protocol;
 mod resume;
