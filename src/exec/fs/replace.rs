@@ -84,9 +84,11 @@ fn line_endings_only(old: &str, new: &str) -> bool {
 }
 
 /// Refuses a line-ending edit that changes nothing: the file already has `new_text`'s line
-/// endings where `old_text` matched (its own style, which the match allowed for).
-fn check_changed(original: &str, result: &str, old: &str, new: &str) -> Result<(), String> {
-    if result == original && line_endings_only(old, new) {
+/// endings where `old_text` matched (its own style, which the match allowed for). The file
+/// is left as it was exactly when each match is replaced by itself: `replacement` is the
+/// matched text (with a different length, the file's length would change).
+fn check_changed(found: &Found, replacement: &str, old: &str, new: &str) -> Result<(), String> {
+    if found.needle == replacement && line_endings_only(old, new) {
         return Err(
             "old_text and new_text differ only in line endings, and the file already has new_text's line endings there: nothing to change"
                 .to_owned(),
@@ -143,24 +145,29 @@ fn not_found(call: &Call, what: &str, file: &TextFile, wanted: &str, from_line: 
     ))
 }
 
-fn replace_at(text: &str, found: &Found, replacement: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+/// The new text as consecutive pieces: the unchanged stretches of `text` between the
+/// matches, borrowed, and `replacement` at each match. Never joined in memory: a replace in
+/// a 50 MB file then holds the file once, not three times (old, new, encoded).
+fn replace_at<'a>(text: &'a str, found: &Found, replacement: &'a str) -> Vec<&'a str> {
+    let mut out = Vec::with_capacity(2 * found.at.len() + 1);
     let mut pos = 0;
     for &at in &found.at {
-        out.push_str(&text[pos..at]);
-        out.push_str(replacement);
+        out.push(&text[pos..at]);
+        out.push(replacement);
         pos = at + found.needle.len();
     }
-    out.push_str(&text[pos..]);
+    out.push(&text[pos..]);
     out
 }
 
-/// Encodes `text` back into `file`'s form and writes it, refusing a result over the limit.
-fn save(call: &Call, target: &Target, file: &TextFile, text: &str) -> Result<(), String> {
-    let bytes = file.encode(text);
-    text::check_size(&target.user, bytes.len(), call.ws.max_file_size)
+/// Encodes the new text (in pieces) back into `file`'s form and writes it, refusing a
+/// result over the limit.
+fn save(call: &Call, target: &Target, file: &TextFile, pieces: &[&str]) -> Result<(), String> {
+    let bytes = file.encode_pieces(pieces);
+    let size = bytes.iter().map(|b| b.len()).sum();
+    text::check_size(&target.user, size, call.ws.max_file_size)
         .map_err(|e| e.for_action(call.action))?;
-    text::store(target, &bytes)
+    text::store_pieces(target, &bytes)
 }
 
 /// `file_replace_text`: data `{path, replacements: 1}`.
@@ -183,9 +190,14 @@ pub(super) fn file_replace_text(call: &Call) -> Result<Outcome, String> {
             )));
         }
     }
-    let result = replace_at(&file.text, &found, &found.replacement(&file, new_text));
-    check_changed(&file.text, &result, old_text, new_text).map_err(|e| call.fail(e))?;
-    save(call, &target, &file, &result)?;
+    let replacement = found.replacement(&file, new_text);
+    check_changed(&found, &replacement, old_text, new_text).map_err(|e| call.fail(e))?;
+    save(
+        call,
+        &target,
+        &file,
+        &replace_at(&file.text, &found, &replacement),
+    )?;
     Ok(Outcome::ok(Some(
         json!({"path": target.user, "replacements": 1}),
     )))
@@ -220,9 +232,14 @@ pub(super) fn file_replace_all_text(call: &Call) -> Result<Outcome, String> {
     if actual == 0 {
         return Err(not_found(call, "old_text", &file, old_text, 1));
     }
-    let result = replace_at(&file.text, &found, &found.replacement(&file, new_text));
-    check_changed(&file.text, &result, old_text, new_text).map_err(|e| call.fail(e))?;
-    save(call, &target, &file, &result)?;
+    let replacement = found.replacement(&file, new_text);
+    check_changed(&found, &replacement, old_text, new_text).map_err(|e| call.fail(e))?;
+    save(
+        call,
+        &target,
+        &file,
+        &replace_at(&file.text, &found, &replacement),
+    )?;
     Ok(Outcome::ok(Some(
         json!({"path": target.user, "replacements": actual}),
     )))
@@ -275,11 +292,12 @@ pub(super) fn file_replace_text_range(call: &Call) -> Result<Outcome, String> {
         }
     };
     let replacement = start.replacement(&file, new_text);
-    let mut result = String::with_capacity(file.text.len());
-    result.push_str(&file.text[..start_at]);
-    result.push_str(&replacement);
-    result.push_str(&file.text[end_at + finish.needle.len()..]);
-    save(call, &target, &file, &result)?;
+    let pieces = [
+        &file.text[..start_at],
+        replacement.as_str(),
+        &file.text[end_at + finish.needle.len()..],
+    ];
+    save(call, &target, &file, &pieces)?;
     Ok(Outcome::ok(Some(
         json!({"path": target.user, "replacements": 1}),
     )))
@@ -352,11 +370,12 @@ fn replace_all_in(
             closest::describe(&file.text, old_text, 1)
         ));
     }
-    let result = replace_at(&file.text, &found, &found.replacement(&file, new_text));
-    check_changed(&file.text, &result, old_text, new_text)?;
-    let bytes = file.encode(&result);
-    text::check_size(path, bytes.len(), call.ws.max_file_size).map_err(|e| e.to_string())?;
-    text::store(&target, &bytes)?;
+    let replacement = found.replacement(&file, new_text);
+    check_changed(&found, &replacement, old_text, new_text)?;
+    let bytes = file.encode_pieces(&replace_at(&file.text, &found, &replacement));
+    let size = bytes.iter().map(|b| b.len()).sum();
+    text::check_size(path, size, call.ws.max_file_size).map_err(|e| e.to_string())?;
+    text::store_pieces(&target, &bytes)?;
     Ok(found.at.len())
 }
 

@@ -161,6 +161,28 @@ impl TextFile {
         bytes.extend_from_slice(text.as_bytes());
         bytes
     }
+
+    /// [`TextFile::encode`] for new contents given as consecutive pieces, without joining
+    /// them: an edit of a large file writes its unchanged parts straight from the old text
+    /// rather than holding a second and a third copy of it.
+    pub fn encode_pieces<'a>(&self, pieces: &[&'a str]) -> Vec<&'a [u8]> {
+        let mut out = Vec::with_capacity(pieces.len() + 1);
+        if self.bom && !starts_with_bom(pieces) {
+            out.push(BOM.as_bytes());
+        }
+        out.extend(pieces.iter().map(|p| p.as_bytes()));
+        out
+    }
+}
+
+/// Whether the text the pieces make up starts with a byte order mark (which may span pieces).
+fn starts_with_bom(pieces: &[&str]) -> bool {
+    let head: Vec<u8> = pieces
+        .iter()
+        .flat_map(|p| p.bytes())
+        .take(BOM.len())
+        .collect();
+    head == BOM.as_bytes()
 }
 
 /// Reads `target` as text, refusing directories, files over `max` bytes, binary and
@@ -218,11 +240,21 @@ pub(super) fn store(target: &Target, bytes: &[u8]) -> Result<(), String> {
     write_atomic(&target.checked, bytes).map_err(|e| os_error(&e, "open", &target.user))
 }
 
+/// [`store`] of contents given as consecutive pieces.
+pub(super) fn store_pieces(target: &Target, pieces: &[&[u8]]) -> Result<(), String> {
+    write_atomic_pieces(&target.checked, pieces).map_err(|e| os_error(&e, "open", &target.user))
+}
+
 /// Writes `bytes` to a temporary file next to `path`, then renames it over `path`: readers
 /// see the old contents or the new, never a half-written file, and a failure (disk full,
 /// permission) leaves the old file as it was. An existing file keeps its permissions; a
 /// symlink keeps pointing where it did and its target gets the new contents.
 pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_pieces(path, &[bytes])
+}
+
+/// [`write_atomic`] of the concatenation of `pieces`, written one after the other.
+pub(super) fn write_atomic_pieces(path: &Path, pieces: &[&[u8]]) -> io::Result<()> {
     let path = through_symlink(path);
     let dir = path
         .parent()
@@ -245,7 +277,9 @@ pub(super) fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
         builder.permissions(fs::Permissions::from_mode(0o666));
     }
     let mut temp = builder.tempfile_in(dir)?;
-    temp.write_all(bytes)?;
+    for piece in pieces {
+        temp.write_all(piece)?;
+    }
     if let Some(meta) = existing {
         fs::set_permissions(temp.path(), meta.permissions())?;
     }
@@ -295,6 +329,17 @@ mod tests {
             (true, "hi\r\n", Eol::CrLf)
         );
         assert_eq!(file.encode("yo"), b"\xef\xbb\xbfyo");
+        assert_eq!(file.encode_pieces(&["y", "o"]).concat(), b"\xef\xbb\xbfyo");
+        // A mark the new text starts with (here split across pieces) is not doubled.
+        let split = ["\u{feff}y", "o"];
+        assert_eq!(
+            file.encode_pieces(&split).concat(),
+            file.encode(&split.concat())
+        );
+        assert_eq!(
+            file.encode_pieces(&["", "\u{feff}", "o"]).concat(),
+            b"\xef\xbb\xbfo"
+        );
     }
 
     #[test]
