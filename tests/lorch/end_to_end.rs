@@ -10,19 +10,15 @@ use std::process::Command;
 use serde_json::json;
 use sha2::Digest as _;
 
-use crate::agent::fake_llm;
+use crate::agent::{ENV, fake_llm};
 use crate::harness::{Ws, stderr, stdout};
 
+/// Runs git in `dir` with the tests' deterministic environment; a failure fails the test.
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_AUTHOR_NAME", "Ada")
-        .env("GIT_AUTHOR_EMAIL", "ada@example.com")
-        .env("GIT_COMMITTER_NAME", "Ada")
-        .env("GIT_COMMITTER_EMAIL", "ada@example.com")
+        .envs(ENV)
         .output()
         .expect("git runs");
     assert!(
@@ -33,13 +29,13 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
+/// Runs `git loaf args` in `dir`.
 fn loaf(dir: &Path, args: &[&str]) -> std::process::Output {
     assert_cmd::Command::cargo_bin("git-loaf")
         .expect("git-loaf is built")
         .args(args)
         .current_dir(dir)
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .envs(ENV)
         .output()
         .expect("git-loaf runs")
 }
@@ -80,13 +76,11 @@ fn workspace(replies: &Path) -> (Ws, std::path::PathBuf) {
             "cmd": [lorch, "agent", role, "--", "sh", fake_llm()],
             "heartbeat_interval_s": 1.0,
             "timeouts_s": {},
-            "env": {
-                "FAKE_REPLY": replies.display().to_string(),
-                "GIT_CONFIG_NOSYSTEM": "1",
-                "GIT_CONFIG_GLOBAL": "/dev/null",
-                "GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com",
-                "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com"
-            }
+            "env": ENV
+                .iter()
+                .map(|(k, v)| (k.to_string(), json!(v)))
+                .chain([("FAKE_REPLY".to_owned(), json!(replies.display().to_string()))])
+                .collect::<serde_json::Map<_, _>>(),
         })
     };
     let mut config = crate::harness::config();
