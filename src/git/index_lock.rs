@@ -19,7 +19,16 @@ static ADOPTED: Mutex<Option<HashMap<PathBuf, String>>> = Mutex::new(None);
 /// The private copy of the index an operation works on (next to the index, so it can be
 /// renamed over it).
 fn scratch_path(repo: &Repository) -> PathBuf {
-    repo.path().join("loaf-index.new")
+    repo.path().join(SCRATCH)
+}
+
+const SCRATCH: &str = "loaf-index.new";
+
+/// The lock libgit2 takes while it writes the private copy, in git dir `git_dir`: ours
+/// alone (only an operation holding git-loaf's lock writes the copy), so one a killed
+/// operation left is always stale.
+pub(crate) fn scratch_lock_path(git_dir: &Path) -> PathBuf {
+    git_dir.join(format!("{SCRATCH}.lock"))
 }
 
 /// Makes `repo` work, for the rest of this operation, on a private copy of its index: the
@@ -33,6 +42,7 @@ pub fn adopt(repo: &Repository) -> Result<(), IndexLockError> {
     };
     let scratch = scratch_path(repo);
     let _ = std::fs::remove_file(&scratch);
+    let _ = std::fs::remove_file(scratch_lock_path(repo.path()));
     copy_index(&index, &scratch)?;
     let mut copy = Index::open(&scratch)?;
     repo.set_index(&mut copy)?;
@@ -125,6 +135,7 @@ impl IndexLock {
             return Ok(index);
         }
         let _ = std::fs::remove_file(&self.scratch);
+        let _ = std::fs::remove_file(scratch_lock_path(repo.path()));
         if self.index.exists() {
             copy_index(&self.index, &self.scratch)?;
         }

@@ -250,6 +250,9 @@ fn remove_stale_git_locks(repo: &Repository, since: u64) -> Vec<String> {
         stage_admin.join("index.lock"),
         stage_admin.join("HEAD.lock"),
         common.join("refs/heads/loaf-stage.lock"),
+        // libgit2's lock on the private index copy (`index_lock::adopt`): killed while
+        // writing it, the next operation could not write its copy ("index is locked").
+        super::index_lock::scratch_lock_path(git_dir),
     ];
     for path in ours {
         if std::fs::remove_file(&path).is_ok() {

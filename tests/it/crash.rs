@@ -380,3 +380,23 @@ fn a_crash_in_an_undo_that_does_not_move_the_branch_rolls_forward() {
     );
     assert_eq!(s.read("a.txt").as_deref(), Some("a\n"));
 }
+
+#[test]
+fn a_lock_on_the_private_index_copy_left_by_a_kill_does_not_stop_the_next_apply() {
+    let s = Scratch::with(&[("a.txt", "0\n")]);
+    s.write("a.txt", "dirty\n");
+    // What libgit2 leaves when git-loaf is killed while writing its copy of the index.
+    std::fs::write(s.root.join(".git/loaf-index.new.lock"), "").expect("write");
+    let out = s.apply(&block(
+        "w1a",
+        "file_write",
+        &[("path", "/repo/b.txt"), ("content", "b")],
+    ));
+    s.assert_exit(&out, 0);
+    assert_eq!(s.read("b.txt").as_deref(), Some("b"));
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some("dirty\n"),
+        "the user's edit stays"
+    );
+}
