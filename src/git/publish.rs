@@ -885,6 +885,35 @@ mod tests {
             .to_string()
     }
 
+    /// The transition of an AI commit on HEAD whose tree is HEAD's plus `files` (path,
+    /// content, mode), from the clean tree to that commit's tree.
+    fn ai_commit(repo: &Repository, root: &Path, files: &[(&str, &[u8], i32)]) -> Transition {
+        let head = repo.refname_to_id("HEAD").expect("head").to_string();
+        let base_tree = tree_of(repo, &head);
+        let base = repo.find_tree(oid(&base_tree).expect("oid")).expect("tree");
+        let mut builder = repo.treebuilder(Some(&base)).expect("builder");
+        for (path, content, mode) in files {
+            let blob = repo.blob(content).expect("blob");
+            builder.insert(path, blob, *mode).expect("insert");
+        }
+        let tree = builder.write().expect("tree").to_string();
+        let commit = crate::git::commit::write_commit(
+            repo,
+            oid(&tree).expect("oid"),
+            &[oid(&head).expect("oid")],
+            "AI",
+        )
+        .expect("commit")
+        .to_string();
+        transition(
+            root,
+            &head,
+            &commit,
+            (&base_tree, &base_tree),
+            (&tree, &tree),
+        )
+    }
+
     fn transition(
         root: &Path,
         old: &str,
@@ -1078,26 +1107,13 @@ mod tests {
         let dir = repo();
         let root = dir.path();
         let repo = Repository::open(root).expect("open");
-        let head = repo.refname_to_id("HEAD").expect("head").to_string();
-        let base_tree = tree_of(&repo, &head);
-        let blob = repo.blob(b"model\n").expect("blob");
-        let mut builder = repo
-            .treebuilder(Some(
-                &repo.find_tree(oid(&base_tree).expect("oid")).expect("tree"),
-            ))
-            .expect("builder");
-        builder.insert("a.txt", blob, 0o100644).expect("insert");
-        builder.insert("new.txt", blob, 0o100644).expect("insert");
-        let tree = builder.write().expect("tree");
-        let commit =
-            crate::git::commit::write_commit(&repo, tree, &[oid(&head).expect("oid")], "AI")
-                .expect("commit");
-        let t = transition(
+        let t = ai_commit(
+            &repo,
             root,
-            &head,
-            &commit.to_string(),
-            (&base_tree, &base_tree),
-            (&tree.to_string(), &tree.to_string()),
+            &[
+                ("a.txt", b"model\n", 0o100644),
+                ("new.txt", b"model\n", 0o100644),
+            ],
         );
         // Crash after the journal, before the ref: rolled back.
         write_journal(&journal_path(&repo), &t).expect("journal");
@@ -1132,28 +1148,7 @@ mod tests {
         let dir = repo();
         let root = dir.path();
         let repo = Repository::open(root).expect("open");
-        let head = repo.refname_to_id("HEAD").expect("head").to_string();
-        let base_tree = tree_of(&repo, &head);
-        let blob = repo.blob(b"model\n").expect("blob");
-        let base = repo.find_tree(oid(&base_tree).expect("oid")).expect("tree");
-        let mut builder = repo.treebuilder(Some(&base)).expect("builder");
-        builder.insert("a.txt", blob, 0o100644).expect("insert");
-        let tree = builder.write().expect("tree").to_string();
-        let commit = crate::git::commit::write_commit(
-            &repo,
-            oid(&tree).expect("oid"),
-            &[oid(&head).expect("oid")],
-            "AI",
-        )
-        .expect("commit")
-        .to_string();
-        let t = transition(
-            root,
-            &head,
-            &commit,
-            (&base_tree, &base_tree),
-            (&tree, &tree),
-        );
+        let t = ai_commit(&repo, root, &[("a.txt", b"model\n", 0o100644)]);
         let beside = temp_beside(&t, Path::new("a.txt"));
         assert_eq!(beside, root.join(".a.txt.loaf-t1"));
         for moved in [false, true] {
@@ -1181,29 +1176,13 @@ mod tests {
         let dir = repo();
         let root = dir.path();
         let repo = Repository::open(root).expect("open");
-        let head = repo.refname_to_id("HEAD").expect("head").to_string();
-        let base_tree = tree_of(&repo, &head);
-        let script = repo.blob(b"#!/bin/sh\necho hi\n").expect("blob");
-        let target = repo.blob(b"a.txt").expect("blob");
-        let base = repo.find_tree(oid(&base_tree).expect("oid")).expect("tree");
-        let mut builder = repo.treebuilder(Some(&base)).expect("builder");
-        builder.insert("run.sh", script, 0o100755).expect("insert");
-        builder.insert("link", target, 0o120000).expect("insert");
-        let tree = builder.write().expect("tree").to_string();
-        let commit = crate::git::commit::write_commit(
+        let t = ai_commit(
             &repo,
-            oid(&tree).expect("oid"),
-            &[oid(&head).expect("oid")],
-            "AI",
-        )
-        .expect("commit")
-        .to_string();
-        let t = transition(
             root,
-            &head,
-            &commit,
-            (&base_tree, &base_tree),
-            (&tree, &tree),
+            &[
+                ("run.sh", b"#!/bin/sh\necho hi\n", 0o100755),
+                ("link", b"a.txt", 0o120000),
+            ],
         );
         assert!(publish(&repo, &t, true).expect("publish").is_empty());
         let mode = std::fs::metadata(root.join("run.sh"))
