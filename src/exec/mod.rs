@@ -114,6 +114,8 @@ pub struct PathMap {
     user_root: PathBuf,
     real_root: PathBuf,
     through: Option<Rc<dyn ShowThrough>>,
+    /// The real root, canonical, when it is a scratch copy whose files are written in place.
+    scratch: Option<PathBuf>,
 }
 
 impl std::fmt::Debug for PathMap {
@@ -133,6 +135,7 @@ impl PathMap {
             user_root: root.to_path_buf(),
             real_root: root.to_path_buf(),
             through: None,
+            scratch: None,
         }
     }
 
@@ -142,7 +145,27 @@ impl PathMap {
             user_root: user_root.to_path_buf(),
             real_root: real_root.to_path_buf(),
             through: None,
+            scratch: None,
         }
+    }
+
+    /// The real root is a scratch copy (the stage: nobody reads it while actions run, and a
+    /// crash resets it), so its files are written in place rather than through a temporary
+    /// file and a rename.
+    pub fn scratch(mut self) -> Self {
+        if self.user_root != self.real_root {
+            self.scratch = Some(
+                std::fs::canonicalize(&self.real_root).unwrap_or_else(|_| self.real_root.clone()),
+            );
+        }
+        self
+    }
+
+    /// Whether the resolved path `checked` is in the scratch copy.
+    pub fn in_scratch(&self, checked: &Path) -> bool {
+        self.scratch
+            .as_ref()
+            .is_some_and(|root| checked.starts_with(root))
     }
 
     /// Where `real_root` holds nothing (or a placeholder), the user's file shows through

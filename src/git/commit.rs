@@ -3,6 +3,7 @@
 //! and `git rebase` by [`ensure_notes_rewrite`]), without the file contents the commit
 //! already holds ([`NOTE_BLOB_KEY`]).
 
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository, Signature};
@@ -93,9 +94,16 @@ pub fn subject_summary(result: &ExecutionResult, root: &Path, changed: &[PathBuf
             })
             .collect()
     };
-    // A folder action changes the files under it.
-    let in_commit = |path: &Path| changed.iter().any(|c| c.starts_with(path));
-    let mut named: Vec<PathBuf> = Vec::new();
+    // A folder action changes the files under it. Sorted, a folder's files follow it: one
+    // lookup per path, not a scan of every changed path (a reply may write thousands).
+    let changed_set: BTreeSet<&Path> = changed.iter().map(PathBuf::as_path).collect();
+    let in_commit = |path: &Path| {
+        changed_set
+            .range(path..)
+            .next()
+            .is_some_and(|c| c.starts_with(path))
+    };
+    let mut named: BTreeSet<PathBuf> = BTreeSet::new();
     let mut items: Vec<String> = Vec::new();
     let mut execs: Vec<String> = Vec::new();
     for r in result.results.iter().filter(|r| r.success) {
@@ -121,7 +129,7 @@ pub fn subject_summary(result: &ExecutionResult, root: &Path, changed: &[PathBuf
         };
         let new: Vec<&PathBuf> = paths
             .iter()
-            .filter(|p| in_commit(p) && !named.contains(p))
+            .filter(|p| in_commit(p) && !named.contains(*p))
             .collect();
         if new.is_empty() {
             continue;
@@ -138,7 +146,7 @@ pub fn subject_summary(result: &ExecutionResult, root: &Path, changed: &[PathBuf
     }
     let unexplained = changed
         .iter()
-        .any(|c| !named.iter().any(|n| c.starts_with(n)));
+        .any(|c| !c.ancestors().any(|a| named.contains(a)));
     if unexplained {
         items.extend(execs);
     }

@@ -302,10 +302,15 @@ pub fn blob(repo: &Repository, path: &Path, content: Vec<u8>) -> Result<Oid, Fil
 /// The blob `git add` stores for the regular file at `dir/path`, `path` naming it in `repo`.
 /// Without a conversion the content goes to the object database in one write (the blob
 /// writer's stream would create a second temporary file for every blob).
-pub fn file_blob(repo: &Repository, dir: &Path, path: &Path) -> Result<Oid, FilterError> {
+pub fn file_blob(
+    repo: &Repository,
+    conversions: &Conversions,
+    dir: &Path,
+    path: &Path,
+) -> Result<Oid, FilterError> {
     let full = dir.join(path);
     let content = std::fs::read(&full).map_err(io(&full))?;
-    if !Conversions::of(repo)?.apply_to(repo, path)? {
+    if !conversions.apply_to(repo, path)? {
         return Ok(repo.blob(&content)?);
     }
     blob(repo, path, content)
@@ -321,7 +326,7 @@ pub fn file_id(
     path: &Path,
 ) -> Result<Oid, FilterError> {
     if conversions.apply_to(repo, path)? {
-        return file_blob(repo, dir, path);
+        return file_blob(repo, conversions, dir, path);
     }
     let full = dir.join(path);
     Ok(Oid::hash_file(git2::ObjectType::Blob, &full)?)
@@ -332,9 +337,29 @@ pub fn file_id(
 /// tree, `info/attributes`, `core.attributesFile`). A walk of the tree's folders, no file.
 pub fn may_convert_any(repo: &Repository, tree: Oid) -> Result<bool, git2::Error> {
     let conversions = Conversions::of(repo)?;
-    if conversions.autocrlf || conversions.drivers {
+    if conversions.autocrlf || conversions.drivers || conversions.outside_attributes {
         return Ok(true);
     }
+    let mut found = false;
+    repo.find_tree(tree)?
+        .walk(git2::TreeWalkMode::PreOrder, |_, entry| {
+            if entry.name_bytes() == ATTRIBUTES_FILE.as_bytes() {
+                found = true;
+                git2::TreeWalkResult::Abort
+            } else {
+                git2::TreeWalkResult::Ok
+            }
+        })
+        .or_else(|e| if found { Ok(()) } else { Err(e) })?;
+    Ok(found)
+}
+
+/// The name of a folder's attributes file.
+const ATTRIBUTES_FILE: &str = ".gitattributes";
+
+/// Whether attributes are set anywhere but in the working tree's `.gitattributes` files:
+/// `core.attributesFile`, `info/attributes`, the default global file or the system one.
+fn attributes_outside_tree(repo: &Repository) -> Result<bool, git2::Error> {
     let config = repo.config()?;
     if config.get_path("core.attributesFile").is_ok()
         || repo.path().join("info").join("attributes").exists()
@@ -346,23 +371,10 @@ pub fn may_convert_any(repo: &Repository, tree: Oid) -> Result<bool, git2::Error
     let xdg = std::env::var_os("XDG_CONFIG_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
-    if xdg.is_some_and(|dir| dir.join("git").join("attributes").exists())
-        || (cfg!(unix) && Path::new("/etc/gitattributes").exists())
-    {
-        return Ok(true);
-    }
-    let mut found = false;
-    repo.find_tree(tree)?
-        .walk(git2::TreeWalkMode::PreOrder, |_, entry| {
-            if entry.name_bytes() == b".gitattributes" {
-                found = true;
-                git2::TreeWalkResult::Abort
-            } else {
-                git2::TreeWalkResult::Ok
-            }
-        })
-        .or_else(|e| if found { Ok(()) } else { Err(e) })?;
-    Ok(found)
+    Ok(
+        xdg.is_some_and(|dir| dir.join("git").join("attributes").exists())
+            || (cfg!(unix) && Path::new("/etc/gitattributes").exists()),
+    )
 }
 
 /// Whether a file's content can differ from its blob's in a repository: `core.autocrlf`, a
@@ -373,8 +385,15 @@ pub fn may_convert_any(repo: &Repository, tree: Oid) -> Result<bool, git2::Error
 pub struct Conversions {
     autocrlf: bool,
     drivers: bool,
+    /// Attributes come from somewhere besides the tree's `.gitattributes` files: every path
+    /// is looked up.
+    outside_attributes: bool,
     /// Answers by path: publish asks up to four times per file.
     known: std::cell::RefCell<HashMap<PathBuf, bool>>,
+    /// Whether a folder (relative) has a `.gitattributes` file, on disk or in the index:
+    /// a path with none on its way from the root has no attribute, which spares libgit2's
+    /// five lookups (each re-checks every attributes file on the path).
+    folders: std::cell::RefCell<HashMap<PathBuf, bool>>,
 }
 
 /// The attributes under which git converts content between the repository and the files.
@@ -396,8 +415,42 @@ impl Conversions {
         Ok(Conversions {
             autocrlf,
             drivers: drivers(repo)?.is_some(),
+            outside_attributes: attributes_outside_tree(repo)?,
             known: Default::default(),
+            folders: Default::default(),
         })
+    }
+
+    /// Whether a `.gitattributes` file in `path`'s folders (the root's included) may give it
+    /// an attribute: the file on disk (libgit2 reads the working tree's first) or in the index.
+    fn attributes_on_path(&self, repo: &Repository, path: &Path) -> Result<bool, git2::Error> {
+        let Some(workdir) = repo.workdir() else {
+            return Ok(true);
+        };
+        let mut index: Option<Index> = None;
+        for folder in path.ancestors().skip(1) {
+            if let Some(&has) = self.folders.borrow().get(folder) {
+                if has {
+                    return Ok(true);
+                }
+                continue;
+            }
+            let file = folder.join(ATTRIBUTES_FILE);
+            let mut has = workdir.join(&file).symlink_metadata().is_ok();
+            if !has {
+                if index.is_none() {
+                    index = Some(repo.index()?);
+                }
+                has = index
+                    .as_ref()
+                    .is_some_and(|index| index.get_path(&file, 0).is_some());
+            }
+            self.folders.borrow_mut().insert(folder.to_path_buf(), has);
+            if has {
+                return Ok(true);
+            }
+        }
+        Ok(false)
     }
 
     /// Whether the content of `path` (relative) may be converted on its way in or out.
@@ -407,6 +460,10 @@ impl Conversions {
         }
         if let Some(known) = self.known.borrow().get(path) {
             return Ok(*known);
+        }
+        if !self.outside_attributes && !self.attributes_on_path(repo, path)? {
+            self.known.borrow_mut().insert(path.to_path_buf(), false);
+            return Ok(false);
         }
         let mut converts = self.drivers && has_driver(repo, path)?;
         for name in CONVERTING {
@@ -568,11 +625,12 @@ pub fn add_all(repo: &Repository, index: &mut Index) -> Result<(), git2::Error> 
     }
     filtered.sort();
     filtered.dedup();
+    let conversions = Conversions::of(repo)?;
     for path in filtered {
         let full = root.join(&path);
         let meta = std::fs::symlink_metadata(&full)
             .map_err(|e| git2::Error::from_str(&format!("{}: {e}", full.display())))?;
-        let id = file_blob(repo, &root, &path)?;
+        let id = file_blob(repo, &conversions, &root, &path)?;
         index.add(&new_entry(&path, id, &meta))?;
     }
     Ok(())
@@ -593,7 +651,7 @@ pub fn add_path(
     if !meta.is_file() || !has_driver(repo, path)? {
         return index.add_path(path);
     }
-    let id = file_blob(repo, root, path)?;
+    let id = file_blob(repo, &Conversions::of(repo)?, root, path)?;
     index.add(&new_entry(path, id, &meta))
 }
 
@@ -925,7 +983,8 @@ mod tests {
         write_file(root, "b.crlf", "x\r\ny\r\n");
         let repo = Repository::open(root).expect("open");
         for name in ["a.up", "b.crlf"] {
-            let ours = file_blob(&repo, root, Path::new(name)).expect("blob");
+            let conversions = Conversions::of(&repo).expect("config");
+            let ours = file_blob(&repo, &conversions, root, Path::new(name)).expect("blob");
             let theirs = git(root, &["hash-object", "--path", name, name]);
             assert_eq!(ours.to_string(), theirs.trim(), "{name}");
         }
@@ -934,6 +993,43 @@ mod tests {
     /// The id publish checks files by is the id `git add` would store, computed without
     /// writing the blob when no conversion applies, and through the filters when one does;
     /// the per-path and whole-tree answers agree with the attributes.
+    #[test]
+    fn attributes_are_looked_up_only_where_a_gitattributes_file_may_set_them() {
+        let dir = init_repo();
+        let root = dir.path();
+        write_file(root, "a/b/c.txt", "x\r\n");
+        write_file(root, "a/.gitattributes", "*.txt text eol=crlf\n");
+        write_file(root, "other/d.txt", "x\r\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "files"]);
+        let repo = Repository::open(root).expect("open");
+        let conversions = Conversions::of(&repo).expect("config");
+        let converts = |path: &str| {
+            conversions
+                .apply_to(&repo, Path::new(path))
+                .expect("attributes")
+        };
+        assert!(converts("a/b/c.txt"), "from a folder above");
+        assert!(!converts("other/d.txt"), "no attributes file on its way");
+        // Deleted from disk but still in the index: libgit2 reads the index's.
+        std::fs::remove_file(root.join("a/.gitattributes")).expect("remove");
+        let conversions = Conversions::of(&repo).expect("config");
+        assert!(
+            conversions
+                .apply_to(&repo, Path::new("a/b/c.txt"))
+                .expect("attributes"),
+            "the index's .gitattributes"
+        );
+        // One in the repository's info/attributes applies everywhere.
+        write_file(root, ".git/info/attributes", "*.txt ident\n");
+        let conversions = Conversions::of(&repo).expect("config");
+        assert!(
+            conversions
+                .apply_to(&repo, Path::new("other/d.txt"))
+                .expect("attributes")
+        );
+    }
+
     #[test]
     fn file_ids_match_git_and_conversions_follow_the_attributes() {
         let dir = init_repo();

@@ -437,8 +437,9 @@ pub(crate) fn file_blob(
     path: &Path,
     base: &Tree<'_>,
 ) -> Option<Oid> {
+    let conversions = super::filters::Conversions::of(repo).ok()?;
     current_id(workdir, path, base, &mut |path| {
-        super::filters::file_blob(repo, workdir, path).ok()
+        super::filters::file_blob(repo, &conversions, workdir, path).ok()
     })
 }
 

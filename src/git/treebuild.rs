@@ -9,6 +9,8 @@ use std::path::{Component, Path};
 
 use git2::{ObjectType, Oid, Repository, Tree};
 
+use super::filters::Conversions;
+
 /// What a path holds now: nothing, or an entry (blob or tree) with its mode.
 pub type Value = Option<(Oid, i32)>;
 
@@ -46,13 +48,15 @@ pub fn tree_with_paths(
 ) -> Result<Oid, git2::Error> {
     let repo = source.repo;
     let base_tree = repo.find_tree(source.base)?;
+    // Read once: which folders hold attributes is then looked up once per folder.
+    let conversions = super::filters::Conversions::of(source.filters)?;
     let mut changes: Vec<(Vec<OsString>, Value)> = Vec::new();
     for path in paths {
         let parts = parts(path);
         if parts.is_empty() {
             continue;
         }
-        let value = from_disk(source, &base_tree, path)?;
+        let value = from_disk(source, &conversions, &base_tree, path)?;
         changes.push((parts, value));
     }
     // Shallow paths first, so that a folder rebuilt from disk is refined, not undone, by a
@@ -120,7 +124,12 @@ fn empty_tree(repo: &Repository) -> Result<Oid, git2::Error> {
 }
 
 /// The entry `path` should have, read from disk.
-fn from_disk(source: &Source<'_>, base: &Tree<'_>, path: &Path) -> Result<Value, git2::Error> {
+fn from_disk(
+    source: &Source<'_>,
+    conversions: &Conversions,
+    base: &Tree<'_>,
+    path: &Path,
+) -> Result<Value, git2::Error> {
     let repo = source.repo;
     let full = source.root.join(path);
     let in_base = base.get_path(path).ok().map(|e| (e.id(), e.filemode()));
@@ -154,9 +163,9 @@ fn from_disk(source: &Source<'_>, base: &Tree<'_>, path: &Path) -> Result<Value,
         )));
     }
     if meta.is_dir() {
-        return folder(source, base, path);
+        return folder(source, conversions, base, path);
     }
-    let blob = super::filters::file_blob(source.filters, source.root, path)?;
+    let blob = super::filters::file_blob(source.filters, conversions, source.root, path)?;
     Ok(Some((blob, file_mode(&meta))))
 }
 
@@ -176,7 +185,12 @@ fn file_mode(_meta: &std::fs::Metadata) -> i32 {
 }
 
 /// A folder on disk as a tree (`None` when it holds nothing git would keep).
-fn folder(source: &Source<'_>, base: &Tree<'_>, path: &Path) -> Result<Value, git2::Error> {
+fn folder(
+    source: &Source<'_>,
+    conversions: &Conversions,
+    base: &Tree<'_>,
+    path: &Path,
+) -> Result<Value, git2::Error> {
     let repo = source.repo;
     let full = source.root.join(path);
     let read = std::fs::read_dir(&full)
@@ -190,7 +204,7 @@ fn folder(source: &Source<'_>, base: &Tree<'_>, path: &Path) -> Result<Value, gi
             continue;
         }
         let child = path.join(&name);
-        if let Some((id, mode)) = from_disk(source, base, &child)? {
+        if let Some((id, mode)) = from_disk(source, conversions, base, &child)? {
             builder.insert(&name, id, mode)?;
         }
     }

@@ -138,7 +138,9 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     let git_hooks = GitHooks::find(repo, &root, verify);
     let runs_code = runs_code || git_hooks.any_before_commit();
     let view = Rc::new(visible::Visibility::new(&root, isolate.clone()));
-    let paths = PathMap::redirect(&root, stage.path()).showing(view.clone());
+    let paths = PathMap::redirect(&root, stage.path())
+        .scratch()
+        .showing(view.clone());
     let sandbox = if runs_code {
         let entries = visible::ignored_entries(repo, &isolate)?;
         let sandbox = Sandbox::new(

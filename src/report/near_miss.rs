@@ -72,12 +72,16 @@ pub fn near_misses(text: &str, parsed: &ParseResult<'_>) -> Vec<NearMiss> {
     let lines = lines(text);
     // Lines of real blocks (an unclosed one runs to the end) are the parser's business:
     // heredoc content there may well quote NESL.
-    let in_block = |n: usize| {
-        parsed
-            .blocks
-            .iter()
-            .any(|b| n >= b.start_line && b.end_line.is_none_or(|end| n <= end))
-    };
+    // One mark per line (not a search of every block per line: a 1,000-block reply has
+    // ~100,000 lines).
+    let mut block_lines = vec![false; lines.len() + 2];
+    for block in &parsed.blocks {
+        let end = block.end_line.unwrap_or(lines.len()).min(lines.len());
+        for mark in block_lines.iter_mut().take(end + 1).skip(block.start_line) {
+            *mark = true;
+        }
+    }
+    let in_block = |n: usize| block_lines.get(n).copied().unwrap_or(false);
     let mut misses = Vec::new();
     // An open fence: (line, is a nesl fence, saw a header-like line inside).
     let mut fence: Option<(usize, bool, bool)> = None;
@@ -244,6 +248,13 @@ impl Unclosed {
 
 /// Every heredoc the parser found unclosed, with the line it opened on.
 pub fn unclosed_heredocs(text: &str, parsed: &ParseResult<'_>) -> Vec<Unclosed> {
+    if !parsed
+        .errors
+        .iter()
+        .any(|e| e.code == ErrorCode::UnclosedHeredoc)
+    {
+        return Vec::new();
+    }
     let lines = lines(text);
     let mut found = Vec::new();
     for error in parsed
@@ -284,9 +295,13 @@ pub fn unclosed_heredocs(text: &str, parsed: &ParseResult<'_>) -> Vec<Unclosed> 
 /// Blocks whose header is inside another block's heredoc that never closed: the parser
 /// read them as that heredoc's text.
 pub fn swallowed(text: &str, parsed: &ParseResult<'_>) -> Vec<Swallowed> {
+    let heredocs = unclosed_heredocs(text, parsed);
+    if heredocs.is_empty() {
+        return Vec::new();
+    }
     let lines = lines(text);
     let mut found = Vec::new();
-    for heredoc in unclosed_heredocs(text, parsed) {
+    for heredoc in heredocs {
         for n in heredoc.opened + 1..=lines.len() {
             if let Some(id) = lines.get(n - 1).and_then(|l| nesl::parse_header(l.trim())) {
                 found.push(Swallowed {

@@ -23,6 +23,8 @@ pub(super) struct Target {
     /// As the guard returned it (canonical, symlinks resolved): where contents are read and
     /// written, so that writing through a symlink changes its target and keeps the link.
     pub checked: PathBuf,
+    /// `checked` is in the stage, a scratch copy of the user's tree: written in place.
+    pub scratch: bool,
 }
 
 impl<'a> Call<'a> {
@@ -112,12 +114,14 @@ impl<'a> Call<'a> {
                     user: user.to_owned(),
                     real: own,
                     checked,
+                    scratch: false,
                 });
             }
             self.copy_up(&own, &real, user)?;
         }
         Ok(Target {
             user: user.to_owned(),
+            scratch: self.ws.paths.in_scratch(&checked),
             real,
             checked,
         })

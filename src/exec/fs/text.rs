@@ -235,14 +235,80 @@ pub(super) fn check_size(path: &str, size: usize, max: u64) -> Result<(), LoadEr
     Ok(())
 }
 
-/// Writes `bytes` to `target` atomically; the message on failure is Node's for `open`.
+/// Writes `bytes` to `target` atomically (in place in the stage: [`write_scratch`]); the
+/// message on failure is Node's for `open`.
 pub(super) fn store(target: &Target, bytes: &[u8]) -> Result<(), String> {
-    write_atomic(&target.checked, bytes).map_err(|e| os_error(&e, "open", &target.user))
+    store_pieces(target, &[bytes])
 }
 
 /// [`store`] of contents given as consecutive pieces.
 pub(super) fn store_pieces(target: &Target, pieces: &[&[u8]]) -> Result<(), String> {
-    write_atomic_pieces(&target.checked, pieces).map_err(|e| os_error(&e, "open", &target.user))
+    let written = if target.scratch {
+        write_scratch(&target.checked, pieces)
+    } else {
+        write_atomic_pieces(&target.checked, pieces)
+    };
+    written.map_err(|e| os_error(&e, "open", &target.user))
+}
+
+/// Files up to this size are written in place in the stage; a larger one's own write costs
+/// far more than a temporary file and a rename, and keeping its old contents to put back
+/// would double the memory an edit of it takes.
+const IN_PLACE_MAX: u64 = 1024 * 1024;
+
+/// Writes a file of the stage (a scratch copy of the user's tree, reset after a crash, which
+/// nobody reads while an action runs) in place: a temporary file and a rename per write
+/// cost a new inode each, more than the write itself for the small files of a large reply.
+/// A write that fails puts back what the file held (or removes the file it created), so a
+/// failed action leaves the stage as it was, as the atomic write does. Anything but a plain
+/// small file with a single name (a symlink, a hard-linked or large file) is written
+/// atomically.
+fn write_scratch(path: &Path, pieces: &[&[u8]]) -> io::Result<()> {
+    write_scratch_with(path, pieces, &mut |file, piece| file.write_all(piece))
+}
+
+/// [`write_scratch`] with the write of each piece given (a test makes it fail).
+fn write_scratch_with(
+    path: &Path,
+    pieces: &[&[u8]],
+    write: &mut dyn FnMut(&mut fs::File, &[u8]) -> io::Result<()>,
+) -> io::Result<()> {
+    let before = match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() && single_name(&meta) && meta.len() <= IN_PLACE_MAX => {
+            Some(fs::read(path)?)
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+        _ => return write_atomic_pieces(path, pieces),
+    };
+    let mut options = fs::OpenOptions::new();
+    options.write(true);
+    match before {
+        Some(_) => options.truncate(true),
+        None => options.create_new(true),
+    };
+    let mut file = options.open(path)?;
+    let written = pieces.iter().try_for_each(|piece| write(&mut file, piece));
+    let Err(error) = written else {
+        return Ok(());
+    };
+    drop(file);
+    match before {
+        Some(old) => fs::write(path, old)?,
+        None => fs::remove_file(path)?,
+    }
+    Err(error)
+}
+
+/// Whether no other name shares the file's contents (a hard link would see the change).
+#[cfg(unix)]
+fn single_name(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    meta.nlink() == 1
+}
+
+#[cfg(not(unix))]
+fn single_name(_meta: &fs::Metadata) -> bool {
+    false
 }
 
 /// Writes `bytes` to a temporary file next to `path`, then renames it over `path`: readers
@@ -385,5 +451,60 @@ mod tests {
             assert_eq!(result.unwrap_err().kind(), io::ErrorKind::PermissionDenied);
             assert_eq!(fs::read_to_string(&file).unwrap(), "old");
         }
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn the_stage_is_written_in_place_except_through_links() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        fs::write(&file, "old").unwrap();
+        let inode = fs::metadata(&file).unwrap().ino();
+        write_scratch(&file, &[b"new ", b"text"]).unwrap();
+        assert_eq!(fs::read_to_string(&file).unwrap(), "new text");
+        assert_eq!(fs::metadata(&file).unwrap().ino(), inode, "in place");
+        // A second name for the same contents must not see the change: replaced instead.
+        let twin = dir.path().join("twin.txt");
+        fs::hard_link(&file, &twin).unwrap();
+        write_scratch(&file, &[b"changed"]).unwrap();
+        assert_eq!(fs::read_to_string(&twin).unwrap(), "new text");
+        assert_eq!(fs::read_to_string(&file).unwrap(), "changed");
+        // Through a symlink: the link stays, its target changes.
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&twin, &link).unwrap();
+        write_scratch(&link, &[b"via link"]).unwrap();
+        assert!(
+            fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(fs::read_to_string(&twin).unwrap(), "via link");
+        let created = dir.path().join("new.txt");
+        write_scratch(&created, &[b"fresh"]).unwrap();
+        assert_eq!(fs::read_to_string(&created).unwrap(), "fresh");
+    }
+
+    #[test]
+    fn a_failed_write_in_place_leaves_the_file_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.txt");
+        fs::write(&file, "old contents").unwrap();
+        let mut calls = 0;
+        let mut fail_second = |f: &mut fs::File, piece: &[u8]| {
+            calls += 1;
+            if calls == 2 {
+                return Err(io::Error::other("disk full"));
+            }
+            f.write_all(piece)
+        };
+        let error = write_scratch_with(&file, &[b"half", b"rest"], &mut fail_second);
+        assert_eq!(error.unwrap_err().to_string(), "disk full");
+        assert_eq!(fs::read_to_string(&file).unwrap(), "old contents");
+        let created = dir.path().join("new.txt");
+        let mut fail = |_: &mut fs::File, _: &[u8]| Err(io::Error::other("disk full"));
+        assert!(write_scratch_with(&created, &[b"x"], &mut fail).is_err());
+        assert!(!created.exists(), "a file it created is removed again");
     }
 }
