@@ -409,3 +409,262 @@ fn git_loaf_log_squash_and_undo_work_on_a_run_with_reviews_in_between() {
         "the review stays"
     );
 }
+
+/// Deletes the builder's receipts, as if the shim had died before writing them.
+fn lose_receipts(ws: &Workspace) {
+    let receipts = ws.root.join(".git/lorch/agent/builder/receipts");
+    assert!(receipts.is_dir(), "the step left a receipt to lose");
+    std::fs::remove_dir_all(receipts).expect("remove receipts");
+}
+
+/// The parts of an answer that must not change when it is rebuilt: event, status, artifacts,
+/// and the payload without what says how it was made (and git-loaf's notices to the user,
+/// told once, by the apply itself).
+fn essence(answer: &[Value]) -> Vec<Value> {
+    answer
+        .iter()
+        .map(|e| {
+            let mut payload = e["payload"].clone();
+            for key in [
+                "recovered",
+                "replayed",
+                "original_message_id",
+                "receipt",
+                "notices",
+            ] {
+                payload.as_object_mut().expect("payload").remove(key);
+            }
+            json!([e["event"], e["status"], e["artifacts"], payload])
+        })
+        .collect()
+}
+
+fn commits(ws: &Workspace) -> String {
+    ws.git(&["rev-list", "--count", "HEAD"]).trim().to_owned()
+}
+
+#[test]
+fn a_step_whose_receipt_was_lost_is_answered_from_its_commit_without_asking_the_model_again() {
+    let ws = Workspace::with(&[("README.md", "# demo\n")]);
+    let reply = ws.scratch("replies");
+    std::fs::create_dir(&reply).expect("mkdir");
+    for correlation in ["c-1", "c-2", "c-3"] {
+        std::fs::write(reply.join(format!("{correlation}.md")), HELLO).expect("write");
+    }
+    std::fs::write(
+        reply.join("c-4.md"),
+        HELLO.replace("from the builder", "again from the builder"),
+    )
+    .expect("write");
+    let checks = ["--check", "grep -q builder src/hello.txt"];
+    let mut agent = Agent::start(&ws, "builder", &checks, &reply, &[]);
+    agent.send(&implement("c-1", "ik-implement-T-0042-1"));
+    let first = agent.answer();
+    assert_eq!(first.last().expect("done")["status"], "success");
+    assert_eq!(commits(&ws), "2");
+    drop(agent);
+    lose_receipts(&ws);
+
+    // lorch resends the same command to a new shim.
+    let mut agent = Agent::start(&ws, "builder", &checks, &reply, &[]);
+    agent.send(&implement("c-2", "ik-implement-T-0042-1"));
+    let second = agent.answer();
+    assert_eq!(ws.runs(), 1, "the model is not asked again");
+    assert_eq!(commits(&ws), "2", "no second commit");
+    assert_eq!(essence(&second), essence(&first), "{second:#?}");
+    assert!(
+        second
+            .iter()
+            .all(|e| e["payload"]["recovered"] == true && e["correlation_id"] == "c-2"),
+        "{second:#?}"
+    );
+    assert_eq!(
+        second.last().expect("done")["payload"]["tests"]["checks"][0]["status"],
+        "pass",
+        "the checks ran on the recovered step"
+    );
+    assert!(
+        agent.seen.iter().any(|m| m["kind"] == "log"
+            && m["message"]
+                .as_str()
+                .is_some_and(|t| t.starts_with("answered from git-loaf apply"))),
+        "{:#?}",
+        agent.seen
+    );
+
+    // The recovered answer has a receipt of its own now.
+    agent.send(&implement("c-3", "ik-implement-T-0042-1"));
+    let third = agent.answer();
+    assert!(third.iter().all(|e| e["payload"]["replayed"] == true));
+    assert_eq!(essence(&third), essence(&first));
+
+    // Another key is another command: it runs.
+    agent.send(&implement("c-4", "ik-implement-T-0042-2"));
+    let other = agent.answer();
+    assert_eq!(ws.runs(), 2);
+    assert_eq!(commits(&ws), "3");
+    assert!(
+        other
+            .iter()
+            .all(|e| e["payload"].get("recovered").is_none())
+    );
+    assert_ne!(
+        other.last().expect("done")["payload"]["apply_id"],
+        first.last().expect("done")["payload"]["apply_id"]
+    );
+}
+
+/// Kills the shim with SIGKILL while git-loaf is paused at `point` of the step's apply, then
+/// resends the same command to a new shim; returns the two answers' last events (`None` for
+/// the killed one when it had not answered) and the model's run count.
+fn killed_at(ws: &Workspace, point: &str) -> (Value, usize) {
+    let reply = ws.reply("hello.md", HELLO);
+    let handshake = ws.scratch("paused");
+    let handshake_str = handshake.display().to_string();
+    let mut agent = Agent::start(
+        ws,
+        "builder",
+        &[],
+        &reply,
+        &[
+            ("LOAF_PAUSE_AT", point),
+            ("LOAF_PAUSE_FILE", &handshake_str),
+        ],
+    );
+    agent.send(&implement("c-1", "ik-implement-T-0042-1"));
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !handshake.exists() {
+        assert!(
+            std::time::Instant::now() < until,
+            "the apply never reached {point}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    agent.kill();
+    let _ = std::fs::remove_file(&handshake);
+    assert!(
+        !ws.root.join(".git/lorch/agent/builder/receipts").exists(),
+        "killed before any receipt"
+    );
+    let mut agent = Agent::start(ws, "builder", &[], &reply, &[]);
+    agent.send(&implement("c-2", "ik-implement-T-0042-1"));
+    let answer = agent.answer();
+    (answer.last().expect("done").clone(), ws.runs())
+}
+
+#[test]
+fn a_shim_killed_after_the_step_was_published_answers_the_resent_command_from_it() {
+    // After the log entry (the last moment inside the apply), and before it: the branch
+    // moved and the files written, the entry not yet; the lookup finishes that publish first.
+    for point in ["oplog", "files", "ref"] {
+        let ws = Workspace::with(&[("README.md", "# demo\n")]);
+        let (done, runs) = killed_at(&ws, point);
+        assert_eq!(runs, 1, "{point}: the model is not asked again");
+        assert_eq!(commits(&ws), "2", "{point}: one commit");
+        assert_eq!(done["status"], "success", "{point}: {done:#}");
+        assert_eq!(done["payload"]["recovered"], true, "{point}");
+        assert_eq!(done["payload"]["commit"], json!(head(&ws)), "{point}");
+        assert_eq!(done["payload"]["changed"], json!(["src/hello.txt"]));
+        assert_eq!(ws.read("src/hello.txt"), "hello from the builder\n");
+        assert_eq!(ws.git(&["status", "--porcelain"]), "", "{point}: clean");
+    }
+}
+
+#[test]
+fn a_shim_killed_before_the_step_was_published_makes_it_once_when_resent() {
+    let ws = Workspace::with(&[("README.md", "# demo\n")]);
+    let initial = head(&ws);
+    let (done, runs) = killed_at(&ws, "committed");
+    assert_eq!(runs, 2, "nothing landed: the model is asked again");
+    assert_eq!(done["status"], "success", "{done:#}");
+    assert!(done["payload"].get("recovered").is_none());
+    assert_eq!(commits(&ws), "2", "one step on the branch");
+    assert_eq!(ws.git(&["rev-parse", "HEAD^"]).trim(), initial);
+    assert_eq!(done["payload"]["commit"], json!(head(&ws)));
+}
+
+#[test]
+fn a_lost_receipt_of_a_step_undone_since_runs_the_step_again() {
+    let ws = Workspace::with(&[("README.md", "# demo\n")]);
+    let initial = head(&ws);
+    let reply = ws.reply("hello.md", HELLO);
+    let mut agent = Agent::start(&ws, "builder", &[], &reply, &[]);
+    agent.send(&implement("c-1", "ik-implement-T-0042-1"));
+    let first = agent.answer();
+    lose_receipts(&ws);
+    git_loaf(&ws, &["undo"]);
+    assert_eq!(head(&ws), initial);
+
+    agent.send(&implement("c-2", "ik-implement-T-0042-1"));
+    let second = agent.answer();
+    assert_eq!(ws.runs(), 2, "the undone step is made again");
+    let done = second.last().expect("done");
+    assert_eq!(done["status"], "success");
+    assert!(done["payload"].get("recovered").is_none());
+    assert_ne!(
+        done["payload"]["apply_id"],
+        first.last().expect("done")["payload"]["apply_id"]
+    );
+    assert_eq!(commits(&ws), "2");
+    assert_eq!(ws.read("src/hello.txt"), "hello from the builder\n");
+    assert!(
+        agent.seen.iter().any(|m| m["kind"] == "log"
+            && m["message"]
+                .as_str()
+                .is_some_and(|t| t.contains("no longer in the workspace"))),
+        "{:#?}",
+        agent.seen
+    );
+
+    // From now on the newest apply answers.
+    lose_receipts(&ws);
+    agent.send(&implement("c-3", "ik-implement-T-0042-1"));
+    let third = agent.answer();
+    assert_eq!(ws.runs(), 2);
+    assert_eq!(third.last().expect("done")["payload"]["recovered"], true);
+    assert_eq!(
+        third.last().expect("done")["payload"]["apply_id"],
+        done["payload"]["apply_id"]
+    );
+}
+
+#[test]
+fn a_resent_command_whose_apply_committed_nothing_or_partly_failed_runs_again() {
+    let ws = Workspace::with(&[("README.md", "# demo\n")]);
+    let replies = ws.scratch("replies");
+    std::fs::create_dir(&replies).expect("mkdir");
+    let failing = "#!nesl [@three-char-SHA-256: b2c]\naction = \"file_replace_text\"\npath = \"@ROOT@/README.md\"\nold_text = \"# nothing like this\"\nnew_text = \"# x\"\n#!end_b2c\n";
+    // Nothing committed: no log entry.
+    std::fs::write(replies.join("c-1.md"), failing).expect("write");
+    // One block applied, one failed: committed, and a failed step.
+    std::fs::write(replies.join("c-2.md"), format!("{HELLO}\n{failing}")).expect("write");
+    std::fs::write(
+        replies.join("c-3.md"),
+        HELLO.replace("from the builder", "again from the builder"),
+    )
+    .expect("write");
+    let mut agent = Agent::start(&ws, "builder", &[], &replies, &[]);
+    for correlation in ["c-1", "c-2", "c-3"] {
+        agent.send(&implement(correlation, "ik-implement-T-0042-1"));
+        let answer = agent.answer();
+        let done = answer.last().expect("done");
+        assert!(done["payload"].get("recovered").is_none(), "{done:#}");
+        let expected = if correlation == "c-3" {
+            "success"
+        } else {
+            "failed"
+        };
+        assert_eq!(done["status"], expected, "{correlation}: {done:#}");
+    }
+    assert_eq!(ws.runs(), 3, "every failure was retried for real");
+    assert_eq!(commits(&ws), "3", "the partial step and its retry");
+    assert_eq!(ws.read("src/hello.txt"), "hello again from the builder\n");
+    assert!(
+        agent.seen.iter().any(|m| m["kind"] == "log"
+            && m["message"]
+                .as_str()
+                .is_some_and(|t| t.contains("did not fully succeed"))),
+        "{:#?}",
+        agent.seen
+    );
+}

@@ -4,7 +4,9 @@
 //! It reads `command` lines on stdin and answers on stdout with events, logs and heartbeats
 //! (§3). For each command it:
 //!
-//! 1. answers from the receipt when the idempotency key was handled before ([`receipts`]);
+//! 1. answers from the receipt when the idempotency key was handled before ([`receipts`]),
+//!    or, for the builder, from the step git-loaf recorded under that key when the shim was
+//!    killed before writing the receipt ([`builder`]);
 //! 2. builds the role's prompt ([`prompt`]) and runs CMD with it on stdin, killed at the
 //!    command's deadline ([`llm`]); CMD's stdout is the model's reply;
 //! 3. does the role's work with the reply: the builder applies it through git-loaf as one

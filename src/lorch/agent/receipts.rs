@@ -9,7 +9,9 @@
 //! verdict. A failure has none, so lorch's retry with the same key really retries.
 //!
 //! The receipt is written before its events are sent: a shim killed in between answers the
-//! resent command from the receipt instead of doing the work a second time.
+//! resent command from the receipt instead of doing the work a second time. A builder
+//! killed after git-loaf committed its step and before the receipt was written finds the
+//! step by its key in git-loaf's operation log instead ([`super::builder`]).
 
 use std::path::{Path, PathBuf};
 
