@@ -483,14 +483,7 @@ fn a_step_whose_receipt_was_lost_is_answered_from_its_commit_without_asking_the_
         "pass",
         "the checks ran on the recovered step"
     );
-    assert!(
-        agent.seen.iter().any(|m| m["kind"] == "log"
-            && m["message"]
-                .as_str()
-                .is_some_and(|t| t.starts_with("answered from git-loaf apply"))),
-        "{:#?}",
-        agent.seen
-    );
+    assert_logged(&agent, "answered from git-loaf apply");
 
     // The recovered answer has a receipt of its own now.
     agent.send(&implement("c-3", "ik-implement-T-0042-1"));
@@ -607,14 +600,7 @@ fn a_lost_receipt_of_a_step_undone_since_runs_the_step_again() {
     );
     assert_eq!(commits(&ws), "2");
     assert_eq!(ws.read("src/hello.txt"), "hello from the builder\n");
-    assert!(
-        agent.seen.iter().any(|m| m["kind"] == "log"
-            && m["message"]
-                .as_str()
-                .is_some_and(|t| t.contains("no longer in the workspace"))),
-        "{:#?}",
-        agent.seen
-    );
+    assert_logged(&agent, "no longer in the workspace");
 
     // From now on the newest apply answers.
     lose_receipts(&ws);
@@ -659,12 +645,17 @@ fn a_resent_command_whose_apply_committed_nothing_or_partly_failed_runs_again() 
     assert_eq!(ws.runs(), 3, "every failure was retried for real");
     assert_eq!(commits(&ws), "3", "the partial step and its retry");
     assert_eq!(ws.read("src/hello.txt"), "hello again from the builder\n");
+    assert_logged(&agent, "did not fully succeed");
+}
+
+/// The agent logged a line containing `text`.
+fn assert_logged(agent: &Agent, text: &str) {
     assert!(
-        agent.seen.iter().any(|m| m["kind"] == "log"
-            && m["message"]
-                .as_str()
-                .is_some_and(|t| t.contains("did not fully succeed"))),
-        "{:#?}",
+        agent
+            .seen
+            .iter()
+            .any(|m| m["kind"] == "log" && m["message"].as_str().is_some_and(|t| t.contains(text))),
+        "no log line with {text:?}: {:#?}",
         agent.seen
     );
 }
