@@ -15,6 +15,8 @@ pub mod commit;
 pub mod commits;
 pub mod exclude;
 pub mod filters;
+#[cfg(unix)]
+mod fresh_checkout;
 pub mod githooks;
 pub mod head;
 pub mod index_lock;

@@ -117,12 +117,19 @@ impl Stage {
         }
         detached?;
         let stage = Stage { repo: stage?, path };
-        let mut checkout = CheckoutBuilder::new();
-        checkout.force();
-        if !super::filters::may_convert_any(repo, start.tree_id())? {
-            checkout.disable_filters(true);
-        }
-        {
+        let plain = !super::filters::may_convert_any(repo, start.tree_id())?;
+        // Without any conversion, the files are their blobs: written on several threads.
+        #[cfg(unix)]
+        let written =
+            plain && super::fresh_checkout::write_tree(&stage.repo, &stage.path, start.tree_id())?;
+        #[cfg(not(unix))]
+        let written = false;
+        if !written {
+            let mut checkout = CheckoutBuilder::new();
+            checkout.force();
+            if plain {
+                checkout.disable_filters(true);
+            }
             let target = stage.repo.find_commit(start.id())?;
             stage
                 .repo
