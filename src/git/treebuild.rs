@@ -408,13 +408,19 @@ mod tests {
         .iter()
         .map(PathBuf::from)
         .collect();
+        assert_matches_git_add(&repo, root, &base, &touched);
+    }
+
+    /// The tree built from `touched` on `base` is the one `git add -A && git write-tree`
+    /// makes of the working tree `root`.
+    fn assert_matches_git_add(repo: &Repository, root: &Path, base: &str, touched: &[PathBuf]) {
         let source = Source {
-            repo: &repo,
+            repo,
             base: Oid::from_str(base.trim()).expect("oid"),
             root,
-            filters: &repo,
+            filters: repo,
         };
-        let ours = tree_with_paths(&source, &touched).expect("tree");
+        let ours = tree_with_paths(&source, touched).expect("tree");
         git(root, &["add", "-A"]);
         let theirs = git(root, &["write-tree"]);
         assert_eq!(ours.to_string(), theirs.trim());
@@ -448,16 +454,7 @@ mod tests {
         }
         touched.extend(["conv/c.txt", "skip.log", "run.sh"].map(PathBuf::from));
         let repo = Repository::open(root).expect("open");
-        let source = Source {
-            repo: &repo,
-            base: Oid::from_str(base.trim()).expect("oid"),
-            root,
-            filters: &repo,
-        };
-        let ours = tree_with_paths(&source, &touched).expect("tree");
-        git(root, &["add", "-A"]);
-        let theirs = git(root, &["write-tree"]);
-        assert_eq!(ours.to_string(), theirs.trim());
+        assert_matches_git_add(&repo, root, &base, &touched);
         git(root, &["fsck", "--no-dangling"]);
     }
 }
