@@ -275,7 +275,11 @@ fn write_scratch_with(
 ) -> io::Result<()> {
     let before = match fs::symlink_metadata(path) {
         Ok(meta) if meta.is_file() && single_name(&meta) && meta.len() <= IN_PLACE_MAX => {
-            Some(fs::read(path)?)
+            match fs::read(path) {
+                Ok(old) => Some(old),
+                // Writable but not readable: nothing to put back, so replaced whole.
+                Err(_) => return write_atomic_pieces(path, pieces),
+            }
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         _ => return write_atomic_pieces(path, pieces),
