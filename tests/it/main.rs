@@ -8,6 +8,8 @@ mod cli_parse;
 mod config;
 mod crash;
 mod demo;
+#[path = "../common/deterministic.rs"]
+mod deterministic;
 mod execute_seeds;
 mod filters;
 mod fs_actions;

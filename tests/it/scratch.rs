@@ -7,44 +7,13 @@ use std::process::{Command, Output};
 
 use crate::support::git_loaf;
 
-/// The environment every git and git-loaf process of a test gets.
-pub const ENV: [(&str, &str); 10] = [
-    ("GIT_CONFIG_NOSYSTEM", "1"),
-    ("GIT_CONFIG_GLOBAL", "/dev/null"),
-    ("GIT_AUTHOR_NAME", "Ada"),
-    ("GIT_AUTHOR_EMAIL", "ada@example.com"),
-    ("GIT_COMMITTER_NAME", "Ada"),
-    ("GIT_COMMITTER_EMAIL", "ada@example.com"),
-    ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z"),
-    ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z"),
-    ("TZ", "UTC"),
-    ("LC_ALL", "C"),
-];
+pub use crate::deterministic::{ENV, git_cmd, git_in};
 
 /// A repository in a temporary folder.
 pub struct Scratch {
     _dir: tempfile::TempDir,
     /// The working tree root (canonical: what the model is told).
     pub root: PathBuf,
-}
-
-/// Runs git in `dir`; a failing command fails the test.
-pub fn git_in(dir: &Path, args: &[&str]) -> String {
-    let out = git_cmd(dir, args).output().expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?} in {}: {}",
-        dir.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// A git command in `dir` with the deterministic environment.
-pub fn git_cmd(dir: &Path, args: &[&str]) -> Command {
-    let mut cmd = Command::new("git");
-    cmd.args(args).current_dir(dir).envs(ENV);
-    cmd
 }
 
 impl Scratch {

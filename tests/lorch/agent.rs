@@ -12,19 +12,7 @@ use std::time::{Duration, Instant, SystemTime};
 use git_loaf::lorch::Message;
 use serde_json::{Value, json};
 
-/// The environment of every git and lorch process of these tests.
-pub const ENV: [(&str, &str); 10] = [
-    ("GIT_CONFIG_NOSYSTEM", "1"),
-    ("GIT_CONFIG_GLOBAL", "/dev/null"),
-    ("GIT_AUTHOR_NAME", "Ada"),
-    ("GIT_AUTHOR_EMAIL", "ada@example.com"),
-    ("GIT_COMMITTER_NAME", "Ada"),
-    ("GIT_COMMITTER_EMAIL", "ada@example.com"),
-    ("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z"),
-    ("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z"),
-    ("TZ", "UTC"),
-    ("LC_ALL", "C"),
-];
+pub use crate::deterministic::ENV;
 
 /// The fake LLM script.
 pub fn fake_llm() -> String {
@@ -60,18 +48,7 @@ impl Workspace {
 
     /// Runs git in the repository; a failure fails the test.
     pub fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(&self.root)
-            .envs(ENV)
-            .output()
-            .expect("git runs");
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
+        crate::deterministic::git_in(&self.root, args)
     }
 
     /// Writes a file of the repository.

@@ -5,29 +5,13 @@
 //! matching the files, and the run killed at many moments and resumed ending the same.
 
 use std::path::Path;
-use std::process::Command;
 
 use serde_json::json;
 use sha2::Digest as _;
 
 use crate::agent::{ENV, fake_llm};
+use crate::deterministic::git_in as git;
 use crate::harness::{Ws, stderr, stdout};
-
-/// Runs git in `dir` with the tests' deterministic environment; a failure fails the test.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .envs(ENV)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 /// Runs `git loaf args` in `dir`.
 fn loaf(dir: &Path, args: &[&str]) -> std::process::Output {

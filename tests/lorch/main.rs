@@ -6,6 +6,9 @@ mod agent_roles;
 mod canonical;
 mod cli;
 mod config;
+#[path = "../common/deterministic.rs"]
+#[allow(dead_code)] // `git_cmd` serves the `it` binary only
+mod deterministic;
 mod end_to_end;
 mod harness;
 mod protocol;

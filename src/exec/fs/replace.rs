@@ -170,6 +170,26 @@ fn save(call: &Call, target: &Target, file: &TextFile, pieces: &[&str]) -> Resul
     text::store_pieces(target, &bytes)
 }
 
+/// Replaces every match in `found` by `new_text` and saves the file, refusing an edit that
+/// would change nothing.
+fn replace_and_save(
+    call: &Call,
+    target: &Target,
+    file: &TextFile,
+    found: &Found,
+    old_text: &str,
+    new_text: &str,
+) -> Result<(), String> {
+    let replacement = found.replacement(file, new_text);
+    check_changed(found, &replacement, old_text, new_text).map_err(|e| call.fail(e))?;
+    save(
+        call,
+        target,
+        file,
+        &replace_at(&file.text, found, &replacement),
+    )
+}
+
 /// `file_replace_text`: data `{path, replacements: 1}`.
 pub(super) fn file_replace_text(call: &Call) -> Result<Outcome, String> {
     let old_text = call.text("old_text")?;
@@ -190,14 +210,7 @@ pub(super) fn file_replace_text(call: &Call) -> Result<Outcome, String> {
             )));
         }
     }
-    let replacement = found.replacement(&file, new_text);
-    check_changed(&found, &replacement, old_text, new_text).map_err(|e| call.fail(e))?;
-    save(
-        call,
-        &target,
-        &file,
-        &replace_at(&file.text, &found, &replacement),
-    )?;
+    replace_and_save(call, &target, &file, &found, old_text, new_text)?;
     Ok(Outcome::ok(Some(
         json!({"path": target.user, "replacements": 1}),
     )))
@@ -232,14 +245,7 @@ pub(super) fn file_replace_all_text(call: &Call) -> Result<Outcome, String> {
     if actual == 0 {
         return Err(not_found(call, "old_text", &file, old_text, 1));
     }
-    let replacement = found.replacement(&file, new_text);
-    check_changed(&found, &replacement, old_text, new_text).map_err(|e| call.fail(e))?;
-    save(
-        call,
-        &target,
-        &file,
-        &replace_at(&file.text, &found, &replacement),
-    )?;
+    replace_and_save(call, &target, &file, &found, old_text, new_text)?;
     Ok(Outcome::ok(Some(
         json!({"path": target.user, "replacements": actual}),
     )))
