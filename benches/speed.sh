@@ -9,13 +9,7 @@
 # length, note size, parser throughput and memory: issue 13 items 4-6).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet
-work=$(mktemp -d)
-if [ "${KEEP:-0}" = 1 ]; then
-  trap 'echo "kept $work" >&2' EXIT
-else
-  trap 'rm -rf "$work"' EXIT
-fi
+source benches/prelude.sh
 python3 benches/speed_bench.py "${LOAF_BIN:-$PWD/target/release/git-loaf}" "$work" \
   --runs "${RUNS:-7}" --sizes "${SIZES:-2000,20000,100000}" ${QUICK:+--quick}
 if [ -f benches/storage.sh ]; then

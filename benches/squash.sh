@@ -6,12 +6,6 @@
 # The repository lives in a temporary folder deleted on exit (KEEP=1 keeps it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet
-work=$(mktemp -d)
-if [ "${KEEP:-0}" = 1 ]; then
-  trap 'echo "kept $work" >&2' EXIT
-else
-  trap 'rm -rf "$work"' EXIT
-fi
+source benches/prelude.sh
 python3 benches/squash_bench.py "$PWD/target/release/git-loaf" "$work" \
   --runs "${RUNS:-7}" --commits "${COMMITS:-200}"

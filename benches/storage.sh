@@ -7,13 +7,7 @@
 # Work folders live in a temporary folder deleted on exit (KEEP=1 keeps it).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet
-work=$(mktemp -d)
-if [ "${KEEP:-0}" = 1 ]; then
-  trap 'echo "kept $work" >&2' EXIT
-else
-  trap 'rm -rf "$work"' EXIT
-fi
+source benches/prelude.sh
 bin="$PWD/target/release/git-loaf"
 old=()
 if [ -n "${OLD:-}" ]; then old=(--old "$OLD"); fi

@@ -7,11 +7,5 @@
 # (KEEP=1 keeps it and prints where it is).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release --locked --quiet
-work=$(mktemp -d)
-if [ "${KEEP:-0}" = 1 ]; then
-  trap 'echo "kept $work" >&2' EXIT
-else
-  trap 'rm -rf "$work"' EXIT
-fi
+source benches/prelude.sh
 python3 benches/transaction_bench.py "$PWD/target/release/git-loaf" "$work" --runs "${RUNS:-11}"
