@@ -355,7 +355,7 @@ pub fn may_convert_any(repo: &Repository, tree: Oid) -> Result<bool, git2::Error
 }
 
 /// The name of a folder's attributes file.
-const ATTRIBUTES_FILE: &str = ".gitattributes";
+pub(crate) const ATTRIBUTES_FILE: &str = ".gitattributes";
 
 /// Whether attributes are set anywhere but in the working tree's `.gitattributes` files:
 /// `core.attributesFile`, `info/attributes`, the default global file or the system one.
@@ -451,6 +451,12 @@ impl Conversions {
             }
         }
         Ok(false)
+    }
+
+    /// Whether content may be converted whatever the path: `core.autocrlf`, a configured
+    /// driver, or attributes from outside the tree.
+    pub fn anywhere(&self) -> bool {
+        self.autocrlf || self.drivers || self.outside_attributes
     }
 
     /// Whether the content of `path` (relative) may be converted on its way in or out.

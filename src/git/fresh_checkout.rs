@@ -44,13 +44,40 @@ pub fn write_tree(repo: &Repository, root: &Path, tree: Oid) -> Result<bool, git
     for folder in &folders {
         std::fs::create_dir_all(root.join(folder)).map_err(|e| io_error(&root.join(folder), e))?;
     }
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(MAX_THREADS);
+    let written = write_on_threads(repo, root, &files)?;
+    let mut index = repo.index()?;
+    index.clear()?;
+    for (file, meta) in files.iter().zip(&written) {
+        index.add(&super::index_lock::entry(
+            &file.path,
+            file.id,
+            file.mode as u32,
+            Some(meta),
+        ))?;
+    }
+    index.write()?;
+    Ok(true)
+}
+
+/// Writes `files` (absent now) under `root` from their blobs, shared out between threads
+/// with a handle on the object database each; their metadata, in order.
+fn write_on_threads(
+    repo: &Repository,
+    root: &Path,
+    files: &[File],
+) -> Result<Vec<std::fs::Metadata>, git2::Error> {
+    // A thread costs a handle on the repository: worth it for many files only.
+    let threads = if files.len() < 64 {
+        1
+    } else {
+        std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(MAX_THREADS)
+    };
     let mut parts = files.chunks(files.len().div_ceil(threads).max(1));
     let mine = parts.next().unwrap_or_default();
     let git_dir = repo.path();
-    let written: Vec<std::fs::Metadata> = std::thread::scope(|scope| {
+    std::thread::scope(|scope| {
         let others: Vec<_> = parts
             .map(|part| {
                 scope.spawn(move || {
@@ -67,18 +94,76 @@ pub fn write_tree(repo: &Repository, root: &Path, tree: Oid) -> Result<bool, git
             all.extend(part);
         }
         Ok::<_, git2::Error>(all)
-    })?;
-    let mut index = repo.index()?;
-    index.clear()?;
-    for (file, meta) in files.iter().zip(&written) {
-        index.add(&super::index_lock::entry(
-            &file.path,
-            file.id,
-            file.mode as u32,
-            Some(meta),
-        ))?;
+    })
+}
+
+/// Brings the files at `paths` (relative) under `root`, the stage's working tree, to what
+/// `tree` holds there: each is deleted and written anew from its blob (never rewritten in
+/// place: it may be a file that was the user's), on several threads; one `tree` does not hold
+/// is deleted, with the folders it leaves empty. The stage's index is left as it was (it only
+/// caches stat data there: a later scan re-reads those files). `false`, before anything is
+/// touched, when conversions may apply to a path (`conversions` says so anywhere, or a
+/// `.gitattributes` is on its way in `tree` or on disk), or a path is not a plain file in
+/// `tree` or has a folder in the way on disk: the caller leaves it all to libgit2.
+pub fn rewrite_paths(
+    repo: &Repository,
+    root: &Path,
+    tree: &git2::Tree<'_>,
+    paths: &std::collections::BTreeSet<PathBuf>,
+    conversions: &super::filters::Conversions,
+) -> Result<bool, git2::Error> {
+    if conversions.anywhere() {
+        return Ok(false);
     }
-    index.write()?;
+    let mut attributes: std::collections::HashMap<&Path, bool> = Default::default();
+    let mut files = Vec::new();
+    let mut gone = Vec::new();
+    for path in paths {
+        for folder in path.ancestors().skip(1) {
+            let has = *attributes.entry(folder).or_insert_with(|| {
+                let file = folder.join(super::filters::ATTRIBUTES_FILE);
+                tree.get_path(&file).is_ok() || root.join(&file).symlink_metadata().is_ok()
+            });
+            if has {
+                return Ok(false);
+            }
+        }
+        let on_disk = root.join(path).symlink_metadata();
+        if on_disk.as_ref().is_ok_and(|m| m.is_dir())
+            || !path.iter().all(|name| plain_name(name.as_encoded_bytes()))
+        {
+            return Ok(false);
+        }
+        match tree.get_path(path) {
+            Ok(entry) if matches!(entry.filemode(), REGULAR | EXECUTABLE) => files.push(File {
+                path: path.clone(),
+                id: entry.id(),
+                mode: entry.filemode(),
+            }),
+            Ok(_) => return Ok(false),
+            Err(e) if e.code() == git2::ErrorCode::NotFound => gone.push(path),
+            Err(e) => return Err(e),
+        }
+    }
+    for path in gone {
+        match std::fs::remove_file(root.join(path)) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(io_error(&root.join(path), e));
+            }
+            _ => super::publish::remove_empty_parents(root, path),
+        }
+    }
+    for file in &files {
+        let full = root.join(&file.path);
+        match std::fs::remove_file(&full) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(io_error(&full, e)),
+            _ => {}
+        }
+        if let Some(parent) = full.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| io_error(parent, e))?;
+        }
+    }
+    write_on_threads(repo, root, &files)?;
     Ok(true)
 }
 
@@ -245,6 +330,75 @@ mod tests {
             git(&path, &["ls-files", "-s"]),
             git(root, &["ls-files", "-s"])
         );
+    }
+
+    /// Changed, new and deleted paths brought to a commit as new files (never in place), or
+    /// nothing touched where conversions may apply or a folder is in the way.
+    #[test]
+    fn paths_are_rewritten_as_new_files_or_left_to_libgit2() {
+        use std::os::unix::fs::MetadataExt as _;
+        let dir = init_repo();
+        let root = dir.path();
+        write_file(root, "a.txt", "a one\n");
+        write_file(root, "gone/g.txt", "g\n");
+        write_file(root, "attr/.gitattributes", "*.txt text\n");
+        write_file(root, "attr/t.txt", "t one\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        let (path, stage) = empty_worktree(root, "rewrite");
+        let first = stage.head().and_then(|h| h.peel_to_tree()).expect("tree");
+        assert!(write_tree(&stage, &path, first.id()).expect("write"));
+        write_file(root, "a.txt", "a two\n");
+        write_file(root, "new/n.sh", "#!/bin/sh\n");
+        std::fs::set_permissions(
+            root.join("new/n.sh"),
+            std::fs::Permissions::from_mode(0o755),
+        )
+        .expect("chmod");
+        write_file(root, "attr/t.txt", "t two\n");
+        git(root, &["rm", "-q", "-r", "gone"]);
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "two"]);
+        let second = stage
+            .find_commit(Oid::from_str(git(root, &["rev-parse", "HEAD"]).trim()).expect("id"))
+            .and_then(|c| c.tree())
+            .expect("tree");
+        let conversions = super::super::filters::Conversions::of(&stage).expect("config");
+        let set = |paths: &[&str]| paths.iter().map(PathBuf::from).collect();
+        // Under a .gitattributes: libgit2's, nothing touched.
+        let attr: std::collections::BTreeSet<PathBuf> = set(&["a.txt", "attr/t.txt"]);
+        assert!(!rewrite_paths(&stage, &path, &second, &attr, &conversions).expect("ok"));
+        assert_eq!(
+            std::fs::read_to_string(path.join("a.txt")).expect("read"),
+            "a one\n"
+        );
+        // Held open, the old file keeps its inode (a freed one may be reused at once).
+        let held = std::fs::File::open(path.join("a.txt")).expect("open");
+        let old_a = held.metadata().expect("stat").ino();
+        let plain = set(&["a.txt", "gone/g.txt", "new/n.sh"]);
+        assert!(rewrite_paths(&stage, &path, &second, &plain, &conversions).expect("ok"));
+        assert_eq!(
+            std::fs::read_to_string(path.join("a.txt")).expect("read"),
+            "a two\n"
+        );
+        assert_ne!(
+            std::fs::metadata(path.join("a.txt")).expect("stat").ino(),
+            old_a
+        );
+        let mut seen = String::new();
+        std::io::Read::read_to_string(&mut &held, &mut seen).expect("read");
+        assert_eq!(seen, "a one\n", "the old file was not written in place");
+        assert!(!path.join("gone").exists(), "deleted with its folder");
+        let mode = std::fs::metadata(path.join("new/n.sh"))
+            .expect("stat")
+            .permissions()
+            .mode();
+        assert_ne!(mode & 0o111, 0, "executable");
+        // A folder where a file goes: libgit2's.
+        std::fs::create_dir_all(path.join("gone/g.txt")).expect("mkdir");
+        let folder = set(&["gone/g.txt"]);
+        assert!(!rewrite_paths(&stage, &path, &first, &folder, &conversions).expect("ok"));
+        assert!(path.join("gone/g.txt").is_dir(), "untouched");
     }
 
     /// A symlink (or a submodule, or a guarded name) is left to libgit2: nothing written.

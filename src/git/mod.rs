@@ -31,6 +31,7 @@ pub mod session;
 pub mod sign;
 pub mod squash;
 pub mod stage;
+mod stage_swap;
 pub mod states;
 #[cfg(test)]
 mod testing;

@@ -26,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::index_lock::{self, IndexLock, IndexLockError};
 use super::oplog::{self, OpEntry};
+use super::stage_swap::StageSwap;
 
 /// The journal's file name in `<common git dir>/loaf/`.
 const JOURNAL: &str = "journal.json";
@@ -200,7 +201,13 @@ pub fn publish(
         return Err(e);
     }
     crash_point("ref");
-    let mut skipped = write_files(repo, t, &paths, &mut index, &checker)?;
+    let mut swap = StageSwap::holding(repo, oid(&t.to_work)?);
+    let mut skipped = write_files(repo, t, &paths, &mut index, &checker, swap.as_mut())?;
+    if let Some(swap) = swap {
+        let from_work = repo.find_tree(oid(&t.from_work)?)?;
+        let to_work = repo.find_tree(oid(&t.to_work)?)?;
+        swap.finish(repo, &from_work, &to_work, &paths.work)?;
+    }
     crash_point("index");
     lock.commit(&mut index)?;
     super::checkpoint::note_index_tree(repo, oid(&t.to_index)?);
@@ -323,7 +330,7 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
     let lock = IndexLock::acquire(&user)?;
     let mut index = lock.read(&user)?;
     let checker = Checker::new(&user, &t.workdir)?;
-    let mut skipped = write_files(&user, &t, &paths, &mut index, &checker)?;
+    let mut skipped = write_files(&user, &t, &paths, &mut index, &checker, None)?;
     lock.commit(&mut index)?;
     super::checkpoint::note_index_tree(&user, oid(&t.to_index)?);
     skipped.extend(publish_extras(&user, &t)?);
@@ -630,13 +637,15 @@ fn changed_by_user(
 /// `index`, written by the caller). Each file is checked right before it is replaced: one
 /// already holding its after content is left as it is (a roll-forward after a crash), one
 /// holding neither its before nor its after content was changed by the user meanwhile and is
-/// left alone and returned — nothing of the user's is ever overwritten.
+/// left alone and returned — nothing of the user's is ever overwritten. With `swap`, a file
+/// the stage already holds is moved from there rather than written.
 fn write_files(
     repo: &Repository,
     t: &Transition,
     paths: &Paths,
     index: &mut Index,
     checker: &Checker<'_>,
+    mut swap: Option<&mut StageSwap>,
 ) -> Result<Vec<PathBuf>, git2::Error> {
     let from_work = repo.find_tree(oid(&t.from_work)?)?;
     let to_work = repo.find_tree(oid(&t.to_work)?)?;
@@ -675,26 +684,46 @@ fn write_files(
     let (gone, written): (Vec<&PathBuf>, Vec<&PathBuf>) = write
         .into_iter()
         .partition(|path| blob_at(&to_work, path).is_none());
+    // A file no conversion applies to is its blob: written straight from it (or moved from
+    // the stage); the others come from a libgit2 checkout (below).
+    let mut converted: Vec<&PathBuf> = Vec::new();
+    for path in &written {
+        match blob_at(&to_work, path) {
+            Some((_, mode)) if mode != 0o160000 && !conversions.apply_to(repo, path)? => {}
+            _ => converted.push(path),
+        }
+    }
+    if let Some(stage) = swap.as_deref_mut() {
+        let mut plain: Vec<&PathBuf> = Vec::new();
+        for path in gone.iter().chain(&written) {
+            if !converted.contains(path) && !conversions.apply_to(repo, path)? {
+                plain.push(path);
+            }
+        }
+        if plain.is_empty() {
+            swap = None;
+        } else if let Err(e) = stage.record(&plain) {
+            tracing::debug!("stage files not moved: {e}");
+            swap = None;
+        }
+    }
     for path in gone {
-        if verdict(path) == Verdict::Replace {
-            remove_file(&t.workdir, path)?;
-        } else {
+        if verdict(path) != Verdict::Replace {
             skipped.push(path.clone());
+        } else if swap
+            .as_deref_mut()
+            .is_some_and(|stage| stage.take_deleted(path, &t.workdir.join(path)))
+        {
+            remove_empty_parents(&t.workdir, path);
+        } else {
+            remove_file(&t.workdir, path)?;
         }
     }
     if !written.is_empty() {
         // Each file is written under another name, then renamed into place: a file is always
-        // either its old or its new self, even if the process dies in the middle. A file no
-        // conversion applies to is its blob, written straight from it; the others come from
-        // a libgit2 checkout of just those paths into a folder next to the journal (filters
-        // applied, modes set), then their driver's smudge.
-        let mut converted: Vec<&PathBuf> = Vec::new();
-        for path in &written {
-            match blob_at(&to_work, path) {
-                Some((_, mode)) if mode != 0o160000 && !conversions.apply_to(repo, path)? => {}
-                _ => converted.push(path),
-            }
-        }
+        // either its old or its new self, even if the process dies in the middle. The files
+        // conversions apply to come from a libgit2 checkout of just those paths into a folder
+        // next to the journal (filters applied, modes set), then their driver's smudge.
         let mut staging = None;
         let mut checkout_dir = PathBuf::new();
         if !converted.is_empty() {
@@ -734,6 +763,12 @@ fn write_files(
             }
             let from = if converted.contains(path) {
                 checkout_dir.join(path)
+            } else if let Some((id, mode)) = blob_at(&to_work, path)
+                && swap
+                    .as_deref_mut()
+                    .is_some_and(|swap| swap.take(path, &to, id, mode))
+            {
+                continue;
             } else {
                 // Written beside its target (a new file in a busy folder of the git dir
                 // costs the filesystem far more), under a name the journal determines, so

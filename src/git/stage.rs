@@ -138,6 +138,7 @@ impl Stage {
         stage.repo.set_head_detached(start.id())?;
         super::filters::smudge_whole_worktree(&stage.repo)?;
         stage.record_written(&Touched::Paths(Vec::new()))?;
+        super::stage_swap::clear(repo.commondir())?;
         std::fs::remove_file(&creating)?;
         Ok(stage)
     }
@@ -166,9 +167,10 @@ impl Stage {
             Some(target.tree_id()),
         )?;
         // Before the checkout, while the ignore rules and HEAD are the ones the run had.
-        match self.written() {
+        let scanned = match self.written() {
             Touched::Paths(written) if !scan => {
                 self.remove_ignored_at(&current.tree()?, &written)?;
+                false
             }
             _ => {
                 let (dirty, ignored) = self.scan()?;
@@ -176,26 +178,55 @@ impl Stage {
                 for path in ignored {
                     remove_all(&self.path.join(path))?;
                 }
+                true
             }
-        }
+        };
         self.record_written(&Touched::Paths(Vec::new()))?;
+        // Files a publish moved here from the user's tree (or left not what HEAD says, if it
+        // crashed): deleted and checked out anew, never written in place.
+        let common_dir = self.repo.commondir().to_path_buf();
+        for path in super::stage_swap::recorded(&common_dir) {
+            let full = self.path.join(&path);
+            if full.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+                std::fs::remove_file(&full)?;
+            }
+            paths.insert(path);
+        }
         if current.id() != commit {
             self.repo.set_head_detached(commit)?;
         }
         if paths.is_empty() {
             return Ok(());
         }
-        let mut checkout = CheckoutBuilder::new();
-        checkout
-            .force()
-            .remove_untracked(true)
-            .disable_pathspec_match(true);
-        for path in &paths {
-            checkout.path(path);
+        // Plain files are written from their blobs (no index read and written: on a large
+        // repository that was most of a small reset), leaving the stage's index behind for
+        // them; anything else, and every reset after a scan (which finds the paths where the
+        // index lags and so brings it up to date), by libgit2's checkout.
+        #[cfg(unix)]
+        let written = !scanned
+            && super::fresh_checkout::rewrite_paths(
+                &self.repo,
+                &self.path,
+                &target.tree()?,
+                &paths,
+                &super::filters::Conversions::of(&self.repo)?,
+            )?;
+        #[cfg(not(unix))]
+        let written = false;
+        if !written {
+            let mut checkout = CheckoutBuilder::new();
+            checkout
+                .force()
+                .remove_untracked(true)
+                .disable_pathspec_match(true);
+            for path in &paths {
+                checkout.path(path);
+            }
+            self.repo
+                .checkout_tree(target.as_object(), Some(&mut checkout))?;
+            super::filters::smudge_worktree(&self.repo, &paths)?;
         }
-        self.repo
-            .checkout_tree(target.as_object(), Some(&mut checkout))?;
-        super::filters::smudge_worktree(&self.repo, &paths)?;
+        super::stage_swap::clear(&common_dir)?;
         Ok(())
     }
 

@@ -32,6 +32,7 @@ mod sandbox;
 mod scratch;
 mod slupe;
 mod squash;
+mod stage_moves;
 mod states;
 mod step;
 mod storage;

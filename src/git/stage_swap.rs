@@ -1,0 +1,255 @@
+//! Publishing by moving files instead of writing them: when the stage holds exactly what a
+//! publish is about to write (its HEAD's tree is the transition's `to_work`, as after an apply,
+//! or after an undo that swapped its files back), each plain file already there is moved into
+//! the user's tree and the user's old file takes its place in the stage, in one atomic
+//! exchange of the two names (Linux's `renameat2`). The user's file is, at every moment,
+//! either its old or its new self, as with a new file renamed over it, but nothing is written:
+//! a 1,000-file apply or undo costs 1,000 renames instead of 1,000 new files (each a new
+//! inode, which on a busy filesystem costs far more than the write).
+//!
+//! The stage then holds the publish's before state at the moved paths, so its HEAD is set to
+//! that. A moved path is also recorded (before anything moves, so that a crash leaves it
+//! recorded): its file in the stage may be an inode the user had, which some process may still
+//! hold open, so the stage never writes it in place; the next [`super::stage::Stage::reset_to`]
+//! deletes it and checks it out anew. Every file is checked (type, one link, mode, content
+//! hashed) right before it moves, so a stage that is not what its HEAD says moves nothing
+//! wrong: the file is written as before.
+
+use std::path::{Path, PathBuf};
+
+use git2::{ObjectType, Oid, Repository, Tree};
+
+/// The record of the stage paths whose file may have come from the user's tree.
+const MOVED: &str = "stage-moved";
+
+/// The paths recorded as moved by a publish since the stage's last reset.
+pub(crate) fn recorded(common_dir: &Path) -> Vec<PathBuf> {
+    let Ok(bytes) = std::fs::read(record_path(common_dir)) else {
+        return Vec::new();
+    };
+    bytes
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| super::path_from_bytes(p).into_owned())
+        .collect()
+}
+
+/// Forgets the moved paths (the stage's reset checked them out anew).
+pub(crate) fn clear(common_dir: &Path) -> std::io::Result<()> {
+    match std::fs::remove_file(record_path(common_dir)) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+        _ => Ok(()),
+    }
+}
+
+fn record_path(common_dir: &Path) -> PathBuf {
+    common_dir.join("loaf").join(MOVED)
+}
+
+/// The stage as the source of a publish's files.
+pub(crate) struct StageSwap {
+    stage: Repository,
+    root: PathBuf,
+    common_dir: PathBuf,
+    /// The paths moved (exchanged or renamed into the user's tree).
+    moved: Vec<PathBuf>,
+    /// Whether the candidates were recorded (done once, before the first move).
+    recorded: bool,
+    /// Cleared when a move fails as the filesystem cannot do it (another filesystem, no
+    /// exchange): the rest are written.
+    usable: bool,
+}
+
+impl StageSwap {
+    /// The stage of `repo`, when its HEAD holds exactly `to_work`.
+    pub(crate) fn holding(repo: &Repository, to_work: Oid) -> Option<StageSwap> {
+        if !cfg!(target_os = "linux") {
+            return None;
+        }
+        let common_dir = repo.commondir().to_path_buf();
+        let root = common_dir.join("loaf").join("stage");
+        if !root.join(".git").is_file() {
+            return None;
+        }
+        let stage = Repository::open(&root).ok()?;
+        let tree = stage.head().ok()?.peel_to_tree().ok()?.id();
+        (tree == to_work).then_some(StageSwap {
+            stage,
+            root,
+            common_dir,
+            moved: Vec::new(),
+            recorded: false,
+            usable: true,
+        })
+    }
+
+    /// Records `candidates` (the paths that may move) with those already recorded, before the
+    /// first one moves.
+    pub(crate) fn record(&mut self, candidates: &[&PathBuf]) -> std::io::Result<()> {
+        let mut all = recorded(&self.common_dir);
+        all.extend(candidates.iter().map(|p| (*p).clone()));
+        all.sort();
+        all.dedup();
+        let mut bytes = Vec::new();
+        for path in &all {
+            bytes.extend_from_slice(path.as_os_str().as_encoded_bytes());
+            bytes.push(0);
+        }
+        std::fs::write(record_path(&self.common_dir), bytes)?;
+        self.recorded = true;
+        Ok(())
+    }
+
+    /// Moves the stage's file at `path` to `to` (the user's file there, if any, takes its
+    /// place in the stage) when the stage's file is exactly blob `id` with `mode` and the
+    /// user's is a plain file of one link or absent. `false`: nothing moved (the caller
+    /// writes the file).
+    pub(crate) fn take(&mut self, path: &Path, to: &Path, id: Oid, mode: i32) -> bool {
+        if !self.usable || !self.recorded || !(mode == 0o100644 || mode == 0o100755) {
+            return false;
+        }
+        let from = self.root.join(path);
+        if !holds_blob(&from, id, mode) {
+            return false;
+        }
+        let user = match std::fs::symlink_metadata(to) {
+            Ok(meta) if meta.is_file() && single_link(&meta) => true,
+            Ok(_) => return false,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(_) => return false,
+        };
+        super::filters::keep_permissions(to, &from);
+        match exchange(&from, to, user) {
+            Ok(()) => {
+                self.moved.push(path.to_path_buf());
+                true
+            }
+            Err(error) => {
+                // Another filesystem, or one without exchange: write the rest. A name taken
+                // meanwhile (the user created the file) is the caller's to judge.
+                if error.kind() != std::io::ErrorKind::AlreadyExists {
+                    self.usable = false;
+                }
+                false
+            }
+        }
+    }
+
+    /// Moves the user's file at `from` (which the publish deletes) to `path` in the stage,
+    /// where nothing is, when it is a plain file of one link. `false`: nothing moved (the
+    /// caller deletes it).
+    pub(crate) fn take_deleted(&mut self, path: &Path, from: &Path) -> bool {
+        if !self.usable || !self.recorded {
+            return false;
+        }
+        if !std::fs::symlink_metadata(from).is_ok_and(|m| m.is_file() && single_link(&m)) {
+            return false;
+        }
+        let to = self.root.join(path);
+        if let Some(parent) = to.parent()
+            && std::fs::create_dir_all(parent).is_err()
+        {
+            return false;
+        }
+        match exchange(from, &to, false) {
+            Ok(()) => {
+                self.moved.push(path.to_path_buf());
+                true
+            }
+            Err(error) => {
+                if error.kind() != std::io::ErrorKind::AlreadyExists {
+                    self.usable = false;
+                }
+                false
+            }
+        }
+    }
+
+    /// After the publish: the stage holds `from_work` where files moved and `to_work` at the
+    /// other `changed` paths; its HEAD is set to a commit of that tree.
+    pub(crate) fn finish(
+        self,
+        repo: &Repository,
+        from_work: &Tree<'_>,
+        to_work: &Tree<'_>,
+        changed: &[PathBuf],
+    ) -> Result<(), git2::Error> {
+        let StageSwap {
+            stage,
+            root,
+            mut moved,
+            ..
+        } = self;
+        if moved.is_empty() {
+            return Ok(());
+        }
+        moved.sort();
+        let kept: Vec<PathBuf> = changed
+            .iter()
+            .filter(|p| moved.binary_search(p).is_err())
+            .cloned()
+            .collect();
+        // A file moved in as the user's left its folders behind in the stage, and one moved
+        // out as new left its folders empty there: git keeps no empty folder.
+        for path in &moved {
+            if from_work.get_path(path).is_err() {
+                super::publish::remove_empty_parents(&root, path);
+            }
+        }
+        let tree = if kept.is_empty() {
+            from_work.id()
+        } else {
+            super::treebuild::tree_with_entries(repo, from_work.id(), to_work.id(), &kept)?
+        };
+        let commit = super::commit::write_commit(repo, tree, &[], "loaf: stage")?;
+        stage.set_head_detached(commit)
+    }
+}
+
+/// Whether the file at `file` is a plain file of one link whose content is blob `id` and
+/// whose executable bit is `mode`'s.
+#[cfg(unix)]
+fn holds_blob(file: &Path, id: Oid, mode: i32) -> bool {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Ok(meta) = std::fs::symlink_metadata(file) else {
+        return false;
+    };
+    let executable = meta.permissions().mode() & 0o111 != 0;
+    meta.is_file()
+        && single_link(&meta)
+        && executable == (mode == 0o100755)
+        && Oid::hash_file(ObjectType::Blob, file).is_ok_and(|hashed| hashed == id)
+}
+
+#[cfg(not(unix))]
+fn holds_blob(_file: &Path, _id: Oid, _mode: i32) -> bool {
+    false
+}
+
+#[cfg(unix)]
+fn single_link(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    meta.nlink() == 1
+}
+
+#[cfg(not(unix))]
+fn single_link(_meta: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// Exchanges the names `a` and `b` (`b` exists), or renames `a` to `b` (`b` must not).
+#[cfg(target_os = "linux")]
+fn exchange(a: &Path, b: &Path, b_exists: bool) -> std::io::Result<()> {
+    use rustix::fs::{CWD, RenameFlags, renameat_with};
+    let flags = if b_exists {
+        RenameFlags::EXCHANGE
+    } else {
+        RenameFlags::NOREPLACE
+    };
+    renameat_with(CWD, a, CWD, b, flags).map_err(std::io::Error::from)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn exchange(_a: &Path, _b: &Path, _b_exists: bool) -> std::io::Result<()> {
+    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
+}

@@ -1,0 +1,211 @@
+//! Publishing moves the stage's files instead of writing new ones (the user's old file takes
+//! their place in the stage), and undo moves them back: checked through what the files'
+//! inodes show, with the stage's files always what its HEAD says and a process that holds a
+//! user's old file open never seeing it change.
+
+use std::io::{Read as _, Seek as _};
+use std::os::unix::fs::MetadataExt as _;
+use std::path::{Path, PathBuf};
+
+use crate::scratch::{ENV, Scratch, block, git_cmd};
+
+fn stage(s: &Scratch) -> PathBuf {
+    s.root.join(".git/loaf/stage")
+}
+
+fn ino(path: &Path) -> u64 {
+    std::fs::symlink_metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .ino()
+}
+
+/// The tree the stage's files make (ignored files left out), next to its HEAD's tree.
+fn stage_tree_and_head(s: &Scratch) -> (String, String) {
+    let index = s.sibling("stage-check-index");
+    let _ = std::fs::remove_file(&index);
+    let run = |args: &[&str]| {
+        let out = git_cmd(&stage(s), args)
+            .env("GIT_INDEX_FILE", &index)
+            .output()
+            .expect("git runs");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    };
+    run(&["add", "-A"]);
+    (run(&["write-tree"]), run(&["rev-parse", "HEAD^{tree}"]))
+}
+
+fn assert_stage_is_its_head(s: &Scratch, when: &str) {
+    let (files, head) = stage_tree_and_head(s);
+    assert_eq!(files, head, "{when}: the stage's files are its HEAD's tree");
+}
+
+fn write(id: &str, path: &str, content: &str) -> String {
+    block(id, "file_write", &[("path", path), ("content", content)])
+}
+
+#[test]
+fn an_apply_moves_the_stages_files_in_and_undo_and_redo_move_them_back_and_forth() {
+    let s = Scratch::with(&[
+        ("a.txt", "a one\n"),
+        ("b.txt", "b one\n"),
+        ("keep.txt", "kept\n"),
+    ]);
+    // The first apply creates the stage.
+    s.assert_exit(
+        &s.apply(&write("s1a", "/repo/keep.txt", "kept, twice\n")),
+        0,
+    );
+    let old_a = ino(&s.root.join("a.txt"));
+    let reply = [
+        write("m1a", "/repo/a.txt", "a two\n"),
+        write("m2b", "/repo/sub/new.txt", "new\n"),
+        block("m3c", "file_delete", &[("path", "/repo/b.txt")]),
+    ]
+    .concat();
+    s.assert_exit(&s.apply(&reply), 0);
+    assert_eq!(s.read("a.txt").as_deref(), Some("a two\n"));
+    assert_eq!(s.read("sub/new.txt").as_deref(), Some("new\n"));
+    assert_eq!(s.read("b.txt"), None);
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    // The user's old a.txt is in the stage now (moved, not copied), with its old content.
+    assert_eq!(ino(&stage(&s).join("a.txt")), old_a);
+    assert_eq!(
+        std::fs::read_to_string(stage(&s).join("a.txt"))
+            .ok()
+            .as_deref(),
+        Some("a one\n")
+    );
+    assert!(
+        !stage(&s).join("sub").exists(),
+        "the new file moved out, with its folder"
+    );
+    assert_stage_is_its_head(&s, "after the apply");
+    let applied = s.state();
+
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.read("a.txt").as_deref(), Some("a one\n"));
+    assert_eq!(
+        ino(&s.root.join("a.txt")),
+        old_a,
+        "the user's own file is back"
+    );
+    assert_eq!(s.read("b.txt").as_deref(), Some("b one\n"));
+    assert_eq!(s.read("sub/new.txt"), None);
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    assert_stage_is_its_head(&s, "after the undo");
+
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    assert_eq!(s.state(), applied);
+    assert_eq!(ino(&stage(&s).join("a.txt")), old_a);
+    assert_stage_is_its_head(&s, "after the redo");
+    s.assert_tidy();
+}
+
+#[test]
+fn a_process_holding_the_users_old_file_never_sees_the_stage_write_it() {
+    let s = Scratch::with(&[("a.txt", "a one\n"), ("b.txt", "b one\n")]);
+    s.assert_exit(&s.apply(&write("s1a", "/repo/b.txt", "b two\n")), 0);
+    let mut held = std::fs::File::open(s.root.join("a.txt")).expect("open");
+    let old_a = ino(&s.root.join("a.txt"));
+    s.assert_exit(&s.apply(&write("h1a", "/repo/a.txt", "a two\n")), 0);
+    assert_eq!(ino(&stage(&s).join("a.txt")), old_a);
+    // The next apply brings the stage to the new HEAD: a.txt there is the user's old file,
+    // which it deletes and writes anew rather than rewriting in place.
+    s.assert_exit(&s.apply(&write("h2b", "/repo/b.txt", "b three\n")), 0);
+    assert_ne!(ino(&stage(&s).join("a.txt")), old_a);
+    let mut seen = String::new();
+    held.rewind().expect("rewind");
+    held.read_to_string(&mut seen).expect("read");
+    assert_eq!(seen, "a one\n", "the open file kept its content");
+    assert_eq!(s.read("a.txt").as_deref(), Some("a two\n"));
+    assert_stage_is_its_head(&s, "after the second apply");
+    s.assert_tidy();
+}
+
+#[test]
+fn a_stage_file_that_is_not_what_the_commit_holds_is_written_not_moved() {
+    let s = Scratch::with(&[("a.txt", "a one\n"), ("b.txt", "b one\n")]);
+    s.assert_exit(&s.apply(&write("s1a", "/repo/b.txt", "b two\n")), 0);
+    let reply = [
+        write("t1a", "/repo/a.txt", "a two\n"),
+        write("t2b", "/repo/b.txt", "b three\n"),
+    ]
+    .concat();
+    let tampered = stage(&s).join("a.txt");
+    let out = s.apply_pausing(&reply, "committed", || {
+        std::fs::write(&tampered, "not what was committed\n").expect("write");
+    });
+    s.assert_exit(&out, 0);
+    assert_eq!(s.read("a.txt").as_deref(), Some("a two\n"));
+    assert_eq!(s.read("b.txt").as_deref(), Some("b three\n"));
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    assert_eq!(
+        std::fs::read_to_string(&tampered).ok().as_deref(),
+        Some("not what was committed\n"),
+        "left in the stage"
+    );
+    // The next apply puts the stage right.
+    s.assert_exit(&s.apply(&write("t3b", "/repo/b.txt", "b four\n")), 0);
+    assert_stage_is_its_head(&s, "after the next apply");
+    s.assert_tidy();
+}
+
+#[test]
+fn a_crash_while_files_move_is_finished_and_the_stage_put_right() {
+    let s = Scratch::with(&[("a.txt", "a one\n"), ("b.txt", "b one\n"), ("c.txt", "c\n")]);
+    s.assert_exit(&s.apply(&write("s1a", "/repo/c.txt", "c two\n")), 0);
+    let reply = [
+        write("k1a", "/repo/a.txt", "a two\n"),
+        write("k2b", "/repo/b.txt", "b two\n"),
+    ]
+    .concat();
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("git-loaf"))
+        .arg("apply")
+        .current_dir(&s.root)
+        .envs(ENV)
+        .env("LOAF_CRASH_AT", "checkout")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write as _;
+            child
+                .stdin
+                .take()
+                .expect("stdin")
+                .write_all(s.reply(&reply).as_bytes())?;
+            child.wait()
+        })
+        .expect("git-loaf runs");
+    assert!(!out.success(), "it crashed");
+    // The next command finishes the publish; the next apply finds the stage as it must.
+    s.assert_exit(
+        &s.apply(&block("k0r", "file_read", &[("path", "/repo/a.txt")])),
+        0,
+    );
+    assert_eq!(s.read("a.txt").as_deref(), Some("a two\n"));
+    assert_eq!(s.read("b.txt").as_deref(), Some("b two\n"));
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    s.assert_exit(&s.apply(&write("k3c", "/repo/c.txt", "c three\n")), 0);
+    assert_stage_is_its_head(&s, "after the next apply");
+    assert_eq!(s.read("a.txt").as_deref(), Some("a two\n"));
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.read("a.txt").as_deref(), Some("a one\n"));
+    assert_eq!(s.read("b.txt").as_deref(), Some("b one\n"));
+    s.assert_tidy();
+}
