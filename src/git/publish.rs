@@ -201,7 +201,11 @@ pub fn publish(
         return Err(e);
     }
     crash_point("ref");
-    let mut swap = StageSwap::holding(repo, oid(&t.to_work)?);
+    let mut swap = if paths.work.len() >= StageSwap::WORTH_IT {
+        StageSwap::holding(repo, oid(&t.to_work)?)
+    } else {
+        None
+    };
     let mut skipped = write_files(repo, t, &paths, &mut index, &checker, swap.as_mut())?;
     if let Some(swap) = swap {
         let from_work = repo.find_tree(oid(&t.from_work)?)?;

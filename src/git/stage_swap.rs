@@ -61,6 +61,11 @@ pub(crate) struct StageSwap {
 }
 
 impl StageSwap {
+    /// From this many changed paths on: below it, what moving saves (a new file each) does
+    /// not pay for the stage's bookkeeping (its HEAD commit and the record, and rewriting the
+    /// moved paths at the next reset).
+    pub(crate) const WORTH_IT: usize = 32;
+
     /// The stage of `repo`, when its HEAD holds exactly `to_work`.
     pub(crate) fn holding(repo: &Repository, to_work: Oid) -> Option<StageSwap> {
         if !cfg!(target_os = "linux") {

@@ -117,12 +117,14 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     };
     let stage = Stage::open_or_create(repo, start)?;
     let marker = stage::in_flight_marker(repo);
-    if marker.exists() {
+    let crashed = marker.exists();
+    if crashed {
         // A crashed apply's exec may have left processes behind (without namespaces).
         let _ = crate::exec::sandbox::kill_recorded(session.common_dir());
     }
-    stage.reset_to(start, marker.exists())?;
+    // Written before the reset, so that one a crash interrupts is scanned next time too.
     std::fs::write(&marker, &id).map_err(stage::StageError::from)?;
+    stage.reset_to(start, crashed)?;
     crash_point("stage");
     // Ignored files (a virtualenv, node_modules, .env) are seen as in the user's tree: fs
     // actions read through to them; exec and hooks get them mounted in place, which needs

@@ -44,6 +44,20 @@ fn write(id: &str, path: &str, content: &str) -> String {
     block(id, "file_write", &[("path", path), ("content", content)])
 }
 
+/// Blocks writing 40 new files under `folder`: publish moves files from the stage only when
+/// there are enough of them to pay for its bookkeeping.
+fn many(folder: &str) -> String {
+    (0..40)
+        .map(|i| {
+            write(
+                &format!("{}{i:02}", &folder[..1]),
+                &format!("/repo/{folder}/f{i}.txt"),
+                &format!("{folder} {i}\n"),
+            )
+        })
+        .collect()
+}
+
 #[test]
 fn an_apply_moves_the_stages_files_in_and_undo_and_redo_move_them_back_and_forth() {
     let s = Scratch::with(&[
@@ -61,6 +75,7 @@ fn an_apply_moves_the_stages_files_in_and_undo_and_redo_move_them_back_and_forth
         write("m1a", "/repo/a.txt", "a two\n"),
         write("m2b", "/repo/sub/new.txt", "new\n"),
         block("m3c", "file_delete", &[("path", "/repo/b.txt")]),
+        many("moved"),
     ]
     .concat();
     s.assert_exit(&s.apply(&reply), 0);
@@ -114,7 +129,8 @@ fn a_process_holding_the_users_old_file_never_sees_the_stage_write_it() {
     s.assert_exit(&s.apply(&write("s1a", "/repo/b.txt", "b two\n")), 0);
     let mut held = std::fs::File::open(s.root.join("a.txt")).expect("open");
     let old_a = ino(&s.root.join("a.txt"));
-    s.assert_exit(&s.apply(&write("h1a", "/repo/a.txt", "a two\n")), 0);
+    let reply = write("h1a", "/repo/a.txt", "a two\n") + &many("held");
+    s.assert_exit(&s.apply(&reply), 0);
     assert_eq!(ino(&stage(&s).join("a.txt")), old_a);
     // The next apply brings the stage to the new HEAD: a.txt there is the user's old file,
     // which it deletes and writes anew rather than rewriting in place.
@@ -136,6 +152,7 @@ fn a_stage_file_that_is_not_what_the_commit_holds_is_written_not_moved() {
     let reply = [
         write("t1a", "/repo/a.txt", "a two\n"),
         write("t2b", "/repo/b.txt", "b three\n"),
+        many("tampered"),
     ]
     .concat();
     let tampered = stage(&s).join("a.txt");
@@ -167,6 +184,7 @@ fn a_crash_while_files_move_is_finished_and_the_stage_put_right() {
     let reply = [
         write("k1a", "/repo/a.txt", "a two\n"),
         write("k2b", "/repo/b.txt", "b two\n"),
+        many("killed"),
     ]
     .concat();
     let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("git-loaf"))
