@@ -186,8 +186,12 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     let changed: Vec<PathBuf> = treediff::changed_paths(repo, Some(from_work), Some(staged))?
         .into_iter()
         .collect();
+    // With nothing uncommitted the stage started from HEAD's tree, so what it holds is
+    // already that tree with the apply's changes.
     let tree = if changed.is_empty() {
         checkpoint.head_tree
+    } else if from_work == checkpoint.head_tree {
+        staged
     } else {
         treebuild::tree_with_entries(repo, checkpoint.head_tree, staged, &changed)?
     };
@@ -228,7 +232,11 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         let _ = std::fs::remove_file(&marker);
         return Ok(Applied::unrecorded(result, git, session_notices));
     }
-    let to_index = treebuild::tree_with_entries(repo, from_index, staged, &changed)?;
+    let to_index = if from_index == from_work {
+        staged
+    } else {
+        treebuild::tree_with_entries(repo, from_index, staged, &changed)?
+    };
     git.uncommitted = checkpoint::carried_uncommitted(repo, &checkpoint, &changed)?;
     let summary = crate::git::commit::subject_summary(&result, &root, &changed);
     let subject = config
