@@ -13,6 +13,17 @@ fn stage(s: &Scratch) -> PathBuf {
     s.root.join(".git/loaf/stage")
 }
 
+fn mode(path: &Path) -> u32 {
+    std::fs::symlink_metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .mode()
+}
+
+fn chmod(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).expect("chmod");
+}
+
 fn ino(path: &Path) -> u64 {
     std::fs::symlink_metadata(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
@@ -65,6 +76,9 @@ fn an_apply_moves_the_stages_files_in_and_undo_and_redo_move_them_back_and_forth
         ("b.txt", "b one\n"),
         ("keep.txt", "kept\n"),
     ]);
+    s.write("run.sh", "#!/bin/sh\necho one\n");
+    chmod(&s.root.join("run.sh"), 0o755);
+    s.commit_all("an executable");
     // The first apply creates the stage.
     s.assert_exit(
         &s.apply(&write("s1a", "/repo/keep.txt", "kept, twice\n")),
@@ -75,6 +89,7 @@ fn an_apply_moves_the_stages_files_in_and_undo_and_redo_move_them_back_and_forth
         write("m1a", "/repo/a.txt", "a two\n"),
         write("m2b", "/repo/sub/new.txt", "new\n"),
         block("m3c", "file_delete", &[("path", "/repo/b.txt")]),
+        write("m4d", "/repo/run.sh", "#!/bin/sh\necho two\n"),
         many("moved"),
     ]
     .concat();
@@ -82,6 +97,11 @@ fn an_apply_moves_the_stages_files_in_and_undo_and_redo_move_them_back_and_forth
     assert_eq!(s.read("a.txt").as_deref(), Some("a two\n"));
     assert_eq!(s.read("sub/new.txt").as_deref(), Some("new\n"));
     assert_eq!(s.read("b.txt"), None);
+    assert_eq!(
+        mode(&s.root.join("run.sh")) & 0o111,
+        0o111,
+        "still executable"
+    );
     assert_eq!(
         s.git(&["status", "--porcelain", "--untracked-files=all"]),
         ""
@@ -110,6 +130,12 @@ fn an_apply_moves_the_stages_files_in_and_undo_and_redo_move_them_back_and_forth
     );
     assert_eq!(s.read("b.txt").as_deref(), Some("b one\n"));
     assert_eq!(s.read("sub/new.txt"), None);
+    assert_eq!(s.read("run.sh").as_deref(), Some("#!/bin/sh\necho one\n"));
+    assert_eq!(
+        mode(&s.root.join("run.sh")) & 0o111,
+        0o111,
+        "still executable"
+    );
     assert_eq!(
         s.git(&["status", "--porcelain", "--untracked-files=all"]),
         ""
