@@ -208,9 +208,14 @@ pub fn publish(
     };
     let mut skipped = write_files(repo, t, &paths, &mut index, &checker, swap.as_mut())?;
     if let Some(swap) = swap {
+        // The user's files are in place: a stage whose HEAD cannot be set says so only in the
+        // log (its moved paths are recorded, so the next reset rewrites them, and a file is
+        // checked against the commit before it moves again).
         let from_work = repo.find_tree(oid(&t.from_work)?)?;
         let to_work = repo.find_tree(oid(&t.to_work)?)?;
-        swap.finish(repo, &from_work, &to_work, &paths.work)?;
+        if let Err(e) = swap.finish(repo, &from_work, &to_work, &paths.work) {
+            tracing::debug!("the stage's HEAD was not moved after its files moved: {e}");
+        }
     }
     crash_point("index");
     lock.commit(&mut index)?;
