@@ -124,20 +124,8 @@ impl StageSwap {
             Err(_) => return false,
         };
         super::filters::keep_permissions(to, &from);
-        match exchange(&from, to, user) {
-            Ok(()) => {
-                self.moved.push(path.to_path_buf());
-                true
-            }
-            Err(error) => {
-                // Another filesystem, or one without exchange: write the rest. A name taken
-                // meanwhile (the user created the file) is the caller's to judge.
-                if error.kind() != std::io::ErrorKind::AlreadyExists {
-                    self.usable = false;
-                }
-                false
-            }
-        }
+        let result = exchange(&from, to, user);
+        self.moved(path, result)
     }
 
     /// Moves the user's file at `from` (which the publish deletes) to `path` in the stage,
@@ -156,12 +144,20 @@ impl StageSwap {
         {
             return false;
         }
-        match exchange(from, &to, false) {
+        let result = exchange(from, &to, false);
+        self.moved(path, result)
+    }
+
+    /// Notes how the move of `path` went: whether it moved.
+    fn moved(&mut self, path: &Path, result: std::io::Result<()>) -> bool {
+        match result {
             Ok(()) => {
                 self.moved.push(path.to_path_buf());
                 true
             }
             Err(error) => {
+                // Another filesystem, or one without exchange: the rest are written. A name
+                // taken meanwhile (the user created the file) is the caller's to judge.
                 if error.kind() != std::io::ErrorKind::AlreadyExists {
                     self.usable = false;
                 }

@@ -97,7 +97,7 @@ fn expected_after(slow: &str) -> String {
     content_state(&s)
 }
 
-fn spawn_apply(s: &Scratch, text: &str, env: &[(&str, &str)]) -> Child {
+pub(crate) fn spawn_apply(s: &Scratch, text: &str, env: &[(&str, &str)]) -> Child {
     let mut child = Command::new(assert_cmd::cargo::cargo_bin("git-loaf"))
         .arg("apply")
         .current_dir(&s.root)

@@ -7,7 +7,8 @@ use std::io::{Read as _, Seek as _};
 use std::os::unix::fs::MetadataExt as _;
 use std::path::{Path, PathBuf};
 
-use crate::scratch::{ENV, Scratch, block, git_cmd};
+use crate::crash::spawn_apply;
+use crate::scratch::{Scratch, block, git_cmd};
 
 fn stage(s: &Scratch) -> PathBuf {
     s.root.join(".git/loaf/stage")
@@ -44,6 +45,14 @@ fn stage_tree_and_head(s: &Scratch) -> (String, String) {
     };
     run(&["add", "-A"]);
     (run(&["write-tree"]), run(&["rev-parse", "HEAD^{tree}"]))
+}
+
+/// git sees the user's tree clean: every file and index entry as the commit has it.
+fn assert_clean(s: &Scratch) {
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
 }
 
 fn assert_stage_is_its_head(s: &Scratch, when: &str) {
@@ -97,15 +106,8 @@ fn an_apply_moves_the_stages_files_in_and_undo_and_redo_move_them_back_and_forth
     assert_eq!(s.read("a.txt").as_deref(), Some("a two\n"));
     assert_eq!(s.read("sub/new.txt").as_deref(), Some("new\n"));
     assert_eq!(s.read("b.txt"), None);
-    assert_eq!(
-        mode(&s.root.join("run.sh")) & 0o111,
-        0o111,
-        "still executable"
-    );
-    assert_eq!(
-        s.git(&["status", "--porcelain", "--untracked-files=all"]),
-        ""
-    );
+    assert_eq!(mode(&s.root.join("run.sh")) & 0o111, 0o111, "executable");
+    assert_clean(&s);
     // The user's old a.txt is in the stage now (moved, not copied), with its old content.
     assert_eq!(ino(&stage(&s).join("a.txt")), old_a);
     assert_eq!(
@@ -131,15 +133,8 @@ fn an_apply_moves_the_stages_files_in_and_undo_and_redo_move_them_back_and_forth
     assert_eq!(s.read("b.txt").as_deref(), Some("b one\n"));
     assert_eq!(s.read("sub/new.txt"), None);
     assert_eq!(s.read("run.sh").as_deref(), Some("#!/bin/sh\necho one\n"));
-    assert_eq!(
-        mode(&s.root.join("run.sh")) & 0o111,
-        0o111,
-        "still executable"
-    );
-    assert_eq!(
-        s.git(&["status", "--porcelain", "--untracked-files=all"]),
-        ""
-    );
+    assert_eq!(mode(&s.root.join("run.sh")) & 0o111, 0o111, "executable");
+    assert_clean(&s);
     assert_stage_is_its_head(&s, "after the undo");
 
     s.assert_exit(&s.loaf(&["redo"], ""), 0);
@@ -149,10 +144,16 @@ fn an_apply_moves_the_stages_files_in_and_undo_and_redo_move_them_back_and_forth
     s.assert_tidy();
 }
 
-#[test]
-fn a_process_holding_the_users_old_file_never_sees_the_stage_write_it() {
+/// a.txt and b.txt, and a first apply (which creates the stage).
+fn with_a_stage() -> Scratch {
     let s = Scratch::with(&[("a.txt", "a one\n"), ("b.txt", "b one\n")]);
     s.assert_exit(&s.apply(&write("s1a", "/repo/b.txt", "b two\n")), 0);
+    s
+}
+
+#[test]
+fn a_process_holding_the_users_old_file_never_sees_the_stage_write_it() {
+    let s = with_a_stage();
     let mut held = std::fs::File::open(s.root.join("a.txt")).expect("open");
     let old_a = ino(&s.root.join("a.txt"));
     let reply = write("h1a", "/repo/a.txt", "a two\n") + &many("held");
@@ -173,8 +174,7 @@ fn a_process_holding_the_users_old_file_never_sees_the_stage_write_it() {
 
 #[test]
 fn a_stage_file_that_is_not_what_the_commit_holds_is_written_not_moved() {
-    let s = Scratch::with(&[("a.txt", "a one\n"), ("b.txt", "b one\n")]);
-    s.assert_exit(&s.apply(&write("s1a", "/repo/b.txt", "b two\n")), 0);
+    let s = with_a_stage();
     let reply = [
         write("t1a", "/repo/a.txt", "a two\n"),
         write("t2b", "/repo/b.txt", "b three\n"),
@@ -188,10 +188,7 @@ fn a_stage_file_that_is_not_what_the_commit_holds_is_written_not_moved() {
     s.assert_exit(&out, 0);
     assert_eq!(s.read("a.txt").as_deref(), Some("a two\n"));
     assert_eq!(s.read("b.txt").as_deref(), Some("b three\n"));
-    assert_eq!(
-        s.git(&["status", "--porcelain", "--untracked-files=all"]),
-        ""
-    );
+    assert_clean(&s);
     assert_eq!(
         std::fs::read_to_string(&tampered).ok().as_deref(),
         Some("not what was committed\n"),
@@ -213,24 +210,8 @@ fn a_crash_while_files_move_is_finished_and_the_stage_put_right() {
         many("killed"),
     ]
     .concat();
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("git-loaf"))
-        .arg("apply")
-        .current_dir(&s.root)
-        .envs(ENV)
-        .env("LOAF_CRASH_AT", "checkout")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .and_then(|mut child| {
-            use std::io::Write as _;
-            child
-                .stdin
-                .take()
-                .expect("stdin")
-                .write_all(s.reply(&reply).as_bytes())?;
-            child.wait()
-        })
+    let out = spawn_apply(&s, &s.reply(&reply), &[("LOAF_CRASH_AT", "checkout")])
+        .wait()
         .expect("git-loaf runs");
     assert!(!out.success(), "it crashed");
     // The next command finishes the publish; the next apply finds the stage as it must.
@@ -240,10 +221,7 @@ fn a_crash_while_files_move_is_finished_and_the_stage_put_right() {
     );
     assert_eq!(s.read("a.txt").as_deref(), Some("a two\n"));
     assert_eq!(s.read("b.txt").as_deref(), Some("b two\n"));
-    assert_eq!(
-        s.git(&["status", "--porcelain", "--untracked-files=all"]),
-        ""
-    );
+    assert_clean(&s);
     s.assert_exit(&s.apply(&write("k3c", "/repo/c.txt", "c three\n")), 0);
     assert_stage_is_its_head(&s, "after the next apply");
     assert_eq!(s.read("a.txt").as_deref(), Some("a two\n"));
