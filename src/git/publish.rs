@@ -202,7 +202,7 @@ pub fn publish(
     }
     crash_point("ref");
     let mut swap = if paths.work.len() >= StageSwap::WORTH_IT {
-        StageSwap::holding(repo, oid(&t.to_work)?)
+        StageSwap::of(repo)
     } else {
         None
     };
@@ -212,8 +212,7 @@ pub fn publish(
         // log (its moved paths are recorded, so the next reset rewrites them, and a file is
         // checked against the commit before it moves again).
         let from_work = repo.find_tree(oid(&t.from_work)?)?;
-        let to_work = repo.find_tree(oid(&t.to_work)?)?;
-        if let Err(e) = swap.finish(repo, &from_work, &to_work, &paths.work) {
+        if let Err(e) = swap.finish(repo, &from_work) {
             tracing::debug!("the stage's HEAD was not moved after its files moved: {e}");
         }
     }

@@ -1,14 +1,14 @@
-//! Publishing by moving files instead of writing them: when the stage holds exactly what a
-//! publish is about to write (its HEAD's tree is the transition's `to_work`, as after an apply,
-//! or after an undo that swapped its files back), each plain file already there is moved into
-//! the user's tree and the user's old file takes its place in the stage, in one atomic
-//! exchange of the two names (Linux's `renameat2`). The user's file is, at every moment,
+//! Publishing by moving files instead of writing them: where the stage holds what a publish
+//! is about to write (its HEAD's tree has the same entry as the transition's `to_work`: every
+//! changed path right after an apply, and after an undo that moved them back), the plain file
+//! there is moved into the user's tree and the user's old file takes its place in the stage,
+//! in one atomic exchange of the two names (Linux's `renameat2`). The user's file is, at every moment,
 //! either its old or its new self, as with a new file renamed over it, but nothing is written:
 //! a 1,000-file apply or undo costs 1,000 renames instead of 1,000 new files (each a new
 //! inode, which on a busy filesystem costs far more than the write).
 //!
 //! The stage then holds the publish's before state at the moved paths, so its HEAD is set to
-//! that. A moved path is also recorded (before anything moves, so that a crash leaves it
+//! its tree with those entries. A moved path is also recorded (before anything moves, so that a crash leaves it
 //! recorded): its file in the stage may be an inode the user had, which some process may still
 //! hold open, so the stage never writes it in place; the next [`super::stage::Stage::reset_to`]
 //! deletes it and checks it out anew. Every file is checked (type, one link, mode, content
@@ -49,6 +49,8 @@ fn record_path(common_dir: &Path) -> PathBuf {
 /// The stage as the source of a publish's files.
 pub(crate) struct StageSwap {
     stage: Repository,
+    /// The tree of the stage's HEAD: what its files hold.
+    tree: Oid,
     root: PathBuf,
     common_dir: PathBuf,
     /// The paths moved (exchanged or renamed into the user's tree).
@@ -66,8 +68,8 @@ impl StageSwap {
     /// moved paths at the next reset).
     pub(crate) const WORTH_IT: usize = 32;
 
-    /// The stage of `repo`, when its HEAD holds exactly `to_work`.
-    pub(crate) fn holding(repo: &Repository, to_work: Oid) -> Option<StageSwap> {
+    /// The stage of `repo`, when it has one.
+    pub(crate) fn of(repo: &Repository) -> Option<StageSwap> {
         if !cfg!(target_os = "linux") {
             return None;
         }
@@ -78,8 +80,9 @@ impl StageSwap {
         }
         let stage = Repository::open(&root).ok()?;
         let tree = stage.head().ok()?.peel_to_tree().ok()?.id();
-        (tree == to_work).then_some(StageSwap {
+        Some(StageSwap {
             stage,
+            tree,
             root,
             common_dir,
             moved: Vec::new(),
@@ -113,8 +116,13 @@ impl StageSwap {
         if !self.usable || !self.recorded || !(mode == 0o100644 || mode == 0o100755) {
             return false;
         }
+        let entry = self
+            .stage
+            .find_tree(self.tree)
+            .and_then(|tree| tree.get_path(path))
+            .map(|e| (e.id(), e.filemode()));
         let from = self.root.join(path);
-        if !holds_blob(&from, id, mode) {
+        if entry.ok() != Some((id, mode)) || !holds_blob(&from, id, mode) {
             return false;
         }
         let user = match std::fs::symlink_metadata(to) {
@@ -166,17 +174,13 @@ impl StageSwap {
         }
     }
 
-    /// After the publish: the stage holds `from_work` where files moved and `to_work` at the
-    /// other `changed` paths; its HEAD is set to a commit of that tree.
-    pub(crate) fn finish(
-        self,
-        repo: &Repository,
-        from_work: &Tree<'_>,
-        to_work: &Tree<'_>,
-        changed: &[PathBuf],
-    ) -> Result<(), git2::Error> {
+    /// After the publish: the stage holds `from_work`'s entries where files moved (the
+    /// user's old files, or nothing for a file the publish created); its HEAD is set to a
+    /// commit of its tree with those entries.
+    pub(crate) fn finish(self, repo: &Repository, from_work: &Tree<'_>) -> Result<(), git2::Error> {
         let StageSwap {
             stage,
+            tree,
             root,
             mut moved,
             ..
@@ -185,23 +189,14 @@ impl StageSwap {
             return Ok(());
         }
         moved.sort();
-        let kept: Vec<PathBuf> = changed
-            .iter()
-            .filter(|p| moved.binary_search(p).is_err())
-            .cloned()
-            .collect();
-        // A file moved in as the user's left its folders behind in the stage, and one moved
-        // out as new left its folders empty there: git keeps no empty folder.
+        // A file moved out as new left its folders empty in the stage: git keeps no empty
+        // folder.
         for path in &moved {
             if from_work.get_path(path).is_err() {
                 super::publish::remove_empty_parents(&root, path);
             }
         }
-        let tree = if kept.is_empty() {
-            from_work.id()
-        } else {
-            super::treebuild::tree_with_entries(repo, from_work.id(), to_work.id(), &kept)?
-        };
+        let tree = super::treebuild::tree_with_entries(repo, tree, from_work.id(), &moved)?;
         let commit = super::commit::write_commit(repo, tree, &[], "loaf: stage")?;
         stage.set_head_detached(commit)
     }

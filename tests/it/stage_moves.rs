@@ -231,3 +231,46 @@ fn a_crash_while_files_move_is_finished_and_the_stage_put_right() {
     assert_eq!(s.read("b.txt").as_deref(), Some("b one\n"));
     s.assert_tidy();
 }
+
+/// Files a conversion applies to (here CRLF line ends in one folder) are written as git would
+/// check them out, the others moved; the stage's HEAD says which it holds, and undo brings
+/// every file back as it was.
+#[test]
+fn converted_files_are_written_and_the_rest_moved_then_undone() {
+    let s = Scratch::with(&[
+        ("crlf/.gitattributes", "*.txt text eol=crlf\n"),
+        // As git checks it out (committed with LF).
+        ("crlf/c.txt", "c one\r\n"),
+        ("a.txt", "a one\n"),
+    ]);
+    s.assert_exit(&s.apply(&write("s1a", "/repo/a.txt", "a two\n")), 0);
+    let before = s.state();
+    let old_a = ino(&s.root.join("a.txt"));
+    let reply = [
+        write("c1a", "/repo/a.txt", "a three\n"),
+        write("c2c", "/repo/crlf/c.txt", "c two\nline\n"),
+        many("crlf"),
+        many("plain"),
+    ]
+    .concat();
+    s.assert_exit(&s.apply(&reply), 0);
+    assert_clean(&s);
+    assert_eq!(ino(&stage(&s).join("a.txt")), old_a, "moved");
+    assert_eq!(
+        std::fs::read(s.root.join("crlf/c.txt")).ok().as_deref(),
+        Some(&b"c two\r\nline\r\n"[..]),
+        "checked out with CRLF, as git would"
+    );
+    assert_eq!(
+        std::fs::read(s.root.join("crlf/f3.txt")).ok().as_deref(),
+        Some(&b"crlf 3\r\n"[..])
+    );
+    assert_stage_is_its_head(&s, "after the apply");
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.state(), before);
+    assert_eq!(ino(&s.root.join("a.txt")), old_a, "moved back");
+    assert_stage_is_its_head(&s, "after the undo");
+    s.assert_exit(&s.apply(&write("s2a", "/repo/a.txt", "a four\n")), 0);
+    assert_stage_is_its_head(&s, "after the next apply");
+    s.assert_tidy();
+}
