@@ -212,7 +212,7 @@ pub fn publish(
         // log (its moved paths are recorded, so the next reset rewrites them, and a file is
         // checked against the commit before it moves again).
         let from_work = repo.find_tree(oid(&t.from_work)?)?;
-        if let Err(e) = swap.finish(repo, &from_work) {
+        if let Err(e) = swap.finish(repo, &from_work, oid(&t.to_work)?, &paths.work) {
             tracing::debug!("the stage's HEAD was not moved after its files moved: {e}");
         }
     }
@@ -732,6 +732,11 @@ fn write_files(
         // either its old or its new self, even if the process dies in the middle. The files
         // conversions apply to come from a libgit2 checkout of just those paths into a folder
         // next to the journal (filters applied, modes set), then their driver's smudge.
+        // Where the stage's HEAD has the entry written, its file may be moved from there.
+        let stage_tree = match swap.as_deref() {
+            Some(stage) => Some(repo.find_tree(stage.tree())?),
+            None => None,
+        };
         let mut staging = None;
         let mut checkout_dir = PathBuf::new();
         if !converted.is_empty() {
@@ -772,6 +777,9 @@ fn write_files(
             let from = if converted.contains(path) {
                 checkout_dir.join(path)
             } else if let Some((id, mode)) = blob_at(&to_work, path)
+                && stage_tree
+                    .as_ref()
+                    .is_some_and(|tree| blob_at(tree, path) == Some((id, mode)))
                 && swap
                     .as_deref_mut()
                     .is_some_and(|swap| swap.take(path, &to, id, mode))

@@ -108,6 +108,12 @@ impl StageSwap {
         Ok(())
     }
 
+    /// The tree of the stage's HEAD: a path where it has the entry a publish writes is worth
+    /// a look with [`StageSwap::take`].
+    pub(crate) fn tree(&self) -> Oid {
+        self.tree
+    }
+
     /// Moves the stage's file at `path` to `to` (the user's file there, if any, takes its
     /// place in the stage) when the stage's file is exactly blob `id` with `mode` and the
     /// user's is a plain file of one link or absent. `false`: nothing moved (the caller
@@ -116,13 +122,8 @@ impl StageSwap {
         if !self.usable || !self.recorded || !(mode == 0o100644 || mode == 0o100755) {
             return false;
         }
-        let entry = self
-            .stage
-            .find_tree(self.tree)
-            .and_then(|tree| tree.get_path(path))
-            .map(|e| (e.id(), e.filemode()));
         let from = self.root.join(path);
-        if entry.ok() != Some((id, mode)) || !holds_blob(&from, id, mode) {
+        if !holds_blob(&from, id, mode) {
             return false;
         }
         let user = match std::fs::symlink_metadata(to) {
@@ -177,7 +178,14 @@ impl StageSwap {
     /// After the publish: the stage holds `from_work`'s entries where files moved (the
     /// user's old files, or nothing for a file the publish created); its HEAD is set to a
     /// commit of its tree with those entries.
-    pub(crate) fn finish(self, repo: &Repository, from_work: &Tree<'_>) -> Result<(), git2::Error> {
+    /// `changed` are the paths the publish changes, from `to_work`.
+    pub(crate) fn finish(
+        self,
+        repo: &Repository,
+        from_work: &Tree<'_>,
+        to_work: Oid,
+        changed: &[PathBuf],
+    ) -> Result<(), git2::Error> {
         let StageSwap {
             stage,
             tree,
@@ -196,7 +204,19 @@ impl StageSwap {
                 super::publish::remove_empty_parents(&root, path);
             }
         }
-        let tree = super::treebuild::tree_with_entries(repo, tree, from_work.id(), &moved)?;
+        // Usually the stage held the after tree and every changed file moved (the moved ones
+        // are among the changed): its tree is then the before tree, with nothing to build;
+        // likewise when every path where it differs from the before tree moved.
+        let all_moved = tree == to_work && moved.len() == changed.len();
+        let tree = if all_moved
+            || super::treediff::changed_paths(repo, Some(tree), Some(from_work.id()))?
+                .iter()
+                .all(|p| moved.binary_search(p).is_ok())
+        {
+            from_work.id()
+        } else {
+            super::treebuild::tree_with_entries(repo, tree, from_work.id(), &moved)?
+        };
         let commit = super::commit::write_commit(repo, tree, &[], "loaf: stage")?;
         stage.set_head_detached(commit)
     }
