@@ -104,7 +104,8 @@ fn write_on_threads(
 /// caches stat data there: a later scan re-reads those files). `false`, before anything is
 /// touched, when conversions may apply to a path (`conversions` says so anywhere, or a
 /// `.gitattributes` is on its way in `tree` or on disk), or a path is not a plain file in
-/// `tree` or has a folder in the way on disk: the caller leaves it all to libgit2.
+/// `tree`, has a folder in the way on disk or a symlink or file among its folders: the caller
+/// leaves it all to libgit2 (which replaces such a link by a folder, never writing through it).
 pub fn rewrite_paths(
     repo: &Repository,
     root: &Path,
@@ -130,6 +131,7 @@ pub fn rewrite_paths(
         }
         let on_disk = root.join(path).symlink_metadata();
         if on_disk.as_ref().is_ok_and(|m| m.is_dir())
+            || !super::stage_swap::in_real_folders(root, path)
             || !path.iter().all(|name| plain_name(name.as_encoded_bytes()))
         {
             return Ok(false);

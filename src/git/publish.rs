@@ -683,7 +683,12 @@ fn write_files(
             Verdict::Done if blob_at(&to_work, path).is_none() => {
                 remove_empty_parents(&t.workdir, path);
             }
-            Verdict::Done => {}
+            // The content is there; the mode may be what changed (or a crash came between).
+            Verdict::Done => {
+                if let Some((_, mode @ (0o100644 | 0o100755))) = blob_at(&to_work, path) {
+                    set_executable(&t.workdir.join(path), mode == 0o100755);
+                }
+            }
         }
     }
     // Deletions by hand (checkout would judge "untracked" against HEAD, which has already
@@ -701,26 +706,35 @@ fn write_files(
             _ => converted.push(path),
         }
     }
+    // What may move between the stage and the user's tree: plain files where the stage's
+    // HEAD has what the publish writes (nothing, for a deletion). Recorded before any moves.
+    let mut movable: Vec<&PathBuf> = Vec::new();
     if let Some(stage) = swap.as_deref_mut() {
-        let mut plain: Vec<&PathBuf> = Vec::new();
+        let stage_tree = repo.find_tree(stage.tree())?;
         for path in gone.iter().chain(&written) {
-            if !converted.contains(path) && !conversions.apply_to(repo, path)? {
-                plain.push(path);
+            if blob_at(&stage_tree, path) == blob_at(&to_work, path)
+                && !converted.contains(path)
+                && !conversions.apply_to(repo, path)?
+            {
+                movable.push(path);
             }
         }
-        if plain.is_empty() {
+        movable.sort();
+        if movable.is_empty() {
             swap = None;
-        } else if let Err(e) = stage.record(&plain) {
+        } else if let Err(e) = stage.record(&movable) {
             tracing::debug!("stage files not moved: {e}");
             swap = None;
         }
     }
+    let movable_path = |path: &PathBuf| movable.binary_search(&path).is_ok();
     for path in gone {
         if verdict(path) != Verdict::Replace {
             skipped.push(path.clone());
-        } else if swap
-            .as_deref_mut()
-            .is_some_and(|stage| stage.take_deleted(path, &t.workdir.join(path)))
+        } else if movable_path(path)
+            && swap
+                .as_deref_mut()
+                .is_some_and(|stage| stage.take_deleted(path, &t.workdir.join(path)))
         {
             remove_empty_parents(&t.workdir, path);
         } else {
@@ -732,11 +746,6 @@ fn write_files(
         // either its old or its new self, even if the process dies in the middle. The files
         // conversions apply to come from a libgit2 checkout of just those paths into a folder
         // next to the journal (filters applied, modes set), then their driver's smudge.
-        // Where the stage's HEAD has the entry written, its file may be moved from there.
-        let stage_tree = match swap.as_deref() {
-            Some(stage) => Some(repo.find_tree(stage.tree())?),
-            None => None,
-        };
         let mut staging = None;
         let mut checkout_dir = PathBuf::new();
         if !converted.is_empty() {
@@ -777,9 +786,7 @@ fn write_files(
             let from = if converted.contains(path) {
                 checkout_dir.join(path)
             } else if let Some((id, mode)) = blob_at(&to_work, path)
-                && stage_tree
-                    .as_ref()
-                    .is_some_and(|tree| blob_at(tree, path) == Some((id, mode)))
+                && movable_path(path)
                 && swap
                     .as_deref_mut()
                     .is_some_and(|swap| swap.take(path, &to, id, mode))
@@ -852,6 +859,28 @@ fn write_blob(repo: &Repository, id: Oid, mode: i32, file: &Path) -> Result<(), 
     let mut out = options.open(file).map_err(failed)?;
     out.write_all(blob.content()).map_err(failed)
 }
+
+/// Gives a plain file the executable bits its mode says (git's `x` for whoever may read it),
+/// for a change of mode alone; a filesystem that keeps no such bit is left as it is.
+#[cfg(unix)]
+fn set_executable(file: &Path, executable: bool) {
+    use std::os::unix::fs::PermissionsExt as _;
+    let Ok(meta) = std::fs::symlink_metadata(file) else {
+        return;
+    };
+    let mode = meta.permissions().mode() & 0o7777;
+    let wanted = if executable {
+        mode | ((mode & 0o444) >> 2)
+    } else {
+        mode & !0o111
+    };
+    if meta.is_file() && wanted != mode {
+        let _ = std::fs::set_permissions(file, std::fs::Permissions::from_mode(wanted));
+    }
+}
+
+#[cfg(not(unix))]
+fn set_executable(_file: &Path, _executable: bool) {}
 
 /// What may be done with one file of the working tree, judged right before it is replaced.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

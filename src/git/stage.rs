@@ -186,8 +186,12 @@ impl Stage {
         // crashed): deleted and checked out anew, never written in place.
         let common_dir = self.repo.commondir().to_path_buf();
         for path in super::stage_swap::recorded(&common_dir) {
+            // Never through a symlink in the stage (it may lead into another worktree's files
+            // or out of the repository): libgit2's checkout replaces such a link by a folder.
             let full = self.path.join(&path);
-            if full.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+            if super::stage_swap::in_real_folders(&self.path, &path)
+                && full.symlink_metadata().is_ok_and(|m| !m.is_dir())
+            {
                 std::fs::remove_file(&full)?;
             }
             paths.insert(path);
@@ -339,6 +343,10 @@ impl Stage {
         match touched {
             Touched::Anything => {
                 let mut index = self.repo.index()?;
+                // From HEAD's entries (the stat data of the unchanged ones kept): the index
+                // lags behind where a reset wrote files without it, and `add_all` would leave
+                // out a tracked file that `.gitignore` matches if its entry were missing.
+                index.read_tree(&self.repo.head()?.peel_to_tree()?)?;
                 // As `git add -A` stores it: external clean filters included.
                 super::filters::add_all(&self.repo, &mut index)?;
                 let tree = index.write_tree()?;

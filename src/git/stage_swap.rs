@@ -60,6 +60,10 @@ pub(crate) struct StageSwap {
     /// Cleared when a move fails as the filesystem cannot do it (another filesystem, no
     /// exchange): the rest are written.
     usable: bool,
+    /// The process's umask, which a file written anew gets its permissions through: a file
+    /// the publish creates gets exactly those, whatever the stage's copy had. `None`
+    /// (unknown): new files are written, not moved.
+    umask: Option<u32>,
 }
 
 impl StageSwap {
@@ -88,22 +92,25 @@ impl StageSwap {
             moved: Vec::new(),
             recorded: false,
             usable: true,
+            umask: umask(),
         })
     }
 
-    /// Records `candidates` (the paths that may move) with those already recorded, before the
-    /// first one moves.
+    /// Adds `candidates` (the paths that may move) to the record, before the first one moves:
+    /// appended, so that a kill while it is written loses nothing recorded before (a torn
+    /// last name only costs the next reset a needless rewrite).
     pub(crate) fn record(&mut self, candidates: &[&PathBuf]) -> std::io::Result<()> {
-        let mut all = recorded(&self.common_dir);
-        all.extend(candidates.iter().map(|p| (*p).clone()));
-        all.sort();
-        all.dedup();
+        use std::io::Write as _;
         let mut bytes = Vec::new();
-        for path in &all {
+        for path in candidates {
             bytes.extend_from_slice(path.as_os_str().as_encoded_bytes());
             bytes.push(0);
         }
-        std::fs::write(record_path(&self.common_dir), bytes)?;
+        std::fs::OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(record_path(&self.common_dir))?
+            .write_all(&bytes)?;
         self.recorded = true;
         Ok(())
     }
@@ -123,7 +130,7 @@ impl StageSwap {
             return false;
         }
         let from = self.root.join(path);
-        if !holds_blob(&from, id, mode) {
+        if !in_real_folders(&self.root, path) || !holds_blob(&from, id, mode) {
             return false;
         }
         let user = match std::fs::symlink_metadata(to) {
@@ -132,7 +139,19 @@ impl StageSwap {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
             Err(_) => return false,
         };
-        super::filters::keep_permissions(to, &from);
+        if user {
+            super::filters::keep_permissions(to, &from);
+        } else {
+            // A new file gets what a file created now gets (the stage's copy may have been
+            // given any permissions by the code a reply ran).
+            let Some(umask) = self.umask else {
+                return false;
+            };
+            let wanted = if mode == 0o100755 { 0o777 } else { 0o666 } & !umask;
+            if set_mode(&from, wanted).is_err() {
+                return false;
+            }
+        }
         let result = exchange(&from, to, user);
         self.moved(path, result)
     }
@@ -148,6 +167,9 @@ impl StageSwap {
             return false;
         }
         let to = self.root.join(path);
+        if !in_real_folders(&self.root, path) {
+            return false;
+        }
         if let Some(parent) = to.parent()
             && std::fs::create_dir_all(parent).is_err()
         {
@@ -166,7 +188,8 @@ impl StageSwap {
             }
             Err(error) => {
                 // Another filesystem, or one without exchange: the rest are written. A name
-                // taken meanwhile (the user created the file) is the caller's to judge.
+                // taken meanwhile (the user created the file just then) is not given up for
+                // the others; the caller writes this one as it would have without moves.
                 if error.kind() != std::io::ErrorKind::AlreadyExists {
                     self.usable = false;
                 }
@@ -220,6 +243,44 @@ impl StageSwap {
         let commit = super::commit::write_commit(repo, tree, &[], "loaf: stage")?;
         stage.set_head_detached(commit)
     }
+}
+
+/// Whether every folder on the way from `root` to `path` (relative) is a real folder or
+/// absent, never a symlink or a file: a name in the stage then means that place in the stage,
+/// not one a link leads to (in another worktree's files, or outside the repository).
+pub(crate) fn in_real_folders(root: &Path, path: &Path) -> bool {
+    let mut folder = root.to_path_buf();
+    let Some(parent) = path.parent() else {
+        return true;
+    };
+    for part in parent.components() {
+        folder.push(part);
+        match std::fs::symlink_metadata(&folder) {
+            Ok(meta) if meta.is_dir() => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+            _ => return false,
+        }
+    }
+    true
+}
+
+/// The process's umask, read from `/proc` (setting it to read it back would race with
+/// threads creating files).
+fn umask() -> Option<u32> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("Umask:"))?;
+    u32::from_str_radix(line.trim(), 8).ok()
+}
+
+#[cfg(unix)]
+fn set_mode(file: &Path, mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(file, std::fs::Permissions::from_mode(mode))
+}
+
+#[cfg(not(unix))]
+fn set_mode(_file: &Path, _mode: u32) -> std::io::Result<()> {
+    Err(std::io::Error::from(std::io::ErrorKind::Unsupported))
 }
 
 /// Whether the file at `file` is a plain file of one link whose content is blob `id` and

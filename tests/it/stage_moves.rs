@@ -274,3 +274,90 @@ fn converted_files_are_written_and_the_rest_moved_then_undone() {
     assert_stage_is_its_head(&s, "after the next apply");
     s.assert_tidy();
 }
+
+const WITH_EXEC: (&str, &str) = (
+    "loaf.yml",
+    "allowed-actions: [file_write, file_delete, exec]\n",
+);
+
+fn exec(id: &str, code: &str) -> String {
+    block(id, "exec", &[("lang", "bash"), ("code", code)])
+}
+
+/// A file the repository tracks though `.gitignore` matches it stays tracked when code runs
+/// after a reset that wrote the stage's files without its index.
+#[test]
+fn a_tracked_ignored_file_survives_a_run_of_code() {
+    let s = Scratch::with(&[WITH_EXEC, (".gitignore", "*.log\n"), ("a.txt", "a\n")]);
+    s.assert_exit(&s.apply(&write("i1b", "/repo/b.txt", "b\n")), 0);
+    s.write("keep.log", "precious\n");
+    s.git(&["add", "-f", "keep.log"]);
+    s.git(&["commit", "-q", "-m", "forced"]);
+    let reply = write("i2c", "/repo/c.txt", "c\n") + &exec("i3e", "true");
+    s.assert_exit(&s.apply(&reply), 0);
+    assert_eq!(s.read("keep.log").as_deref(), Some("precious\n"));
+    assert_eq!(
+        s.git(&["show", "--name-status", "--format=", "HEAD"]),
+        "A\tc.txt\n"
+    );
+    assert_clean(&s);
+}
+
+/// A path recorded as moved under a folder that is a symlink in the stage (another worktree's
+/// state, or a link out of the repository) is never deleted through the link.
+#[test]
+fn a_recorded_path_under_a_symlinked_folder_is_not_followed() {
+    let s = Scratch::with(&[WITH_EXEC, ("a.txt", "a\n")]);
+    let outside = s.sibling("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::fs::write(outside.join("g0.txt"), "not the repository's\n").expect("write");
+    std::os::unix::fs::symlink(&outside, s.root.join("docs")).expect("symlink");
+    s.commit_all("a link out");
+    s.assert_exit(&s.apply(&write("l1a", "/repo/a.txt", "a two\n")), 0);
+    assert!(stage(&s).join("docs").is_symlink());
+    std::fs::write(s.root.join(".git/loaf/stage-moved"), "docs/g0.txt\0").expect("record");
+    let reply = write("l2a", "/repo/a.txt", "a three\n") + &exec("l3e", "true");
+    s.assert_exit(&s.apply(&reply), 0);
+    assert_eq!(
+        std::fs::read_to_string(outside.join("g0.txt"))
+            .ok()
+            .as_deref(),
+        Some("not the repository's\n")
+    );
+    assert_clean(&s);
+    s.assert_tidy();
+}
+
+/// Files the reply's code created in the stage with odd permissions arrive as files created
+/// by git would: the umask's permissions, no set-user-id bit.
+#[test]
+fn new_files_moved_out_get_the_permissions_of_a_new_file() {
+    let s = Scratch::with(&[WITH_EXEC, ("a.txt", "a\n")]);
+    s.assert_exit(&s.apply(&write("p1a", "/repo/a.txt", "a two\n")), 0);
+    let code = "mkdir n && for i in $(seq 40); do echo $i > n/f$i.txt; chmod 600 n/f$i.txt; done \
+                && printf '#!/bin/sh\\n' > n/run.sh && chmod 4755 n/run.sh \
+                && echo ro > n/ro.txt && chmod 444 n/ro.txt";
+    s.assert_exit(&s.apply(&exec("p2e", code)), 0);
+    let status = std::fs::read_to_string("/proc/self/status").expect("status");
+    let umask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .and_then(|m| u32::from_str_radix(m.trim(), 8).ok())
+        .expect("umask");
+    assert_eq!(mode(&s.root.join("n/f7.txt")) & 0o7777, 0o666 & !umask);
+    assert_eq!(mode(&s.root.join("n/ro.txt")) & 0o7777, 0o666 & !umask);
+    assert_eq!(mode(&s.root.join("n/run.sh")) & 0o7777, 0o777 & !umask);
+    assert_clean(&s);
+}
+
+/// A change of the executable bit alone reaches the user's file, and undo takes it back.
+#[test]
+fn a_change_of_mode_alone_is_published_and_undone() {
+    let s = Scratch::with(&[WITH_EXEC, ("run.sh", "#!/bin/sh\n")]);
+    s.assert_exit(&s.apply(&exec("x1e", "chmod +x run.sh")), 0);
+    assert_ne!(mode(&s.root.join("run.sh")) & 0o111, 0, "executable");
+    assert_clean(&s);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(mode(&s.root.join("run.sh")) & 0o111, 0, "not executable");
+    assert_clean(&s);
+}
