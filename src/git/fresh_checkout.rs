@@ -117,6 +117,7 @@ pub fn rewrite_paths(
         return Ok(false);
     }
     let mut attributes: std::collections::HashMap<&Path, bool> = Default::default();
+    let mut folders = super::stage_swap::RealFolders::under(root);
     let mut files = Vec::new();
     let mut gone = Vec::new();
     for path in paths {
@@ -131,7 +132,7 @@ pub fn rewrite_paths(
         }
         let on_disk = root.join(path).symlink_metadata();
         if on_disk.as_ref().is_ok_and(|m| m.is_dir())
-            || !super::stage_swap::in_real_folders(root, path)
+            || !folders.lead_to(path)
             || !path.iter().all(|name| plain_name(name.as_encoded_bytes()))
         {
             return Ok(false);

@@ -185,13 +185,12 @@ impl Stage {
         // Files a publish moved here from the user's tree (or left not what HEAD says, if it
         // crashed): deleted and checked out anew, never written in place.
         let common_dir = self.repo.commondir().to_path_buf();
+        let mut folders = super::stage_swap::RealFolders::under(&self.path);
         for path in super::stage_swap::recorded(&common_dir) {
             // Never through a symlink in the stage (it may lead into another worktree's files
             // or out of the repository): libgit2's checkout replaces such a link by a folder.
             let full = self.path.join(&path);
-            if super::stage_swap::in_real_folders(&self.path, &path)
-                && full.symlink_metadata().is_ok_and(|m| !m.is_dir())
-            {
+            if folders.lead_to(&path) && full.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
                 std::fs::remove_file(&full)?;
             }
             paths.insert(path);

@@ -64,6 +64,8 @@ pub(crate) struct StageSwap {
     /// the publish creates gets exactly those, whatever the stage's copy had. `None`
     /// (unknown): new files are written, not moved.
     umask: Option<u32>,
+    /// The stage's folders found real.
+    folders: RealFolders,
 }
 
 impl StageSwap {
@@ -87,6 +89,7 @@ impl StageSwap {
         Some(StageSwap {
             stage,
             tree,
+            folders: RealFolders::under(&root),
             root,
             common_dir,
             moved: Vec::new(),
@@ -130,7 +133,7 @@ impl StageSwap {
             return false;
         }
         let from = self.root.join(path);
-        if !in_real_folders(&self.root, path) || !holds_blob(&from, id, mode) {
+        if !self.folders.lead_to(path) || !holds_blob(&from, id, mode) {
             return false;
         }
         let user = match std::fs::symlink_metadata(to) {
@@ -167,7 +170,7 @@ impl StageSwap {
             return false;
         }
         let to = self.root.join(path);
-        if !in_real_folders(&self.root, path) {
+        if !self.folders.lead_to(path) {
             return false;
         }
         if let Some(parent) = to.parent()
@@ -245,23 +248,44 @@ impl StageSwap {
     }
 }
 
-/// Whether every folder on the way from `root` to `path` (relative) is a real folder or
-/// absent, never a symlink or a file: a name in the stage then means that place in the stage,
-/// not one a link leads to (in another worktree's files, or outside the repository).
-pub(crate) fn in_real_folders(root: &Path, path: &Path) -> bool {
-    let mut folder = root.to_path_buf();
-    let Some(parent) = path.parent() else {
-        return true;
-    };
-    for part in parent.components() {
-        folder.push(part);
-        match std::fs::symlink_metadata(&folder) {
-            Ok(meta) if meta.is_dir() => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
-            _ => return false,
+/// Which folders of a tree (the stage's) are real folders: a name in the stage must mean that
+/// place in the stage, not one a symlink among its folders leads to (in another worktree's
+/// files, or outside the repository). Each folder is looked at once per operation.
+pub(crate) struct RealFolders {
+    root: PathBuf,
+    known: std::collections::HashSet<PathBuf>,
+}
+
+impl RealFolders {
+    pub(crate) fn under(root: &Path) -> RealFolders {
+        RealFolders {
+            root: root.to_path_buf(),
+            known: Default::default(),
         }
     }
-    true
+
+    /// Whether every folder on the way from the root to `path` (relative) is a real folder
+    /// or absent (then made as one), never a symlink or a file.
+    pub(crate) fn lead_to(&mut self, path: &Path) -> bool {
+        let Some(parent) = path.parent() else {
+            return true;
+        };
+        let mut folder = PathBuf::new();
+        for part in parent.components() {
+            folder.push(part);
+            if self.known.contains(&folder) {
+                continue;
+            }
+            match std::fs::symlink_metadata(self.root.join(&folder)) {
+                Ok(meta) if meta.is_dir() => {
+                    self.known.insert(folder.clone());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+                _ => return false,
+            }
+        }
+        true
+    }
 }
 
 /// The process's umask, read from `/proc` (setting it to read it back would race with
