@@ -405,6 +405,12 @@ fn remove_stage(repo: &Repository, path: &Path) -> Result<(), StageError> {
     Ok(())
 }
 
+/// Forgets where the last run may have left ignored content, so that the next reset scans the
+/// whole stage for it.
+pub(crate) fn forget_written(repo: &Repository) -> std::io::Result<()> {
+    std::fs::write(repo.commondir().join("loaf").join(WRITTEN), b"")
+}
+
 /// Marker: an apply is (or was, if it crashed) running in the stage, so the next reset must
 /// scan it.
 pub fn in_flight_marker(repo: &Repository) -> PathBuf {

@@ -133,7 +133,7 @@ impl StageSwap {
             return false;
         }
         let from = self.root.join(path);
-        if !self.folders.lead_to(path) || !holds_blob(&from, id, mode) {
+        if !self.folders.lead_to(path) || has_attributes(&from) || !holds_blob(&from, id, mode) {
             return false;
         }
         let user = match std::fs::symlink_metadata(to) {
@@ -155,7 +155,11 @@ impl StageSwap {
                 return false;
             }
         }
-        let result = exchange(&from, to, user);
+        // Then it was just written, as a file written now would be (a build tool compares
+        // its time with what it made from it).
+        let result = exchange(&from, to, user).map(|()| {
+            let _ = touch(to);
+        });
         self.moved(path, result)
     }
 
@@ -223,6 +227,15 @@ impl StageSwap {
             return Ok(());
         }
         moved.sort();
+        // The ignore rules the stage's next reset goes by are its files': where a moved
+        // `.gitignore` changed them, the ignored output the run left is found by a scan.
+        if moved
+            .iter()
+            .any(|p| p.file_name().is_some_and(|n| n == ".gitignore"))
+        {
+            super::stage::forget_written(repo)
+                .map_err(|e| git2::Error::from_str(&format!("stage record: {e}")))?;
+        }
         // A file moved out as new left its folders empty in the stage: git keeps no empty
         // folder.
         for path in &moved {
@@ -286,6 +299,38 @@ impl RealFolders {
         }
         true
     }
+}
+
+/// Whether a file has extended attributes (an ACL, a label, or whatever the code a reply ran
+/// set): such a file is not moved to the user, where a new file would have none.
+#[cfg(target_os = "linux")]
+fn has_attributes(file: &Path) -> bool {
+    rustix::fs::llistxattr_query(file).map_or(true, |size| size > 0)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn has_attributes(_file: &Path) -> bool {
+    true
+}
+
+/// Sets a file's access and modification times to now.
+#[cfg(target_os = "linux")]
+fn touch(file: &Path) -> std::io::Result<()> {
+    use rustix::fs::{AtFlags, CWD, Timespec, Timestamps, UTIME_NOW, utimensat};
+    let now = Timespec {
+        tv_sec: 0,
+        tv_nsec: UTIME_NOW,
+    };
+    let times = Timestamps {
+        last_access: now,
+        last_modification: now,
+    };
+    utimensat(CWD, file, &times, AtFlags::SYMLINK_NOFOLLOW).map_err(std::io::Error::from)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn touch(_file: &Path) -> std::io::Result<()> {
+    Ok(())
 }
 
 /// The process's umask, read from `/proc` (setting it to read it back would race with

@@ -361,3 +361,48 @@ fn a_change_of_mode_alone_is_published_and_undone() {
     assert_eq!(mode(&s.root.join("run.sh")) & 0o111, 0, "not executable");
     assert_clean(&s);
 }
+
+/// A file moved into the user's tree, either way, has just been written as far as tools that
+/// compare times are concerned.
+#[test]
+fn moved_files_get_the_time_they_arrive() {
+    let s = with_a_stage();
+    let old = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+    std::fs::File::options()
+        .write(true)
+        .open(s.root.join("a.txt"))
+        .and_then(|f| f.set_modified(old))
+        .expect("an old time");
+    let mtime = |p: &str| {
+        std::fs::metadata(s.root.join(p))
+            .and_then(|m| m.modified())
+            .expect("mtime")
+    };
+    let reply = write("t1a", "/repo/a.txt", "a two\n") + &many("times");
+    s.assert_exit(&s.apply(&reply), 0);
+    let before_undo = std::time::SystemTime::now() - std::time::Duration::from_secs(2);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.read("a.txt").as_deref(), Some("a one\n"));
+    assert!(mtime("a.txt") >= before_undo, "not its old time");
+}
+
+/// A stage file with extended attributes (set here while the apply is paused, as code the
+/// reply ran could) is written for the user, not moved with them.
+#[test]
+fn a_stage_file_with_extended_attributes_is_written_not_moved() {
+    let s = with_a_stage();
+    let reply = write("x1a", "/repo/a.txt", "a two\n") + &many("xattr");
+    let marked = stage(&s).join("a.txt");
+    let out = s.apply_pausing(&reply, "committed", || {
+        rustix::fs::lsetxattr(&marked, "user.loaf", b"1", rustix::fs::XattrFlags::empty())
+            .expect("extended attributes on this filesystem");
+    });
+    s.assert_exit(&out, 0);
+    assert_eq!(s.read("a.txt").as_deref(), Some("a two\n"));
+    assert_eq!(
+        rustix::fs::llistxattr_query(s.root.join("a.txt")).expect("list"),
+        0,
+        "no attribute reached the user's file"
+    );
+    assert_clean(&s);
+}
