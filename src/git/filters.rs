@@ -560,6 +560,17 @@ pub fn smudge_whole_worktree(repo: &Repository) -> Result<(), git2::Error> {
     smudge_worktree(repo, paths)
 }
 
+/// `mode` with the executable bits set where it grants reading (as `chmod +x` would under a
+/// usual umask), or cleared.
+#[cfg(unix)]
+pub fn with_executable(mode: u32, executable: bool) -> u32 {
+    if executable {
+        mode | ((mode & 0o444) >> 2)
+    } else {
+        mode & !0o111
+    }
+}
+
 /// Gives `new`, a freshly checked-out file about to replace `old`, the permissions `old` has
 /// (a 600 file stays 600), except the executable bits, which follow `new` (the tree): set,
 /// they are granted where `old` grants reading, as `chmod +x` would under a usual umask.
@@ -574,11 +585,7 @@ pub fn keep_permissions(old: &Path, new: &Path) {
         return;
     }
     let kept = before.permissions().mode() & 0o666;
-    let mode = if after.permissions().mode() & 0o111 != 0 {
-        kept | ((kept & 0o444) >> 2)
-    } else {
-        kept
-    };
+    let mode = with_executable(kept, after.permissions().mode() & 0o111 != 0);
     if mode != after.permissions().mode() & 0o7777 {
         let _ = std::fs::set_permissions(new, std::fs::Permissions::from_mode(mode));
     }

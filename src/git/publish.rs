@@ -869,11 +869,7 @@ fn set_executable(file: &Path, executable: bool) {
         return;
     };
     let mode = meta.permissions().mode() & 0o7777;
-    let wanted = if executable {
-        mode | ((mode & 0o444) >> 2)
-    } else {
-        mode & !0o111
-    };
+    let wanted = super::filters::with_executable(mode, executable);
     if meta.is_file() && wanted != mode {
         let _ = std::fs::set_permissions(file, std::fs::Permissions::from_mode(wanted));
     }
