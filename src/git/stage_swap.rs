@@ -19,6 +19,8 @@ use std::path::{Path, PathBuf};
 
 use git2::{ObjectType, Oid, Repository, Tree};
 
+use crate::exec::fs::single_name;
+
 /// The record of the stage paths whose file may have come from the user's tree.
 const MOVED: &str = "stage-moved";
 
@@ -137,7 +139,7 @@ impl StageSwap {
             return false;
         }
         let user = match std::fs::symlink_metadata(to) {
-            Ok(meta) if meta.is_file() && single_link(&meta) => true,
+            Ok(meta) if meta.is_file() && single_name(&meta) => true,
             Ok(_) => return false,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
             Err(_) => return false,
@@ -170,7 +172,7 @@ impl StageSwap {
         if !self.usable || !self.recorded {
             return false;
         }
-        if !std::fs::symlink_metadata(from).is_ok_and(|m| m.is_file() && single_link(&m)) {
+        if !std::fs::symlink_metadata(from).is_ok_and(|m| m.is_file() && single_name(&m)) {
             return false;
         }
         let to = self.root.join(path);
@@ -362,24 +364,13 @@ fn holds_blob(file: &Path, id: Oid, mode: i32) -> bool {
     };
     let executable = meta.permissions().mode() & 0o111 != 0;
     meta.is_file()
-        && single_link(&meta)
+        && single_name(&meta)
         && executable == (mode == 0o100755)
         && Oid::hash_file(ObjectType::Blob, file).is_ok_and(|hashed| hashed == id)
 }
 
 #[cfg(not(unix))]
 fn holds_blob(_file: &Path, _id: Oid, _mode: i32) -> bool {
-    false
-}
-
-#[cfg(unix)]
-fn single_link(meta: &std::fs::Metadata) -> bool {
-    use std::os::unix::fs::MetadataExt as _;
-    meta.nlink() == 1
-}
-
-#[cfg(not(unix))]
-fn single_link(_meta: &std::fs::Metadata) -> bool {
     false
 }
 

@@ -27,6 +27,9 @@ mod text;
 mod tree;
 mod write;
 
+/// Whether no other name shares a file's contents (used by publish too).
+pub(crate) use text::single_name;
+
 use crate::exec::{Outcome, Params, Workspace};
 use call::Call;
 

@@ -312,13 +312,13 @@ fn write_scratch_with(
 
 /// Whether no other name shares the file's contents (a hard link would see the change).
 #[cfg(unix)]
-fn single_name(meta: &fs::Metadata) -> bool {
+pub(crate) fn single_name(meta: &fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt as _;
     meta.nlink() == 1
 }
 
 #[cfg(not(unix))]
-fn single_name(_meta: &fs::Metadata) -> bool {
+pub(crate) fn single_name(_meta: &fs::Metadata) -> bool {
     false
 }
 
