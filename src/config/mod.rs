@@ -118,13 +118,21 @@ pub struct HookCommand {
     pub cwd: Option<String>,
 }
 
-/// `exec`: limits of code execution.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// `exec`: limits of code execution and what its sandbox allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecConfig {
     /// Killed (the whole process group) after this long.
     pub timeout: Duration,
     /// Bytes kept of each output stream.
     pub max_output: usize,
+    /// `network: true`: code keeps the host's network (default: none).
+    pub network: bool,
+    /// `writable`: absolute paths code may write outside the transaction (package caches);
+    /// `~/` is the home folder.
+    pub writable: Vec<PathBuf>,
+    /// `sandbox: off`: where namespaces are unavailable, run code without them instead of
+    /// refusing it. It never turns off a sandbox that can be made.
+    pub sandbox_off: bool,
 }
 
 /// `stage`: the staging worktree.
@@ -175,6 +183,9 @@ impl Config {
             exec: ExecConfig {
                 timeout: DEFAULT_EXEC_TIMEOUT,
                 max_output: DEFAULT_MAX_OUTPUT,
+                network: false,
+                writable: Vec::new(),
+                sandbox_off: false,
             },
             stage: StageConfig::default(),
             gc: GcConfig {
@@ -257,6 +268,23 @@ impl Config {
                 .timeout
                 .map_or(DEFAULT_EXEC_TIMEOUT, Duration::from_secs);
             config.exec.max_output = exec.max_output.unwrap_or(DEFAULT_MAX_OUTPUT);
+            config.exec.network = exec.network.unwrap_or(false);
+            config.exec.sandbox_off = match exec.sandbox.as_deref().map(str::trim) {
+                None | Some("on") => false,
+                Some("off") => true,
+                Some(other) => {
+                    return Err(invalid(format!(
+                        "{}exec.sandbox: '{other}' is not a choice; write `on` (the default) or `off` (run code without namespaces where they are unavailable)",
+                        line_in_section(text, "exec", |key, _| key == "sandbox")
+                    )));
+                }
+            };
+            for entry in &exec.writable {
+                let path = writable_path(entry, dir).map_err(|why| {
+                    invalid(format!("{}exec.writable: {why}", line_of(text, entry)))
+                })?;
+                config.exec.writable.push(path);
+            }
         }
         if let Some(stage) = raw.stage {
             for pattern in &stage.isolate {
@@ -550,6 +578,41 @@ impl RawHook {
 struct RawExec {
     timeout: Option<u64>,
     max_output: Option<usize>,
+    network: Option<bool>,
+    #[serde(default)]
+    writable: Vec<String>,
+    sandbox: Option<String>,
+}
+
+/// An `exec.writable` entry as a path: absolute, or `~/…` under the home folder; never
+/// inside the repository (`dir`), whose files only the transaction writes.
+fn writable_path(entry: &str, dir: &Path) -> Result<PathBuf, String> {
+    let path = match entry.strip_prefix("~/") {
+        Some(rest) => match std::env::var_os("HOME") {
+            Some(home) => PathBuf::from(home).join(rest),
+            None => return Err(format!("'{entry}': HOME is not set to resolve `~/`")),
+        },
+        None => PathBuf::from(entry),
+    };
+    if !path.is_absolute() {
+        return Err(format!(
+            "'{entry}' is not an absolute path; write it whole (or `~/…`)"
+        ));
+    }
+    if path
+        .components()
+        .any(|c| c == std::path::Component::ParentDir)
+    {
+        return Err(format!("'{entry}' holds `..`; write the path without it"));
+    }
+    let resolved = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
+    let root = std::fs::canonicalize(dir).unwrap_or_else(|_| dir.to_path_buf());
+    if !dir.as_os_str().is_empty() && (resolved.starts_with(&root) || root.starts_with(&resolved)) {
+        return Err(format!(
+            "'{entry}' is the repository or holds it; code writes the repository only through the apply"
+        ));
+    }
+    Ok(path)
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -142,6 +142,9 @@ pub(crate) enum RunError {
     /// The program is not in PATH.
     #[error("{0} not found in PATH (ENOENT)")]
     NotFound(String),
+    /// The sandbox cannot be made here and the user did not allow running without it.
+    #[error("{0}")]
+    Refused(String),
     /// Starting or waiting failed for another reason.
     #[error("cannot run {program}: {source}")]
     Io {
@@ -165,6 +168,9 @@ pub(crate) fn run(job: &Job) -> Result<Finished, RunError> {
 
 /// [`run`], shown on the progress line (see `crate::progress`) as `label` while it runs.
 pub(crate) fn run_shown_as(job: &Job, label: &str) -> Result<Finished, RunError> {
+    if let Some(refusal) = job.sandbox.and_then(Sandbox::refusal) {
+        return Err(RunError::Refused(refusal));
+    }
     let mut command = Command::new(job.program);
     command
         .args(&job.args)

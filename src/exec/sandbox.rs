@@ -1,47 +1,56 @@
 //! Where `exec` code and hooks run inside a transaction, so that they cannot bypass it
-//! (DESIGN §2, "Exec cannot escape the transaction").
+//! or reach beyond it (DESIGN §2, "Exec and hooks are contained").
 //!
 //! The model was told the repository's real path, so `cd /that/path && sed -i … a.txt` must
-//! edit the stage, not the user's tree; and nothing the code starts may keep running after
-//! the apply — not even when git-loaf itself is SIGKILLed — or a later apply would commit
-//! what an orphan wrote into the stage.
+//! edit the stage, not the user's tree; a reply's code is untrusted, so it must not change
+//! the user's git dir, their other files or the host, nor reach the network; and nothing it
+//! starts may keep running after the apply — not even when git-loaf itself is SIGKILLed.
 //!
 //! # Isolated (Linux, user namespaces available)
 //!
-//! The code runs in new user, mount and PID namespaces (see `namespace.rs`). In its private
-//! mount namespace:
-//! - the stage is bind-mounted at the repository's real path, so every path the model knows
-//!   leads into the stage;
-//! - each [visible](Sandbox::new) ignored entry of the user's tree (`.venv`, `node_modules`,
-//!   `.env`) is bind-mounted over its placeholder in the stage, so it is used, and written,
-//!   in place;
-//! - git commands see the stage's worktree and index: the user's git dir is bind-mounted on a
-//!   private temporary folder before the root is covered, and the stage's `.git` file and
-//!   its admin folder's `commondir` are overlaid with files naming that folder.
+//! The code runs in new user, mount, PID and (unless `exec.network: true`) network
+//! namespaces (see `namespace.rs`), under a root of its own where:
+//! - **everything is read-only** (a recursive read-only copy of `/`) except what follows;
+//! - the stage is mounted at the repository's real path, so every path the model knows
+//!   leads into the stage; each [visible](Sandbox::new) ignored entry of the user's tree
+//!   (`.venv`, `node_modules`) is mounted over its placeholder in the stage, so it is used,
+//!   and written, in place;
+//! - `/tmp` is private to the apply (a fresh folder, shared by the apply's runs, removed
+//!   with it), and so is `/dev/shm`;
+//! - the paths of [`Policy::writable`] (`exec.writable`: package caches) are writable;
+//! - the user's git dir is seen at a private path through an overlay: git commands work
+//!   (they may commit, branch, stash), but what they write lands in a layer private to the
+//!   apply and is dropped with it — the user's hooks, config, refs, stash, index and objects
+//!   never change. Only the stage's own admin folder (its HEAD and index, which git hooks
+//!   `git add` to) is the real one. Objects the code wrote there that the stage's index
+//!   needs are copied out, verified, by [`Sandbox::added_objects`]' caller;
+//! - no capability is left to the code (it cannot unmount or remount any of this), and
+//!   `no_new_privs` is set.
 //!
 //! The PID namespace's init is a small relay process of ours whose death kills everything in
 //! the namespace; it dies when git-loaf dies (`PR_SET_PDEATHSIG`), when the code's main
 //! process ends, and at the timeout (it is in the code's process group).
 //!
-//! # Fallback
+//! # Without namespaces
 //!
 //! Where namespaces cannot be created (kernels or containers that forbid unprivileged user
-//! namespaces), or when the environment variable `LOAF_SANDBOX=off` turns them off, the code
-//! runs as before: in the stage, in its own process group. Visible entries are symlinks to
-//! the user's entries for the duration of each run (placeholders are put back after). The
-//! running process group is recorded in `<git common dir>/loaf/exec-pgid` with its leader's
-//! start time, so that if git-loaf is killed the next command can end it with
-//! [`kill_recorded`]. Writes through the repository's real path are not redirected in this
-//! mode: [`Sandbox::isolated`] tells the caller to look for them, and [`fallback_notice`]
-//! gives the one line to say so once per process.
+//! namespaces), code is refused with the reason, unless the user chose to run it anyway:
+//! `exec.sandbox: off` in loaf.yml ([`Policy::unisolated_allowed`]) or `LOAF_SANDBOX=off` in
+//! the environment. Then it runs as before: in the stage, in its own process group. Visible
+//! entries are symlinks to the user's entries for the duration of each run (placeholders are
+//! put back after). The running process group is recorded in `<git common dir>/loaf/exec-pgid`
+//! with its leader's start time, so that if git-loaf is killed the next command can end it
+//! with [`kill_recorded`]. Writes through the repository's real path are not redirected in
+//! this mode: [`Sandbox::isolated`] tells the caller to look for them, and
+//! [`fallback_notice`] gives the one line to say so once per process.
 
 use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 #[cfg(target_os = "linux")]
 mod namespace;
@@ -61,6 +70,63 @@ pub struct Sandbox {
     git_common_dir: PathBuf,
     visible: Vec<PathBuf>,
     isolated: bool,
+    /// Why namespaces are not used, when they are not.
+    unisolated_because: Option<String>,
+    policy: Policy,
+    /// The apply's private folders (its `/tmp`, the git dir's private layer), made by the
+    /// first isolated run and removed when the last copy of the sandbox goes.
+    apply_dir: Arc<OnceLock<ApplyDir>>,
+}
+
+/// What the user's loaf.yml allows code beyond the stage (`exec.network`, `exec.writable`,
+/// `exec.sandbox`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Policy {
+    /// Keep the host's network (`exec.network: true`); by default code has a loopback of its
+    /// own and nothing else.
+    pub network: bool,
+    /// Absolute paths code may write outside the transaction (package caches); not undone.
+    pub writable: Vec<PathBuf>,
+    /// Run code without namespaces where they are unavailable (`exec.sandbox: off`); by
+    /// default such code is refused.
+    pub unisolated_allowed: bool,
+}
+
+/// The private folders of one apply's isolated runs.
+#[derive(Debug)]
+pub(crate) struct ApplyDir {
+    dir: tempfile::TempDir,
+}
+
+impl ApplyDir {
+    fn create() -> io::Result<ApplyDir> {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::Builder::new()
+            .prefix("git-loaf-apply-")
+            .tempdir()?;
+        for name in ["tmp", "shm", "upper", "work", "root"] {
+            fs::create_dir(dir.path().join(name))?;
+        }
+        // As /tmp and /dev/shm are: anyone may create, nobody removes another's files.
+        for name in ["tmp", "shm"] {
+            fs::set_permissions(dir.path().join(name), fs::Permissions::from_mode(0o1777))?;
+        }
+        Ok(ApplyDir { dir })
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        self.dir.path()
+    }
+}
+
+impl Drop for ApplyDir {
+    fn drop(&mut self) {
+        // The overlay leaves its work folder without permissions; the temporary folder's
+        // removal must be able to enter it.
+        use std::os::unix::fs::PermissionsExt;
+        let work = self.dir.path().join("work").join("work");
+        let _ = fs::set_permissions(work, fs::Permissions::from_mode(0o700));
+    }
 }
 
 impl Sandbox {
@@ -84,31 +150,102 @@ impl Sandbox {
             git_common_dir: git_common_dir.to_path_buf(),
             visible: topmost(visible.into_iter().filter(|p| is_plain(p)).collect()),
             isolated: false,
+            unisolated_because: None,
+            policy: Policy::default(),
+            apply_dir: Arc::new(OnceLock::new()),
         };
         let turned_off = std::env::var_os(SANDBOX_ENV).is_some_and(|v| turns_off(&v));
         if turned_off {
-            return sandbox.fallback(format!("{SANDBOX_ENV}=off"));
+            return sandbox.turned_off(format!("{SANDBOX_ENV}=off"));
         }
         match namespaces_work() {
             Ok(()) => Sandbox {
                 isolated: true,
                 ..sandbox
             },
-            Err(why) => sandbox.fallback(why),
+            Err(why) => Sandbox {
+                unisolated_because: Some(why),
+                ..sandbox
+            },
+        }
+    }
+
+    /// The same sandbox with what loaf.yml allows code. Where namespaces are unavailable
+    /// and the policy allows running without them, this arms [`fallback_notice`].
+    pub fn with_policy(self, mut policy: Policy) -> Sandbox {
+        // `LOAF_SANDBOX=off` (the user's environment) stands whatever loaf.yml says.
+        policy.unisolated_allowed |= self.policy.unisolated_allowed;
+        let sandbox = Sandbox { policy, ..self };
+        match (&sandbox.unisolated_because, sandbox.isolated) {
+            (Some(why), false) if sandbox.policy.unisolated_allowed => {
+                arm_notice(why.clone());
+                sandbox
+            }
+            _ => sandbox,
         }
     }
 
     /// The same sandbox without namespaces, as `LOAF_SANDBOX=off` would make it.
     pub fn without_isolation(self) -> Sandbox {
-        self.fallback("isolation turned off".into())
+        self.turned_off("isolation turned off".into())
     }
 
-    fn fallback(self, why: String) -> Sandbox {
-        arm_notice(why);
+    /// Without namespaces because the user said so: code runs (with a notice).
+    fn turned_off(self, why: String) -> Sandbox {
+        arm_notice(why.clone());
         Sandbox {
             isolated: false,
+            unisolated_because: Some(why),
+            policy: Policy {
+                unisolated_allowed: true,
+                ..self.policy
+            },
             ..self
         }
+    }
+
+    /// Why code may not run here at all: namespaces are unavailable and the user did not
+    /// allow running without them. The message says how to allow it.
+    pub fn refusal(&self) -> Option<String> {
+        if self.isolated || self.policy.unisolated_allowed {
+            return None;
+        }
+        let why = self
+            .unisolated_because
+            .as_deref()
+            .unwrap_or("namespaces are unavailable");
+        Some(format!(
+            "refused: exec and hooks run only in git-loaf's sandbox, which cannot be made here \
+             ({why}); to run code without it, set `exec: {{ sandbox: off }}` in loaf.yml (what \
+             the code then writes to your files directly is reported as a failure)"
+        ))
+    }
+
+    /// Whether code keeps the host's network (`exec.network: true`).
+    pub fn network(&self) -> bool {
+        self.policy.network
+    }
+
+    /// Where git commands run by code left the objects they wrote (loose, in git's layout),
+    /// once a run made any: the stage's index may name them (a hook's `git add`). None
+    /// before any isolated run.
+    pub fn added_objects(&self) -> Option<PathBuf> {
+        let objects = self.apply_dir.get()?.path().join("upper").join("objects");
+        objects.is_dir().then_some(objects)
+    }
+
+    /// The apply's private folders, made on first use.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    fn apply_dir(&self) -> io::Result<&ApplyDir> {
+        if let Some(dir) = self.apply_dir.get() {
+            return Ok(dir);
+        }
+        let made = ApplyDir::create()?;
+        // Another thread may have won the race: its folder is used, ours dropped.
+        let _ = self.apply_dir.set(made);
+        self.apply_dir
+            .get()
+            .ok_or_else(|| io::Error::other("the apply's private folder is missing"))
     }
 
     /// Whether code runs in namespaces, where it cannot reach the user's tree. When false,
@@ -172,11 +309,17 @@ impl Sandbox {
         ] {
             command.env_remove(name);
         }
+        if let Some(refusal) = self.refusal() {
+            return Err(io::Error::new(io::ErrorKind::PermissionDenied, refusal));
+        }
         let visible = self.prepare_visible();
         #[cfg(target_os = "linux")]
         if self.isolated {
             let cwd = self.as_user_sees(cwd);
-            let run = namespace::Isolated::prepare(self, &visible, &cwd)?;
+            // The code's own temporary files go to its private /tmp, whatever git-loaf's
+            // TMPDIR is (that folder is read-only to it).
+            command.env("TMPDIR", "/tmp");
+            let run = namespace::Isolated::prepare(self, self.apply_dir()?, &visible, &cwd)?;
             let scrub = run.scrub();
             let tmp = run.install(command);
             return Ok(Session {

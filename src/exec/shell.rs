@@ -138,6 +138,10 @@ fn outcome(finished: &Finished, params: &Params, ws: &Workspace) -> Outcome {
             process::seconds(ws.exec_timeout)
         )),
     };
+    let error = error.map(|error| match network_hint(finished, ws) {
+        Some(hint) => format!("{error}; {hint}"),
+        None => error,
+    });
     let exit_code = match finished.ending {
         Ending::Exited(code) => json!(code),
         _ => Value::Null,
@@ -166,6 +170,35 @@ fn stream(data: &mut Map<String, Value>, name: &str, captured: &Captured, ws: &W
     if captured.truncated {
         data.insert(format!("{name}_truncated"), Value::Bool(true));
     }
+}
+
+/// What failing code that wanted the network is told, when the sandbox kept it out and the
+/// output reads like a network error (DNS, unreachable, refused connections).
+fn network_hint(finished: &Finished, ws: &Workspace) -> Option<&'static str> {
+    const SIGNS: [&str; 14] = [
+        "network is unreachable",
+        "could not resolve",
+        "name resolution",
+        "name or service not known",
+        "nodename nor servname",
+        "getaddrinfo",
+        "no route to host",
+        "connection refused",
+        "enetunreach",
+        "econnrefused",
+        "eai_again",
+        "failed to connect",
+        "unable to connect",
+        "network unreachable",
+    ];
+    let sandbox = ws.sandbox?;
+    if !sandbox.isolated() || sandbox.network() {
+        return None;
+    }
+    let output = format!("{}\n{}", finished.stdout.text, finished.stderr.text).to_lowercase();
+    SIGNS.iter().any(|sign| output.contains(sign)).then_some(
+        "the sandbox has no network (only a loopback of its own): set `exec: { network: true }` in loaf.yml if the code needs it",
+    )
 }
 
 fn text<'p>(params: &'p Params, key: &str) -> Option<&'p str> {

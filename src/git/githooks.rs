@@ -394,6 +394,12 @@ fn with_commit_index<T>(
         index.write()?;
         let out = f();
         index.read(true)?;
+        // What the hook `git add`ed was written to the sandbox's private layer of the git
+        // dir: the objects the index now names are brought into the repository (each one
+        // hashed again on the way, so nothing lands under a name that is not its content).
+        if let Some(added) = place.sandbox.and_then(Sandbox::added_objects) {
+            bring_in_objects(&stage_repo, &added, index.iter().map(|entry| entry.id))?;
+        }
         // A hook that left the index unmergeable leaves it as the commit planned it.
         let after = index.write_tree().unwrap_or(tree);
         index.read_tree(&stage_repo.find_tree(staged)?)?;
@@ -404,6 +410,28 @@ fn with_commit_index<T>(
     // Whatever happened, the stage's HEAD is its own again (detached), never the branch.
     stage.set_head(head)?;
     hooked
+}
+
+/// Copies into `repo` the objects among `ids` it lacks that the loose-object folder `added`
+/// holds. An object is written by its content, so a file in `added` whose content does not
+/// hash to its name brings in nothing under that name.
+fn bring_in_objects(
+    repo: &Repository,
+    added: &Path,
+    ids: impl Iterator<Item = Oid>,
+) -> Result<(), git2::Error> {
+    let odb = repo.odb()?;
+    let side = git2::Odb::new()?;
+    side.add_disk_alternate(&added.to_string_lossy())?;
+    for id in ids {
+        if odb.exists(id) {
+            continue;
+        }
+        if let Ok(object) = side.read(id) {
+            odb.write(object.kind(), object.data())?;
+        }
+    }
+    Ok(())
 }
 
 /// `edited` with the trailers of `original` (git-loaf's `Loaf-Apply`, `Loaf-Result`, …) in

@@ -292,6 +292,14 @@ fn the_pre_commit_framework_runs_its_local_hooks() {
     assert!(install.status.success(), "{install:?}");
     // The framework's cache (and the patch it stashes unstaged changes in) stays in the test.
     let env = [("PRE_COMMIT_HOME", home.as_os_str())];
+    // Hooks run in the sandbox: the framework's virtualenv (under /tmp, which the sandbox
+    // replaces by a private one) and its cache must be listed to be seen and written, as a
+    // user lists `~/.cache/pre-commit`.
+    s.write(
+        "loaf.yml",
+        &format!("exec:\n  writable: [\"{}\"]\n", venv.path().display()),
+    );
+    std::fs::write(s.root.join(".git/info/exclude"), "loaf.yml\n").expect("exclude");
     let out = apply_with(&s, &env, &write("k1a", "/repo/a.txt", "TODO\n"));
     s.assert_exit(&out, 1);
     let report = stdout(&s, &out);

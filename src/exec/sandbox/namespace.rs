@@ -1,5 +1,6 @@
-//! The isolated run (Linux): the code's process in new user, mount and PID namespaces, set
-//! up between `fork` and `exec` by std's `pre_exec`.
+//! The isolated run (Linux): the code's process in new user, mount, PID and network
+//! namespaces under a root of its own, set up between `fork` and `exec` by std's
+//! `pre_exec`.
 //!
 //! Three processes, all in the code's process group (so the timeout's group kill reaches
 //! them all):
@@ -10,12 +11,14 @@
 //!                     └── the code (bash, python3, node, sh)
 //! ```
 //!
-//! The relay makes the namespaces and mounts (see the parent module), forks the init, and
-//! ends the way the code ended, so git-loaf sees the code's exit code or signal. The init
-//! forks the code, reaps orphans, and exits as soon as the code's process does: the kernel
-//! then kills everything left in the namespace (a `sleep 1000 &`, a `setsid` daemon). Each
-//! of the relay and the init has `PR_SET_PDEATHSIG = SIGKILL`, so SIGKILL to git-loaf takes
-//! the relay, then the init, then the namespace.
+//! The relay makes the namespaces and the code's root (see [`Plan::enter`] for the order of
+//! the mounts), forks the init, and ends the way the code ended, so git-loaf sees the code's
+//! exit code or signal. The init forks the code, reaps orphans, and exits as soon as the
+//! code's process does: the kernel then kills everything left in the namespace (a
+//! `sleep 1000 &`, a `setsid` daemon). Each of the relay and the init has
+//! `PR_SET_PDEATHSIG = SIGKILL`, so SIGKILL to git-loaf takes the relay, then the init, then
+//! the namespace. The code itself starts with no capability and `no_new_privs`: inside its
+//! user namespace it could otherwise unmount what hides the user's files.
 //!
 //! Between `fork` and `exec` only system calls run: every path and string is prepared
 //! before, as C strings, and nothing allocates. The relay and the init close every other
@@ -32,16 +35,20 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use rustix::fs::{Mode, OFlags};
-use rustix::mount::{MountFlags, MountPropagationFlags};
+use rustix::mount::{MountFlags, MountPropagationFlags, UnmountFlags};
 use rustix::pipe::PipeFlags;
 use rustix::process::{Pid, Signal};
 use rustix::thread::UnshareFlags;
 
-use super::{Sandbox, Visible};
+use super::{ApplyDir, Sandbox, Visible};
 
 /// Exit code of the relay or init when setting up failed after the point where an error can
 /// be reported to git-loaf as a spawn error.
 const SETUP_FAILED: i32 = 125;
+
+/// Where the code sees the user's git dir (inside its private /tmp): the real path is
+/// hidden by the stage where the git dir is inside the repository.
+const GIT_VIEW: &str = "/tmp/.loaf-git";
 
 /// An isolated run, prepared in git-loaf before the fork.
 pub(super) struct Isolated {
@@ -56,19 +63,43 @@ struct Plan {
     parent: i32,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
-    /// Bind mounts, in order: the git dir on its private mount point, the git overlays, the
-    /// visible entries over their placeholders.
+    /// Keep the host's network namespace.
+    network: bool,
+    /// Bind mounts on the real tree, before the code's root is copied from it: the visible
+    /// entries over their placeholders in the stage, the stage's `.git` file.
     binds: Vec<(CString, CString)>,
-    stage: CString,
-    root: CString,
+    /// The code's root, made from a read-only copy of `/` (an empty folder of the apply).
+    new_root: CString,
+    /// Writable binds into the new root, in order: the private /tmp and /dev/shm, the stage
+    /// at the repository's path, the `exec.writable` paths.
+    writable: Vec<(CString, CString)>,
+    /// The user's git dir as the code sees it.
+    git: GitView,
     cwd: CString,
+}
+
+/// How the code sees the user's git dir: an overlay whose writes land in the apply's
+/// private layer; read-only where overlays cannot be made. The stage's own admin folder is
+/// the real one, with a `commondir` naming the view.
+struct GitView {
+    /// The real git dir.
+    common: CString,
+    /// Where the code sees it, inside the new root.
+    at: CString,
+    /// The overlay's options; None where its paths cannot be written in them.
+    overlay: Option<CString>,
+    /// The stage's admin folder and its place in the view.
+    admin: Option<(CString, CString)>,
+    /// A `commondir` file naming the view, and where it goes.
+    commondir: Option<(CString, CString)>,
 }
 
 impl Isolated {
     /// Prepares a run of code in `cwd` (a path as the code sees it, under the user's root or
-    /// outside it).
+    /// outside it), with the apply's private folders in `apply`.
     pub(super) fn prepare(
         sandbox: &Sandbox,
+        apply: &ApplyDir,
         visible: &[Visible],
         cwd: &Path,
     ) -> io::Result<Isolated> {
@@ -76,31 +107,74 @@ impl Isolated {
             .prefix("git-loaf-exec-")
             .tempdir()?;
         let common = fs::canonicalize(&sandbox.git_common_dir)?;
-        let private_common = tmp.path().join("git");
-        fs::create_dir(&private_common)?;
-        let mut binds = vec![(c_path(&common)?, c_path(&private_common)?)];
-        binds.extend(git_overlays(
-            tmp.path(),
-            &sandbox.stage_root,
-            &common,
-            &private_common,
-        )?);
+        let user_root = fs::canonicalize(&sandbox.user_root)?;
+        let new_root = apply.path().join("root");
+        let private_tmp = apply.path().join("tmp");
+        // Where `path` is in the new root. Mount points inside the private /tmp (which hides
+        // the real one: the git view, the repository's path when it is under /tmp) are made
+        // in the folder that becomes it.
+        let in_root = |path: &Path| -> io::Result<PathBuf> {
+            if let Ok(rel) = path.strip_prefix("/tmp") {
+                fs::create_dir_all(private_tmp.join(rel))?;
+            }
+            Ok(new_root.join(path.strip_prefix("/").unwrap_or(path)))
+        };
+        let view = in_root(Path::new(GIT_VIEW))?;
+        let mut binds = Vec::new();
+        let (gitfile, admin) = stage_gitfile(tmp.path(), &sandbox.stage_root, &common)?;
+        if let Some((file, target)) = gitfile {
+            binds.push((c_path(&file)?, c_path(&target)?));
+        }
         for entry in visible {
             binds.push((c_path(&entry.user)?, c_path(&entry.stage)?));
         }
+        let mut writable = Vec::new();
+        if Path::new("/tmp").is_dir() && user_root != Path::new("/tmp") {
+            writable.push((c_path(&private_tmp)?, c_path(&new_root.join("tmp"))?));
+        }
+        if Path::new("/dev/shm").is_dir() {
+            writable.push((
+                c_path(&apply.path().join("shm"))?,
+                c_path(&new_root.join("dev/shm"))?,
+            ));
+        }
+        writable.push((c_path(&sandbox.stage_root)?, c_path(&in_root(&user_root)?)?));
+        for path in &sandbox.policy.writable {
+            if fs::create_dir_all(path).is_err() && !path.exists() {
+                continue;
+            }
+            let real = fs::canonicalize(path)?;
+            writable.push((c_path(&real)?, c_path(&in_root(&real)?)?));
+        }
+        let git = GitView {
+            overlay: overlay_options(&common, apply.path()),
+            admin: match &admin {
+                Some(rel) => Some((c_path(&common.join(rel))?, c_path(&view.join(rel))?)),
+                None => None,
+            },
+            commondir: match &admin {
+                Some(rel) => {
+                    let file = tmp.path().join("commondir");
+                    fs::write(&file, format!("{GIT_VIEW}\n"))?;
+                    Some((c_path(&file)?, c_path(&view.join(rel).join("commondir"))?))
+                }
+                None => None,
+            },
+            common: c_path(&common)?,
+            at: c_path(&view)?,
+        };
         let plan = Plan {
             parent: rustix::process::getpid().as_raw_nonzero().get(),
             uid_map: format!("{0} {0} 1\n", rustix::process::geteuid().as_raw()).into_bytes(),
             gid_map: format!("{0} {0} 1\n", rustix::process::getegid().as_raw()).into_bytes(),
+            network: sandbox.policy.network,
             binds,
-            stage: c_path(&sandbox.stage_root)?,
-            root: c_path(&sandbox.user_root)?,
+            new_root: c_path(&new_root)?,
+            writable,
+            git,
             cwd: c_path(cwd)?,
         };
-        let scrub = (
-            private_common.to_string_lossy().into_owned(),
-            common.to_string_lossy().into_owned(),
-        );
+        let scrub = (GIT_VIEW.to_owned(), common.to_string_lossy().into_owned());
         Ok(Isolated { tmp, plan, scrub })
     }
 
@@ -109,7 +183,7 @@ impl Isolated {
         self.scrub.clone()
     }
 
-    /// Makes `command` run isolated. The folder returned holds the mount points: keep it
+    /// Makes `command` run isolated. The folder returned holds the run's files: keep it
     /// until the process is gone.
     pub(super) fn install(self, command: &mut Command) -> tempfile::TempDir {
         let plan = self.plan;
@@ -122,17 +196,16 @@ impl Isolated {
     }
 }
 
-/// Bind mounts that keep git working inside the stage once it covers the root: the stage's
-/// `.git` file names its worktree admin folder by a path under the root, and that folder's
-/// `commondir` names the git dir by an absolute path (libgit2 writes one). Both are overlaid
-/// with files naming the private mount point of the git dir instead. Nothing when the stage
+/// The stage's `.git` file names its worktree admin folder by a path in the real git dir,
+/// which the code does not see there: a file naming the admin folder in the view instead,
+/// to mount over it, and the admin folder's path inside the git dir. Nothing when the stage
 /// is not a linked worktree of `common`.
-fn git_overlays(
+#[allow(clippy::type_complexity)]
+fn stage_gitfile(
     tmp: &Path,
     stage: &Path,
     common: &Path,
-    private_common: &Path,
-) -> io::Result<Vec<(CString, CString)>> {
+) -> io::Result<(Option<(PathBuf, PathBuf)>, Option<PathBuf>)> {
     let gitfile = stage.join(".git");
     let Some(admin) = fs::read_to_string(&gitfile)
         .ok()
@@ -140,28 +213,43 @@ fn git_overlays(
         .map(|admin| stage.join(admin))
         .and_then(|admin| fs::canonicalize(admin).ok())
     else {
-        return Ok(Vec::new());
+        return Ok((None, None));
     };
     let Ok(rel) = admin.strip_prefix(common) else {
-        return Ok(Vec::new());
+        return Ok((None, None));
     };
-    let private_admin = private_common.join(rel);
     let new_gitfile = tmp.join("gitfile");
     fs::write(
         &new_gitfile,
-        format!("gitdir: {}\n", private_admin.display()),
+        format!("gitdir: {}\n", Path::new(GIT_VIEW).join(rel).display()),
     )?;
-    let mut binds = Vec::new();
-    if admin.join("commondir").is_file() {
-        let new_commondir = tmp.join("commondir");
-        fs::write(&new_commondir, format!("{}\n", private_common.display()))?;
-        binds.push((
-            c_path(&new_commondir)?,
-            c_path(&private_admin.join("commondir"))?,
-        ));
+    Ok((Some((new_gitfile, gitfile)), Some(rel.to_path_buf())))
+}
+
+/// The overlay's mount options: the real git dir below, the apply's layer above. None when
+/// a path holds a character the options cannot carry as is.
+fn overlay_options(common: &Path, apply: &Path) -> Option<CString> {
+    let paths = [
+        common.to_path_buf(),
+        apply.join("upper"),
+        apply.join("work"),
+    ];
+    let plain = |p: &PathBuf| {
+        !p.as_os_str()
+            .as_bytes()
+            .iter()
+            .any(|b| matches!(b, b',' | b':' | b'\\'))
+    };
+    if !paths.iter().all(plain) {
+        return None;
     }
-    binds.push((c_path(&new_gitfile)?, c_path(&gitfile)?));
-    Ok(binds)
+    let options = format!(
+        "lowerdir={},upperdir={},workdir={},userxattr",
+        paths[0].display(),
+        paths[1].display(),
+        paths[2].display()
+    );
+    CString::new(options).ok()
 }
 
 fn c_path(path: &Path) -> io::Result<CString> {
@@ -171,17 +259,35 @@ fn c_path(path: &Path) -> io::Result<CString> {
 impl Plan {
     /// In the relay, between fork and exec. Returns (to let std exec the code) only in the
     /// code's process; the relay and the init end in here.
+    ///
+    /// The order matters: binds on the real tree first (they are copied with it), then a
+    /// recursive copy of `/` made read-only, then the writable binds into it (from the real
+    /// tree, which is writable), the git view, and the switch of root, which leaves the real
+    /// tree unreachable.
     fn enter(&self) -> io::Result<()> {
         rustix::process::set_parent_process_death_signal(Some(Signal::KILL))?;
         // git-loaf may have died before the line above took effect.
         if Pid::as_raw(rustix::process::getppid()) != self.parent {
             exit(1);
         }
-        enter_namespaces(&self.uid_map, &self.gid_map)?;
+        enter_namespaces(&self.uid_map, &self.gid_map, !self.network)?;
+        if !self.network {
+            // The code's own loopback (its test servers work); the host's stays out of reach.
+            let _ = loopback_up();
+        }
         for (from, to) in &self.binds {
             rustix::mount::mount_bind(from.as_c_str(), to.as_c_str())?;
         }
-        rustix::mount::mount_bind_recursive(self.stage.as_c_str(), self.root.as_c_str())?;
+        rustix::mount::mount_bind_recursive(c"/", self.new_root.as_c_str())?;
+        set_read_only(&self.new_root)?;
+        for (from, to) in &self.writable {
+            rustix::mount::mount_bind_recursive(from.as_c_str(), to.as_c_str())?;
+        }
+        self.git.mount()?;
+        rustix::process::chdir(self.new_root.as_c_str())?;
+        rustix::process::pivot_root(c".", c".")?;
+        rustix::mount::unmount(c".", UnmountFlags::DETACH)?;
+        rustix::process::chdir(c"/")?;
         rustix::process::chdir(self.cwd.as_c_str())?;
         let (status_read, status_write) = rustix::pipe::pipe_with(PipeFlags::CLOEXEC)?;
         let (alive_read, alive_write) =
@@ -204,14 +310,140 @@ impl Plan {
     }
 }
 
-/// New user, mount and PID namespaces, with the caller's user and group mapped to
-/// themselves and mounts private (nothing done here propagates out).
-fn enter_namespaces(uid_map: &[u8], gid_map: &[u8]) -> io::Result<()> {
+impl GitView {
+    /// Mounts the view (in the new root, before the switch): the overlay, or a read-only
+    /// copy where an overlay cannot be made; then the stage's admin folder, writable, with
+    /// its `commondir` naming the view.
+    fn mount(&self) -> io::Result<()> {
+        let overlaid = self.overlay.as_ref().is_some_and(|options| {
+            rustix::mount::mount(
+                c"overlay",
+                self.at.as_c_str(),
+                c"overlay",
+                MountFlags::NOSUID | MountFlags::NODEV,
+                Some(options.as_c_str()),
+            )
+            .is_ok()
+        });
+        if !overlaid {
+            rustix::mount::mount_bind_recursive(self.common.as_c_str(), self.at.as_c_str())?;
+            set_read_only(&self.at)?;
+        }
+        if let Some((admin, at)) = &self.admin {
+            rustix::mount::mount_bind(admin.as_c_str(), at.as_c_str())?;
+        }
+        if let Some((file, at)) = &self.commondir {
+            rustix::mount::mount_bind(file.as_c_str(), at.as_c_str())?;
+        }
+        Ok(())
+    }
+}
+
+/// `mount_setattr(2)` (Linux 5.12) with `AT_RECURSIVE`: every mount at and below `path`
+/// read-only and without set-user-id, in this mount namespace only.
+fn set_read_only(path: &CStr) -> io::Result<()> {
+    const MOUNT_ATTR_RDONLY: u64 = 0x1;
+    const MOUNT_ATTR_NOSUID: u64 = 0x2;
+    const AT_RECURSIVE: libc::c_uint = 0x8000;
+    #[repr(C)]
+    struct MountAttr {
+        attr_set: u64,
+        attr_clr: u64,
+        propagation: u64,
+        userns_fd: u64,
+    }
+    let attr = MountAttr {
+        attr_set: MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID,
+        attr_clr: 0,
+        propagation: 0,
+        userns_fd: 0,
+    };
+    // SAFETY: a plain system call with valid pointers and the struct's size.
+    let done = unsafe {
+        libc::syscall(
+            libc::SYS_mount_setattr,
+            libc::AT_FDCWD,
+            path.as_ptr(),
+            AT_RECURSIVE,
+            &attr as *const MountAttr,
+            std::mem::size_of::<MountAttr>(),
+        )
+    };
+    if done == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Brings up `lo` in the new network namespace (`SIOCSIFFLAGS` with `IFF_UP`).
+fn loopback_up() -> io::Result<()> {
+    // SAFETY: plain system calls on a socket of our own and a zeroed `ifreq`.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+        if fd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut request: libc::ifreq = std::mem::zeroed();
+        request.ifr_name[0] = b'l' as libc::c_char;
+        request.ifr_name[1] = b'o' as libc::c_char;
+        request.ifr_ifru.ifru_flags = (libc::IFF_UP | libc::IFF_RUNNING) as libc::c_short;
+        let done = libc::ioctl(fd, libc::SIOCSIFFLAGS, &request);
+        libc::close(fd);
+        if done == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+}
+
+/// The code's process, right before exec: no capability in any set (it runs as root of
+/// its user namespace when git-loaf runs as root, and could then undo the mounts), none to
+/// regain through exec or set-user-id programs.
+fn drop_privileges() -> io::Result<()> {
+    // SAFETY: plain prctl system calls; an index past the kernel's last capability answers
+    // EINVAL, which ends the loop.
+    unsafe {
+        for capability in 0..64 {
+            if libc::prctl(libc::PR_CAPBSET_DROP, capability, 0, 0, 0) != 0 {
+                if io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+                    break;
+                }
+                return Err(io::Error::last_os_error());
+            }
+        }
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+    }
+    rustix::thread::set_capabilities(
+        None,
+        rustix::thread::CapabilitySets {
+            effective: rustix::thread::CapabilitySet::empty(),
+            permitted: rustix::thread::CapabilitySet::empty(),
+            inheritable: rustix::thread::CapabilitySet::empty(),
+        },
+    )?;
+    rustix::thread::set_no_new_privs(true)?;
+    Ok(())
+}
+
+/// New user, mount and PID namespaces (and network, with `new_network`), with the
+/// caller's user and group mapped to themselves and mounts private (nothing done here
+/// propagates out).
+fn enter_namespaces(uid_map: &[u8], gid_map: &[u8], new_network: bool) -> io::Result<()> {
+    let mut flags = UnshareFlags::NEWUSER | UnshareFlags::NEWNS | UnshareFlags::NEWPID;
+    if new_network {
+        flags |= UnshareFlags::NEWNET;
+    }
     // SAFETY: no FILES flag: the descriptor table stays shared as it was.
     unsafe {
-        rustix::thread::unshare_unsafe(
-            UnshareFlags::NEWUSER | UnshareFlags::NEWNS | UnshareFlags::NEWPID,
-        )?;
+        rustix::thread::unshare_unsafe(flags)?;
     }
     match write_proc(c"/proc/self/setgroups", b"deny") {
         // Kernels before 3.19 have no setgroups file and need no denial.
@@ -256,7 +488,7 @@ fn init(status: OwnedFd, alive: OwnedFd) -> io::Result<()> {
     // SAFETY: as in `Plan::enter`.
     match unsafe { libc::fork() } {
         -1 => exit(SETUP_FAILED),
-        0 => Ok(()),
+        0 => drop_privileges(),
         code => {
             close_other_fds([status.as_raw_fd(), status.as_raw_fd()]);
             let ended = wait_for(code, true);
@@ -374,7 +606,7 @@ pub(super) fn probe() -> Result<(), String> {
     // SAFETY: the closure only makes system calls on data prepared here.
     unsafe {
         command.pre_exec(move || {
-            enter_namespaces(&uid_map, &gid_map)?;
+            enter_namespaces(&uid_map, &gid_map, true)?;
             exit(0)
         });
     }
