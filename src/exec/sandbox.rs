@@ -328,6 +328,7 @@ impl Sandbox {
                 linked: Vec::new(),
                 record_at: None,
                 record: None,
+                stage_head: StageHead::save(&self.stage_root),
             });
         }
         let linked = link_visible(&visible);
@@ -338,6 +339,7 @@ impl Sandbox {
             linked,
             record_at: Some(self.git_common_dir.join(RECORD)),
             record: None,
+            stage_head: StageHead::save(&self.stage_root),
         })
     }
 
@@ -389,6 +391,46 @@ pub(crate) struct Session {
     record_at: Option<PathBuf>,
     /// The record written, to remove.
     record: Option<PathBuf>,
+    /// The stage's HEAD as the run found it, put back after it.
+    stage_head: Option<StageHead>,
+}
+
+/// The stage's HEAD before a run. Code may switch the stage to a branch or commit that
+/// exists only in the sandbox's private layer of the git dir (`git checkout -b`, `git
+/// commit`), or spoil its index; git-loaf's own record of the stage must survive that.
+struct StageHead {
+    admin: PathBuf,
+    head: Vec<u8>,
+}
+
+impl StageHead {
+    /// The stage's admin folder (named by its `.git` file) and HEAD; None for a stage that
+    /// is no linked worktree.
+    fn save(stage_root: &Path) -> Option<StageHead> {
+        let text = fs::read_to_string(stage_root.join(".git")).ok()?;
+        let admin = stage_root.join(text.strip_prefix("gitdir:")?.trim());
+        let head = fs::read(admin.join("HEAD")).ok()?;
+        Some(StageHead { admin, head })
+    }
+
+    /// HEAD as it was; an index that is no longer one (deleted, truncated, overwritten) is
+    /// removed, so that git-loaf rebuilds it from HEAD rather than failing on it.
+    fn restore(&self) {
+        let head = self.admin.join("HEAD");
+        if fs::read(&head).ok().as_deref() != Some(self.head.as_slice()) {
+            let _ = fs::remove_file(&head);
+            let _ = fs::write(&head, &self.head);
+        }
+        let index = self.admin.join("index");
+        let mut magic = [0u8; 4];
+        let is_index = fs::File::open(&index)
+            .and_then(|mut f| io::Read::read_exact(&mut f, &mut magic))
+            .is_ok()
+            && &magic == b"DIRC";
+        if !is_index {
+            let _ = fs::remove_file(&index);
+        }
+    }
 }
 
 impl Session {
@@ -422,6 +464,9 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        if let Some(stage_head) = &self.stage_head {
+            stage_head.restore();
+        }
         if let Some(record) = &self.record {
             let _ = fs::remove_file(record);
         }

@@ -29,7 +29,9 @@ fn summary(config: &Config) -> Value {
         "vars": config.vars,
         "commit_message_format": config.commit_message_format,
         "max_file_size": config.max_file_size,
-        "exec": {"timeout_secs": config.exec.timeout.as_secs(), "max_output": config.exec.max_output},
+        "exec": {"timeout_secs": config.exec.timeout.as_secs(), "max_output": config.exec.max_output,
+                 "network": config.exec.network, "writable": config.exec.writable,
+                 "sandbox_off": config.exec.sandbox_off},
         "stage": config.stage.share,
     })
 }

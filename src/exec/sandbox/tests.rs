@@ -388,3 +388,39 @@ fn running_with_argv0(name: &str) -> bool {
             && is_running_now(pid)
     })
 }
+
+/// The sandbox of a machine without user namespaces (what `Sandbox::new` makes there).
+fn without_namespaces(layout: &Layout) -> Sandbox {
+    Sandbox {
+        isolated: false,
+        unisolated_because: Some("user namespaces unavailable: EPERM".into()),
+        ..layout.sandbox()
+    }
+}
+
+#[test]
+fn without_namespaces_code_is_refused_unless_the_user_allows_it() {
+    let layout = Layout::new();
+    let sandbox = without_namespaces(&layout);
+    let job = bash("echo ran", &layout.stage, &sandbox, Duration::from_secs(5));
+    match process::run(&job) {
+        Err(RunError::Refused(message)) => {
+            assert!(message.contains("EPERM"), "{message}");
+            assert!(message.contains("sandbox: off"), "{message}");
+        }
+        other => panic!("not refused: {other:?}"),
+    }
+    let allowed = without_namespaces(&layout).with_policy(Policy {
+        unisolated_allowed: true,
+        ..Policy::default()
+    });
+    assert!(allowed.refusal().is_none());
+    let job = bash("echo ran", &layout.stage, &allowed, Duration::from_secs(5));
+    assert_eq!(process::run(&job).unwrap().stdout.text, "ran\n");
+    // Where namespaces work, `sandbox: off` changes nothing.
+    let isolated = layout.sandbox().with_policy(Policy {
+        unisolated_allowed: true,
+        ..Policy::default()
+    });
+    assert!(isolated.isolated());
+}
