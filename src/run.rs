@@ -46,9 +46,32 @@ impl Loaf {
         }
     }
 
-    /// Runs a reply directly in the root (no git transaction).
+    /// Runs a reply directly in the root (no git transaction). Code (exec, hooks) runs in a
+    /// sandbox that keeps it from the git dir, the rest of the filesystem and the network,
+    /// as in a transaction (DESIGN §2); only the root is written in place.
     pub fn execute(&self, reply: &str) -> ExecutionResult {
-        execute(reply, &self.config, &PathMap::identity(&self.root))
+        let common = crate::git::states::discover(&self.root)
+            .ok()
+            .map(|repo| repo.commondir().to_path_buf());
+        let sandbox = Sandbox::in_place(&self.root, common.as_deref())
+            .with_policy(sandbox_policy(&self.config));
+        execute_fenced(
+            reply,
+            &self.config,
+            &PathMap::identity(&self.root),
+            Vec::new(),
+            Some(&sandbox),
+        )
+    }
+}
+
+/// What loaf.yml allows code beyond the stage (`exec.network`, `exec.writable`,
+/// `exec.sandbox`).
+pub(crate) fn sandbox_policy(config: &Config) -> crate::exec::sandbox::Policy {
+    crate::exec::sandbox::Policy {
+        network: config.exec.network,
+        writable: config.exec.writable.clone(),
+        unisolated_allowed: config.exec.sandbox_off,
     }
 }
 

@@ -170,6 +170,19 @@ impl Sandbox {
         }
     }
 
+    /// A sandbox for code run in place, without a transaction (`apply --no-commit`): the
+    /// user's tree at `root` is what the code writes, in place; the repository's git dir
+    /// `git_common_dir` (None outside a repository), the rest of the filesystem and the
+    /// network are kept from it as in a transaction.
+    pub fn in_place(root: &Path, git_common_dir: Option<&Path>) -> Sandbox {
+        Sandbox::new(
+            root,
+            root,
+            git_common_dir.unwrap_or(Path::new("")),
+            Vec::new(),
+        )
+    }
+
     /// The same sandbox with what loaf.yml allows code. Where namespaces are unavailable
     /// and the policy allows running without them, this arms [`fallback_notice`].
     pub fn with_policy(self, mut policy: Policy) -> Sandbox {
@@ -337,7 +350,8 @@ impl Sandbox {
             _tmp: None,
             scrub: None,
             linked,
-            record_at: Some(self.git_common_dir.join(RECORD)),
+            record_at: (!self.git_common_dir.as_os_str().is_empty())
+                .then(|| self.git_common_dir.join(RECORD)),
             record: None,
             stage_head: StageHead::save(&self.stage_root),
         })

@@ -151,7 +151,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
             session.common_dir(),
             entries.into_iter().map(|e| e.path).collect(),
         )
-        .with_policy(sandbox_policy(&config));
+        .with_policy(crate::run::sandbox_policy(&config));
         if let Some(notice) = crate::exec::sandbox::fallback_notice() {
             session_notices.push(notice);
         }
@@ -511,15 +511,6 @@ fn relative_to(root: &Path, path: &Path) -> Option<PathBuf> {
     let normal = crate::exec::guard::lexical(path);
     let relative = normal.strip_prefix(root).ok()?;
     (!relative.as_os_str().is_empty()).then(|| relative.to_path_buf())
-}
-
-/// What loaf.yml allows code beyond the stage.
-fn sandbox_policy(config: &Config) -> crate::exec::sandbox::Policy {
-    crate::exec::sandbox::Policy {
-        network: config.exec.network,
-        writable: config.exec.writable.clone(),
-        unisolated_allowed: config.exec.sandbox_off,
-    }
 }
 
 #[cfg(test)]

@@ -241,3 +241,88 @@ fn exec_writable_paths_are_written_in_place() {
         Some("cached\n")
     );
 }
+
+#[test]
+fn no_commit_runs_code_in_place_but_keeps_it_from_the_git_dir_and_the_host() {
+    let s = user_repo(EXEC_ONLY);
+    let before = git_dir_facts(&s);
+    let outside = s.sibling("outside");
+    std::fs::create_dir(&outside).expect("mkdir");
+    let code = format!(
+        "echo here > {root}/made.txt; common=$(git rev-parse --git-common-dir); \
+         echo evil > \"$common/hooks/post-commit\"; git config user.name Mallory; \
+         git branch -D other; echo x > {outside}/f; echo ran",
+        root = s.root.display(),
+        outside = outside.display()
+    );
+    let out = s.loaf(&["apply", "--no-commit"], &exec("e1a", &code));
+    let report = s.redact(&out.stdout);
+    assert!(report.contains("ran"), "{report}");
+    // In place: the file the code wrote is in the user's tree (--no-commit's point).
+    assert_eq!(s.read("made.txt").as_deref(), Some("here\n"));
+    assert_eq!(git_dir_facts(&s), before, "{report}");
+    assert_eq!(std::fs::read_dir(&outside).expect("ls").count(), 0);
+}
+
+#[test]
+fn no_commit_outside_a_repository_keeps_code_in_its_folder() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().join("work").canonicalize_or_make();
+    std::fs::write(root.join("loaf.yml"), EXEC_ONLY).expect("loaf.yml");
+    let outside = dir.path().join("outside");
+    std::fs::create_dir(&outside).expect("mkdir");
+    let code = format!(
+        "echo here > made.txt; echo x > {}/f; echo ran",
+        outside.display()
+    );
+    let reply = exec("e1a", &code).replace("/repo", &root.to_string_lossy());
+    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("git-loaf"))
+        .args(["apply", "--no-commit"])
+        .current_dir(&root)
+        .envs(crate::scratch::ENV)
+        .env("GIT_CEILING_DIRECTORIES", dir.path())
+        .stdin(std::process::Stdio::piped())
+        .output_with_stdin(reply.as_bytes());
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("ran"), "{report}");
+    assert_eq!(
+        std::fs::read_to_string(root.join("made.txt"))
+            .ok()
+            .as_deref(),
+        Some("here\n")
+    );
+    assert_eq!(std::fs::read_dir(&outside).expect("ls").count(), 0);
+}
+
+trait MakeDir {
+    fn canonicalize_or_make(self) -> std::path::PathBuf;
+}
+
+impl MakeDir for std::path::PathBuf {
+    fn canonicalize_or_make(self) -> std::path::PathBuf {
+        std::fs::create_dir_all(&self).expect("mkdir");
+        self.canonicalize().expect("canonical")
+    }
+}
+
+trait WithStdin {
+    fn output_with_stdin(&mut self, input: &[u8]) -> std::process::Output;
+}
+
+impl WithStdin for std::process::Command {
+    fn output_with_stdin(&mut self, input: &[u8]) -> std::process::Output {
+        use std::io::Write as _;
+        let mut child = self
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("starts");
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(input)
+            .expect("written");
+        child.wait_with_output().expect("ends")
+    }
+}

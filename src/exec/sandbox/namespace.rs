@@ -73,8 +73,8 @@ struct Plan {
     /// Writable binds into the new root, in order: the private /tmp and /dev/shm, the stage
     /// at the repository's path, the `exec.writable` paths.
     writable: Vec<(CString, CString)>,
-    /// The user's git dir as the code sees it.
-    git: GitView,
+    /// The user's git dir as the code sees it (none outside a repository).
+    git: Option<GitView>,
     cwd: CString,
 }
 
@@ -106,7 +106,11 @@ impl Isolated {
         let tmp = tempfile::Builder::new()
             .prefix("git-loaf-exec-")
             .tempdir()?;
-        let common = fs::canonicalize(&sandbox.git_common_dir)?;
+        // Outside a repository (`apply --no-commit` in a plain folder) there is no git dir.
+        let common = match sandbox.git_common_dir.as_os_str().is_empty() {
+            true => None,
+            false => Some(fs::canonicalize(&sandbox.git_common_dir)?),
+        };
         let user_root = fs::canonicalize(&sandbox.user_root)?;
         let new_root = apply.path().join("root");
         let private_tmp = apply.path().join("tmp");
@@ -119,9 +123,19 @@ impl Isolated {
             }
             Ok(new_root.join(path.strip_prefix("/").unwrap_or(path)))
         };
-        let view = in_root(Path::new(GIT_VIEW))?;
+        // Code run in place (no stage: `apply --no-commit`) sees the git dir where it is;
+        // in a transaction the stage hides that path, so it is seen at a private one.
+        let in_place = sandbox.stage_root == sandbox.user_root;
+        let view_path = match &common {
+            Some(common) if in_place => common.clone(),
+            _ => PathBuf::from(GIT_VIEW),
+        };
+        let view = in_root(&view_path)?;
         let mut binds = Vec::new();
-        let (gitfile, admin) = stage_gitfile(tmp.path(), &sandbox.stage_root, &common)?;
+        let (gitfile, admin) = match &common {
+            Some(common) if !in_place => stage_gitfile(tmp.path(), &sandbox.stage_root, common)?,
+            _ => (None, None),
+        };
         if let Some((file, target)) = gitfile {
             binds.push((c_path(&file)?, c_path(&target)?));
         }
@@ -146,22 +160,15 @@ impl Isolated {
             let real = fs::canonicalize(path)?;
             writable.push((c_path(&real)?, c_path(&in_root(&real)?)?));
         }
-        let git = GitView {
-            overlay: overlay_options(&common, apply.path()),
-            admin: match &admin {
-                Some(rel) => Some((c_path(&common.join(rel))?, c_path(&view.join(rel))?)),
-                None => None,
-            },
-            commondir: match &admin {
-                Some(rel) => {
-                    let file = tmp.path().join("commondir");
-                    fs::write(&file, format!("{GIT_VIEW}\n"))?;
-                    Some((c_path(&file)?, c_path(&view.join(rel).join("commondir"))?))
-                }
-                None => None,
-            },
-            common: c_path(&common)?,
-            at: c_path(&view)?,
+        let git = match &common {
+            Some(common) => Some(GitView::plan(
+                common,
+                &view,
+                admin.as_deref(),
+                apply,
+                tmp.path(),
+            )?),
+            None => None,
         };
         let plan = Plan {
             parent: rustix::process::getpid().as_raw_nonzero().get(),
@@ -174,7 +181,11 @@ impl Isolated {
             git,
             cwd: c_path(cwd)?,
         };
-        let scrub = (GIT_VIEW.to_owned(), common.to_string_lossy().into_owned());
+        let real = common.unwrap_or_else(|| view_path.clone());
+        let scrub = (
+            view_path.to_string_lossy().into_owned(),
+            real.to_string_lossy().into_owned(),
+        );
         Ok(Isolated { tmp, plan, scrub })
     }
 
@@ -193,6 +204,37 @@ impl Isolated {
             command.pre_exec(move || plan.enter());
         }
         self.tmp
+    }
+}
+
+impl GitView {
+    /// The view of `common` at `view` (in the new root), with the stage's admin folder
+    /// `admin` (relative to `common`) real and its `commondir` naming the view.
+    fn plan(
+        common: &Path,
+        view: &Path,
+        admin: Option<&Path>,
+        apply: &ApplyDir,
+        tmp: &Path,
+    ) -> io::Result<GitView> {
+        let commondir = match admin {
+            Some(rel) => {
+                let file = tmp.join("commondir");
+                fs::write(&file, format!("{GIT_VIEW}\n"))?;
+                Some((c_path(&file)?, c_path(&view.join(rel).join("commondir"))?))
+            }
+            None => None,
+        };
+        Ok(GitView {
+            overlay: overlay_options(common, apply.path()),
+            admin: match admin {
+                Some(rel) => Some((c_path(&common.join(rel))?, c_path(&view.join(rel))?)),
+                None => None,
+            },
+            commondir,
+            common: c_path(common)?,
+            at: c_path(view)?,
+        })
     }
 }
 
@@ -283,7 +325,9 @@ impl Plan {
         for (from, to) in &self.writable {
             rustix::mount::mount_bind_recursive(from.as_c_str(), to.as_c_str())?;
         }
-        self.git.mount()?;
+        if let Some(git) = &self.git {
+            git.mount()?;
+        }
         rustix::process::chdir(self.new_root.as_c_str())?;
         rustix::process::pivot_root(c".", c".")?;
         rustix::mount::unmount(c".", UnmountFlags::DETACH)?;

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""What an `exec` block costs in an apply, for one or two builds side by side: the fixed
+overhead of running code in the sandbox (DESIGN §2), measured as the difference between
+applies that differ only in their exec blocks. Run it through benches/exec.sh.
+
+    python3 benches/exec_bench.py WORK_DIR NAME=BIN [NAME=BIN ...] [--runs 15] [--files 2000]
+
+A generated repository of FILES small files (exec allowed in loaf.yml) is copied once per
+build. Each round, the builds alternating (which goes first alternates too), times three
+applies in each copy, each writing one new file:
+  - none: the file_write alone;
+  - one:  the file_write and one exec block (`true`): the first exec of an apply also
+          makes the sandbox (the ignored entries it shows, the apply's private folders);
+  - ten:  the file_write and ten exec blocks (`true`).
+Printed per build: medians of the three, the first exec's cost (one − none) and the cost of
+each further exec block ((ten − one) / 9), plus `bash -c true` spawned directly for scale.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+ENV = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null",
+           GIT_AUTHOR_NAME="Bench", GIT_AUTHOR_EMAIL="b@example.com",
+           GIT_COMMITTER_NAME="Bench", GIT_COMMITTER_EMAIL="b@example.com",
+           TZ="UTC", LC_ALL="C")
+
+
+def git(repo, *args):
+    subprocess.run(["git", *args], cwd=repo, env=ENV, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def make_repo(path, files):
+    os.makedirs(path)
+    git(path, "init", "-q", "-b", "main")
+    for i in range(files):
+        d = os.path.join(path, "d%02d" % (i // 100))
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "f%05d.txt" % i), "w") as f:
+            f.write("line %d\n" % i * 20)
+    with open(os.path.join(path, "loaf.yml"), "w") as f:
+        f.write("allowed-actions: [defaults, exec]\n")
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "initial")
+
+
+def block(bid, action, **params):
+    out = "#!nesl [@three-char-SHA-256: %s]\naction = \"%s\"\n" % (bid, action)
+    for k, v in params.items():
+        out += "%s = \"%s\"\n" % (k, v)
+    return out + "#!end_%s\n" % bid
+
+
+def reply(repo, n, execs):
+    text = block("w00", "file_write", path="%s/new%05d.txt" % (repo, n), content="x%d" % n)
+    for i in range(execs):
+        text += block("e%02d" % i, "exec", lang="bash", code="true")
+    return text
+
+
+def timed_apply(binary, repo, text):
+    start = time.perf_counter()
+    done = subprocess.run([binary, "apply"], cwd=repo, env=ENV, input=text.encode(),
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    took = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit("apply failed in %s:\n%s\n%s" % (repo, done.stdout.decode(), done.stderr.decode()))
+    return took
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("work")
+    parser.add_argument("builds", nargs="+")
+    parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--files", type=int, default=2000)
+    args = parser.parse_args()
+    builds = [b.split("=", 1) for b in args.builds]
+    origin = os.path.join(args.work, "origin")
+    make_repo(origin, args.files)
+    repos = {}
+    for name, binary in builds:
+        repos[name] = os.path.join(args.work, name)
+        shutil.copytree(origin, repos[name], symlinks=True)
+        git(repos[name], "status")
+        timed_apply(binary, repos[name], reply(repos[name], 0, 1))  # creates the stage
+    times = {name: {"none": [], "one": [], "ten": []} for name, _ in builds}
+    n = 1
+    for r in range(args.runs):
+        order = builds if r % 2 == 0 else list(reversed(builds))
+        for kind, execs in (("none", 0), ("one", 1), ("ten", 10)):
+            for name, binary in order:
+                times[name][kind].append(timed_apply(binary, repos[name], reply(repos[name], n, execs)))
+                n += 1
+    spawn = []
+    for _ in range(args.runs):
+        start = time.perf_counter()
+        subprocess.run(["bash", "-c", "true"], check=True)
+        spawn.append(time.perf_counter() - start)
+    ms = lambda xs: statistics.median(xs) * 1000
+    print("%d files, %d rounds, medians (ms); `bash -c true` spawned directly: %.1f ms"
+          % (args.files, args.runs, ms(spawn)))
+    print("%-10s %9s %9s %9s %12s %14s" % ("build", "no exec", "1 exec", "10 exec", "first exec", "each further"))
+    for name, _ in builds:
+        t = times[name]
+        none, one, ten = ms(t["none"]), ms(t["one"]), ms(t["ten"])
+        print("%-10s %9.1f %9.1f %9.1f %12.1f %14.1f" % (name, none, one, ten, one - none, (ten - one) / 9))
+
+
+if __name__ == "__main__":
+    main()
