@@ -415,6 +415,7 @@ pub(crate) struct Session {
 struct StageHead {
     admin: PathBuf,
     head: Vec<u8>,
+    had_worktree_config: bool,
 }
 
 impl StageHead {
@@ -424,7 +425,12 @@ impl StageHead {
         let text = fs::read_to_string(stage_root.join(".git")).ok()?;
         let admin = stage_root.join(text.strip_prefix("gitdir:")?.trim());
         let head = fs::read(admin.join("HEAD")).ok()?;
-        Some(StageHead { admin, head })
+        let had_worktree_config = admin.join("config.worktree").exists();
+        Some(StageHead {
+            admin,
+            head,
+            had_worktree_config,
+        })
     }
 
     /// HEAD as it was; an index that is no longer one (deleted, truncated, overwritten) is
@@ -434,6 +440,12 @@ impl StageHead {
         if fs::read(&head).ok().as_deref() != Some(self.head.as_slice()) {
             let _ = fs::remove_file(&head);
             let _ = fs::write(&head, &self.head);
+        }
+        // git-loaf never writes a per-worktree config; one the code wrote (read where
+        // `extensions.worktreeConfig` is on) could make later git commands in the stage run
+        // its commands (`core.fsmonitor`).
+        if !self.had_worktree_config {
+            let _ = fs::remove_file(self.admin.join("config.worktree"));
         }
         let index = self.admin.join("index");
         let mut magic = [0u8; 4];

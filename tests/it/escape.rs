@@ -326,3 +326,34 @@ impl WithStdin for std::process::Command {
         child.wait_with_output().expect("ends")
     }
 }
+
+#[test]
+fn exec_cannot_reach_the_hosts_services_under_run() {
+    use std::os::unix::net::UnixListener;
+    let s = user_repo(EXEC_ONLY);
+    // Where a session bus, an agent or a container engine listens: /run as root (CI),
+    // the user's runtime folder under /run/user otherwise.
+    let name = format!("loaf-escape-{}", std::process::id());
+    let dir = [
+        std::path::PathBuf::from("/run").join(&name),
+        std::path::PathBuf::from(format!("/run/user/{}", rustix::process::getuid().as_raw()))
+            .join(&name),
+    ]
+    .into_iter()
+    .find(|dir| std::fs::create_dir_all(dir).is_ok())
+    .expect("a folder under /run");
+    let socket = dir.join("service.sock");
+    let listener = UnixListener::bind(&socket).expect("listener");
+    listener.set_nonblocking(true).expect("nonblocking");
+    let code = format!(
+        "python3 -c \"import socket; s=socket.socket(socket.AF_UNIX); s.connect('{}'); s.send(b'hi')\" 2>&1 | tail -1",
+        socket.display()
+    );
+    let out = s.apply(&exec("e1a", &code));
+    let report = s.redact(&out.stdout);
+    std::thread::sleep(Duration::from_millis(100));
+    let reached = listener.accept().is_ok();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(!reached, "the code connected to a socket under /run: {report}");
+    assert!(report.contains("No such file or directory"), "{report}");
+}

@@ -70,6 +70,10 @@ struct Plan {
     binds: Vec<(CString, CString)>,
     /// The code's root, made from a read-only copy of `/` (an empty folder of the apply).
     new_root: CString,
+    /// Folders of the new root covered by an empty tmpfs, and socket files covered by
+    /// `/dev/null`: where the host's services listen (a unix socket can be connected to
+    /// through a read-only mount).
+    masks: Vec<(CString, bool)>,
     /// Writable binds into the new root, in order: the private /tmp and /dev/shm, the stage
     /// at the repository's path, the `exec.writable` paths.
     writable: Vec<(CString, CString)>,
@@ -170,6 +174,16 @@ impl Isolated {
             )?),
             None => None,
         };
+        let keep: Vec<&Path> = std::iter::once(user_root.as_path())
+            .chain(sandbox.policy.writable.iter().map(PathBuf::as_path))
+            .collect();
+        let masks = service_masks(sandbox.policy.network, &keep)
+            .into_iter()
+            .map(|(path, dir)| {
+                let at = new_root.join(path.strip_prefix("/").unwrap_or(&path));
+                Ok((c_path(&at)?, dir))
+            })
+            .collect::<io::Result<Vec<_>>>()?;
         let plan = Plan {
             parent: rustix::process::getpid().as_raw_nonzero().get(),
             uid_map: format!("{0} {0} 1\n", rustix::process::geteuid().as_raw()).into_bytes(),
@@ -177,6 +191,7 @@ impl Isolated {
             network: sandbox.policy.network,
             binds,
             new_root: c_path(&new_root)?,
+            masks,
             writable,
             git,
             cwd: c_path(cwd)?,
@@ -236,6 +251,54 @@ impl GitView {
             at: c_path(view)?,
         })
     }
+}
+
+/// Where the host's services listen, to hide from code (a unix socket is connected to through
+/// a read-only mount): the user's runtime folder (session bus, agents, keyrings), the system
+/// bus, container engines, terminal multiplexers; all of `/run` without the network (it then
+/// needs no resolver configuration either). Each existing one as (path, is a folder); none
+/// that holds a path in `keep` (the repository, `exec.writable`).
+fn service_masks(network: bool, keep: &[&Path]) -> Vec<(PathBuf, bool)> {
+    let folders: &[&str] = if network {
+        &[
+            "/run/user",
+            "/run/dbus",
+            "/run/screen",
+            "/run/containerd",
+            "/run/podman",
+            "/run/snapd",
+            "/var/run/docker",
+        ]
+    } else {
+        &["/run", "/var/run"]
+    };
+    let sockets = [
+        "/run/docker.sock",
+        "/var/run/docker.sock",
+        "/run/snapd.socket",
+        "/run/snapd-snap.socket",
+    ];
+    let mut masks: Vec<(PathBuf, bool)> = Vec::new();
+    let holds_kept = |path: &Path| keep.iter().any(|k| k.starts_with(path));
+    for folder in folders {
+        let Ok(real) = fs::canonicalize(folder) else {
+            continue;
+        };
+        let covered = masks.iter().any(|(m, _)| real.starts_with(m));
+        if real.is_dir() && !holds_kept(&real) && !covered {
+            masks.push((real, true));
+        }
+    }
+    for socket in sockets {
+        let Ok(real) = fs::canonicalize(socket) else {
+            continue;
+        };
+        let covered = masks.iter().any(|(m, _)| real.starts_with(m));
+        if !real.is_dir() && !covered {
+            masks.push((real, false));
+        }
+    }
+    masks
 }
 
 /// The stage's `.git` file names its worktree admin folder by a path in the real git dir,
@@ -322,6 +385,19 @@ impl Plan {
         }
         rustix::mount::mount_bind_recursive(c"/", self.new_root.as_c_str())?;
         set_read_only(&self.new_root)?;
+        for (path, dir) in &self.masks {
+            if *dir {
+                rustix::mount::mount(
+                    c"tmpfs",
+                    path.as_c_str(),
+                    c"tmpfs",
+                    MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+                    Some(c"mode=755"),
+                )?;
+            } else {
+                rustix::mount::mount_bind(c"/dev/null", path.as_c_str())?;
+            }
+        }
         for (from, to) in &self.writable {
             rustix::mount::mount_bind_recursive(from.as_c_str(), to.as_c_str())?;
         }
