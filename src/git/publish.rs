@@ -1136,6 +1136,13 @@ fn set_index_entry(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn journal_of(t: &Transition) -> Journal {
+        Journal {
+            transition: t.clone(),
+            attachment: Attachment::default(),
+        }
+    }
     use crate::git::checkpoint;
     use crate::git::oplog::{OpKind, UserState};
     use crate::git::testing::{committed_repo as repo, git, make_dirty, user_state};
@@ -1353,7 +1360,7 @@ mod tests {
             (&with, &with),
             (&without, &without),
         );
-        write_journal(&journal_path(&repo), &t).expect("journal");
+        write_journal(&journal_path(&repo), &journal_of(&t)).expect("journal");
         move_ref(&repo, &t).expect("ref");
         std::fs::remove_file(root.join("d/e/f.txt")).expect("rm");
         assert!(root.join("d/e").is_dir());
@@ -1379,11 +1386,11 @@ mod tests {
             ],
         );
         // Crash after the journal, before the ref: rolled back.
-        write_journal(&journal_path(&repo), &t).expect("journal");
+        write_journal(&journal_path(&repo), &journal_of(&t)).expect("journal");
         assert_eq!(recover(&repo).expect("recover"), Recovered::RolledBack);
         assert_eq!(git(root, &["status", "--porcelain"]), "");
         // Crash after the ref moved, one file written and another edited by the user since.
-        write_journal(&journal_path(&repo), &t).expect("journal");
+        write_journal(&journal_path(&repo), &journal_of(&t)).expect("journal");
         move_ref(&repo, &t).expect("ref");
         std::fs::write(root.join("new.txt"), "model\n").expect("write");
         std::fs::write(root.join("a.txt"), "user\n").expect("write");
@@ -1415,7 +1422,7 @@ mod tests {
         let beside = temp_beside(&t, Path::new("a.txt"));
         assert_eq!(beside, root.join(".a.txt.loaf-t1"));
         for moved in [false, true] {
-            write_journal(&journal_path(&repo), &t).expect("journal");
+            write_journal(&journal_path(&repo), &journal_of(&t)).expect("journal");
             if moved {
                 move_ref(&repo, &t).expect("ref");
             }

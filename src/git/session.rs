@@ -96,7 +96,7 @@ impl TxError {
         matches!(
             self,
             TxError::Refused { .. }
-                | TxError::Lock(LockError::Busy { .. })
+                | TxError::Lock(LockError::Busy { .. } | LockError::Starting)
                 | TxError::Publish(
                     PublishError::IndexLocked(_)
                         | PublishError::DamagedLog(_)
@@ -115,7 +115,7 @@ impl TxError {
                 "`git loaf {command}` works on a repository's git-loaf history: run it inside the repository (cd into its working tree)"
             ),
             TxError::Bare => "run it in a working tree of this repository (`git worktree add`)".into(),
-            TxError::Lock(LockError::Busy { .. }) => {
+            TxError::Lock(LockError::Busy { .. } | LockError::Starting) => {
                 "wait for it to finish and run the command again".into()
             }
             TxError::Lock(LockError::Io { .. }) => {
