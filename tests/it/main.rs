@@ -8,6 +8,7 @@ mod cli_parse;
 mod config;
 mod crash;
 mod demo;
+mod durable;
 #[path = "../common/deterministic.rs"]
 mod deterministic;
 mod execute_seeds;
@@ -35,6 +36,7 @@ mod squash;
 mod stage_moves;
 mod states;
 mod step;
+mod step_crash;
 mod storage;
 mod support;
 mod transaction;
