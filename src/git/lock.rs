@@ -51,7 +51,9 @@ pub enum LockError {
         age_secs: u64,
     },
     /// Another loaf operation has just created the lock file and not yet written it.
-    #[error("another git-loaf operation is starting in this repository (its lock file is not written yet)")]
+    #[error(
+        "another git-loaf operation is starting in this repository (its lock file is not written yet)"
+    )]
     Starting,
     /// The lock file cannot be created or read.
     #[error("cannot use the lock file {}: {error}", .path.display())]
@@ -315,8 +317,8 @@ mod tests {
             started: start_time(1),
         };
         write_lock(dir.path(), &holder);
-        let err = RepoLock::acquire(dir.path(), "undo", Duration::from_millis(50))
-            .expect_err("held");
+        let err =
+            RepoLock::acquire(dir.path(), "undo", Duration::from_millis(50)).expect_err("held");
         assert!(matches!(err, LockError::Busy { .. }), "{err}");
     }
 

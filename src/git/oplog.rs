@@ -187,7 +187,10 @@ pub fn check(repo: &Repository) -> Result<(), Damaged> {
         why: why.to_owned(),
     };
     let Some(tip) = reference.resolve().ok().and_then(|r| r.target()) else {
-        return Err(damaged("nothing".into(), "a ref that resolves to no object"));
+        return Err(damaged(
+            "nothing".into(),
+            "a ref that resolves to no object",
+        ));
     };
     let object = repo
         .find_object(tip, None)
@@ -203,7 +206,12 @@ pub fn check(repo: &Repository) -> Result<(), Damaged> {
         .find_commit(tip)
         .and_then(|c| c.tree().map(drop))
         .and_then(|()| stacks::State::at(repo, tip).map(drop));
-    readable.map_err(|e| damaged(tip.to_string(), &format!("an entry that cannot be read ({})", e.message())))
+    readable.map_err(|e| {
+        damaged(
+            tip.to_string(),
+            &format!("an entry that cannot be read ({})", e.message()),
+        )
+    })
 }
 
 /// Appends `entry`. The caller holds the repository lock; the ref is still moved by

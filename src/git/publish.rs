@@ -507,7 +507,11 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
 
 /// Rolling back a move of HEAD that detached it first: HEAD, still at `old`, goes back on
 /// the branch it left (if that branch still holds `old`).
-fn reattach(repo: &Repository, t: &Transition, attachment: &Attachment) -> Result<(), PublishError> {
+fn reattach(
+    repo: &Repository,
+    t: &Transition,
+    attachment: &Attachment,
+) -> Result<(), PublishError> {
     let (Some(branch), Some(old)) = (&attachment.detach_from, &t.old) else {
         return Ok(());
     };
@@ -914,6 +918,9 @@ fn write_files(
         }
     }
     let movable_path = |path: &PathBuf| movable.binary_search(&path).is_ok();
+    // Between the first look at each file and the last one right before it is replaced: a
+    // test saves a file here to see the last look keep it.
+    crash_point("replacing");
     for path in gone {
         if verdict(path) != Verdict::Replace {
             skipped.push(path.clone());

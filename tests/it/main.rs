@@ -8,9 +8,9 @@ mod cli_parse;
 mod config;
 mod crash;
 mod demo;
-mod durable;
 #[path = "../common/deterministic.rs"]
 mod deterministic;
+mod durable;
 mod execute_seeds;
 mod filters;
 mod fs_actions;

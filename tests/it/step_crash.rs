@@ -163,7 +163,10 @@ fn step_forward_after_an_apply_made_while_back_refuses_with_the_kept_work() {
     let out = s.loaf(&["step-forward"], "");
     s.assert_exit(&out, 3);
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(err.contains("`git loaf apply` ran while stepped back"), "{err}");
+    assert!(
+        err.contains("`git loaf apply` ran while stepped back"),
+        "{err}"
+    );
     assert_eq!(s.state(), before, "nothing changed");
     let (saved, command) = saved_and_command(&err);
     assert_eq!(

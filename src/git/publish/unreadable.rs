@@ -66,18 +66,15 @@ pub(super) fn recover(
             why: "HEAD is where git-loaf's last recorded operation left it".into(),
         });
     }
-    let last_move = repo
-        .reflog("HEAD")
-        .ok()
-        .and_then(|log| {
-            log.get(0).map(|e| {
-                (
-                    e.message().ok().flatten().unwrap_or("").to_owned(),
-                    e.id_old(),
-                    e.id_new(),
-                )
-            })
-        });
+    let last_move = repo.reflog("HEAD").ok().and_then(|log| {
+        log.get(0).map(|e| {
+            (
+                e.message().ok().flatten().unwrap_or("").to_owned(),
+                e.id_old(),
+                e.id_new(),
+            )
+        })
+    });
     let Some((message, old, new)) = last_move else {
         return Err(PublishError::DamagedJournal(Undecided {
             path: journal.to_path_buf(),
