@@ -55,10 +55,11 @@ pub fn first_parent_distance(
 }
 
 /// Publishes `t`, a move of HEAD itself (`t.ref_name` is `HEAD`), across a change of
-/// attachment: HEAD is first detached from `detach_from` (the branch it is on, at `t.old`),
-/// and afterwards attached to `attach_to` if that branch holds `t.new`. Detaching first
-/// changes nothing the user sees; if the publish then fails, HEAD is attached back. Returns
-/// the files left alone (see [`publish::publish`]) and whether HEAD is now on `attach_to`.
+/// attachment: HEAD is detached from `detach_from` (the branch it is on, at `t.old`) and,
+/// once the files, index and log are written, attached to `attach_to` if that branch holds
+/// `t.new`. Both are recorded in the journal with the move, so a crash at any moment is
+/// rolled back or finished as a whole ([`publish::publish_attached`]). Returns the files
+/// left alone (see [`publish::publish`]) and whether HEAD is now on `attach_to`.
 pub fn publish_across(
     repo: &Repository,
     t: &Transition,
@@ -66,28 +67,11 @@ pub fn publish_across(
     detach_from: Option<&str>,
     attach_to: Option<&str>,
 ) -> Result<(Vec<PathBuf>, bool), PublishError> {
-    let (old, new) = (parse(t.old.as_deref())?, parse(t.new.as_deref())?);
-    if let (Some(_), Some(old)) = (detach_from, old) {
-        detach(repo, old)?;
-    }
-    let skipped = match publish::publish(repo, t, check_user) {
-        Ok(skipped) => skipped,
-        Err(e) => {
-            if let (Some(branch), Some(old)) = (detach_from, old) {
-                let _ = attach(repo, branch, old);
-            }
-            return Err(e);
-        }
+    let attachment = publish::Attachment {
+        detach_from: detach_from.map(str::to_owned),
+        attach_to: attach_to.map(str::to_owned),
     };
-    let attached = match (attach_to, new) {
-        (Some(branch), Some(new)) => attach(repo, branch, new)?,
-        _ => false,
-    };
-    Ok((skipped, attached))
-}
-
-fn parse(oid: Option<&str>) -> Result<Option<Oid>, git2::Error> {
-    oid.map(Oid::from_str).transpose()
+    publish::publish_attached(repo, t, check_user, &attachment)
 }
 
 #[cfg(test)]

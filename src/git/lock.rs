@@ -29,6 +29,11 @@ pub struct Holder {
     pub command: String,
     /// Seconds since the Unix epoch when it took the lock.
     pub since: u64,
+    /// When the process started (Linux: clock ticks after boot, `/proc/<pid>/stat`), so that
+    /// a pid reused by another process is not taken for the holder. Absent where unknown
+    /// (and in locks written before it was recorded).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started: Option<u64>,
 }
 
 /// Why the lock could not be taken.
@@ -45,6 +50,11 @@ pub enum LockError {
         /// How long it has held the lock.
         age_secs: u64,
     },
+    /// Another loaf operation has just created the lock file and not yet written it.
+    #[error(
+        "another git-loaf operation is starting in this repository (its lock file is not written yet)"
+    )]
+    Starting,
     /// The lock file cannot be created or read.
     #[error("cannot use the lock file {}: {error}", .path.display())]
     Io {
@@ -78,6 +88,7 @@ impl RepoLock {
             pid: std::process::id(),
             command: command.to_owned(),
             since: now_secs(),
+            started: start_time(std::process::id()),
         };
         let deadline = Instant::now() + wait;
         let mut recovered = None;
@@ -94,7 +105,7 @@ impl RepoLock {
                 Err(e) => return Err(io(e)),
             }
             match read_holder(&path) {
-                Some(current) if !is_running(current.pid) => {
+                Some(current) if !is_running(&current) => {
                     if recover(&path, Some(&current)).map_err(io)? {
                         recovered = Some(current);
                     }
@@ -109,6 +120,10 @@ impl RepoLock {
                 // Unreadable and old: its writer died between creating and filling it.
                 None if age(&path).is_some_and(|a| a > STALE_EMPTY) => {
                     recover(&path, None).map_err(io)?;
+                }
+                // Unreadable and young: its writer is filling it right now, so it is held.
+                None if Instant::now() >= deadline && path.exists() => {
+                    return Err(LockError::Starting);
                 }
                 // Held, or being written right now: try again.
                 _ => std::thread::sleep(POLL),
@@ -180,17 +195,31 @@ fn age(path: &Path) -> Option<Duration> {
         .ok()
 }
 
-/// Whether a process with this pid runs (Linux: `/proc`; elsewhere `kill -0`).
-fn is_running(pid: u32) -> bool {
+/// Whether the holder still runs: a process with its pid exists and, where start times are
+/// known, started when the holder did (otherwise the pid was reused: the holder is dead).
+fn is_running(holder: &Holder) -> bool {
     if Path::new("/proc/self").exists() {
-        return Path::new(&format!("/proc/{pid}")).exists();
+        return match (start_time(holder.pid), holder.started) {
+            (None, _) => false,
+            (Some(now), Some(recorded)) => now == recorded,
+            (Some(_), None) => true,
+        };
     }
     std::process::Command::new("kill")
-        .args(["-0", &pid.to_string()])
+        .args(["-0", &holder.pid.to_string()])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// When process `pid` started, in clock ticks after boot (field 22 of `/proc/<pid>/stat`);
+/// `None` when it does not run or this is not Linux.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces and parentheses.
+    let (_, rest) = stat.rsplit_once(')')?;
+    rest.split_whitespace().nth(19)?.parse().ok()
 }
 
 fn now_secs() -> u64 {
@@ -235,6 +264,7 @@ mod tests {
             pid: dead_pid,
             command: "apply".into(),
             since: 1,
+            started: None,
         };
         std::fs::write(
             dir.path().join("loaf/lock"),
@@ -244,6 +274,64 @@ mod tests {
         let lock =
             RepoLock::acquire(dir.path(), "apply", Duration::from_millis(500)).expect("recovered");
         assert_eq!(lock.holder().pid, std::process::id());
+    }
+
+    fn write_lock(dir: &Path, holder: &Holder) {
+        std::fs::create_dir_all(dir.join("loaf")).expect("mkdir");
+        std::fs::write(
+            dir.join("loaf/lock"),
+            serde_json::to_string(holder).expect("json"),
+        )
+        .expect("write");
+    }
+
+    /// A lock naming a pid that now belongs to another process (pid 1, and this very
+    /// process) started at another time: the holder is dead, its lock recovered.
+    #[test]
+    fn a_lock_whose_pid_was_reused_is_recovered() {
+        for pid in [1, std::process::id()] {
+            let dir = tempfile::tempdir().expect("tempdir");
+            let real = start_time(pid).expect("the process runs");
+            let reused = Holder {
+                pid,
+                command: "apply".into(),
+                since: now_secs() - 86_400,
+                started: Some(real + 1),
+            };
+            write_lock(dir.path(), &reused);
+            let lock = RepoLock::acquire(dir.path(), "apply", Duration::from_millis(500))
+                .unwrap_or_else(|e| panic!("pid {pid}: recovered, not {e}"));
+            assert_eq!(lock.recovered(), Some(&reused));
+        }
+    }
+
+    /// The same lock with the process's true start time is held: the check is the start
+    /// time, not the pid alone.
+    #[test]
+    fn a_lock_of_a_running_process_with_its_start_time_is_held() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let holder = Holder {
+            pid: 1,
+            command: "apply".into(),
+            since: now_secs(),
+            started: start_time(1),
+        };
+        write_lock(dir.path(), &holder);
+        let err =
+            RepoLock::acquire(dir.path(), "undo", Duration::from_millis(50)).expect_err("held");
+        assert!(matches!(err, LockError::Busy { .. }), "{err}");
+    }
+
+    /// A lock file just created and not yet written belongs to a process starting right
+    /// now: not stale. Deterministic: its age is far below the limit.
+    #[test]
+    fn a_fresh_empty_lock_is_held_not_stale() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("loaf")).expect("mkdir");
+        std::fs::File::create(dir.path().join("loaf/lock")).expect("create");
+        let err = RepoLock::acquire(dir.path(), "apply", Duration::ZERO).expect_err("held");
+        assert!(matches!(err, LockError::Starting), "{err}");
+        assert!(dir.path().join("loaf/lock").exists(), "left to its writer");
     }
 
     #[test]

@@ -13,6 +13,7 @@ pub mod carry;
 pub mod checkpoint;
 pub mod commit;
 pub mod commits;
+pub mod durable;
 pub mod exclude;
 pub mod filters;
 #[cfg(unix)]

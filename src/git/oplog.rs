@@ -165,6 +165,55 @@ pub fn newest_id(repo: &Repository) -> Result<Option<String>, git2::Error> {
         .map(|e| e.id))
 }
 
+/// Why the operation log cannot be used: its ref names something that is not an entry.
+#[derive(Debug, thiserror::Error)]
+#[error("git-loaf's operation log ({OPLOG_REF}) is damaged: it points at {target}, {why}")]
+pub struct Damaged {
+    /// What the ref names.
+    pub target: String,
+    /// What is wrong with it.
+    pub why: String,
+}
+
+/// Checks that the log can take an entry: `refs/loaf/oplog` is absent (no log yet) or names
+/// a commit whose tree and stacks can be read. Called before anything is published, so that
+/// a damaged log is refused up front rather than found after the user's branch moved.
+pub fn check(repo: &Repository) -> Result<(), Damaged> {
+    let Ok(reference) = repo.find_reference(OPLOG_REF) else {
+        return Ok(());
+    };
+    let damaged = |target: String, why: &str| Damaged {
+        target,
+        why: why.to_owned(),
+    };
+    let Some(tip) = reference.resolve().ok().and_then(|r| r.target()) else {
+        return Err(damaged(
+            "nothing".into(),
+            "a ref that resolves to no object",
+        ));
+    };
+    let object = repo
+        .find_object(tip, None)
+        .map_err(|_| damaged(tip.to_string(), "an object missing from the repository"))?;
+    if object.kind() != Some(git2::ObjectType::Commit) {
+        let kind = object.kind().map_or("unknown", |k| k.str());
+        return Err(damaged(
+            tip.to_string(),
+            &format!("a {kind}, not a log entry commit"),
+        ));
+    }
+    let readable = repo
+        .find_commit(tip)
+        .and_then(|c| c.tree().map(drop))
+        .and_then(|()| stacks::State::at(repo, tip).map(drop));
+    readable.map_err(|e| {
+        damaged(
+            tip.to_string(),
+            &format!("an entry that cannot be read ({})", e.message()),
+        )
+    })
+}
+
 /// Appends `entry`. The caller holds the repository lock; the ref is still moved by
 /// compare-and-swap so that a bug cannot drop an entry silently.
 pub fn append(repo: &Repository, entry: &OpEntry) -> Result<Oid, git2::Error> {

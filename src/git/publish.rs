@@ -24,9 +24,12 @@ use git2::build::CheckoutBuilder;
 use git2::{Index, ObjectType, Oid, Repository, Tree};
 use serde::{Deserialize, Serialize};
 
+use super::durable;
 use super::index_lock::{self, IndexLock, IndexLockError};
 use super::oplog::{self, OpEntry};
 use super::stage_swap::StageSwap;
+
+mod unreadable;
 
 /// The journal's file name in `<common git dir>/loaf/`.
 const JOURNAL: &str = "journal.json";
@@ -63,7 +66,8 @@ pub struct Transition {
     pub op: OpEntry,
 }
 
-/// Why a transition was not published. Nothing of the user's was changed.
+/// Why a transition was not published. Nothing of the user's was changed, except with
+/// [`PublishError::Unfinished`] (the change is published, the next command finishes it).
 #[derive(Debug, thiserror::Error)]
 pub enum PublishError {
     /// The ref no longer holds `old`.
@@ -92,6 +96,16 @@ pub enum PublishError {
     /// The journal could not be written.
     #[error("cannot write the journal: {0}")]
     Io(#[from] std::io::Error),
+    /// The operation log cannot take an entry: refused before anything was published.
+    #[error("{0}")]
+    DamagedLog(oplog::Damaged),
+    /// A crashed operation's journal cannot be read, and the refs cannot tell what it did.
+    #[error("{0}")]
+    DamagedJournal(unreadable::Undecided),
+    /// Failed after the commit point: the change is published (the ref moved) but not
+    /// finished; the journal stays, and the next git-loaf command finishes it.
+    #[error("{0} (after the change was published: the branch or HEAD already moved)")]
+    Unfinished(Box<PublishError>),
 }
 
 impl From<IndexLockError> for PublishError {
@@ -174,6 +188,43 @@ pub fn publish(
     t: &Transition,
     check_user: bool,
 ) -> Result<Vec<PathBuf>, PublishError> {
+    publish_attached(repo, t, check_user, &Attachment::default()).map(|(skipped, _)| skipped)
+}
+
+/// A change of HEAD's attachment that goes with a move of HEAD itself (`step-back` from a
+/// branch detaches it, `step-forward` to the tip attaches it again). It is recorded in the
+/// journal with the transition, so that a crash between the detach and the move, or between
+/// the move and the attach, is rolled back or finished like the rest.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// The branch (`refs/heads/<name>`) HEAD is on, at `old`, and leaves: detached first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detach_from: Option<String>,
+    /// The branch HEAD is attached to at the end, if it then holds `new`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attach_to: Option<String>,
+}
+
+/// What the journal holds: the transition, and the change of HEAD's attachment with it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Journal {
+    #[serde(flatten)]
+    transition: Transition,
+    #[serde(flatten)]
+    attachment: Attachment,
+}
+
+/// [`publish`] with a change of HEAD's attachment (`t.ref_name` is `HEAD`). In order: the
+/// journal (durable), the detach, the move of HEAD (the commit point), files, index, log,
+/// the attach, and the journal dropped: a crash anywhere is rolled back (up to the move) or
+/// finished (after it) by [`recover`]. Returns the files left alone and whether HEAD ended
+/// on `attach_to`.
+pub fn publish_attached(
+    repo: &Repository,
+    t: &Transition,
+    check_user: bool,
+    attachment: &Attachment,
+) -> Result<(Vec<PathBuf>, bool), PublishError> {
     let now = current(repo, &t.ref_name);
     if now != t.old {
         return Err(PublishError::Moved {
@@ -181,6 +232,8 @@ pub fn publish(
             now: now.unwrap_or_else(|| "unborn".to_owned()),
         });
     }
+    // A log that cannot take the entry is found now, not after the user's files changed.
+    oplog::check(repo).map_err(PublishError::DamagedLog)?;
     let paths = Paths::of(repo, t)?;
     // Taken before the commit point, so that the index can always be written after it.
     let lock = IndexLock::acquire(repo)?;
@@ -193,20 +246,73 @@ pub fn publish(
             return Err(PublishError::Changed(changed));
         }
     }
+    // What the journal and the refs will name must outlast a power loss before they do.
+    durable::sync_new_objects(repo)?;
     let journal = journal_path(repo);
-    write_journal(&journal, t)?;
+    write_journal(
+        &journal,
+        &Journal {
+            transition: t.clone(),
+            attachment: attachment.clone(),
+        },
+    )?;
     crash_point("journal");
-    if let Err(e) = move_ref(repo, t) {
+    if let Err(e) = detach_and_move(repo, t, attachment) {
         let _ = std::fs::remove_file(&journal);
         return Err(e);
     }
     crash_point("ref");
+    finish(repo, t, attachment, &paths, &mut index, &checker, lock).map_err(|e| {
+        // Past the commit point: the journal stays for the next command to finish with.
+        PublishError::Unfinished(Box::new(e))
+    })
+}
+
+/// Detaches HEAD if asked, then moves the ref; on failure HEAD is attached back (nothing
+/// changed).
+fn detach_and_move(
+    repo: &Repository,
+    t: &Transition,
+    attachment: &Attachment,
+) -> Result<(), PublishError> {
+    let old = t.old.as_deref().map(oid).transpose()?;
+    let detached = match (&attachment.detach_from, old) {
+        (Some(branch), Some(old)) => {
+            super::head::detach(repo, old)?;
+            durable::sync_ref(repo, "HEAD")?;
+            crash_point("detached");
+            Some((branch, old))
+        }
+        _ => None,
+    };
+    let moved = move_ref(repo, t);
+    if moved.is_err()
+        && let Some((branch, old)) = detached
+    {
+        let _ = super::head::attach(repo, branch, old);
+    }
+    moved?;
+    durable::sync_ref(repo, &t.ref_name)?;
+    Ok(())
+}
+
+/// Everything after the commit point: files, index, what git does not track, the log entry,
+/// HEAD attached, the journal dropped.
+fn finish(
+    repo: &Repository,
+    t: &Transition,
+    attachment: &Attachment,
+    paths: &Paths,
+    index: &mut Index,
+    checker: &Checker<'_>,
+    lock: IndexLock,
+) -> Result<(Vec<PathBuf>, bool), PublishError> {
     let mut swap = if paths.work.len() >= StageSwap::WORTH_IT {
         StageSwap::of(repo)
     } else {
         None
     };
-    let mut skipped = write_files(repo, t, &paths, &mut index, &checker, swap.as_mut())?;
+    let mut skipped = write_files(repo, t, paths, index, checker, swap.as_mut())?;
     if let Some(swap) = swap {
         // The user's files are in place: a stage whose HEAD cannot be set says so only in the
         // log (its moved paths are recorded, so the next reset rewrites them, and a file is
@@ -217,14 +323,39 @@ pub fn publish(
         }
     }
     crash_point("index");
-    lock.commit(&mut index)?;
+    lock.commit(index)?;
     super::checkpoint::note_index_tree(repo, oid(&t.to_index)?);
     skipped.extend(publish_extras(repo, t)?);
     crash_point("files");
-    oplog::append(repo, &t.op)?;
+    log_durably(repo, &t.op)?;
     crash_point("oplog");
-    std::fs::remove_file(&journal)?;
-    Ok(skipped)
+    let attached = attach_after(repo, t, attachment)?;
+    crash_point("attached");
+    drop_journal(repo)?;
+    Ok((skipped, attached))
+}
+
+/// Attaches HEAD to `attachment.attach_to` when that branch holds `t.new` and HEAD is
+/// detached there; whether HEAD is on it now.
+fn attach_after(
+    repo: &Repository,
+    t: &Transition,
+    attachment: &Attachment,
+) -> Result<bool, git2::Error> {
+    let (Some(branch), Some(new)) = (&attachment.attach_to, &t.new) else {
+        return Ok(false);
+    };
+    let on_branch = repo
+        .find_reference("HEAD")
+        .ok()
+        .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned))
+        .is_some_and(|b| &b == branch);
+    if on_branch {
+        return Ok(true);
+    }
+    let attached = super::head::attach(repo, branch, oid(new)?)?;
+    durable::sync_ref(repo, "HEAD").map_err(|e| io_error("cannot sync", Path::new("HEAD"), e))?;
+    Ok(attached)
 }
 
 /// Writes what git does not track (ignored files, empty folders) as the transition's log
@@ -268,6 +399,27 @@ pub enum Recovered {
         /// What the ref holds now.
         now: String,
     },
+    /// The journal was empty or cut short, and HEAD shows the operation did not move it.
+    Unmoved {
+        /// `empty` or `unreadable`.
+        what: &'static str,
+        /// What showed it.
+        why: String,
+    },
+    /// The journal was empty or cut short, and HEAD's reflog shows the operation moved it
+    /// (from `old` to `new`) without being recorded: its files and index were written now.
+    Unrecorded {
+        /// `empty` or `unreadable`.
+        what: &'static str,
+        /// The reflog message of the move (`git-loaf apply <id>: …`).
+        message: String,
+        /// Where HEAD was.
+        old: String,
+        /// Where it is.
+        new: String,
+        /// Paths left alone because the user had changed them.
+        skipped: Vec<PathBuf>,
+    },
 }
 
 /// Finishes or drops a publish a crash interrupted. Call with the repository lock held,
@@ -290,10 +442,12 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Recovered::Nothing),
         Err(e) => return Err(e.into()),
     };
-    let Ok(t) = serde_json::from_slice::<Transition>(&text) else {
-        // Unreadable: the ref cannot have moved (it moves only after the journal is in place).
-        std::fs::remove_file(&journal)?;
-        return Ok(Recovered::RolledBack);
+    let Ok(Journal {
+        transition: t,
+        attachment,
+    }) = serde_json::from_slice::<Journal>(&text)
+    else {
+        return unreadable::recover(repo, &journal, text.is_empty());
     };
     let Ok(user) = Repository::open(&t.workdir) else {
         // The working tree is gone (a removed linked worktree): nothing to finish there.
@@ -317,7 +471,7 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
                 .unwrap_or(false),
             _ => false,
         };
-        std::fs::remove_file(&journal)?;
+        drop_journal(repo)?;
         return Ok(if after_new {
             Recovered::Superseded {
                 commit: t.new.clone().unwrap_or_default(),
@@ -331,7 +485,8 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
     // where it goes), its value cannot tell whether the crash came before the commit point;
     // rolling forward carefully is safe either way.
     if now != t.new || (now == t.old && t.old != t.new) {
-        std::fs::remove_file(&journal)?;
+        reattach(&user, &t, &attachment)?;
+        drop_journal(repo)?;
         return Ok(Recovered::RolledBack);
     }
     let paths = Paths::of(&user, &t)?;
@@ -343,27 +498,62 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
     super::checkpoint::note_index_tree(&user, oid(&t.to_index)?);
     skipped.extend(publish_extras(&user, &t)?);
     if oplog::newest_id(&user)?.as_deref() != Some(t.op.id.as_str()) {
-        oplog::append(&user, &t.op)?;
+        log_durably(&user, &t.op)?;
     }
-    std::fs::remove_file(&journal)?;
+    attach_after(&user, &t, &attachment)?;
+    drop_journal(repo)?;
     Ok(Recovered::RolledForward { skipped })
+}
+
+/// Rolling back a move of HEAD that detached it first: HEAD, still at `old`, goes back on
+/// the branch it left (if that branch still holds `old`).
+fn reattach(
+    repo: &Repository,
+    t: &Transition,
+    attachment: &Attachment,
+) -> Result<(), PublishError> {
+    let (Some(branch), Some(old)) = (&attachment.detach_from, &t.old) else {
+        return Ok(());
+    };
+    if repo.head_detached().unwrap_or(false) && current(repo, "HEAD").as_ref() == Some(old) {
+        super::head::attach(repo, branch, oid(old)?)?;
+        durable::sync_ref(repo, "HEAD")?;
+    }
+    Ok(())
 }
 
 fn journal_path(repo: &Repository) -> PathBuf {
     repo.commondir().join("loaf").join(JOURNAL)
 }
 
-/// Writes the journal whole or not at all: a temporary file renamed into place. Not fsynced:
-/// it guards against the process dying, which the page cache survives; like git's own
-/// default (`core.fsync` unset), durability across a power loss is left to the filesystem.
-fn write_journal(path: &Path, t: &Transition) -> std::io::Result<()> {
+/// Writes the journal whole or not at all, and durably before the ref moves: a temporary
+/// file, fsynced, renamed into place, and its folder fsynced. After a power loss the
+/// journal is then either absent (the ref cannot have moved) or complete.
+fn write_journal(path: &Path, journal: &Journal) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(path);
     std::fs::create_dir_all(dir)?;
-    let json = serde_json::to_vec(t).map_err(std::io::Error::other)?;
+    let json = serde_json::to_vec(journal).map_err(std::io::Error::other)?;
     let mut file = tempfile::NamedTempFile::new_in(dir)?;
     file.write_all(&json)?;
+    file.as_file().sync_all()?;
     file.persist(path).map_err(|e| e.error)?;
+    durable::sync_dir(dir)
+}
+
+/// Appends the log entry and makes it durable (its objects, then the log's ref), so that
+/// the journal is dropped only once the entry outlasts a power loss.
+fn log_durably(repo: &Repository, entry: &OpEntry) -> Result<(), PublishError> {
+    oplog::append(repo, entry)?;
+    durable::sync_new_objects(repo)?;
+    durable::sync_ref(repo, oplog::OPLOG_REF)?;
     Ok(())
+}
+
+/// Removes the journal: the operation is complete.
+fn drop_journal(repo: &Repository) -> std::io::Result<()> {
+    let path = journal_path(repo);
+    std::fs::remove_file(&path)?;
+    durable::sync_dir(path.parent().unwrap_or(&path))
 }
 
 /// What `ref_name` holds now (`None` when it does not exist: unborn).
@@ -728,6 +918,9 @@ fn write_files(
         }
     }
     let movable_path = |path: &PathBuf| movable.binary_search(&path).is_ok();
+    // Between the first look at each file and the last one right before it is replaced: a
+    // test saves a file here to see the last look keep it.
+    crash_point("replacing");
     for path in gone {
         if verdict(path) != Verdict::Replace {
             skipped.push(path.clone());
@@ -950,6 +1143,13 @@ fn set_index_entry(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn journal_of(t: &Transition) -> Journal {
+        Journal {
+            transition: t.clone(),
+            attachment: Attachment::default(),
+        }
+    }
     use crate::git::checkpoint;
     use crate::git::oplog::{OpKind, UserState};
     use crate::git::testing::{committed_repo as repo, git, make_dirty, user_state};
@@ -1167,7 +1367,7 @@ mod tests {
             (&with, &with),
             (&without, &without),
         );
-        write_journal(&journal_path(&repo), &t).expect("journal");
+        write_journal(&journal_path(&repo), &journal_of(&t)).expect("journal");
         move_ref(&repo, &t).expect("ref");
         std::fs::remove_file(root.join("d/e/f.txt")).expect("rm");
         assert!(root.join("d/e").is_dir());
@@ -1193,11 +1393,11 @@ mod tests {
             ],
         );
         // Crash after the journal, before the ref: rolled back.
-        write_journal(&journal_path(&repo), &t).expect("journal");
+        write_journal(&journal_path(&repo), &journal_of(&t)).expect("journal");
         assert_eq!(recover(&repo).expect("recover"), Recovered::RolledBack);
         assert_eq!(git(root, &["status", "--porcelain"]), "");
         // Crash after the ref moved, one file written and another edited by the user since.
-        write_journal(&journal_path(&repo), &t).expect("journal");
+        write_journal(&journal_path(&repo), &journal_of(&t)).expect("journal");
         move_ref(&repo, &t).expect("ref");
         std::fs::write(root.join("new.txt"), "model\n").expect("write");
         std::fs::write(root.join("a.txt"), "user\n").expect("write");
@@ -1229,7 +1429,7 @@ mod tests {
         let beside = temp_beside(&t, Path::new("a.txt"));
         assert_eq!(beside, root.join(".a.txt.loaf-t1"));
         for moved in [false, true] {
-            write_journal(&journal_path(&repo), &t).expect("journal");
+            write_journal(&journal_path(&repo), &journal_of(&t)).expect("journal");
             if moved {
                 move_ref(&repo, &t).expect("ref");
             }

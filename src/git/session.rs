@@ -96,8 +96,12 @@ impl TxError {
         matches!(
             self,
             TxError::Refused { .. }
-                | TxError::Lock(LockError::Busy { .. })
-                | TxError::Publish(PublishError::IndexLocked(_))
+                | TxError::Lock(LockError::Busy { .. } | LockError::Starting)
+                | TxError::Publish(
+                    PublishError::IndexLocked(_)
+                        | PublishError::DamagedLog(_)
+                        | PublishError::DamagedJournal(_)
+                )
         )
     }
 
@@ -111,7 +115,7 @@ impl TxError {
                 "`git loaf {command}` works on a repository's git-loaf history: run it inside the repository (cd into its working tree)"
             ),
             TxError::Bare => "run it in a working tree of this repository (`git worktree add`)".into(),
-            TxError::Lock(LockError::Busy { .. }) => {
+            TxError::Lock(LockError::Busy { .. } | LockError::Starting) => {
                 "wait for it to finish and run the command again".into()
             }
             TxError::Lock(LockError::Io { .. }) => {
@@ -125,6 +129,17 @@ impl TxError {
                 "wait for that git command to finish and try again; if none is running (a crash), remove {}",
                 path.display()
             ),
+            TxError::Publish(PublishError::DamagedLog(_)) => format!(
+                "nothing was changed; if you know its last good entry, `git update-ref {log} <that commit>`; otherwise `git update-ref -d {log}` starts a new log (undo and redo of earlier operations are lost; your branches and files are not touched), then run the command again",
+                log = super::oplog::OPLOG_REF
+            ),
+            TxError::Publish(PublishError::DamagedJournal(undecided)) => format!(
+                "check `git status` and `git log -1`: if HEAD holds a git-loaf commit whose files are not in your working tree, `git checkout HEAD -- <path>` writes them (or `git reset --keep HEAD~1` takes the commit back); then remove {} and run the command again",
+                undecided.path.display()
+            ),
+            TxError::Publish(PublishError::Unfinished(_)) => {
+                "the change was published but not finished: the next git-loaf command that changes anything (apply, undo, step-back, …) finishes it first; `git status` shows the state now".into()
+            }
             TxError::Stage(_) | TxError::Visible(_) | TxError::Publish(_) | TxError::Git(_) => {
                 "nothing of yours was changed; run `git status` to check the repository, then try again (LOAF_LOG=debug shows more)".into()
             }
@@ -175,6 +190,7 @@ impl Session {
         })?;
         let root: PathBuf = repo.workdir().ok_or(TxError::Bare)?.components().collect();
         let lock = RepoLock::acquire(repo.commondir(), command, LOCK_WAIT)?;
+        super::durable::mark_start();
         let mut notices = Vec::new();
         if let Some(dead) = lock.recovered() {
             let removed = remove_stale_git_locks(&repo, dead.since);
@@ -186,31 +202,9 @@ impl Session {
                 ));
             }
         }
-        match publish::recover(&repo)? {
-            Recovered::Nothing => {}
-            Recovered::RolledBack => notices.push(
-                "an earlier git-loaf operation was interrupted before it changed anything; cleaned up".to_owned(),
-            ),
-            Recovered::Superseded { commit, now } => notices.push(format!(
-                "an earlier git-loaf operation was interrupted after it published commit {}, and the branch has moved on since (now {}) before its files and index were all written: check `git status`; `git diff {} {}` shows what the commit made after it differs",
-                super::short_id(&commit),
-                super::short_id(&now),
-                super::short_id(&commit),
-                super::short_id(&now),
-            )),
-            Recovered::RolledForward { skipped } => {
-                let mut notice = "an earlier git-loaf operation was interrupted after it committed; its files are now written".to_owned();
-                if !skipped.is_empty() {
-                    let names: Vec<String> =
-                        skipped.iter().map(|p| p.display().to_string()).collect();
-                    notice.push_str(&format!(
-                        " (except {}, which you changed meanwhile: `git diff` shows your version against it)",
-                        names.join(", ")
-                    ));
-                }
-                notices.push(notice);
-            }
-        }
+        // A damaged log is refused before anything, recovery included, writes to it.
+        super::oplog::check(&repo).map_err(|e| TxError::Publish(PublishError::DamagedLog(e)))?;
+        notices.extend(recovery_notice(publish::recover(&repo)?));
         // After recovery, which only finishes git-loaf's own interrupted work: the user's
         // merge, rebase or conflicts are theirs to finish before anything else moves.
         // Parse the index once, into a private copy that publish can write under
@@ -224,6 +218,68 @@ impl Session {
             _lock: lock,
         })
     }
+}
+
+/// What to tell the user about what recovery did; `None` when there was nothing to do.
+fn recovery_notice(recovered: Recovered) -> Option<String> {
+    let names = |skipped: &[PathBuf]| {
+        skipped
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    Some(match recovered {
+        Recovered::Nothing => return None,
+        Recovered::RolledBack => {
+            "an earlier git-loaf operation was interrupted before it changed anything; cleaned up"
+                .to_owned()
+        }
+        Recovered::Superseded { commit, now } => format!(
+            "an earlier git-loaf operation was interrupted after it published commit {}, and the branch has moved on since (now {}) before its files and index were all written: check `git status`; `git diff {} {}` shows what the commit made after it differs",
+            super::short_id(&commit),
+            super::short_id(&now),
+            super::short_id(&commit),
+            super::short_id(&now),
+        ),
+        Recovered::RolledForward { skipped } => {
+            let mut notice = "an earlier git-loaf operation was interrupted after it committed; its files are now written".to_owned();
+            if !skipped.is_empty() {
+                notice.push_str(&format!(
+                    " (except {}, which you changed meanwhile: `git diff` shows your version against it)",
+                    names(&skipped)
+                ));
+            }
+            notice
+        }
+        Recovered::Unmoved { what, why } => format!(
+            "an earlier git-loaf operation was interrupted and its journal was {what} (cut short, e.g. by a power loss); it did not move HEAD ({why}), so nothing of it was published; cleaned up"
+        ),
+        Recovered::Unrecorded {
+            what,
+            message,
+            old,
+            new,
+            skipped,
+        } => {
+            let mut notice = format!(
+                "an earlier git-loaf operation ({message}) was interrupted after it moved HEAD from {} to {}, and its journal was {what} (cut short, e.g. by a power loss): its files and index are now written",
+                super::short_id(&old),
+                super::short_id(&new),
+            );
+            if !skipped.is_empty() {
+                notice.push_str(&format!(
+                    " (except {}, which held your own changes: `git diff` shows them against it)",
+                    names(&skipped)
+                ));
+            }
+            notice.push_str(&format!(
+                "; it is not in git-loaf's log, so `git loaf undo` cannot take it back: `git reset --keep {}` does",
+                super::short_id(&old)
+            ));
+            notice
+        }
+    })
 }
 
 /// Opens the repository containing `cwd` without the lock: for the commands that only read

@@ -165,17 +165,36 @@ pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
         hint: "`git loaf step-back` walks back through the branch's commits; step-forward returns"
             .into(),
     };
-    let (Some(last), Some(head)) = (last_step(&stack), head) else {
+    // The walk in effect: the newest step, unless it ended at the tip. Operations made on
+    // top of it (an apply while stepped back) do not end it: its kept work is still owed.
+    let walk_end = stack
+        .iter()
+        .rposition(|e| matches!(e.kind, OpKind::StepBack | OpKind::StepForward))
+        .filter(|&at| !walk_finished(&stack[at]));
+    let Some(walk_end) = walk_end else {
         return Err(not_back(
             "no `git loaf step-back` is in effect in this working tree".into(),
         ));
     };
+    let last = &stack[walk_end];
     let (branch, tip) = walk_of(last)?;
+    if let Some(since) = stack.get(walk_end + 1..).and_then(<[OpEntry]>::last) {
+        let why = format!(
+            "`git loaf {}` ran while stepped back ({}), so HEAD is no longer where the last step left it",
+            command_of(since.kind),
+            since.summary
+        );
+        return Err(diverged(&session, &stack[..=walk_end], &branch, why)?);
+    }
+    let Some(head) = head else {
+        return Err(not_back("HEAD has no commit".into()));
+    };
     if ref_name != "HEAD" {
-        return Err(not_back(format!(
-            "HEAD is on {}, not stepped back",
+        let why = format!(
+            "HEAD is on {} again (moved by git, not by `git loaf step-forward`)",
             display_ref(&ref_name)
-        )));
+        );
+        return Err(diverged(&session, &stack, &branch, why)?);
     }
     let last_at = last.after.head.as_deref().map(Oid::from_str).transpose()?;
     if last_at != Some(head) {
@@ -359,6 +378,24 @@ fn last_step(stack: &[OpEntry]) -> Option<&OpEntry> {
     stack
         .last()
         .filter(|e| matches!(e.kind, OpKind::StepBack | OpKind::StepForward))
+}
+
+/// Whether a step ended its walk: a step-forward onto the tip.
+fn walk_finished(step: &OpEntry) -> bool {
+    step.kind == OpKind::StepForward && step.after.head.is_some() && step.after.head == step.target
+}
+
+/// The command that made an entry of the log, for messages.
+fn command_of(kind: OpKind) -> &'static str {
+    match kind {
+        OpKind::Apply => "apply",
+        OpKind::Undo => "undo",
+        OpKind::Redo => "redo",
+        OpKind::StepBack => "step-back",
+        OpKind::StepForward => "step-forward",
+        OpKind::UndoTo => "undo --to",
+        OpKind::Squash => "squash",
+    }
 }
 
 /// The branch a step walks and its tip.

@@ -10,6 +10,7 @@ mod crash;
 mod demo;
 #[path = "../common/deterministic.rs"]
 mod deterministic;
+mod durable;
 mod escape;
 mod execute_seeds;
 mod filters;
@@ -36,6 +37,7 @@ mod squash;
 mod stage_moves;
 mod states;
 mod step;
+mod step_crash;
 mod storage;
 mod support;
 mod transaction;
