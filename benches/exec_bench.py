@@ -7,11 +7,11 @@ applies that differ only in their exec blocks. Run it through benches/exec.sh.
 
 A generated repository of FILES small files (exec allowed in loaf.yml) is copied once per
 build. Each round, the builds alternating (which goes first alternates too), times three
-applies in each copy, each writing one new file:
-  - none: the file_write alone;
-  - one:  the file_write and one exec block (`true`): the first exec of an apply also
+applies in each copy, each writing 5 existing files anew:
+  - none: the 5 file_writes alone (an apply without code: what the sandbox must not slow);
+  - one:  the file_writes and one exec block (`true`): the first exec of an apply also
           makes the sandbox (the ignored entries it shows, the apply's private folders);
-  - ten:  the file_write and ten exec blocks (`true`).
+  - ten:  the file_writes and ten exec blocks (`true`).
 Printed per build: medians of the three, the first exec's cost (one − none) and the cost of
 each further exec block ((ten − one) / 9), plus `bash -c true` spawned directly for scale.
 """
@@ -22,6 +22,8 @@ import statistics
 import subprocess
 import sys
 import time
+
+EDITED = 5  # files each apply writes
 
 ENV = dict(os.environ, GIT_CONFIG_NOSYSTEM="1", GIT_CONFIG_GLOBAL="/dev/null",
            GIT_AUTHOR_NAME="Bench", GIT_AUTHOR_EMAIL="b@example.com",
@@ -56,7 +58,8 @@ def block(bid, action, **params):
 
 
 def reply(repo, n, execs):
-    text = block("w00", "file_write", path="%s/new%05d.txt" % (repo, n), content="x%d" % n)
+    text = "".join(block("w%02d" % i, "file_write", path="%s/d00/f%05d.txt" % (repo, i),
+                         content="round %d" % n) for i in range(EDITED))
     for i in range(execs):
         text += block("e%02d" % i, "exec", lang="bash", code="true")
     return text
