@@ -137,7 +137,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         (true, true) => Verify::NoVerify,
         (true, false) => Verify::All,
     };
-    let git_hooks = GitHooks::find(repo, &root, verify);
+    let git_hooks = GitHooks::take(repo, &root, verify).map_err(stage::StageError::from)?;
     let runs_code = runs_code || git_hooks.any_before_commit();
     let view = Rc::new(visible::Visibility::new(&root, isolate.clone()));
     let paths = PathMap::redirect(&root, stage.path())

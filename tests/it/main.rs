@@ -27,6 +27,7 @@ mod nesl_differential;
 mod nesl_properties;
 mod readme;
 mod real_world;
+mod reply_hooks;
 mod report_quality;
 mod sandbox;
 mod scratch;
