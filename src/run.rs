@@ -55,8 +55,35 @@ impl Loaf {
 /// Runs `reply` where `paths` says: parse, check every block, run every valid action in
 /// order. Never fails: whatever goes wrong is in the result.
 pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult {
-    execute_fenced(reply, config, paths, Vec::new(), None)
+    execute_fenced(reply, config, paths, Vec::new(), None, None)
 }
+
+/// What code changed in the workspace, relative to the root, each list sorted: what the
+/// commit would record (ignored files, such as build caches, are not in it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Files that did not exist before.
+    pub created: Vec<PathBuf>,
+    /// Files whose content, mode or kind changed.
+    pub changed: Vec<PathBuf>,
+    /// Files that no longer exist.
+    pub deleted: Vec<PathBuf>,
+}
+
+/// Tells what each `exec` block changed: the transaction looks at its stage before and after
+/// each one (a run outside a transaction has none, and its exec results name no files).
+pub trait ChangeWatch {
+    /// Records the state the next code starts from. `unchanged` is true when nothing has
+    /// written to the workspace since the last [`ChangeWatch::after`], whose state can then
+    /// serve again.
+    fn before(&self, unchanged: bool);
+    /// What changed since [`ChangeWatch::before`]; `None` when it cannot tell.
+    fn after(&self) -> Option<Changes>;
+}
+
+/// Paths of each kind kept in an exec result's data (the rest counted in `<kind>_more`):
+/// the trailer and the note carry the data, and a build may create thousands of files.
+pub const CHANGES_KEPT: usize = 100;
 
 /// [`execute`], with folders or files (real paths) no action may touch and the reason each
 /// refusal gives: the transaction fences off submodules, which the stage does not check
@@ -67,6 +94,7 @@ pub fn execute_fenced(
     paths: &PathMap,
     fences: Vec<(PathBuf, String)>,
     sandbox: Option<&Sandbox>,
+    watch: Option<&dyn ChangeWatch>,
 ) -> ExecutionResult {
     let root = paths.user_root();
     // A reply with no block at all succeeds here, as in the seed's library; the command
@@ -113,12 +141,28 @@ pub fn execute_fenced(
         max_output: config.exec.max_output,
         sandbox,
     };
-    let results: Vec<ActionResult> = plan
-        .actions
-        .iter()
-        .enumerate()
-        .map(|(i, action)| run_action(i + 1, action, config, &ws))
-        .collect();
+    // Before hooks may have written anything: the first exec's start is unknown.
+    let mut unchanged = false;
+    let mut results: Vec<ActionResult> = Vec::with_capacity(plan.actions.len());
+    for (i, action) in plan.actions.iter().enumerate() {
+        let watched = watch.filter(|_| action.name == "exec" && config.allows("exec"));
+        if let Some(watch) = watched {
+            watch.before(unchanged);
+        }
+        let mut result = run_action(i + 1, action, config, &ws);
+        if let Some(changes) = watched.and_then(|w| w.after()) {
+            add_changes(&mut result, &changes, root);
+        }
+        let writes = actions::Schema::get()
+            .tool(&action.name)
+            .is_some_and(|t| t.kind == "write");
+        unchanged = match (watched.is_some(), writes) {
+            (true, _) => true,
+            (false, true) => false,
+            (false, false) => unchanged,
+        };
+        results.push(result);
+    }
     let succeeded = plan.errors.is_empty() && results.iter().all(|r| r.success);
     let mut vars = config.vars.clone();
     vars.extend(run_vars(succeeded, plan.total_blocks, &results));
@@ -279,6 +323,32 @@ fn run_vars(
     vars.insert("operations".to_owned(), operations.join(","));
     vars.insert("OPERATIONS".to_owned(), operations.join(","));
     vars
+}
+
+/// Puts what an exec block changed into its data (`created`, `changed`, `deleted`: the
+/// user's paths, at most [`CHANGES_KEPT`] of each, the rest counted in `<kind>_more`).
+fn add_changes(result: &mut ActionResult, changes: &Changes, root: &Path) {
+    let Some(serde_json::Value::Object(data)) = result.data.as_mut() else {
+        return;
+    };
+    for (kind, paths) in [
+        ("created", &changes.created),
+        ("changed", &changes.changed),
+        ("deleted", &changes.deleted),
+    ] {
+        if paths.is_empty() {
+            continue;
+        }
+        let shown: Vec<serde_json::Value> = paths
+            .iter()
+            .take(CHANGES_KEPT)
+            .map(|p| root.join(p).display().to_string().into())
+            .collect();
+        data.insert(kind.into(), shown.into());
+        if paths.len() > CHANGES_KEPT {
+            data.insert(format!("{kind}_more"), (paths.len() - CHANGES_KEPT).into());
+        }
+    }
 }
 
 /// Runs one action, if loaf.yml allows it.

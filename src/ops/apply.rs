@@ -162,7 +162,15 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     let mut fences = states::submodule_fences(repo, stage.path());
     fences.extend(states::sparse_fences(repo, stage.path()));
     crash_point("fences");
-    let mut result = crate::run::execute_fenced(reply, &config, &paths, fences, sandbox.as_ref());
+    let watch = super::exec_changes::StageWatch::new(&stage, repo);
+    let mut result = crate::run::execute_fenced(
+        reply,
+        &config,
+        &paths,
+        fences,
+        sandbox.as_ref(),
+        Some(&watch),
+    );
     crash_point("executed");
     if sandbox.as_ref().is_some_and(|s| !s.isolated()) {
         report_escapes(&session, &checkpoint, &root, &mut result)?;

@@ -10,6 +10,7 @@ mod crash;
 mod demo;
 #[path = "../common/deterministic.rs"]
 mod deterministic;
+mod exec_changes;
 mod execute_seeds;
 mod filters;
 mod fs_actions;
