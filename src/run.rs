@@ -73,10 +73,11 @@ pub struct Changes {
 /// Tells what each `exec` block changed: the transaction looks at its stage before and after
 /// each one (a run outside a transaction has none, and its exec results name no files).
 pub trait ChangeWatch {
-    /// Records the state the next code starts from. `unchanged` is true when nothing has
-    /// written to the workspace since the last [`ChangeWatch::after`], whose state can then
-    /// serve again.
-    fn before(&self, unchanged: bool);
+    /// Something other than exec code may have written to the workspace (a write action,
+    /// hooks): the state last seen is stale.
+    fn written(&self);
+    /// Records the state the next code starts from.
+    fn before(&self);
     /// What changed since [`ChangeWatch::before`]; `None` when it cannot tell.
     fn after(&self) -> Option<Changes>;
 }
@@ -141,31 +142,25 @@ pub fn execute_fenced(
         max_output: config.exec.max_output,
         sandbox,
     };
-    // Before hooks may have written anything: the first exec's start is unknown.
-    let mut unchanged = false;
-    let mut results: Vec<ActionResult> = Vec::with_capacity(plan.actions.len());
-    for (i, action) in plan.actions.iter().enumerate() {
-        let watched = watch.filter(|_| action.name == "exec" && config.allows("exec"));
-        if let Some(watch) = watched {
-            watch.before(unchanged);
-        }
-        let mut result = run_action(i + 1, action, config, &ws);
-        if let Some(changes) = watched.and_then(|w| w.after()) {
-            add_changes(&mut result, &changes, root);
-        }
-        let writes = actions::Schema::get()
-            .tool(&action.name)
-            .is_some_and(|t| t.kind == "write");
-        unchanged = match (watched.is_some(), writes) {
-            (true, _) => true,
-            (false, true) => false,
-            (false, false) => unchanged,
-        };
-        results.push(result);
+    if !config.hooks.before.is_empty()
+        && let Some(watch) = watch
+    {
+        watch.written();
     }
+    let results: Vec<ActionResult> = plan
+        .actions
+        .iter()
+        .enumerate()
+        .map(|(i, action)| run_watched(i + 1, action, config, &ws, watch))
+        .collect();
     let succeeded = plan.errors.is_empty() && results.iter().all(|r| r.success);
     let mut vars = config.vars.clone();
     vars.extend(run_vars(succeeded, plan.total_blocks, &results));
+    if !config.hooks.after.is_empty()
+        && let Some(watch) = watch
+    {
+        watch.written();
+    }
     let after = hooks::run_hooks_in(&to_hooks(&config.hooks.after), &vars, root, paths, sandbox);
     // Every failure is recorded, tolerated ones (continueOnError) included; only the others
     // make the run unsuccessful (the seed counts after-hook failures).
@@ -323,6 +318,35 @@ fn run_vars(
     vars.insert("operations".to_owned(), operations.join(","));
     vars.insert("OPERATIONS".to_owned(), operations.join(","));
     vars
+}
+
+/// Runs one action; an exec block's result names what it changed, and `watch` hears of
+/// every other action that may write.
+fn run_watched(
+    seq: usize,
+    action: &Action,
+    config: &Config,
+    ws: &Workspace<'_>,
+    watch: Option<&dyn ChangeWatch>,
+) -> ActionResult {
+    let Some(watch) = watch else {
+        return run_action(seq, action, config, ws);
+    };
+    if action.name != "exec" || !config.allows("exec") {
+        let reads = actions::Schema::get()
+            .tool(&action.name)
+            .is_some_and(|t| t.kind == "read" || t.kind == "meta");
+        if !reads {
+            watch.written();
+        }
+        return run_action(seq, action, config, ws);
+    }
+    watch.before();
+    let mut result = run_action(seq, action, config, ws);
+    if let Some(changes) = watch.after() {
+        add_changes(&mut result, &changes, ws.paths.user_root());
+    }
+    result
 }
 
 /// Puts what an exec block changed into its data (`created`, `changed`, `deleted`: the

@@ -162,7 +162,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     let mut fences = states::submodule_fences(repo, stage.path());
     fences.extend(states::sparse_fences(repo, stage.path()));
     crash_point("fences");
-    let watch = super::exec_changes::StageWatch::new(&stage, repo);
+    let watch = super::exec_changes::StageWatch::new(&stage, repo, from_work);
     let mut result = crate::run::execute_fenced(
         reply,
         &config,
@@ -186,7 +186,11 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         return Ok(Applied::unrecorded(result, git, session_notices));
     }
     let touched = touched(&result, &config, &root, stage.path());
-    let staged = stage.snapshot(&touched, repo)?;
+    // The scan after the last exec, when nothing wrote since, is the stage as it is now.
+    let staged = match watch.last_scan() {
+        Some(scanned) => scanned,
+        None => stage.snapshot(&touched, repo)?,
+    };
     crash_point("snapshot");
     // What the apply changed: the stage against the user's working tree. Only those paths
     // go into the commit (on HEAD's tree) and into the index; everything else the user had
