@@ -237,6 +237,9 @@ impl ExecutionResult {
                 }
                 None => line.push('\n'),
             }
+            if let Some(changes) = result.data.as_ref().and_then(changes_line) {
+                let _ = writeln!(line, "    {changes}");
+            }
             lines.push((result.start_line, line));
         }
         for error in &self.parse_errors {
@@ -247,6 +250,36 @@ impl ExecutionResult {
         lines.sort_by_key(|(at, _)| *at);
         lines.into_iter().map(|(_, line)| line).collect()
     }
+}
+
+/// Paths of one kind listed in full on an exec block's changes line; past this, the count
+/// and the first few.
+const CHANGES_LISTED: usize = 5;
+
+/// What an exec block changed, for the line under it: `created /repo/a; changed /repo/b;
+/// deleted /repo/c`, or `created 120 files: /repo/a, /repo/b, /repo/c, …` when many.
+fn changes_line(data: &Value) -> Option<String> {
+    let mut parts = Vec::new();
+    for kind in ["created", "changed", "deleted"] {
+        let Some(Value::Array(paths)) = data.get(kind) else {
+            continue;
+        };
+        let more = data
+            .get(format!("{kind}_more"))
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let total = paths.len() as u64 + more;
+        let names: Vec<String> = paths.iter().map(plain).collect();
+        parts.push(if total as usize <= CHANGES_LISTED {
+            format!("{kind} {}", names.join(", "))
+        } else {
+            format!(
+                "{kind} {total} files: {}, …",
+                names[..3.min(names.len())].join(", ")
+            )
+        });
+    }
+    (!parts.is_empty()).then(|| parts.join("; "))
 }
 
 /// An action's error without a leading `<action>: ` (the report line already names the

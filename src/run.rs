@@ -78,8 +78,36 @@ pub(crate) fn sandbox_policy(config: &Config) -> crate::exec::sandbox::Policy {
 /// Runs `reply` where `paths` says: parse, check every block, run every valid action in
 /// order. Never fails: whatever goes wrong is in the result.
 pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult {
-    execute_fenced(reply, config, paths, Vec::new(), None)
+    execute_fenced(reply, config, paths, Vec::new(), None, None)
 }
+
+/// What code changed in the workspace, relative to the root, each list sorted: what the
+/// commit would record (ignored files, such as build caches, are not in it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Files that did not exist before.
+    pub created: Vec<PathBuf>,
+    /// Files whose content, mode or kind changed.
+    pub changed: Vec<PathBuf>,
+    /// Files that no longer exist.
+    pub deleted: Vec<PathBuf>,
+}
+
+/// Tells what each `exec` block changed: the transaction looks at its stage before and after
+/// each one (a run outside a transaction has none, and its exec results name no files).
+pub trait ChangeWatch {
+    /// Something other than exec code may have written to the workspace (a write action,
+    /// hooks): the state last seen is stale.
+    fn written(&self);
+    /// Records the state the next code starts from.
+    fn before(&self);
+    /// What changed since [`ChangeWatch::before`]; `None` when it cannot tell.
+    fn after(&self) -> Option<Changes>;
+}
+
+/// Paths of each kind kept in an exec result's data (the rest counted in `<kind>_more`):
+/// the trailer and the note carry the data, and a build may create thousands of files.
+pub const CHANGES_KEPT: usize = 100;
 
 /// [`execute`], with folders or files (real paths) no action may touch and the reason each
 /// refusal gives: the transaction fences off submodules, which the stage does not check
@@ -90,6 +118,7 @@ pub fn execute_fenced(
     paths: &PathMap,
     fences: Vec<(PathBuf, String)>,
     sandbox: Option<&Sandbox>,
+    watch: Option<&dyn ChangeWatch>,
 ) -> ExecutionResult {
     let root = paths.user_root();
     // A reply with no block at all succeeds here, as in the seed's library; the command
@@ -136,15 +165,25 @@ pub fn execute_fenced(
         max_output: config.exec.max_output,
         sandbox,
     };
+    if !config.hooks.before.is_empty()
+        && let Some(watch) = watch
+    {
+        watch.written();
+    }
     let results: Vec<ActionResult> = plan
         .actions
         .iter()
         .enumerate()
-        .map(|(i, action)| run_action(i + 1, action, config, &ws))
+        .map(|(i, action)| run_watched(i + 1, action, config, &ws, watch))
         .collect();
     let succeeded = plan.errors.is_empty() && results.iter().all(|r| r.success);
     let mut vars = config.vars.clone();
     vars.extend(run_vars(succeeded, plan.total_blocks, &results));
+    if !config.hooks.after.is_empty()
+        && let Some(watch) = watch
+    {
+        watch.written();
+    }
     let after = hooks::run_hooks_in(&to_hooks(&config.hooks.after), &vars, root, paths, sandbox);
     // Every failure is recorded, tolerated ones (continueOnError) included; only the others
     // make the run unsuccessful (the seed counts after-hook failures).
@@ -302,6 +341,61 @@ fn run_vars(
     vars.insert("operations".to_owned(), operations.join(","));
     vars.insert("OPERATIONS".to_owned(), operations.join(","));
     vars
+}
+
+/// Runs one action; an exec block's result names what it changed, and `watch` hears of
+/// every other action that may write.
+fn run_watched(
+    seq: usize,
+    action: &Action,
+    config: &Config,
+    ws: &Workspace<'_>,
+    watch: Option<&dyn ChangeWatch>,
+) -> ActionResult {
+    let Some(watch) = watch else {
+        return run_action(seq, action, config, ws);
+    };
+    if action.name != "exec" || !config.allows("exec") {
+        let reads = actions::Schema::get()
+            .tool(&action.name)
+            .is_some_and(|t| t.kind == "read" || t.kind == "meta");
+        if !reads {
+            watch.written();
+        }
+        return run_action(seq, action, config, ws);
+    }
+    watch.before();
+    let mut result = run_action(seq, action, config, ws);
+    if let Some(changes) = watch.after() {
+        add_changes(&mut result, &changes, ws.paths.user_root());
+    }
+    result
+}
+
+/// Puts what an exec block changed into its data (`created`, `changed`, `deleted`: the
+/// user's paths, at most [`CHANGES_KEPT`] of each, the rest counted in `<kind>_more`).
+fn add_changes(result: &mut ActionResult, changes: &Changes, root: &Path) {
+    let Some(serde_json::Value::Object(data)) = result.data.as_mut() else {
+        return;
+    };
+    for (kind, paths) in [
+        ("created", &changes.created),
+        ("changed", &changes.changed),
+        ("deleted", &changes.deleted),
+    ] {
+        if paths.is_empty() {
+            continue;
+        }
+        let shown: Vec<serde_json::Value> = paths
+            .iter()
+            .take(CHANGES_KEPT)
+            .map(|p| root.join(p).display().to_string().into())
+            .collect();
+        data.insert(kind.into(), shown.into());
+        if paths.len() > CHANGES_KEPT {
+            data.insert(format!("{kind}_more"), (paths.len() - CHANGES_KEPT).into());
+        }
+    }
 }
 
 /// Runs one action, if loaf.yml allows it.

@@ -110,8 +110,24 @@ pub fn subject_summary(result: &ExecutionResult, root: &Path, changed: &[PathBuf
         if r.action == "exec" {
             let lang = r.params.get("lang").and_then(|v| v.as_str()).unwrap_or("");
             let item = format!("exec {lang}").trim_end().to_owned();
-            if !execs.contains(&item) {
-                execs.push(item);
+            // The files it changed, as the transaction recorded them in its data.
+            let paths: Vec<PathBuf> = ["created", "changed", "deleted"]
+                .iter()
+                .filter_map(|kind| r.data.as_ref()?.get(kind)?.as_array())
+                .flatten()
+                .flat_map(|p| relative(Some(p)))
+                .collect();
+            let new: Vec<String> = paths
+                .iter()
+                .filter(|p| in_commit(p) && !named.contains(*p))
+                .map(|p| p.display().to_string())
+                .collect();
+            named.extend(paths);
+            match new.len() {
+                0 if !execs.contains(&item) => execs.push(item),
+                0 => {}
+                1..=3 => items.push(format!("{item} {}", new.join(" "))),
+                n => items.push(format!("{item} {} (+{} more)", new[..3].join(" "), n - 3)),
             }
             continue;
         }

@@ -23,6 +23,14 @@
 //! only. Finding them costs a config read and a few `stat`s, so an apply in a repository
 //! without hooks does nothing more.
 //!
+//! They run **as the user had them before the apply** (DESIGN §2, "Code the reply wrote
+//! never runs during its own apply"): when the apply starts, before any action, the hooks
+//! found and the files beside them are copied into a private folder of the git common dir
+//! (`loaf/githooks`, 0700), and that copy runs, in every place hooks run. A reply that
+//! writes `.githooks/pre-commit` (a tracked `core.hooksPath`) gets its version committed;
+//! it runs from the next apply on. A hook that did not exist before the apply never runs in
+//! it. The hook's `$0` is the copy's path.
+//!
 //! They run in the same sandbox as `exec` (the stage at the repository's path, ignored
 //! entries such as `node_modules` or `.venv` in place), so the hook reaches its tools; its
 //! git dir path differs there, which is why the command asks git for `GIT_DIR` and the hooks
@@ -47,24 +55,44 @@ pub const GIT_HOOK_TIMEOUT: Duration = Duration::from_secs(600);
 /// Bytes of a refusing hook's output kept for the report (its end, where the reason is).
 const OUTPUT_KEPT: usize = 4000;
 
-/// Where the hooks folder is, as the hook command must name it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Location {
-    /// Inside the git common dir (the default `hooks`): asked of git where the hook runs,
-    /// since the sandbox shows the git dir elsewhere.
-    Common(PathBuf),
-    /// Inside the working tree (`.githooks`, `.husky/_`): relative to the root.
-    Tree(PathBuf),
-    /// Anywhere else: its absolute path.
-    Outside(PathBuf),
-}
+/// Where, under the git common dir, the hooks are copied when an apply starts.
+const COPY_DIR: &str = "loaf/githooks";
 
-/// The hooks `git commit` would run in this repository.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Bytes past which a file beside the hooks (not a hook itself) is not copied: helpers that
+/// hooks source are small scripts.
+const HELPER_MAX_BYTES: u64 = 1024 * 1024;
+
+/// The hooks `git commit` would run in this repository, as they were when the apply began.
+///
+/// Found and copied before any action runs, so that a reply writing a hook (a tracked
+/// `core.hooksPath` such as `.githooks`) cannot run its own code in its own apply: the copy
+/// runs, the reply's version is committed and runs from the next apply on. The copy is
+/// removed when this is dropped.
+#[derive(Debug)]
 pub struct GitHooks {
-    location: Location,
     /// The hooks present (executable) and enabled, by name.
     found: Vec<&'static str>,
+    /// The copy of the hooks folder, when there are hooks to run.
+    copy: Option<HooksCopy>,
+}
+
+/// The private copy of a hooks folder, under the git common dir: every hook (even one of
+/// code that the sandbox shows the git dir elsewhere, where it is asked of git), the files
+/// beside them (husky's `h`, a sourced `common.sh`) and, for a folder inside the working
+/// tree below the root, the files of its parent (husky's `_/pre-commit` runs
+/// `../pre-commit`).
+#[derive(Debug)]
+struct HooksCopy {
+    /// The copy's top folder (absolute), removed on drop.
+    top: PathBuf,
+    /// The hooks folder in the copy, relative to the common dir.
+    hooks: PathBuf,
+}
+
+impl Drop for HooksCopy {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.top);
+    }
 }
 
 /// Which hooks run.
@@ -147,9 +175,10 @@ pub struct Place<'a> {
 }
 
 impl GitHooks {
-    /// The hooks of `repo` (whose working tree is `root`) that `verify` lets run. A few
-    /// `stat`s: nothing is read or run.
-    pub fn find(repo: &Repository, root: &Path, verify: Verify) -> GitHooks {
+    /// The hooks of `repo` (whose working tree is `root`) that `verify` lets run, copied
+    /// as they are now into git-loaf's private folder of the common dir (0700). Without any,
+    /// a config read and a few `stat`s: nothing is copied.
+    pub fn take(repo: &Repository, root: &Path, verify: Verify) -> std::io::Result<GitHooks> {
         let names: &[&'static str] = match verify {
             Verify::All => &[
                 "pre-commit",
@@ -170,19 +199,25 @@ impl GitHooks {
             Some(path) => root.join(path),
             None => common.join("hooks"),
         };
-        let found = names
+        let found: Vec<&'static str> = names
             .iter()
             .copied()
             .filter(|name| is_executable(&dir.join(name)))
             .collect();
-        let location = if let Ok(rel) = dir.strip_prefix(common) {
-            Location::Common(rel.to_path_buf())
-        } else if let Ok(rel) = dir.strip_prefix(root) {
-            Location::Tree(rel.to_path_buf())
-        } else {
-            Location::Outside(dir)
-        };
-        GitHooks { location, found }
+        let top = common.join(COPY_DIR);
+        // A copy a killed apply left (the lock is held: no other apply uses it).
+        match std::fs::remove_dir_all(&top) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        if found.is_empty() {
+            return Ok(GitHooks { found, copy: None });
+        }
+        let copy = copy_hooks(&dir, root, &found, top)?;
+        Ok(GitHooks {
+            found,
+            copy: Some(copy),
+        })
     }
 
     /// Whether `name` will run.
@@ -200,14 +235,15 @@ impl GitHooks {
     /// The shell command that runs hook `name` with `args` at the root of the working tree
     /// it is started in, with the environment `git commit` gives hooks.
     fn command(&self, name: &str, args: &[&str]) -> String {
-        let hook = match &self.location {
-            Location::Common(rel) => format!(
-                "\"$(git rev-parse --git-common-dir)\"/{}",
-                quote(&rel.join(name).to_string_lossy())
-            ),
-            Location::Tree(rel) => quote(&Path::new(".").join(rel).join(name).to_string_lossy()),
-            Location::Outside(dir) => quote(&dir.join(name).to_string_lossy()),
-        };
+        // The copy is inside the common dir, which the sandbox shows elsewhere: ask git.
+        let rel = self
+            .copy
+            .as_ref()
+            .map_or_else(|| Path::new(COPY_DIR).to_path_buf(), |c| c.hooks.clone());
+        let hook = format!(
+            "\"$(git rev-parse --git-common-dir)\"/{}",
+            quote(&rel.join(name).to_string_lossy())
+        );
         let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
         format!(
             "hook={hook} && GIT_DIR=$(git rev-parse --absolute-git-dir) || exit 128\n\
@@ -473,6 +509,63 @@ fn keep_trailers(original: &str, edited: String) -> String {
         out.push('\n');
     }
     out
+}
+
+/// Copies the hooks folder `dir` (and, inside the working tree `root` below its root, the
+/// files of its parent) into `top`, made private (0700). The hooks named `found` must copy;
+/// a helper beside them that cannot (unreadable, too large) is left out.
+fn copy_hooks(dir: &Path, root: &Path, found: &[&str], top: PathBuf) -> std::io::Result<HooksCopy> {
+    if let Some(parent) = top.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    private_dir(&top)?;
+    // From here on a failure removes what was copied.
+    let copy = HooksCopy {
+        hooks: Path::new(COPY_DIR).join("hooks"),
+        top,
+    };
+    let hooks = copy.top.join("hooks");
+    private_dir(&hooks)?;
+    for name in found {
+        std::fs::copy(dir.join(name), hooks.join(name))?;
+    }
+    copy_helpers(dir, &hooks, |name| found.contains(&name));
+    let parent = dir.parent().filter(|p| p.starts_with(root) && *p != root);
+    if let Some(parent) = parent {
+        copy_helpers(parent, &copy.top, |name| name == "hooks");
+    }
+    Ok(copy)
+}
+
+/// Copies the regular files of `from` (symlinks followed) into `to`, but those `skip`
+/// names, git's `*.sample` files and files past [`HELPER_MAX_BYTES`]; at most 256 of them.
+fn copy_helpers(from: &Path, to: &Path, skip: impl Fn(&str) -> bool) {
+    let Ok(entries) = std::fs::read_dir(from) else {
+        return;
+    };
+    for entry in entries.filter_map(Result::ok).take(256) {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if skip(name) || name.ends_with(".sample") {
+            continue;
+        }
+        let path = entry.path();
+        let small_file =
+            std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= HELPER_MAX_BYTES);
+        if small_file {
+            // A helper that cannot be read is left out: the hook that needs it fails as
+            // it would with any missing file.
+            let _ = std::fs::copy(&path, to.join(name));
+        }
+    }
+}
+
+/// Creates the folder `path`, readable by its owner only.
+fn private_dir(path: &Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(path)
 }
 
 /// Whether `path` is a file git would run as a hook (executable).

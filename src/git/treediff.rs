@@ -32,6 +32,35 @@ pub fn changed_paths(
     Ok(out)
 }
 
+/// The file paths that differ between trees `a` and `b`, sorted into those only `b` has
+/// (created), those both have (changed: content, mode or kind) and those only `a` has
+/// (deleted), each sorted.
+pub fn created_changed_deleted(
+    repo: &Repository,
+    a: Oid,
+    b: Oid,
+) -> Result<[Vec<PathBuf>; 3], git2::Error> {
+    let mut out: [Vec<PathBuf>; 3] = Default::default();
+    let paths = changed_paths(repo, Some(a), Some(b))?;
+    if paths.is_empty() {
+        return Ok(out);
+    }
+    let (a, b) = (repo.find_tree(a)?, repo.find_tree(b)?);
+    let is_file = |tree: &Tree<'_>, path: &Path| {
+        tree.get_path(path)
+            .is_ok_and(|e| e.kind() != Some(ObjectType::Tree))
+    };
+    for path in paths {
+        let slot = match (is_file(&a, &path), is_file(&b, &path)) {
+            (false, _) => 0,
+            (true, true) => 1,
+            (true, false) => 2,
+        };
+        out[slot].push(path);
+    }
+    Ok(out)
+}
+
 fn entries(tree: Option<&Tree<'_>>) -> BTreeMap<Vec<u8>, Entry> {
     tree.map(|t| {
         t.iter()

@@ -137,7 +137,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         (true, true) => Verify::NoVerify,
         (true, false) => Verify::All,
     };
-    let git_hooks = GitHooks::find(repo, &root, verify);
+    let git_hooks = GitHooks::take(repo, &root, verify).map_err(stage::StageError::from)?;
     let runs_code = runs_code || git_hooks.any_before_commit();
     let view = Rc::new(visible::Visibility::new(&root, isolate.clone()));
     let paths = PathMap::redirect(&root, stage.path())
@@ -163,7 +163,15 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     let mut fences = states::submodule_fences(repo, stage.path());
     fences.extend(states::sparse_fences(repo, stage.path()));
     crash_point("fences");
-    let mut result = crate::run::execute_fenced(reply, &config, &paths, fences, sandbox.as_ref());
+    let watch = super::exec_changes::StageWatch::new(&stage, repo, from_work);
+    let mut result = crate::run::execute_fenced(
+        reply,
+        &config,
+        &paths,
+        fences,
+        sandbox.as_ref(),
+        Some(&watch),
+    );
     crash_point("executed");
     if sandbox.as_ref().is_some_and(|s| !s.isolated()) {
         report_escapes(&session, &checkpoint, &root, &mut result)?;
@@ -179,7 +187,11 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         return Ok(Applied::unrecorded(result, git, session_notices));
     }
     let touched = touched(&result, &config, &root, stage.path());
-    let staged = stage.snapshot(&touched, repo)?;
+    // The scan after the last exec, when nothing wrote since, is the stage as it is now.
+    let staged = match watch.last_scan() {
+        Some(scanned) => scanned,
+        None => stage.snapshot(&touched, repo)?,
+    };
     crash_point("snapshot");
     // What the apply changed: the stage against the user's working tree. Only those paths
     // go into the commit (on HEAD's tree) and into the index; everything else the user had

@@ -7,6 +7,7 @@
 //! plumbing in [`crate::git`].
 
 pub mod apply;
+mod exec_changes;
 pub mod gc;
 pub mod log;
 pub mod squash;

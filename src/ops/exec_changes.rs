@@ -1,0 +1,84 @@
+//! What each `exec` block changed in the stage (DESIGN §2: "The report names the files an
+//! exec created, changed or deleted in the stage"), for the run's [`ChangeWatch`].
+//!
+//! The stage is written as a tree before and after each exec block, as the commit will see
+//! it ([`Stage::snapshot`], `git add -A`: filters applied, ignored files left out), and the
+//! two trees are compared; unchanged folders are skipped, so the comparison costs what
+//! changed. What exec writes in ignored folders (build caches, `node_modules`) is not named:
+//! it is neither committed nor undone, and listing a build's thousand object files would
+//! bury the files that matter.
+//!
+//! Scans are shared: the stage as the reset left it is the start commit's tree (no scan
+//! before a first exec that nothing precedes), the scan after one exec is the one before the
+//! next unless something wrote in between, and the apply commits the last one unless
+//! something wrote after it. A reply with one exec block scans the stage once, as before.
+
+use std::cell::Cell;
+
+use git2::{Oid, Repository};
+
+use crate::git::stage::{Stage, Touched};
+use crate::git::treediff;
+use crate::run::{ChangeWatch, Changes};
+
+/// Watches `stage` for the run.
+pub struct StageWatch<'a> {
+    stage: &'a Stage,
+    repo: &'a Repository,
+    /// The tree the running exec started from.
+    before: Cell<Option<Oid>>,
+    /// The stage's content as a tree, while nothing else has written since it was taken.
+    current: Cell<Option<Oid>>,
+    /// Whether `current` comes from a scan (not the start).
+    scanned: Cell<bool>,
+}
+
+impl<'a> StageWatch<'a> {
+    /// A watch on `stage` of the user's repository `repo`, which holds exactly the tree
+    /// `start` (as [`Stage::reset_to`] leaves it): until something writes, the first exec
+    /// starts from it without a scan.
+    pub fn new(stage: &'a Stage, repo: &'a Repository, start: Oid) -> StageWatch<'a> {
+        StageWatch {
+            stage,
+            repo,
+            before: Cell::new(None),
+            current: Cell::new(Some(start)),
+            scanned: Cell::new(false),
+        }
+    }
+
+    /// The run's snapshot after its last exec, if nothing wrote since: the stage's content
+    /// as the commit would take it (and recorded as touched anywhere, as that would).
+    pub fn last_scan(&self) -> Option<Oid> {
+        self.current.get().filter(|_| self.scanned.get())
+    }
+
+    fn snapshot(&self) -> Option<Oid> {
+        self.stage.snapshot(&Touched::Anything, self.repo).ok()
+    }
+}
+
+impl ChangeWatch for StageWatch<'_> {
+    fn written(&self) {
+        self.current.set(None);
+    }
+
+    fn before(&self) {
+        let start = self.current.get().or_else(|| self.snapshot());
+        self.before.set(start);
+    }
+
+    fn after(&self) -> Option<Changes> {
+        let before = self.before.take();
+        let after = self.snapshot();
+        self.current.set(after);
+        self.scanned.set(true);
+        let [created, changed, deleted] =
+            treediff::created_changed_deleted(self.repo, before?, after?).ok()?;
+        Some(Changes {
+            created,
+            changed,
+            deleted,
+        })
+    }
+}
