@@ -61,6 +61,7 @@ impl Loaf {
             &PathMap::identity(&self.root),
             Vec::new(),
             Some(&sandbox),
+            None,
         )
     }
 }
