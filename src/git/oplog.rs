@@ -331,7 +331,8 @@ fn write_entry(
 
 /// Which operations can be undone and re-done now in `workdir`: replaying the log, an apply
 /// is pushed on the undo stack and clears the redo stack; an undo moves its target to the
-/// redo stack; a redo moves it back.
+/// redo stack; a redo moves it back, or pops it from the undo stack when it is the `undo --to`
+/// on top there (redo re-did its walk).
 #[derive(Debug, Default)]
 pub struct Stacks {
     /// Operations undo would undo, the next one last.
@@ -365,6 +366,9 @@ pub fn stacks(entries: &[OpEntry], workdir: &str) -> Stacks {
                 if let Some(i) = find(&stacks.redoable, entry.target.as_deref()) {
                     let redone = stacks.redoable.remove(i);
                     stacks.undoable.push(redone);
+                } else if stacks.undoable.last().map(|e| e.id.as_str()) == entry.target.as_deref() {
+                    // The redo of an `undo --to`: its walk re-done, it leaves the stack.
+                    stacks.undoable.pop();
                 }
             }
         }
@@ -521,6 +525,7 @@ mod tests {
             ("/w", "u5", OpKind::Undo, Some("s")),
             ("/w", "u6", OpKind::Undo, Some("a")),
             ("/w", "d", OpKind::UndoTo, Some("b")),
+            ("/w", "r4", OpKind::Redo, Some("d")),
         ];
         for (workdir, id, kind, target) in script {
             let mut e = entry(id, *kind, *target);
@@ -532,7 +537,8 @@ mod tests {
         }
         assert_eq!(
             stored(&repo, "/w"),
-            (vec!["d".into(), "c".into(), "b".into()], vec![])
+            (vec!["c".into(), "b".into()], vec![]),
+            "the redo of the undo --to took it off"
         );
         git(dir.path(), &["fsck", "--strict", "--no-dangling"]);
     }
