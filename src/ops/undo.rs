@@ -189,7 +189,8 @@ pub fn redo(cwd: &Path) -> Result<Walked, TxError> {
 }
 
 /// The operations an `undo --to` (`walked`, the top of the undo stack) undid, oldest first:
-/// they lie under it on the undo stack, down to the one it went back to.
+/// they lie under it on the undo stack, down to the one it went back to. None when that one
+/// is no longer there (a gc dropped it): the walk itself is recorded in `walked`.
 fn redone_by(stack: oplog::StackWalk<'_>, walked: &OpEntry) -> Result<Vec<OpEntry>, TxError> {
     let mut run = Vec::new();
     for entry in stack {
@@ -197,11 +198,11 @@ fn redone_by(stack: oplog::StackWalk<'_>, walked: &OpEntry) -> Result<Vec<OpEntr
         let last = Some(&entry.id) == walked.target.as_ref();
         run.push(entry);
         if last {
-            break;
+            run.reverse();
+            return Ok(run);
         }
     }
-    run.reverse();
-    Ok(run)
+    Ok(Vec::new())
 }
 
 /// `walked`, an `undo --to`, turned around, so that re-doing it goes from the state it
@@ -210,7 +211,11 @@ fn redone_by(stack: oplog::StackWalk<'_>, walked: &OpEntry) -> Result<Vec<OpEntr
 fn reversed(walked: OpEntry, run: &[OpEntry]) -> OpEntry {
     let back_to = walked.target.clone().unwrap_or_default();
     OpEntry {
-        summary: format!("the {} operations `undo --to {back_to}` undid", run.len()),
+        summary: match run.len() {
+            0 => format!("what `undo --to {back_to}` undid"),
+            1 => format!("the operation `undo --to {back_to}` undid"),
+            n => format!("the {n} operations `undo --to {back_to}` undid"),
+        },
         before: walked.after.clone(),
         after: walked.before.clone(),
         extras: walked.extras.inverted(),

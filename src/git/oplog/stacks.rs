@@ -172,7 +172,9 @@ fn move_top(
     Ok(true)
 }
 
-/// Pops the undo stack `undo` when its top is `entry.target`.
+/// Pops the undo stack `undo` when its top is `entry.target` and `entry` went back to the
+/// state before it (a redo that re-did an `undo --to`'s walk; a plain redo of it, whose
+/// undo a gc dropped, goes to the state after it and leaves it).
 fn drop_top(
     repo: &Repository,
     entry: &OpEntry,
@@ -182,7 +184,14 @@ fn drop_top(
         return Ok(());
     };
     let node = read_node(repo, &top)?;
-    if Some(node.id.as_str()) == entry.target.as_deref() {
+    if Some(node.id.as_str()) != entry.target.as_deref() {
+        return Ok(());
+    }
+    let walked_back = Oid::from_str(&node.entry)
+        .ok()
+        .and_then(|blob| read_entry(repo, blob))
+        .is_some_and(|target| super::walks_back(entry, &target));
+    if walked_back {
         *undo = node.rest;
     }
     Ok(())
