@@ -660,6 +660,9 @@ fn write_files(
     let to_index = repo.find_tree(oid(&t.to_index)?)?;
     let conversions = &checker.conversions;
     let mut skipped = Vec::new();
+    // Folders the operation leaves in place (the user's empty folders a reply wrote into):
+    // a deletion never removes them, even when it leaves them empty.
+    let keep = t.op.extras.folders_after();
     // What a path may hold now for it to be replaced: its before content, or (done already)
     // its after content.
     let verdict = |path: &Path| {
@@ -681,7 +684,7 @@ fn write_files(
             Verdict::UserChanged => skipped.push(path.clone()),
             // A deletion a crash interrupted may have left its folders behind.
             Verdict::Done if blob_at(&to_work, path).is_none() => {
-                remove_empty_parents(&t.workdir, path);
+                remove_empty_parents_keeping(&t.workdir, path, &keep);
             }
             // The content is there; the mode may be what changed (or a crash came between).
             Verdict::Done => {
@@ -736,9 +739,9 @@ fn write_files(
                 .as_deref_mut()
                 .is_some_and(|stage| stage.take_deleted(path, &t.workdir.join(path)))
         {
-            remove_empty_parents(&t.workdir, path);
+            remove_empty_parents_keeping(&t.workdir, path, &keep);
         } else {
-            remove_file(&t.workdir, path)?;
+            remove_file(&t.workdir, path, &keep)?;
         }
     }
     if !written.is_empty() {
@@ -891,9 +894,15 @@ enum Verdict {
 
 /// Folders left empty above `path`, up to the working tree root, are removed (as git does).
 pub(crate) fn remove_empty_parents(workdir: &Path, path: &Path) {
+    remove_empty_parents_keeping(workdir, path, &BTreeSet::new());
+}
+
+/// [`remove_empty_parents`], stopping at the folders in `keep` (which then hold what is
+/// above them).
+fn remove_empty_parents_keeping(workdir: &Path, path: &Path, keep: &BTreeSet<PathBuf>) {
     let mut dir = path.parent();
     while let Some(parent) = dir.filter(|d| !d.as_os_str().is_empty()) {
-        if std::fs::remove_dir(workdir.join(parent)).is_err() {
+        if keep.contains(parent) || std::fs::remove_dir(workdir.join(parent)).is_err() {
             break;
         }
         dir = parent.parent();
@@ -901,7 +910,7 @@ pub(crate) fn remove_empty_parents(workdir: &Path, path: &Path) {
 }
 
 /// Removes a file the transition deletes, then its folders left empty (as git does).
-fn remove_file(workdir: &Path, path: &Path) -> Result<(), git2::Error> {
+fn remove_file(workdir: &Path, path: &Path, keep: &BTreeSet<PathBuf>) -> Result<(), git2::Error> {
     let full = workdir.join(path);
     match std::fs::remove_file(&full) {
         Ok(()) => {}
@@ -913,7 +922,7 @@ fn remove_file(workdir: &Path, path: &Path) -> Result<(), git2::Error> {
             )));
         }
     }
-    remove_empty_parents(workdir, path);
+    remove_empty_parents_keeping(workdir, path, keep);
     Ok(())
 }
 

@@ -38,6 +38,7 @@ mod step;
 mod storage;
 mod support;
 mod transaction;
+mod undo_safety;
 mod undo_to;
 mod validation;
 mod visible;
