@@ -595,7 +595,13 @@ fn current_id(
 ) -> Option<Oid> {
     let full = workdir.join(path);
     let folder_in_base = || base.get_path(path).is_ok_and(|e| e.filemode() == 0o040000);
-    match std::fs::symlink_metadata(&full) {
+    let found = std::fs::symlink_metadata(&full);
+    // Beyond a symbolic link is not in the working tree (as git sees it): a link where a
+    // folder was (one the operation made, say) is never read through.
+    if found.is_ok() && beyond_symlink(workdir, path) {
+        return None;
+    }
+    match found {
         // A file where a folder of `path` should be (a file replaced by a folder): absent.
         Err(e)
             if matches!(
@@ -615,6 +621,17 @@ fn current_id(
             .or(Some(Oid::ZERO_SHA1)),
         Ok(_) => Some(regular(path).unwrap_or(Oid::ZERO_SHA1)),
     }
+}
+
+/// Whether a folder above `path` in `workdir` is a symbolic link (what lies beyond it is
+/// not the working tree's: git neither reads nor writes through one).
+fn beyond_symlink(workdir: &Path, path: &Path) -> bool {
+    path.ancestors()
+        .skip(1)
+        .take_while(|a| !a.as_os_str().is_empty())
+        .any(|a| {
+            std::fs::symlink_metadata(workdir.join(a)).is_ok_and(|m| m.file_type().is_symlink())
+        })
 }
 
 /// Paths the transition changes whose file or index entry is no longer what `from_*` says.
@@ -732,7 +749,7 @@ fn write_files(
     }
     let movable_path = |path: &PathBuf| movable.binary_search(&path).is_ok();
     for path in gone {
-        if verdict(path) != Verdict::Replace {
+        if verdict(path) != Verdict::Replace || beyond_symlink(&t.workdir, path) {
             skipped.push(path.clone());
         } else if movable_path(path)
             && swap
@@ -773,8 +790,9 @@ fn write_files(
         }
         for path in &written {
             let to = t.workdir.join(path);
-            // The last look before replacing: an edit saved since the first one wins.
-            if verdict(path) != Verdict::Replace {
+            // The last look before replacing: an edit saved since the first one wins; and
+            // nothing is written through a link still standing where a folder goes.
+            if verdict(path) != Verdict::Replace || beyond_symlink(&t.workdir, path) {
                 skipped.push((*path).clone());
                 continue;
             }

@@ -103,3 +103,55 @@ fn refusals_name_the_paths_that_changed() {
         stderr(&out)
     );
 }
+
+/// An exec replaced a folder by a symlink to a folder outside the repository that holds a
+/// file of the same name: undo removes the link and restores the folder and its files,
+/// never reading or writing through the link (the outside folder is untouched).
+#[test]
+fn undo_removes_a_symlink_that_replaced_a_folder_and_restores_the_folder() {
+    let s = Scratch::with(&[
+        ("loaf.yml", "allowed-actions: [defaults, exec]\n"),
+        ("lib/x.txt", "x\n"),
+        ("lib/y.txt", "y\n"),
+    ]);
+    let outside = s.sibling("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::fs::write(outside.join("x.txt"), "outside x\n").expect("write");
+    let before = s.state();
+    let code = format!("rm -rf lib && ln -s {} lib", outside.display());
+    let out = s.apply(&block("x1a", "exec", &[("lang", "bash"), ("code", &code)]));
+    s.assert_exit(&out, 0);
+    let lib = s.root.join("lib");
+    assert!(
+        std::fs::symlink_metadata(&lib).is_ok_and(|m| m.file_type().is_symlink()),
+        "the apply made the link: {}",
+        s.redact(&out.stdout)
+    );
+
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 0);
+    assert!(!stderr(&out).contains("left"), "{}", stderr(&out));
+    assert!(
+        std::fs::symlink_metadata(&lib).is_ok_and(|m| m.is_dir()),
+        "a folder again"
+    );
+    assert_eq!(s.state(), before);
+    assert_eq!(
+        std::fs::read_to_string(outside.join("x.txt")).expect("read"),
+        "outside x\n",
+        "nothing written through the link"
+    );
+    assert!(
+        !outside.join("y.txt").exists(),
+        "nothing written through the link"
+    );
+
+    // Redo makes the link again, and removes nothing through it.
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    assert!(std::fs::symlink_metadata(&lib).is_ok_and(|m| m.file_type().is_symlink()));
+    assert_eq!(
+        std::fs::read_to_string(outside.join("x.txt")).expect("read"),
+        "outside x\n"
+    );
+    s.assert_tidy();
+}
