@@ -3,6 +3,7 @@
 use clap::Args;
 
 use super::{CliError, Outcome};
+use crate::git::oplog::OpKind;
 use crate::ops::gc::{self, Collected};
 
 /// Drop old operation-log entries and pack what git-loaf wrote
@@ -51,6 +52,22 @@ pub fn render(c: &Collected) -> String {
         c.keep_days,
         c.kept
     );
+    if !c.held.is_empty() {
+        let n = c.held.len();
+        out.push_str(&format!(
+            "kept {n} older {} that a pending operation needs:\n",
+            if n == 1 { "entry" } else { "entries" }
+        ));
+        for held in &c.held {
+            out.push_str(&format!(
+                "  {} {} ({}): {}\n",
+                held.entry.id,
+                kind_name(held.entry.kind),
+                held.entry.summary,
+                held.why
+            ));
+        }
+    }
     for name in &c.saved_dropped {
         out.push_str(&format!("{drop} {name} (saved by a forced undo)\n"));
     }
@@ -71,4 +88,17 @@ pub fn render(c: &Collected) -> String {
         None => out.push('\n'),
     }
     out
+}
+
+/// The command that made an entry of kind `kind`.
+fn kind_name(kind: OpKind) -> &'static str {
+    match kind {
+        OpKind::Apply => "apply",
+        OpKind::Undo => "undo",
+        OpKind::Redo => "redo",
+        OpKind::StepBack => "step-back",
+        OpKind::StepForward => "step-forward",
+        OpKind::UndoTo => "undo --to",
+        OpKind::Squash => "squash",
+    }
 }

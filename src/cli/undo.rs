@@ -70,7 +70,7 @@ fn report(verb: &str, walked: &Walked) -> Result<Outcome, CliError> {
         short(walked.to.as_deref()),
     );
     if walked.run.len() > 1 {
-        out.push_str(&format!("Undid {} operations:\n", walked.run.len()));
+        out.push_str(&format!("{verb} {} operations:\n", walked.run.len()));
         for op in walked.run.iter().rev() {
             out.push_str(&format!("  {} {}\n", op.id, op.summary));
         }
@@ -92,12 +92,27 @@ fn report(verb: &str, walked: &Walked) -> Result<Outcome, CliError> {
     if let Some(saved) = &walked.saved {
         // The saved state holds the AI's edits too; the difference from what the operation
         // left is only what the user did since, which is what they want back.
-        let left: String = walked.target.after.work.chars().take(12).collect();
+        let left = short_tree(&walked.target.after.work);
         out.push_str(&format!(
             "What was there before this forced undo is saved as {saved}. `git diff {left} {saved} | git apply --3way` brings back only what you changed since {} (without the AI's edits).\n",
             walked.target.id
         ));
     }
+    for between in &walked.between {
+        out.push_str(&format!(
+            "What you did between {} and {} ({}) is in it too: `git diff {} {} | git apply --3way` brings back only that.\n",
+            between.earlier,
+            between.later,
+            undo::name_paths(&between.paths),
+            short_tree(&between.from_work),
+            short_tree(&between.to_work),
+        ));
+    }
     super::print_out(&out)?;
     Ok(Outcome::Success)
+}
+
+/// A tree id shortened as the saved-work hint shows it (long enough to stay unambiguous).
+fn short_tree(id: &str) -> String {
+    id.chars().take(12).collect()
 }

@@ -380,7 +380,8 @@ fn write_entry(
 
 /// Which operations can be undone and re-done now in `workdir`: replaying the log, an apply
 /// is pushed on the undo stack and clears the redo stack; an undo moves its target to the
-/// redo stack; a redo moves it back.
+/// redo stack; a redo moves it back, or pops it from the undo stack when it is the `undo --to`
+/// on top there (redo re-did its walk).
 #[derive(Debug, Default)]
 pub struct Stacks {
     /// Operations undo would undo, the next one last.
@@ -414,11 +415,22 @@ pub fn stacks(entries: &[OpEntry], workdir: &str) -> Stacks {
                 if let Some(i) = find(&stacks.redoable, entry.target.as_deref()) {
                     let redone = stacks.redoable.remove(i);
                     stacks.undoable.push(redone);
+                } else if stacks.undoable.last().is_some_and(|top| {
+                    Some(top.id.as_str()) == entry.target.as_deref() && walks_back(entry, top)
+                }) {
+                    // The redo of an `undo --to`: its walk re-done, it leaves the stack.
+                    stacks.undoable.pop();
                 }
             }
         }
     }
     stacks
+}
+
+/// Whether `redo` went from the state `target` left back to the one it found: the redo of an
+/// `undo --to`, which re-does its walk (a plain redo goes the other way).
+fn walks_back(redo: &OpEntry, target: &OpEntry) -> bool {
+    redo.after == target.before && redo.before == target.after
 }
 
 fn find(stack: &[OpEntry], id: Option<&str>) -> Option<usize> {
@@ -570,10 +582,15 @@ mod tests {
             ("/w", "u5", OpKind::Undo, Some("s")),
             ("/w", "u6", OpKind::Undo, Some("a")),
             ("/w", "d", OpKind::UndoTo, Some("b")),
+            ("/w", "r4", OpKind::Redo, Some("d")),
         ];
         for (workdir, id, kind, target) in script {
             let mut e = entry(id, *kind, *target);
             e.workdir = (*workdir).to_owned();
+            if *id == "r4" {
+                // Re-does d's walk: from the state d left to the one it found.
+                std::mem::swap(&mut e.before, &mut e.after);
+            }
             append(&repo, &e).expect("append");
             for w in ["/w", "/o"] {
                 assert_eq!(stored(&repo, w), replayed(&repo, w), "after {id} in {w}");
@@ -581,9 +598,30 @@ mod tests {
         }
         assert_eq!(
             stored(&repo, "/w"),
-            (vec!["d".into(), "c".into(), "b".into()], vec![])
+            (vec!["c".into(), "b".into()], vec![]),
+            "the redo of the undo --to took it off"
         );
         git(dir.path(), &["fsck", "--strict", "--no-dangling"]);
+    }
+
+    #[test]
+    fn only_a_redo_that_walks_an_undo_to_back_takes_it_off_the_undo_stack() {
+        let dir = init_repo();
+        let repo = Repository::open(dir.path()).expect("open");
+        append(&repo, &entry("a", OpKind::Apply, None)).expect("append");
+        append(&repo, &entry("d", OpKind::UndoTo, Some("a"))).expect("append");
+        // A redo going the way d went (as when a gc dropped the undo before it): d stays.
+        append(&repo, &entry("r1", OpKind::Redo, Some("d"))).expect("append");
+        let expected = (vec!["d".to_owned(), "a".to_owned()], vec![]);
+        assert_eq!(stored(&repo, "/w"), expected);
+        assert_eq!(replayed(&repo, "/w"), expected);
+        // The redo of d's walk: from the state d left back to the one it found.
+        let mut back = entry("r2", OpKind::Redo, Some("d"));
+        std::mem::swap(&mut back.before, &mut back.after);
+        append(&repo, &back).expect("append");
+        let expected = (vec!["a".to_owned()], vec![]);
+        assert_eq!(stored(&repo, "/w"), expected);
+        assert_eq!(replayed(&repo, "/w"), expected);
     }
 
     #[test]

@@ -785,7 +785,13 @@ fn current_id(
 ) -> Option<Oid> {
     let full = workdir.join(path);
     let folder_in_base = || base.get_path(path).is_ok_and(|e| e.filemode() == 0o040000);
-    match std::fs::symlink_metadata(&full) {
+    let found = std::fs::symlink_metadata(&full);
+    // Beyond a symbolic link is not in the working tree (as git sees it): a link where a
+    // folder was (one the operation made, say) is never read through.
+    if found.is_ok() && beyond_symlink(workdir, path) {
+        return None;
+    }
+    match found {
         // A file where a folder of `path` should be (a file replaced by a folder): absent.
         Err(e)
             if matches!(
@@ -805,6 +811,17 @@ fn current_id(
             .or(Some(Oid::ZERO_SHA1)),
         Ok(_) => Some(regular(path).unwrap_or(Oid::ZERO_SHA1)),
     }
+}
+
+/// Whether a folder above `path` in `workdir` is a symbolic link (what lies beyond it is
+/// not the working tree's: git neither reads nor writes through one).
+fn beyond_symlink(workdir: &Path, path: &Path) -> bool {
+    path.ancestors()
+        .skip(1)
+        .take_while(|a| !a.as_os_str().is_empty())
+        .any(|a| {
+            std::fs::symlink_metadata(workdir.join(a)).is_ok_and(|m| m.file_type().is_symlink())
+        })
 }
 
 /// Paths the transition changes whose file or index entry is no longer what `from_*` says.
@@ -850,6 +867,9 @@ fn write_files(
     let to_index = repo.find_tree(oid(&t.to_index)?)?;
     let conversions = &checker.conversions;
     let mut skipped = Vec::new();
+    // Folders the operation leaves in place (the user's empty folders a reply wrote into):
+    // a deletion never removes them, even when it leaves them empty.
+    let keep = t.op.extras.folders_after();
     // What a path may hold now for it to be replaced: its before content, or (done already)
     // its after content.
     let verdict = |path: &Path| {
@@ -871,7 +891,7 @@ fn write_files(
             Verdict::UserChanged => skipped.push(path.clone()),
             // A deletion a crash interrupted may have left its folders behind.
             Verdict::Done if blob_at(&to_work, path).is_none() => {
-                remove_empty_parents(&t.workdir, path);
+                remove_empty_parents_keeping(&t.workdir, path, &keep);
             }
             // The content is there; the mode may be what changed (or a crash came between).
             Verdict::Done => {
@@ -922,16 +942,16 @@ fn write_files(
     // test saves a file here to see the last look keep it.
     crash_point("replacing");
     for path in gone {
-        if verdict(path) != Verdict::Replace {
+        if verdict(path) != Verdict::Replace || beyond_symlink(&t.workdir, path) {
             skipped.push(path.clone());
         } else if movable_path(path)
             && swap
                 .as_deref_mut()
                 .is_some_and(|stage| stage.take_deleted(path, &t.workdir.join(path)))
         {
-            remove_empty_parents(&t.workdir, path);
+            remove_empty_parents_keeping(&t.workdir, path, &keep);
         } else {
-            remove_file(&t.workdir, path)?;
+            remove_file(&t.workdir, path, &keep)?;
         }
     }
     if !written.is_empty() {
@@ -963,8 +983,9 @@ fn write_files(
         }
         for path in &written {
             let to = t.workdir.join(path);
-            // The last look before replacing: an edit saved since the first one wins.
-            if verdict(path) != Verdict::Replace {
+            // The last look before replacing: an edit saved since the first one wins; and
+            // nothing is written through a link still standing where a folder goes.
+            if verdict(path) != Verdict::Replace || beyond_symlink(&t.workdir, path) {
                 skipped.push((*path).clone());
                 continue;
             }
@@ -1084,9 +1105,15 @@ enum Verdict {
 
 /// Folders left empty above `path`, up to the working tree root, are removed (as git does).
 pub(crate) fn remove_empty_parents(workdir: &Path, path: &Path) {
+    remove_empty_parents_keeping(workdir, path, &BTreeSet::new());
+}
+
+/// [`remove_empty_parents`], stopping at the folders in `keep` (which then hold what is
+/// above them).
+fn remove_empty_parents_keeping(workdir: &Path, path: &Path, keep: &BTreeSet<PathBuf>) {
     let mut dir = path.parent();
     while let Some(parent) = dir.filter(|d| !d.as_os_str().is_empty()) {
-        if std::fs::remove_dir(workdir.join(parent)).is_err() {
+        if keep.contains(parent) || std::fs::remove_dir(workdir.join(parent)).is_err() {
             break;
         }
         dir = parent.parent();
@@ -1094,7 +1121,7 @@ pub(crate) fn remove_empty_parents(workdir: &Path, path: &Path) {
 }
 
 /// Removes a file the transition deletes, then its folders left empty (as git does).
-fn remove_file(workdir: &Path, path: &Path) -> Result<(), git2::Error> {
+fn remove_file(workdir: &Path, path: &Path, keep: &BTreeSet<PathBuf>) -> Result<(), git2::Error> {
     let full = workdir.join(path);
     match std::fs::remove_file(&full) {
         Ok(()) => {}
@@ -1106,7 +1133,7 @@ fn remove_file(workdir: &Path, path: &Path) -> Result<(), git2::Error> {
             )));
         }
     }
-    remove_empty_parents(workdir, path);
+    remove_empty_parents_keeping(workdir, path, keep);
     Ok(())
 }
 

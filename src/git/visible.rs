@@ -535,7 +535,20 @@ pub fn extras(
     };
     for path in touched {
         let Some(path) = normal(path) else { continue };
-        if in_git_dir(&path) || tree.get_path(&path).is_ok() {
+        if in_git_dir(&path) {
+            continue;
+        }
+        if let Some(folder) = users_empty_folder(user_root, &path) {
+            add(
+                Change {
+                    path: folder,
+                    before: State::Dir,
+                    after: State::Dir,
+                },
+                &mut changes,
+            );
+        }
+        if tree.get_path(&path).is_ok() {
             continue;
         }
         let after = State::read(&stage_root.join(&path), Some(repo))?;
@@ -578,6 +591,26 @@ pub fn extras(
     Ok(Extras { changes })
 }
 
+/// The user's empty folder that a new file at `path` (none there yet) goes into, if any: the
+/// deepest existing folder above it, when it holds nothing. Undo removes the file and the
+/// folders the run creates below that one, and would then find it empty: it is recorded as a
+/// folder before and after, which publish never removes. Folders above it are not emptied
+/// (they hold it).
+fn users_empty_folder(user_root: &Path, path: &Path) -> Option<PathBuf> {
+    if std::fs::symlink_metadata(user_root.join(path)).is_ok() {
+        return None;
+    }
+    let existing = path
+        .ancestors()
+        .skip(1)
+        .take_while(|f| !f.as_os_str().is_empty())
+        .find(|f| std::fs::symlink_metadata(user_root.join(f)).is_ok())?;
+    let full = user_root.join(existing);
+    let is_dir = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir());
+    let empty = is_dir && std::fs::read_dir(&full).is_ok_and(|mut e| e.next().is_none());
+    empty.then(|| existing.to_path_buf())
+}
+
 /// `path` with `.` and `..` resolved lexically; `None` if it leaves the root or is empty.
 fn normal(path: &Path) -> Option<PathBuf> {
     let mut out = PathBuf::new();
@@ -600,6 +633,16 @@ impl Extras {
     /// Whether there is nothing to do.
     pub fn is_empty(&self) -> bool {
         self.changes.is_empty()
+    }
+
+    /// The folders the changes leave in place (a folder after): publish does not remove
+    /// them when a deletion leaves them empty.
+    pub fn folders_after(&self) -> BTreeSet<PathBuf> {
+        self.changes
+            .iter()
+            .filter(|c| c.after == State::Dir)
+            .map(|c| c.path.clone())
+            .collect()
     }
 
     /// A tree holding every blob the changes name (entries `0`, `1`, …), for the operation log

@@ -4,7 +4,11 @@
 //! the loose objects only git-loaf's refs reach.
 //!
 //! Kept commits (`refs/loaf/<id>`, an apply that could not publish) are never dropped: they
-//! wait for the user's `git loaf take` or `git loaf drop`, however old. A saved ref
+//! wait for the user's `git loaf take` or `git loaf drop`, however old. Nor are the entries
+//! a pending operation needs (see [`held`]): the steps of a step-back walk in effect hold the
+//! user's uncommitted work, which exists nowhere else until step-forward brings it back; they
+//! stay in the log, so their objects stay reachable from `refs/loaf/oplog` even for git's
+//! own `gc --prune=now`. A saved ref
 //! (`refs/loaf/saved/<id>`, what a forced undo moved away from) lives as long as its undo's
 //! entry: it goes with the entry, or, when the log no longer names it, once its commit is
 //! older than the limit. Nothing reachable from the user's refs is packed or removed.
@@ -15,7 +19,7 @@ use std::time::{Duration, SystemTime};
 
 use super::now_secs;
 use crate::config::Config;
-use crate::git::oplog::{self, OpEntry, gc::Packed};
+use crate::git::oplog::{self, OpEntry, OpKind, gc::Packed};
 use crate::git::session::{self, Session, TxError};
 
 /// Seconds in a day.
@@ -35,6 +39,9 @@ pub struct Collected {
     pub dropped: Vec<OpEntry>,
     /// How many entries are left.
     pub kept: usize,
+    /// The entries older than the limit kept because a pending operation needs them,
+    /// oldest first.
+    pub held: Vec<Held>,
     /// The saved refs dropped.
     pub saved_dropped: Vec<String>,
     /// The loose objects packed.
@@ -61,7 +68,16 @@ pub fn collect(
 ) -> Result<Collected, TxError> {
     let repo = &session.repo;
     let cutoff = now.saturating_sub((keep_days as i64).saturating_mul(DAY));
-    let pruned = oplog::prune(repo, |e| e.time < cutoff, dry_run)?;
+    let held: Vec<Held> = held(&oplog::entries(repo)?)
+        .into_iter()
+        .filter(|h| h.entry.time < cutoff)
+        .collect();
+    let held_ids: HashSet<&str> = held.iter().map(|h| h.entry.id.as_str()).collect();
+    let pruned = oplog::prune(
+        repo,
+        |e| e.time < cutoff && !held_ids.contains(e.id.as_str()),
+        dry_run,
+    )?;
     let dropped_ids: HashSet<&str> = pruned.dropped.iter().map(|e| e.id.as_str()).collect();
     // What is left (after a dry run, what would be).
     let kept_ids: HashSet<String> = oplog::walk(repo)
@@ -87,10 +103,69 @@ pub fn collect(
         dry_run,
         keep_days,
         kept: pruned.kept,
+        held,
         dropped: pruned.dropped,
         saved_dropped,
         packed,
     })
+}
+
+/// An entry gc keeps whatever its age, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// The entry.
+    pub entry: OpEntry,
+    /// Which pending operation needs it, for people.
+    pub why: String,
+}
+
+/// The entries of `entries` (the whole log, newest first) that a pending operation needs,
+/// oldest first: in every working tree stepped back (a step on top of its undo stack), the
+/// steps of that walk on its undo and redo stacks (step-forward, undo and redo read them, and
+/// a step-back's before state is the only copy of the work it kept), and the undos and redos
+/// of those steps, without which the log, replayed after the others go, would put a step on
+/// the wrong stack.
+pub fn held(entries: &[OpEntry]) -> Vec<Held> {
+    let workdirs: std::collections::BTreeSet<&str> =
+        entries.iter().map(|e| e.workdir.as_str()).collect();
+    let mut held: Vec<(&OpEntry, String)> = Vec::new();
+    for workdir in workdirs {
+        let stacks = oplog::stacks(entries, workdir);
+        let Some(top) = stacks.undoable.last().filter(|e| is_step(e.kind)) else {
+            continue;
+        };
+        let walk = (&top.ref_name, &top.target);
+        let why = format!(
+            "step-forward, undo and redo need it (stepped back from {} in {workdir})",
+            super::undo::display_ref(&top.ref_name)
+        );
+        let steps: HashSet<&str> = stacks
+            .undoable
+            .iter()
+            .chain(&stacks.redoable)
+            .filter(|e| is_step(e.kind) && (&e.ref_name, &e.target) == walk)
+            .map(|e| e.id.as_str())
+            .collect();
+        for entry in entries.iter().filter(|e| e.workdir == workdir) {
+            let needed = steps.contains(entry.id.as_str())
+                || (matches!(entry.kind, OpKind::Undo | OpKind::Redo)
+                    && entry.target.as_deref().is_some_and(|t| steps.contains(t)));
+            if needed {
+                held.push((entry, why.clone()));
+            }
+        }
+    }
+    held.reverse();
+    held.into_iter()
+        .map(|(entry, why)| Held {
+            entry: entry.clone(),
+            why,
+        })
+        .collect()
+}
+
+fn is_step(kind: OpKind) -> bool {
+    matches!(kind, OpKind::StepBack | OpKind::StepForward)
 }
 
 /// Automatic pruning, when loaf.yml has a `gc` section: at most once a day (the stamp

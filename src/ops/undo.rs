@@ -6,7 +6,11 @@
 //! overrides both, and then first saves the user's uncommitted work under
 //! `refs/loaf/saved/<id>` so that even a forced undo loses nothing.
 
+mod since;
+
 use std::path::Path;
+
+pub use since::{Between, name_paths};
 
 use super::{new_id, now_secs};
 use crate::git::checkpoint;
@@ -41,6 +45,9 @@ pub struct Walked {
     pub run: Vec<OpEntry>,
     /// The branch HEAD was attached to afterwards, when the move re-attached it.
     pub attached: Option<String>,
+    /// For a forced `undo --to`: what the user did between the operations it undid (now
+    /// saved under `refs/loaf/saved/`).
+    pub between: Vec<Between>,
 }
 
 /// Undoes the most recent operation not yet undone in the working tree containing `cwd`.
@@ -66,7 +73,7 @@ pub fn undo(cwd: &Path, force: bool) -> Result<Walked, TxError> {
         refuse_if_pushed(&session, &target)?;
     }
     crash_point("pushed-checked");
-    walk(session, target, OpKind::Undo, force, Vec::new())
+    walk(session, target, OpKind::Undo, force, Run::default())
 }
 
 /// `git loaf undo --to <id|N>`: undoes, in one step, every operation back to and including
@@ -145,7 +152,17 @@ pub fn undo_to(cwd: &Path, to: &str, force: bool) -> Result<Walked, TxError> {
     if !force && run.iter().any(|e| !is_step(e.kind)) {
         refuse_if_pushed(&session, &combined)?;
     }
-    walk(session, combined, OpKind::UndoTo, force, run)
+    // Work made between the operations was carried along by the later ones: going back
+    // past them drops it, so it counts as changed since, as a plain undo one step
+    // earlier would find.
+    let between = since::between(&session.repo, &run);
+    walk(
+        session,
+        combined,
+        OpKind::UndoTo,
+        force,
+        Run { ops: run, between },
+    )
 }
 
 /// Re-does the most recently undone operation.
@@ -155,21 +172,63 @@ pub fn redo(cwd: &Path) -> Result<Walked, TxError> {
     let next = oplog::redoable(&session.repo, &workdir)?
         .next()
         .transpose()?;
-    let Some(target) = next else {
-        let after_undo_to = oplog::undoable(&session.repo, &workdir)?
-            .next()
-            .transpose()?
-            .is_some_and(|e| e.kind == OpKind::UndoTo);
-        return Err(TxError::Invalid {
+    if let Some(target) = next {
+        return walk(session, target, OpKind::Redo, false, Run::default());
+    }
+    let mut undoable = oplog::undoable(&session.repo, &workdir)?;
+    match undoable.next().transpose()? {
+        Some(walked) if walked.kind == OpKind::UndoTo => {
+            let run = redone_by(undoable, &walked)?;
+            walk(session, reversed(walked, &run), OpKind::Redo, false, Run { ops: run, between: Vec::new() })
+        }
+        _ => Err(TxError::Invalid {
             message: "nothing to redo: no undone git-loaf operation in this working tree (a new apply forgets what was undone before it)".into(),
-            hint: if after_undo_to {
-                "the last operation was `git loaf undo --to`: a plain `git loaf undo` re-does everything it undid".into()
-            } else {
-                "`git loaf undo` undoes the last operation; `git loaf log` lists the AI commits".into()
-            },
-        });
-    };
-    walk(session, target, OpKind::Redo, false, Vec::new())
+            hint: "`git loaf undo` undoes the last operation; `git loaf log` lists the AI commits".into(),
+        }),
+    }
+}
+
+/// The operations an `undo --to` (`walked`, the top of the undo stack) undid, oldest first:
+/// they lie under it on the undo stack, down to the one it went back to. None when that one
+/// is no longer there (a gc dropped it): the walk itself is recorded in `walked`.
+fn redone_by(stack: oplog::StackWalk<'_>, walked: &OpEntry) -> Result<Vec<OpEntry>, TxError> {
+    let mut run = Vec::new();
+    for entry in stack {
+        let entry = entry?;
+        let last = Some(&entry.id) == walked.target.as_ref();
+        run.push(entry);
+        if last {
+            run.reverse();
+            return Ok(run);
+        }
+    }
+    Ok(Vec::new())
+}
+
+/// `walked`, an `undo --to`, turned around, so that re-doing it goes from the state it
+/// left back to the state it found: redo after `undo --to` re-does the whole walk. It keeps
+/// the id, which the log's stacks use to take the `undo --to` off the undo stack.
+fn reversed(walked: OpEntry, run: &[OpEntry]) -> OpEntry {
+    let back_to = walked.target.clone().unwrap_or_default();
+    OpEntry {
+        summary: match run.len() {
+            0 => format!("what `undo --to {back_to}` undid"),
+            1 => format!("the operation `undo --to {back_to}` undid"),
+            n => format!("the {n} operations `undo --to {back_to}` undid"),
+        },
+        before: walked.after.clone(),
+        after: walked.before.clone(),
+        extras: walked.extras.inverted(),
+        ..walked
+    }
+}
+
+/// For `undo --to` and the redo of one, the operations walked, oldest first, and what the
+/// user did between them.
+#[derive(Debug, Default)]
+struct Run {
+    ops: Vec<OpEntry>,
+    between: Vec<Between>,
 }
 
 /// The undo stack of `workdir`, oldest first, read from the top down to the operation with
@@ -219,7 +278,7 @@ fn walk(
     target: OpEntry,
     kind: OpKind,
     force: bool,
-    run: Vec<OpEntry>,
+    run: Run,
 ) -> Result<Walked, TxError> {
     let repo = &session.repo;
     let undoing = kind != OpKind::Redo;
@@ -262,17 +321,22 @@ fn walk(
         current.index_tree.to_string(),
     );
     crash_point("scanned");
-    let changed = head != expected.head || work != expected.work || index != expected.index;
+    let changed_now = head != expected.head || work != expected.work || index != expected.index;
     let mut saved = None;
-    if changed {
-        if !force {
+    if changed_now || !run.between.is_empty() {
+        if !force && changed_now {
+            let paths = since::changed_paths(repo, &expected, &work, &index);
             return Err(refuse_changed(
                 &session,
                 &target,
                 kind,
                 head.as_deref(),
                 &expected,
+                &paths,
             ));
+        }
+        if !force {
+            return Err(refuse_between(&target, &run.between));
         }
         // Keep what the forced undo moves away from: uncommitted work (as a commit whose
         // parent is HEAD, referenced only from refs/loaf/saved/) or commits made on top of
@@ -282,8 +346,9 @@ fn walk(
         } else {
             Some(current.as_commit(repo, &format!("loaf: uncommitted work saved by {id}"))?)
         };
+        // HEAD holds the commits made since, or between the operations of a run.
         let keep = uncommitted.or(match &head {
-            Some(h) if head != expected.head => Some(Oid::from_str(h)?),
+            Some(h) if head != expected.head || !run.between.is_empty() => Some(Oid::from_str(h)?),
             _ => None,
         });
         if let Some(commit) = keep {
@@ -369,8 +434,9 @@ fn walk(
         paths,
         saved,
         notices,
-        run,
+        run: run.ops,
         attached: attached.then_some(wanted_ref),
+        between: run.between,
     })
 }
 
@@ -383,16 +449,22 @@ fn refuse_changed(
     kind: OpKind,
     head: Option<&str>,
     expected: &UserState,
+    paths: &[String],
 ) -> TxError {
     let (verb, op) = (
         if kind == OpKind::Redo { "redo" } else { "undo" },
         describe(target),
     );
     let head_moved = head != expected.head.as_deref();
-    let what = if head_moved {
-        format!("HEAD moved (now {}) since", short(head))
-    } else {
-        "files or the index changed since".to_owned()
+    let what = match (head_moved, paths.is_empty()) {
+        (true, true) => format!("HEAD moved (now {}) since", short(head)),
+        (true, false) => format!(
+            "HEAD moved (now {}) and {} changed since",
+            short(head),
+            name_paths(paths)
+        ),
+        (false, true) => "files or the index changed since".to_owned(),
+        (false, false) => format!("{} changed since", name_paths(paths)),
     };
     let message = format!("{what} {op} {}; refusing to {verb} it", target.id);
     // Commits made on top of what the operation left: the user committed since.
@@ -426,6 +498,30 @@ fn refuse_changed(
         _ => "put the repository back as undo left it (`git stash -u`), then run `git loaf redo` again".to_owned(),
     };
     TxError::Refused { message, hint }
+}
+
+/// Why `undo --to` cannot go back past work the user did between the operations it walks
+/// back (the newest such change is named; going back only to the operation after it is
+/// safe).
+fn refuse_between(target: &OpEntry, between: &[Between]) -> TxError {
+    let all: Vec<String> = between.iter().flat_map(|b| b.paths.clone()).collect();
+    let newest = between.last();
+    let later = newest.map_or(target.id.as_str(), |b| b.later.as_str());
+    let what = match (between.iter().any(|b| b.head_moved), all.is_empty()) {
+        (true, true) => "you committed".to_owned(),
+        (true, false) => format!("you committed and changed {}", name_paths(&all)),
+        (false, _) => format!("you changed {}", name_paths(&all)),
+    };
+    TxError::Refused {
+        message: format!(
+            "{what} between the operations back to {}: undoing them all would drop it; refusing to undo them",
+            target.id
+        ),
+        hint: format!(
+            "`git loaf undo --to {later}` goes back only as far as that work allows; or `git loaf undo --to {} --force` (it saves your work under refs/loaf/saved/ first)",
+            target.id
+        ),
+    }
 }
 
 /// Refuses to undo commits that a remote-tracking ref already has: others may have them.

@@ -267,3 +267,74 @@ fn an_apply_runs_the_pruning_loaf_yml_asks_for_and_says_so() {
         "the apply itself is whole"
     );
 }
+
+/// While stepped back, the kept uncommitted work lives only in the step-back's log entry:
+/// gc keeps the steps of a walk in effect however old, says so, and after git's own
+/// `gc --prune=now` step-forward and undo still bring everything back.
+#[test]
+fn it_keeps_what_a_pending_step_forward_needs_and_says_why() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    s.write("b.txt", "b\n");
+    s.commit_all("second");
+    s.write("a.txt", "a\nmine, uncommitted\n");
+    s.write("new.txt", "untracked\n");
+    let at_tip = s.state();
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    s.assert_exit(&s.loaf(&["step-back"], ""), 2); // the first commit: nothing before it
+    let stepped = s.state();
+    // Entries are timed in seconds: the step is surely older than the limit below.
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+
+    let out = s.loaf(&["gc", "--keep-days", "0"], "");
+    s.assert_exit(&out, 0);
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(printed.contains("kept 1 older entry"), "{printed}");
+    assert!(printed.contains("step-back"), "says which: {printed}");
+    assert!(printed.contains("step-forward"), "says why: {printed}");
+    assert_eq!(log(&s).len(), 1, "the step stays in the log");
+    s.git(&["reflog", "expire", "--expire=now", "--all"]);
+    s.git(&["gc", "-q", "--prune=now"]);
+    assert_eq!(s.state(), stepped);
+
+    let out = s.loaf(&["step-forward"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.state(), at_tip, "the kept work came back");
+    // And undo of the step-forward, then of the step-back, walk it exactly.
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.state(), stepped);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.state(), at_tip);
+    s.git(&["fsck", "--strict", "--no-dangling"]);
+}
+
+/// A step undone while stepped back waits on the redo stack: gc keeps it and the undo that
+/// put it there, so redo and both step-forwards still work after git's own gc.
+#[test]
+fn it_keeps_an_undone_step_of_the_walk_for_redo() {
+    let s = Scratch::with(&[("a.txt", "1\n")]);
+    for n in 2..=3 {
+        s.write("a.txt", &format!("{n}\n"));
+        s.commit_all(&format!("c{n}"));
+    }
+    s.write("mine.txt", "at the tip\n");
+    let at_tip = s.state();
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    s.write("mine2.txt", "at c2\n");
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let two_back = s.state();
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    std::thread::sleep(std::time::Duration::from_millis(1100));
+
+    let out = s.loaf(&["gc", "--keep-days", "0"], "");
+    s.assert_exit(&out, 0);
+    let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(printed.contains("kept 3 older entries"), "{printed}");
+    s.git(&["reflog", "expire", "--expire=now", "--all"]);
+    s.git(&["gc", "-q", "--prune=now"]);
+
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    assert_eq!(s.state(), two_back);
+    s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+    s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+    assert_eq!(s.state(), at_tip);
+}

@@ -43,6 +43,7 @@ mod step_crash;
 mod storage;
 mod support;
 mod transaction;
+mod undo_safety;
 mod undo_to;
 mod validation;
 mod visible;

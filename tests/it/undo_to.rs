@@ -67,14 +67,6 @@ fn undoes_a_whole_session_in_one_step_and_a_plain_undo_redoes_it() {
         assert!(text.contains(id.as_str()), "lists {id}: {text}");
     }
 
-    let out = s.loaf(&["redo"], "");
-    s.assert_exit(&out, 2);
-    assert!(
-        stderr(&out).contains("a plain `git loaf undo`"),
-        "{}",
-        stderr(&out)
-    );
-
     s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(s.state(), after, "all three back");
     // And the operations are still there to undo one by one.
@@ -162,4 +154,100 @@ fn undoes_a_run_of_steps_and_refuses_one_that_changes_the_branch() {
     let out = s.loaf(&["undo", "--to", "4"], "");
     s.assert_exit(&out, 3);
     assert!(stderr(&out).contains("step-forward"), "{}", stderr(&out));
+}
+
+/// Work made between two of the operations `undo --to` walks back is carried by the later
+/// ones (an apply keeps the user's edits uncommitted): going back past them would drop it.
+/// `undo --to` refuses then as plain `undo` would one step before it, naming the file;
+/// `--force` saves that work under refs/loaf/saved/ first.
+#[test]
+fn refuses_when_work_was_made_between_the_operations_and_force_saves_it() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    s.assert_exit(&s.apply(&write("k1a", "/repo/b.txt", "ai 1\n")), 0);
+    let first = trailer(&s, "HEAD", "Loaf-Apply");
+    s.write("mine.txt", "made after the first apply\n");
+    s.assert_exit(&s.apply(&write("k2a", "/repo/c.txt", "ai 2\n")), 0);
+    let after = s.state();
+
+    let out = s.loaf(&["undo", "--to", &first], "");
+    s.assert_exit(&out, 3);
+    assert_eq!(s.state(), after, "nothing changed");
+    assert_eq!(
+        s.read("mine.txt").as_deref(),
+        Some("made after the first apply\n")
+    );
+    let err = stderr(&out);
+    assert!(err.contains("mine.txt"), "names the path: {err}");
+    assert!(err.contains("--force"), "{err}");
+    assert!(
+        !stdout(&out).contains("back as they were"),
+        "{}",
+        stdout(&out)
+    );
+
+    let out = s.loaf(&["undo", "--to", &first, "--force"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.read("mine.txt"), None);
+    assert_eq!(s.read("b.txt"), None);
+    let text = stdout(&out);
+    let saved = text
+        .split_whitespace()
+        .find(|w| w.starts_with("refs/loaf/saved/"))
+        .unwrap_or_else(|| panic!("names where the work is saved: {text}"))
+        .trim_end_matches('.');
+    assert_eq!(
+        s.git(&["show", &format!("{saved}:mine.txt")]),
+        "made after the first apply\n"
+    );
+}
+
+/// A commit made between two of the operations is refused too (it would be dropped from
+/// the branch), and `--force` keeps it reachable under refs/loaf/saved/.
+#[test]
+fn refuses_when_a_commit_was_made_between_the_operations() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    s.assert_exit(&s.apply(&write("k1a", "/repo/b.txt", "ai 1\n")), 0);
+    let first = trailer(&s, "HEAD", "Loaf-Apply");
+    s.write("mine.txt", "committed\n");
+    s.commit_all("mine");
+    let mine = s.head();
+    s.assert_exit(&s.apply(&write("k2a", "/repo/c.txt", "ai 2\n")), 0);
+    let after = s.state();
+
+    let out = s.loaf(&["undo", "--to", &first], "");
+    s.assert_exit(&out, 3);
+    assert_eq!(s.state(), after, "nothing changed");
+    let out = s.loaf(&["undo", "--to", &first, "--force"], "");
+    s.assert_exit(&out, 0);
+    let saved = s.git(&["for-each-ref", "--format=%(refname)", "refs/loaf/saved/"]);
+    let saved = saved.trim();
+    assert!(!saved.is_empty(), "{}", stdout(&out));
+    s.git(&["merge-base", "--is-ancestor", &mine, saved]);
+}
+
+/// `redo` right after `undo --to` re-does the whole walk, in one step; a second `redo` has
+/// nothing left to re-do, and the operations can then be undone one by one again.
+#[test]
+fn redo_after_undo_to_redoes_the_whole_walk() {
+    let (s, before, ids) = session();
+    let after = s.state();
+    s.assert_exit(&s.loaf(&["undo", "--to", &ids[0]], ""), 0);
+    assert_eq!(s.state(), before);
+
+    let out = s.loaf(&["redo"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.state(), after, "all three back");
+    let text = stdout(&out);
+    assert!(text.contains("Redid 3 operations:"), "{text}");
+
+    let out = s.loaf(&["redo"], "");
+    s.assert_exit(&out, 2);
+    assert_eq!(s.state(), after, "a second redo changes nothing");
+
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.read("c.txt"), None);
+    assert_eq!(s.read("b.txt").as_deref(), Some("ai 2\n"));
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    assert_eq!(s.state(), after);
+    s.assert_tidy();
 }

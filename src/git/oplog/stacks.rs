@@ -11,7 +11,8 @@
 //!
 //! The replay rules are [`super::stacks`]': an apply (or any operation of its own) is
 //! pushed on the undo stack and clears the redo stack; an undo moves its target from the
-//! undo stack to the redo stack, a redo back. The target is the top under the repository
+//! undo stack to the redo stack, a redo back; a redo of the undo stack's top (an
+//! `undo --to`, whose walk redo re-does) pops it. The target is the top under the repository
 //! lock; were it deeper, the nodes above it are pushed again.
 
 use std::collections::BTreeMap;
@@ -99,7 +100,11 @@ impl State {
                 move_top(repo, entry, &mut tops.undo, &mut tops.redo, &mut written)?;
             }
             OpKind::Redo => {
-                move_top(repo, entry, &mut tops.redo, &mut tops.undo, &mut written)?;
+                if !move_top(repo, entry, &mut tops.redo, &mut tops.undo, &mut written)? {
+                    // Not on the redo stack: the redo of an `undo --to`, which re-did its
+                    // walk; it leaves the undo stack as it was before the walk.
+                    drop_top(repo, entry, &mut tops.undo)?;
+                }
             }
         }
         Ok(written)
@@ -127,16 +132,16 @@ impl State {
 }
 
 /// Moves `entry.target` from stack `from` to stack `to` (undo: undo → redo; redo: the other
-/// way); nothing when it is not on `from`.
+/// way); nothing when it is not on `from`. Whether it was there.
 fn move_top(
     repo: &Repository,
     entry: &OpEntry,
     from: &mut Option<String>,
     to: &mut Option<String>,
     written: &mut Vec<Oid>,
-) -> Result<(), git2::Error> {
+) -> Result<bool, git2::Error> {
     let Some(target) = entry.target.as_deref() else {
-        return Ok(());
+        return Ok(false);
     };
     // Walk down to the target, remembering what lies above it.
     let mut above = Vec::new();
@@ -151,7 +156,7 @@ fn move_top(
         above.push(node);
     };
     let Some(found) = found else {
-        return Ok(());
+        return Ok(false);
     };
     // The stack without it: the nodes above pushed again onto what was below it.
     let mut rest = found.rest.clone();
@@ -164,6 +169,31 @@ fn move_top(
         ..found
     };
     *to = Some(push(repo, moved, written)?);
+    Ok(true)
+}
+
+/// Pops the undo stack `undo` when its top is `entry.target` and `entry` went back to the
+/// state before it (a redo that re-did an `undo --to`'s walk; a plain redo of it, whose
+/// undo a gc dropped, goes to the state after it and leaves it).
+fn drop_top(
+    repo: &Repository,
+    entry: &OpEntry,
+    undo: &mut Option<String>,
+) -> Result<(), git2::Error> {
+    let Some(top) = undo.clone() else {
+        return Ok(());
+    };
+    let node = read_node(repo, &top)?;
+    if Some(node.id.as_str()) != entry.target.as_deref() {
+        return Ok(());
+    }
+    let walked_back = Oid::from_str(&node.entry)
+        .ok()
+        .and_then(|blob| read_entry(repo, blob))
+        .is_some_and(|target| super::walks_back(entry, &target));
+    if walked_back {
+        *undo = node.rest;
+    }
     Ok(())
 }
 

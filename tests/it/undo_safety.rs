@@ -1,0 +1,157 @@
+//! Undo leaves what is the user's as it was (DESIGN §3): their folders, empty or not, stay;
+//! a symlink the operation made is removed, never read or written through; and a refusal
+//! names the paths that changed.
+
+use std::process::Output;
+
+use crate::scratch::{Scratch, block};
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn write(id: &str, path: &str, content: &str) -> String {
+    block(id, "file_write", &[("path", path), ("content", content)])
+}
+
+/// A reply writes into the user's empty folders (one nested in another, one beside): undo
+/// removes the files and the folders the apply created, and leaves the user's folders.
+#[test]
+fn undo_leaves_the_users_empty_folders_and_removes_only_those_the_apply_made() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    std::fs::create_dir_all(s.root.join("docs/empty")).expect("mkdir");
+    std::fs::create_dir_all(s.root.join("tmp")).expect("mkdir");
+    let reply = [
+        write("f1a", "/repo/docs/empty/n.txt", "new\n"),
+        write("f2b", "/repo/tmp/made/deeper/m.txt", "new\n"),
+        write("f3c", "/repo/fresh/o.txt", "new\n"),
+    ]
+    .concat();
+    s.assert_exit(&s.apply(&reply), 0);
+    assert!(s.root.join("docs/empty/n.txt").is_file());
+
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 0);
+    assert!(
+        s.root.join("docs/empty").is_dir(),
+        "the user's empty folder stays"
+    );
+    assert!(!s.root.join("docs/empty/n.txt").exists());
+    assert!(s.root.join("tmp").is_dir(), "the user's folder stays");
+    assert!(!s.root.join("tmp/made").exists(), "the apply's folder goes");
+    assert!(!s.root.join("fresh").exists(), "the apply's folder goes");
+    assert!(!stderr(&out).contains("left"), "{}", stderr(&out));
+
+    // Redo and undo again: the same.
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    assert!(s.root.join("tmp/made/deeper/m.txt").is_file());
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert!(s.root.join("docs/empty").is_dir());
+    assert!(s.root.join("tmp").is_dir());
+    assert!(!s.root.join("tmp/made").exists());
+    s.assert_tidy();
+}
+
+/// undo and redo refusals name what changed: a few paths, then how many more.
+#[test]
+fn refusals_name_the_paths_that_changed() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    s.assert_exit(&s.apply(&write("w1a", "/repo/b.txt", "ai\n")), 0);
+    for n in 1..=7 {
+        s.write(&format!("edit{n}.txt"), "mine\n");
+    }
+    s.write("b.txt", "mine too\n");
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(
+        err.contains(
+            "b.txt, edit1.txt, edit2.txt, edit3.txt, edit4.txt and 3 more changed since apply"
+        ),
+        "{err}"
+    );
+    assert!(stdout(&out).is_empty(), "{}", stdout(&out));
+
+    // Staged only: the index changed, the file did not.
+    for n in 1..=7 {
+        std::fs::remove_file(s.root.join(format!("edit{n}.txt"))).expect("rm");
+    }
+    s.write("b.txt", "ai\n");
+    s.write("c.txt", "staged\n");
+    s.git(&["add", "c.txt"]);
+    std::fs::remove_file(s.root.join("c.txt")).expect("rm");
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 3);
+    assert!(
+        stderr(&out).contains("c.txt changed since apply"),
+        "{}",
+        stderr(&out)
+    );
+
+    s.git(&["reset", "-q", "--", "c.txt"]);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    s.write("z.txt", "after the undo\n");
+    let out = s.loaf(&["redo"], "");
+    s.assert_exit(&out, 3);
+    assert!(
+        stderr(&out).contains("z.txt changed since"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// An exec replaced a folder by a symlink to a folder outside the repository that holds a
+/// file of the same name: undo removes the link and restores the folder and its files,
+/// never reading or writing through the link (the outside folder is untouched).
+#[test]
+fn undo_removes_a_symlink_that_replaced_a_folder_and_restores_the_folder() {
+    let s = Scratch::with(&[
+        ("loaf.yml", "allowed-actions: [defaults, exec]\n"),
+        ("lib/x.txt", "x\n"),
+        ("lib/y.txt", "y\n"),
+    ]);
+    let outside = s.sibling("outside");
+    std::fs::create_dir_all(&outside).expect("mkdir");
+    std::fs::write(outside.join("x.txt"), "outside x\n").expect("write");
+    let before = s.state();
+    let code = format!("rm -rf lib && ln -s {} lib", outside.display());
+    let out = s.apply(&block("x1a", "exec", &[("lang", "bash"), ("code", &code)]));
+    s.assert_exit(&out, 0);
+    let lib = s.root.join("lib");
+    assert!(
+        std::fs::symlink_metadata(&lib).is_ok_and(|m| m.file_type().is_symlink()),
+        "the apply made the link: {}",
+        s.redact(&out.stdout)
+    );
+
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 0);
+    assert!(!stderr(&out).contains("left"), "{}", stderr(&out));
+    assert!(
+        std::fs::symlink_metadata(&lib).is_ok_and(|m| m.is_dir()),
+        "a folder again"
+    );
+    assert_eq!(s.state(), before);
+    assert_eq!(
+        std::fs::read_to_string(outside.join("x.txt")).expect("read"),
+        "outside x\n",
+        "nothing written through the link"
+    );
+    assert!(
+        !outside.join("y.txt").exists(),
+        "nothing written through the link"
+    );
+
+    // Redo makes the link again, and removes nothing through it.
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    assert!(std::fs::symlink_metadata(&lib).is_ok_and(|m| m.file_type().is_symlink()));
+    assert_eq!(
+        std::fs::read_to_string(outside.join("x.txt")).expect("read"),
+        "outside x\n"
+    );
+    s.assert_tidy();
+}
