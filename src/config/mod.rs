@@ -66,6 +66,8 @@ pub struct Config {
     pub stage: StageConfig,
     /// Pruning the operation log (`git loaf gc`).
     pub gc: GcConfig,
+    /// `notes.outputs`: what the notes that can be pushed record of outputs.
+    pub notes_outputs: NotesOutputs,
     /// The folder loaf.yml is in (relative fs-guard patterns resolve from it).
     pub dir: PathBuf,
     /// Things to tell the user about loaf.yml on stderr (deprecated keys).
@@ -148,6 +150,18 @@ pub struct GcConfig {
     pub auto: bool,
 }
 
+/// `notes.outputs`: what the note of a loaf commit (`refs/notes/loaf`, which users push)
+/// records of what the blocks read and printed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NotesOutputs {
+    /// `{bytes, sha256}` of each output, never the bytes (the default): the full report stays
+    /// in the repository where the apply ran.
+    #[default]
+    Hashes,
+    /// The outputs themselves, as the report showed them.
+    Full,
+}
+
 /// Default `gc.keep-days`.
 pub const DEFAULT_KEEP_DAYS: u64 = 90;
 
@@ -181,6 +195,7 @@ impl Config {
                 keep_days: DEFAULT_KEEP_DAYS,
                 auto: false,
             },
+            notes_outputs: NotesOutputs::Hashes,
             dir: dir.to_path_buf(),
             notices: Vec::new(),
         }
@@ -281,6 +296,10 @@ impl Config {
                 config.stage.share = share;
             }
         }
+        if let Some(notes) = raw.notes {
+            config.notes_outputs =
+                notes_outputs(text, notes.outputs.as_deref()).map_err(invalid)?;
+        }
         if let Some(gc) = raw.gc {
             config.gc = GcConfig {
                 keep_days: gc.keep_days.unwrap_or(DEFAULT_KEEP_DAYS),
@@ -345,6 +364,18 @@ fn allowed_actions(text: &str, entries: &[String]) -> Result<Vec<String>, String
         ));
     }
     Ok(allowed)
+}
+
+/// `notes.outputs`: `hashes` or `full`; anything else is an error naming its line.
+fn notes_outputs(text: &str, value: Option<&str>) -> Result<NotesOutputs, String> {
+    match value.map(str::trim) {
+        None | Some("hashes") => Ok(NotesOutputs::Hashes),
+        Some("full") => Ok(NotesOutputs::Full),
+        Some(other) => Err(format!(
+            "{}notes.outputs: '{other}' is not one of hashes (the default: sizes and sha256 of what blocks read or printed), full (the outputs themselves, in notes you may push)",
+            line_in_section(text, "notes", |key, _| key == "outputs")
+        )),
+    }
 }
 
 /// Hook values that would load but cannot work: an empty command, a timeout of 0 ms (every
@@ -503,6 +534,13 @@ struct RawConfig {
     exec: Option<RawExec>,
     stage: Option<RawStage>,
     gc: Option<RawGc>,
+    notes: Option<RawNotes>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNotes {
+    outputs: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -581,6 +619,26 @@ mod tests {
                 .contains("line 3: stage.isolate: invalid pattern 'a['"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn notes_outputs_is_hashes_by_default_full_on_request_and_checked() {
+        let none = Config::parse("version: 1\n", Path::new("")).expect("valid");
+        assert_eq!(none.notes_outputs, NotesOutputs::Hashes);
+        let full = Config::parse("notes:\n  outputs: full\n", Path::new("")).expect("valid");
+        assert_eq!(full.notes_outputs, NotesOutputs::Full);
+        let hashes = Config::parse("notes:\n  outputs: hashes\n", Path::new("")).expect("valid");
+        assert_eq!(hashes.notes_outputs, NotesOutputs::Hashes);
+        let error = Config::parse("version: 1\nnotes:\n  outputs: all\n", Path::new(""))
+            .expect_err("not a value");
+        assert!(
+            error
+                .to_string()
+                .contains("line 3: notes.outputs: 'all' is not one of hashes"),
+            "{error}"
+        );
+        let error = Config::parse("notes:\n  output: full\n", Path::new("")).expect_err("typo");
+        assert!(error.to_string().contains("outputs"), "{error}");
     }
 
     #[test]

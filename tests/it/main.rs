@@ -30,6 +30,7 @@ mod real_world;
 mod report_quality;
 mod sandbox;
 mod scratch;
+mod secrets;
 mod slupe;
 mod squash;
 mod stage_moves;
