@@ -132,9 +132,13 @@ pub struct ExecConfig {
 /// `stage`: the staging worktree.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StageConfig {
-    /// Globs (relative to the root) of ignored files and folders kept out of the stage; every
-    /// other ignored entry of the user's tree is visible there (DESIGN §2 "Stage").
+    /// Globs (relative to the root) of ignored files and folders kept out of the stage, and
+    /// of untracked paths the file actions refuse; every other ignored entry of the user's
+    /// tree is visible there (DESIGN §2 "Stage", "Secrets"). Without the key: the common
+    /// secret files ([`crate::exec::isolate::DEFAULT_ISOLATE`]).
     pub isolate: Vec<String>,
+    /// Whether `isolate` is the built-in list (loaf.yml has no `stage.isolate` key).
+    pub isolate_built_in: bool,
     /// Deprecated, no effect: ignored folders the stage was to share. Every ignored entry is
     /// visible now; loading a loaf.yml that sets it adds a notice to [`Config::notices`].
     pub share: Vec<String>,
@@ -190,7 +194,14 @@ impl Config {
                 timeout: DEFAULT_EXEC_TIMEOUT,
                 max_output: DEFAULT_MAX_OUTPUT,
             },
-            stage: StageConfig::default(),
+            stage: StageConfig {
+                isolate: crate::exec::isolate::DEFAULT_ISOLATE
+                    .iter()
+                    .map(|p| (*p).to_owned())
+                    .collect(),
+                isolate_built_in: true,
+                share: Vec::new(),
+            },
             gc: GcConfig {
                 keep_days: DEFAULT_KEEP_DAYS,
                 auto: false,
@@ -274,19 +285,21 @@ impl Config {
             config.exec.max_output = exec.max_output.unwrap_or(DEFAULT_MAX_OUTPUT);
         }
         if let Some(stage) = raw.stage {
-            for pattern in &stage.isolate {
-                globset::GlobBuilder::new(pattern.trim().trim_start_matches("./"))
-                    .literal_separator(true)
-                    .build()
-                    .map_err(|e| {
-                        invalid(format!(
-                            "{}stage.isolate: invalid pattern '{pattern}': {}",
-                            line_of(text, pattern),
-                            e.kind()
-                        ))
-                    })?;
+            if let Some(isolate) = stage.isolate {
+                for pattern in &isolate {
+                    for form in crate::exec::isolate::forms(pattern) {
+                        crate::exec::isolate::glob(&form).map_err(|e| {
+                            invalid(format!(
+                                "{}stage.isolate: invalid pattern '{pattern}': {}",
+                                line_of(text, pattern),
+                                e.kind()
+                            ))
+                        })?;
+                    }
+                }
+                config.stage.isolate = isolate;
+                config.stage.isolate_built_in = false;
             }
-            config.stage.isolate = stage.isolate;
             if let Some(share) = stage.share {
                 config.notices.push(format!(
                     "{}: {}stage.share is deprecated and has no effect: every ignored file and folder is now visible in the stage; remove it, and list what to keep out under stage.isolate",
@@ -593,8 +606,7 @@ struct RawExec {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawStage {
-    #[serde(default)]
-    isolate: Vec<String>,
+    isolate: Option<Vec<String>>,
     share: Option<Vec<String>>,
 }
 
@@ -610,6 +622,17 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(config.stage.isolate, [".env", "**/secrets/**"]);
+        assert!(!config.stage.isolate_built_in);
+        let none = Config::parse("version: 1\n", Path::new("")).expect("valid");
+        assert_eq!(none.stage.isolate, crate::exec::isolate::DEFAULT_ISOLATE);
+        assert!(none.stage.isolate_built_in);
+        let empty = Config::parse("stage:\n  isolate: []\n", Path::new("")).expect("valid");
+        assert!(
+            empty.stage.isolate.is_empty(),
+            "the user's list replaces the built-in one"
+        );
+        let other = Config::parse("stage:\n  share: [x]\n", Path::new("")).expect("valid");
+        assert_eq!(other.stage.isolate, crate::exec::isolate::DEFAULT_ISOLATE);
         assert!(config.notices.is_empty());
         let error = Config::parse("version: 1\nstage:\n  isolate: [\"a[\"]\n", Path::new(""))
             .expect_err("a bad glob");

@@ -211,3 +211,229 @@ fn gc_drops_the_full_report_with_its_entry() {
     s.assert_exit(&shown, 0);
     assert!(!stdout(&shown).contains(SECRET));
 }
+
+// Secret files isolated by default, and writes kept inside the repository.
+
+/// The loaf.yml `git loaf init` writes.
+const INIT_YML: &str = include_str!("../../loaf.yml.example");
+
+/// A block's line of the report, by id, with its indented continuation lines.
+fn line(report: &str, id: &str) -> String {
+    let mut lines = report
+        .lines()
+        .skip_while(|l| !l.starts_with(&format!("{id} ")));
+    let first = lines
+        .next()
+        .unwrap_or_else(|| panic!("no line for {id} in:\n{report}"));
+    let rest: Vec<&str> = lines.take_while(|l| l.starts_with("    ")).collect();
+    [vec![first], rest].concat().join("\n")
+}
+
+#[test]
+fn no_default_config_lets_a_write_leave_the_repository() {
+    let configs: [(&str, Option<&str>); 3] = [
+        ("init's loaf.yml", Some(INIT_YML)),
+        ("no loaf.yml", None),
+        ("a loaf.yml without fs-guard", Some("version: 1\n")),
+    ];
+    for (name, config) in configs {
+        let s = Scratch::with(&[("a.txt", "a\n")]);
+        if let Some(text) = config {
+            s.write("loaf.yml", text);
+            s.commit_all("config");
+        }
+        let outside = s.sibling("outside");
+        std::fs::create_dir_all(&outside).expect("mkdir");
+        std::os::unix::fs::symlink(&outside, s.root.join("link")).expect("symlink");
+        s.commit_all("a link out");
+        let elsewhere = outside.join("abs.txt");
+        let reply = [
+            block(
+                "w1a",
+                "file_write",
+                &[("path", "/repo/../escape.txt"), ("content", "x")],
+            ),
+            block(
+                "w2b",
+                "file_write",
+                &[("path", "/repo/sub/../../escape2.txt"), ("content", "x")],
+            ),
+            block(
+                "w3c",
+                "file_write",
+                &[("path", "/repo/link/through.txt"), ("content", "x")],
+            ),
+            block(
+                "w4d",
+                "file_write",
+                &[
+                    ("path", elsewhere.to_str().expect("utf-8")),
+                    ("content", "x"),
+                ],
+            ),
+            block("w5e", "dir_create", &[("path", "/repo/../made")]),
+            block(
+                "w6f",
+                "file_move",
+                &[
+                    ("old_path", "/repo/a.txt"),
+                    ("new_path", "/repo/link/moved.txt"),
+                ],
+            ),
+        ]
+        .concat();
+        let out = s.apply(&reply);
+        let report = s.redact(&out.stdout);
+        for id in ["w1a", "w2b", "w3c", "w4d", "w5e", "w6f"] {
+            let l = line(&report, id);
+            assert!(l.contains("❌"), "{name}: {l}");
+            assert!(
+                l.contains("fs-guard.write.allow") && l.contains("matches it"),
+                "{name}: the refusal names the rule and the key: {l}"
+            );
+        }
+        let parent = s.root.parent().expect("parent");
+        for path in [
+            parent.join("escape.txt"),
+            parent.join("escape2.txt"),
+            parent.join("made"),
+            outside.join("through.txt"),
+            outside.join("moved.txt"),
+            elsewhere.clone(),
+        ] {
+            assert!(!path.exists(), "{name}: {} was written", path.display());
+        }
+        assert_eq!(s.read("a.txt").as_deref(), Some("a\n"), "{name}");
+    }
+}
+
+#[test]
+fn a_deny_pattern_is_named_in_the_refusal() {
+    // init's fs-guard, with stage.isolate empty so that the guard's own rule refuses.
+    let s = Scratch::with(&[(
+        "loaf.yml",
+        "fs-guard:\n  read:  { allow: [\"./**\"], deny: [] }\n  write: { allow: [\"./**\"], deny: [\"**/.git/**\", \"**/.env\"] }\nstage:\n  isolate: []\n",
+    )]);
+    assert!(INIT_YML.contains("write: { allow: [\"./**\"], deny: [\"**/.git/**\", \"**/.env\"] }"));
+    let out = s.apply(&block(
+        "w1a",
+        "file_write",
+        &[("path", "/repo/sub/.env"), ("content", "x")],
+    ));
+    let report = s.redact(&out.stdout);
+    let l = line(&report, "w1a");
+    assert!(
+        l.contains("it matches `**/.env` in fs-guard.write.deny of loaf.yml"),
+        "{l}"
+    );
+}
+
+#[test]
+fn secret_files_are_kept_from_replies_by_default_and_the_refusal_says_how_to_allow() {
+    let s = Scratch::with(&[
+        (".gitignore", ".env\n*.pem\n.ssh/\n"),
+        (".env.example", "TOKEN=\n"),
+        ("a.txt", "a\n"),
+    ]);
+    s.write(".env", &format!("TOKEN={SECRET}\n"));
+    s.write("api/.env", &format!("TOKEN={SECRET}\n"));
+    s.write("server.pem", SECRET);
+    s.write(".ssh/id_ed25519", SECRET);
+    // Not ignored, so the stage holds it as the user's untracked file: still refused.
+    s.write(".npmrc", SECRET);
+    let reply = [
+        block("r1a", "file_read", &[("path", "/repo/.env")]),
+        block("r2b", "file_read", &[("path", "/repo/api/.env")]),
+        block("r3c", "file_read_numbered", &[("path", "/repo/server.pem")]),
+        block(
+            "r4d",
+            "files_read",
+            &[("paths", "/repo/a.txt\n/repo/.ssh/id_ed25519")],
+        ),
+        block("r5e", "ls", &[("path", "/repo/.ssh")]),
+        block("r6f", "file_read", &[("path", "/repo/.npmrc")]),
+        block(
+            "w7g",
+            "file_write",
+            &[("path", "/repo/.env.local"), ("content", "X=1")],
+        ),
+        block("r8h", "file_read", &[("path", "/repo/.env.example")]),
+        block("l9i", "ls", &[("path", "/repo")]),
+        block("g1j", "grep", &[("pattern", "TOKEN"), ("path", "/repo")]),
+        block(
+            "g2k",
+            "glob",
+            &[("pattern", "**/*"), ("base_path", "/repo")],
+        ),
+    ]
+    .concat();
+    let out = s.apply(&reply);
+    let report = s.redact(&out.stdout);
+    assert!(!report.contains(SECRET), "{report}");
+    for (id, pattern) in [
+        ("r1a", ".env"),
+        ("r2b", ".env"),
+        ("r3c", "*.pem"),
+        ("r4d", "id_ed25519*"),
+        ("r5e", ".ssh/**"),
+        ("r6f", ".npmrc"),
+        ("w7g", ".env.*"),
+    ] {
+        let l = line(&report, id);
+        assert!(l.contains("❌"), "{l}");
+        assert!(
+            l.contains(&format!("(pattern `{pattern}`)"))
+                && l.contains("the built-in stage.isolate list")
+                && l.contains("remove the pattern from stage.isolate in loaf.yml"),
+            "{l}"
+        );
+    }
+    assert!(
+        line(&report, "r8h").contains("✅"),
+        "a tracked file is readable"
+    );
+    assert!(line(&report, "l9i").contains("✅"));
+    let listing = &report[report.find("[l9i]").expect("ls output")..];
+    let listing = &listing[..listing.find("\n[").unwrap_or(listing.len())];
+    for name in [".env (", "server.pem", ".ssh/", ".npmrc"] {
+        assert!(!listing.contains(name), "{name} listed: {listing}");
+    }
+    assert!(listing.contains(".env.example"), "{listing}");
+    assert!(s.read(".env.local").is_none());
+}
+
+#[test]
+fn an_isolated_folder_keeps_out_everything_in_it() {
+    let s = Scratch::with(&[
+        (".gitignore", ".venv/\n"),
+        ("loaf.yml", "stage:\n  isolate: [\".venv\"]\n"),
+        ("a.txt", "a\n"),
+    ]);
+    s.write(".venv/pyvenv.cfg", "home = /usr/bin\n");
+    s.write(".venv/lib/site.py", "# site\n");
+    let reply = [
+        block("r1a", "file_read", &[("path", "/repo/.venv/pyvenv.cfg")]),
+        block("r2b", "ls", &[("path", "/repo/.venv/lib")]),
+        block(
+            "w3c",
+            "file_write",
+            &[("path", "/repo/.venv/new.py"), ("content", "x")],
+        ),
+        block(
+            "r4d",
+            "file_read",
+            &[("path", "/repo/sub/../.venv/pyvenv.cfg")],
+        ),
+    ]
+    .concat();
+    let out = s.apply(&reply);
+    let report = s.redact(&out.stdout);
+    for id in ["r1a", "r2b", "w3c", "r4d"] {
+        let l = line(&report, id);
+        assert!(
+            l.contains("❌") && l.contains("stage.isolate in loaf.yml (pattern `.venv`)"),
+            "{l}"
+        );
+    }
+    assert!(s.read(".venv/new.py").is_none());
+}
