@@ -8,8 +8,8 @@
 //!
 //! Patterns are relative to the root and read like `.gitignore` lines: one without a slash
 //! (`.env`, `*.pem`, `id_rsa*`) names a file or folder at any depth; one with a slash
-//! (`.aws/**`, `config/secrets.yml`) is anchored at the root; `*` stays within a folder, `**`
-//! spans any; `dir/**` also matches `dir` itself.
+//! (`.aws/**`, `config/secrets.yml`), or starting with `./` or `/` (`./.env`), is anchored at
+//! the root; `*` stays within a folder, `**` spans any; `dir/**` also matches `dir` itself.
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
@@ -33,15 +33,17 @@ pub const DEFAULT_ISOLATE: [&str; 11] = [
 
 /// The globs one `stage.isolate` pattern stands for (see the module's doc).
 pub fn forms(pattern: &str) -> Vec<String> {
+    let pattern = pattern.trim();
+    let anchored = pattern.starts_with("./") || pattern.starts_with('/');
     let trimmed = pattern
-        .trim()
         .trim_start_matches("./")
+        .trim_start_matches('/')
         .trim_end_matches('/');
     let mut out = vec![trimmed.to_owned()];
     if let Some(folder) = trimmed.strip_suffix("/**") {
         out.push(folder.to_owned());
     }
-    if !trimmed.contains('/') {
+    if !anchored && !trimmed.contains('/') {
         out.push(format!("**/{trimmed}"));
     }
     out
@@ -168,6 +170,11 @@ mod tests {
             Some(".venv")
         );
         assert_eq!(iso.pattern_for(Path::new("/r/venv/x")), None);
+        let root_only = isolation(&["./.env", "/x.key"], &[]);
+        assert_eq!(root_only.pattern_for(Path::new("/r/.env")), Some("./.env"));
+        assert_eq!(root_only.pattern_for(Path::new("/r/a/.env")), None);
+        assert_eq!(root_only.pattern_for(Path::new("/r/x.key")), Some("/x.key"));
+        assert_eq!(root_only.pattern_for(Path::new("/r/a/x.key")), None);
         let anchored = isolation(&["config/secret.yml"], &[]);
         assert_eq!(
             anchored.pattern_for(Path::new("/r/config/secret.yml")),

@@ -151,9 +151,12 @@ pub fn show(cwd: &Path, rev: Option<&str>) -> Result<Shown, TxError> {
         let value = serde_json::from_str::<Value>(&text?).ok()?;
         let report = value["text"].as_str()?.to_owned();
         let result = value.get("result")?.clone();
-        Some((report, result, value["outputs"] == redact::HASHED_MARKER))
+        // Hashed outputs are news only when there were outputs.
+        let hashed = value["outputs"] == redact::HASHED_MARKER
+            && redact::hash_outputs_in(&mut result.clone()) > 0;
+        Some((report, result, hashed))
     };
-    let local = record(read_report(&repo, commit.id));
+    let local = record(local_report(&repo, &commit)?);
     let from_note = local.is_none();
     if let Some((text, result, hashed)) = local.or_else(|| record(read_note(&repo, commit.id))) {
         let notice = (from_note && hashed).then(|| {
@@ -187,6 +190,37 @@ pub fn show(cwd: &Path, rev: Option<&str>) -> Result<Shown, TxError> {
             hint: "`git loaf log` lists the apply commits".into(),
         }),
     }
+}
+
+/// The full report this repository keeps for `commit`: its own, or, for a commit that
+/// `git commit --amend` or `git rebase` rewrote (its note was carried over, the report was
+/// not), the report of the commit its apply or squash made, found by the id in its trailers.
+fn local_report(
+    repo: &crate::git::Repository,
+    commit: &CommitInfo,
+) -> Result<Option<String>, TxError> {
+    if let Some(report) = read_report(repo, commit.id) {
+        return Ok(Some(report));
+    }
+    let trailers = parse_trailers(&commit.message);
+    let Some(id) = trailers
+        .iter()
+        .find(|(k, _)| k == "Loaf-Apply" || k == SQUASH_TRAILER)
+        .map(|(_, v)| v.trim().to_owned())
+    else {
+        return Ok(None);
+    };
+    for entry in oplog::walk(repo) {
+        let entry = entry?;
+        if entry.id == id && matches!(entry.kind, OpKind::Apply | OpKind::Squash) {
+            let made = entry
+                .after
+                .head
+                .and_then(|h| crate::git::Oid::from_str(&h).ok());
+            return Ok(made.and_then(|oid| read_report(repo, oid)));
+        }
+    }
+    Ok(None)
 }
 
 /// The commit a squash with id `rev` made, from the operation log (ids first: six hex digits

@@ -437,3 +437,19 @@ fn an_isolated_folder_keeps_out_everything_in_it() {
     }
     assert!(s.read(".venv/new.py").is_none());
 }
+
+#[test]
+fn the_local_report_follows_an_amended_commit_by_its_apply_id() {
+    let s = project("");
+    s.assert_exit(&s.apply(&reply()), 0);
+    s.write("a.txt", "amended\n");
+    s.git(&["commit", "-qa", "--amend", "--no-edit"]);
+    let shown = s.loaf(&["show"], "");
+    s.assert_exit(&shown, 0);
+    assert!(stdout(&shown).contains(SECRET), "{}", stdout(&shown));
+    assert!(
+        shown.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+}
