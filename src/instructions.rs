@@ -33,6 +33,8 @@ pub fn render(root: &Path, config: &Config) -> String {
     out.push('\n');
     out.push_str(&rules_section(&root));
     out.push('\n');
+    out.push_str(&secrets_section(config));
+    out.push('\n');
     out.push_str(&actions_section(&root, config));
     out
 }
@@ -96,6 +98,35 @@ fn rules_section(root: &str) -> String {
          - Read a file before changing text in it: `old_text` must match the file exactly, \
          and only once unless the action says otherwise.\n"
     )
+}
+
+/// What is kept from replies (`stage.isolate`), how the user allows it, and that outputs are
+/// recorded as hashes in what the user pushes.
+fn secrets_section(config: &Config) -> String {
+    let mut out = String::from("## Secret files\n\n");
+    if config.stage.isolate.is_empty() {
+        out.push_str("- loaf.yml keeps no file from you (its `stage.isolate` is empty).\n");
+    } else {
+        let list: Vec<String> = config
+            .stage
+            .isolate
+            .iter()
+            .map(|p| format!("`{p}`"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "- These paths are kept from you (a pattern without a `/` matches at any depth; a \
+             file git tracks is not kept): {}. Reading, listing or writing them fails with the \
+             pattern that refused; do not try to get at them another way. If you need one, say \
+             so and ask the user to remove its pattern from `stage.isolate` in loaf.yml.",
+            list.join(", ")
+        );
+    }
+    out.push_str(
+        "- What your blocks read and print is recorded in the commit's trailers and git \
+         notes (which the user may push) only as its size and sha256, never the content.\n",
+    );
+    out
 }
 
 /// Every allowed action: description, parameters, an example block.
@@ -279,6 +310,25 @@ mod tests {
         assert!(names(&with_exec).contains(&"exec".to_owned()));
         let reads = Config::parse("allowed-actions: [file_read, ls]\n", dir).expect("valid");
         assert_eq!(names(&reads), ["file_read", "ls"]);
+    }
+
+    #[test]
+    fn the_isolated_secret_files_and_how_to_allow_them_are_named() {
+        let dir = Path::new("/repo");
+        let text = render(dir, &Config::default_for(dir));
+        assert!(text.contains("## Secret files"), "{text}");
+        for pattern in crate::exec::isolate::DEFAULT_ISOLATE {
+            assert!(
+                text.contains(&format!("`{pattern}`")),
+                "{pattern} in {text}"
+            );
+        }
+        assert!(text.contains("remove its pattern from `stage.isolate` in loaf.yml"));
+        assert!(text.contains("only as its size and sha256"));
+        assert!(!secrets_section(&Config::default_for(dir)).contains("  "), "one line each");
+        let none = Config::parse("stage:\n  isolate: []\n", dir).expect("valid");
+        let text = render(dir, &none);
+        assert!(text.contains("keeps no file from you"), "{text}");
     }
 
     #[test]

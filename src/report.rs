@@ -10,6 +10,7 @@ use crate::actions::{BlockError, OutputDisplay, Schema};
 use crate::exec::Params;
 
 pub mod near_miss;
+pub mod redact;
 
 /// Everything an apply did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -113,12 +114,12 @@ impl ExecutionResult {
             .unwrap_or_else(|e| format!("{{\"fatalError\": \"cannot serialize: {e}\"}}"))
     }
 
-    /// The result for the `Loaf-Result` trailer: one line of JSON in which every bulky string
-    /// (file contents, exec output, heredoc parameters: longer than
-    /// [`TRAILER_STRING_MAX`] bytes, or more than one line) is replaced by
-    /// `{"bytes": N, "sha256": "…"}`. The full result goes in the commit's note.
+    /// The result for the `Loaf-Result` trailer: one line of JSON in which every output (what
+    /// a block read or printed, however short: [`redact`]) and every bulky string (heredoc
+    /// parameters: longer than [`TRAILER_STRING_MAX`] bytes, or more than one line) is
+    /// replaced by `{"bytes": N, "sha256": "…"}`.
     pub fn to_trailer_json(&self) -> String {
-        let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
+        let mut value = serde_json::to_value(self.outputs_hashed()).unwrap_or(Value::Null);
         compact(&mut value);
         value.to_string()
     }
@@ -357,6 +358,9 @@ fn shows_output(result: &ActionResult) -> bool {
 /// Data as text for the model: file contents as they are, exec output by stream, listings
 /// and search hits one per line; anything else as JSON.
 fn render_data(data: &Value) -> String {
+    if let Some((bytes, sha256)) = redact::as_digest(data) {
+        return redact::digest_text(bytes, sha256);
+    }
     match data {
         Value::String(s) => s.clone(),
         Value::Array(items) => items.iter().map(render_item).collect::<Vec<_>>().join("\n"),
@@ -368,12 +372,12 @@ fn render_data(data: &Value) -> String {
                 return paths
                     .iter()
                     .zip(contents)
-                    .map(|(path, content)| format!("=== {} ===\n{}", plain(path), plain(content)))
+                    .map(|(path, content)| format!("=== {} ===\n{}", plain(path), shown(content)))
                     .collect::<Vec<_>>()
                     .join("\n");
             }
-            if let Some(Value::String(content)) = map.get("content") {
-                return content.clone();
+            if let Some(content) = map.get("content").filter(|c| !c.is_array()) {
+                return shown(content);
             }
             if map.contains_key("stdout") || map.contains_key("exit_code") {
                 let mut out = String::new();
@@ -381,7 +385,7 @@ fn render_data(data: &Value) -> String {
                     let _ = writeln!(out, "exit code: {}", plain(code));
                 }
                 for stream in ["stdout", "stderr"] {
-                    if let Some(text) = map.get(stream).map(plain).filter(|t| !t.is_empty()) {
+                    if let Some(text) = map.get(stream).map(shown).filter(|t| !t.is_empty()) {
                         let _ = writeln!(out, "{stream}:\n{}", text.trim_end_matches('\n'));
                     }
                 }
@@ -414,6 +418,14 @@ fn render_item(item: &Value) -> String {
             Value::Object(_) => item.to_string(),
             other => plain(other),
         },
+    }
+}
+
+/// An output value as text: a string as it is, a hashed one as its size and hash.
+fn shown(value: &Value) -> String {
+    match redact::as_digest(value) {
+        Some((bytes, sha256)) => redact::digest_text(bytes, sha256),
+        None => plain(value),
     }
 }
 
@@ -589,6 +601,35 @@ mod tests {
         result.parse_errors.clear();
         // The hash is sha256sum of "line 1\nline 2\n".
         assert_snapshot!(result.to_trailer_json(), @r#"{"success":false,"totalBlocks":4,"executedActions":3,"results":[{"seq":1,"blockId":"k7m","action":"file_write","params":{"path":"/repo/src/a.rs","content":{"bytes":14,"sha256":"9060554863a62b9db5f726216876654e561896071d2e6480f2048b70e0fdadb9"}},"success":true,"data":{"path":"/repo/src/a.rs","bytesWritten":9}}],"parseErrors":[],"git":{"commit":"1a2b3c4d5e6f","base":"0f0f0f0","apply":"3f2a1c"}}"#);
+    }
+
+    #[test]
+    fn the_trailer_and_a_hashed_result_never_hold_what_was_read_or_printed() {
+        let mut result = sample();
+        // Short, one line: the old rule (bulky strings only) let it through.
+        result.results[2].data = Some(json!({"path": "/repo/.env", "content": "TOKEN=s3cr3t"}));
+        result.results.push(ActionResult {
+            seq: 4,
+            block_id: "ex1".into(),
+            action: "exec".into(),
+            params: params(json!({"lang": "bash", "code": "cat .env"})),
+            success: true,
+            error: None,
+            data: Some(json!({"stdout": "TOKEN=s3cr3t", "stderr": "", "exit_code": 0})),
+            start_line: 60,
+        });
+        assert!(!result.to_trailer_json().contains("s3cr3t"));
+        let hashed = result.outputs_hashed();
+        assert!(!hashed.to_json().contains("s3cr3t"));
+        let text = hashed.to_text();
+        assert!(!text.contains("s3cr3t"), "{text}");
+        assert!(
+            text.contains("[r2] file_read /repo/README.md:\n(12 bytes, sha256 "),
+            "{text}"
+        );
+        assert!(text.contains("stdout:\n(12 bytes, sha256 "), "{text}");
+        // The write's facts stay.
+        assert_eq!(hashed.results[0], result.results[0]);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use crate::actions::{self, Action, BlockError, ErrorType, Plan};
 use crate::config::{Config, ConfigError, HookCommand};
 use crate::exec::guard::FsGuard;
 use crate::exec::hooks::{self, Hook};
+use crate::exec::isolate::Isolation;
 use crate::exec::sandbox::Sandbox;
 use crate::exec::{self, Outcome, PathMap, Workspace};
 use crate::nesl;
@@ -76,6 +77,23 @@ pub(crate) fn sandbox_policy(config: &Config) -> crate::exec::sandbox::Policy {
     }
 }
 
+/// `stage.isolate` for the file actions at `real_root`; whether a path is tracked is asked
+/// of the repository at `user_root` (the user's index: the stage's holds their untracked
+/// files too), opened on the first isolated path met.
+fn isolation(
+    config: &Config,
+    real_root: &Path,
+    user_root: &Path,
+) -> Result<Isolation, globset::Error> {
+    let real_root = std::fs::canonicalize(real_root).unwrap_or_else(|_| real_root.to_path_buf());
+    Isolation::new(
+        &config.stage.isolate,
+        &real_root,
+        config.stage.isolate_built_in,
+        crate::git::visible::tracked_in(user_root),
+    )
+}
+
 /// Runs `reply` where `paths` says: parse, check every block, run every valid action in
 /// order. Never fails: whatever goes wrong is in the result.
 pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult {
@@ -132,8 +150,14 @@ pub fn execute_fenced(
     // Whatever loaf.yml allows, git's own files stay git's: the git dir of the repository
     // actions run in (inside a transaction the stage's, whose common dir is the user's).
     let git_dirs = crate::git::states::git_dirs(&real_root);
-    let guard = match FsGuard::new(config.fs_guard.as_ref(), &real_root, &config_dir) {
-        Ok(guard) => guard.fenced(fences).protect(git_dirs),
+    let guard = FsGuard::new(config.fs_guard.as_ref(), &real_root, &config_dir)
+        .map_err(|e| e.to_string())
+        .and_then(|guard| {
+            let isolation = isolation(config, &real_root, root).map_err(|e| e.to_string())?;
+            Ok(guard.fenced(fences).protect(git_dirs).isolating(isolation))
+        });
+    let guard = match guard {
+        Ok(guard) => guard,
         Err(error) => {
             return ExecutionResult {
                 fatal_error: Some(format!("loaf.yml: {error}")),

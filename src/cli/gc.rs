@@ -71,6 +71,12 @@ pub fn render(c: &Collected) -> String {
     for name in &c.saved_dropped {
         out.push_str(&format!("{drop} {name} (saved by a forced undo)\n"));
     }
+    if c.reports_dropped > 0 {
+        out.push_str(&format!(
+            "{drop} the full reports (outputs included) of {} commit(s) those entries made\n",
+            c.reports_dropped
+        ));
+    }
     out.push_str(&format!(
         "{pack} {} loose {} git-loaf wrote",
         c.packed.objects,

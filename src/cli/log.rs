@@ -32,8 +32,9 @@ pub struct LogArgs {
 
 /// Print what an apply recorded: the same report `git loaf apply` printed.
 ///
-/// Reads the git note (`refs/notes/loaf`) of the commit; without it, the commit's
-/// `Loaf-Result` trailer, in which file contents and outputs are hashes.
+/// Reads the full report kept in this repository (outputs included); without it, the git
+/// note (`refs/notes/loaf`) of the commit, in which what the blocks read and printed is
+/// recorded as sizes and hashes; without that, the commit's `Loaf-Result` trailer.
 #[derive(Debug, Args)]
 #[command(after_help = examples(&[
     ("The report of the last apply, to paste back to the model", &["git loaf show"]),
@@ -83,6 +84,13 @@ pub fn run_log(args: &LogArgs) -> Result<Outcome, CliError> {
 /// Runs `git loaf show`.
 pub fn run_show(args: &ShowArgs) -> Result<Outcome, CliError> {
     let shown = log::show(&super::current_dir()?, args.rev.as_deref())?;
+    if let Shown::Full {
+        notice: Some(notice),
+        ..
+    } = &shown
+    {
+        super::print_notices(std::slice::from_ref(notice));
+    }
     let text = match (&shown, args.json) {
         (Shown::Full { text, .. }, false) => text.clone(),
         (Shown::Full { result, .. }, true) | (Shown::TrailerOnly { result, .. }, true) => {

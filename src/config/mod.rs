@@ -66,6 +66,8 @@ pub struct Config {
     pub stage: StageConfig,
     /// Pruning the operation log (`git loaf gc`).
     pub gc: GcConfig,
+    /// `notes.outputs`: what the notes that can be pushed record of outputs.
+    pub notes_outputs: NotesOutputs,
     /// The folder loaf.yml is in (relative fs-guard patterns resolve from it).
     pub dir: PathBuf,
     /// Things to tell the user about loaf.yml on stderr (deprecated keys).
@@ -138,9 +140,13 @@ pub struct ExecConfig {
 /// `stage`: the staging worktree.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct StageConfig {
-    /// Globs (relative to the root) of ignored files and folders kept out of the stage; every
-    /// other ignored entry of the user's tree is visible there (DESIGN §2 "Stage").
+    /// Globs (relative to the root) of ignored files and folders kept out of the stage, and
+    /// of untracked paths the file actions refuse; every other ignored entry of the user's
+    /// tree is visible there (DESIGN §2 "Stage", "Secrets"). Without the key: the common
+    /// secret files ([`crate::exec::isolate::DEFAULT_ISOLATE`]).
     pub isolate: Vec<String>,
+    /// Whether `isolate` is the built-in list (loaf.yml has no `stage.isolate` key).
+    pub isolate_built_in: bool,
     /// Deprecated, no effect: ignored folders the stage was to share. Every ignored entry is
     /// visible now; loading a loaf.yml that sets it adds a notice to [`Config::notices`].
     pub share: Vec<String>,
@@ -154,6 +160,18 @@ pub struct GcConfig {
     /// Whether git-loaf prunes on its own (at most once a day): set when loaf.yml has a
     /// `gc` section.
     pub auto: bool,
+}
+
+/// `notes.outputs`: what the note of a loaf commit (`refs/notes/loaf`, which users push)
+/// records of what the blocks read and printed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NotesOutputs {
+    /// `{bytes, sha256}` of each output, never the bytes (the default): the full report stays
+    /// in the repository where the apply ran.
+    #[default]
+    Hashes,
+    /// The outputs themselves, as the report showed them.
+    Full,
 }
 
 /// Default `gc.keep-days`.
@@ -187,11 +205,19 @@ impl Config {
                 writable: Vec::new(),
                 sandbox_off: false,
             },
-            stage: StageConfig::default(),
+            stage: StageConfig {
+                isolate: crate::exec::isolate::DEFAULT_ISOLATE
+                    .iter()
+                    .map(|p| (*p).to_owned())
+                    .collect(),
+                isolate_built_in: true,
+                share: Vec::new(),
+            },
             gc: GcConfig {
                 keep_days: DEFAULT_KEEP_DAYS,
                 auto: false,
             },
+            notes_outputs: NotesOutputs::Hashes,
             dir: dir.to_path_buf(),
             notices: Vec::new(),
         }
@@ -287,19 +313,21 @@ impl Config {
             }
         }
         if let Some(stage) = raw.stage {
-            for pattern in &stage.isolate {
-                globset::GlobBuilder::new(pattern.trim().trim_start_matches("./"))
-                    .literal_separator(true)
-                    .build()
-                    .map_err(|e| {
-                        invalid(format!(
-                            "{}stage.isolate: invalid pattern '{pattern}': {}",
-                            line_of(text, pattern),
-                            e.kind()
-                        ))
-                    })?;
+            if let Some(isolate) = stage.isolate {
+                for pattern in &isolate {
+                    for form in crate::exec::isolate::forms(pattern) {
+                        crate::exec::isolate::glob(&form).map_err(|e| {
+                            invalid(format!(
+                                "{}stage.isolate: invalid pattern '{pattern}': {}",
+                                line_of(text, pattern),
+                                e.kind()
+                            ))
+                        })?;
+                    }
+                }
+                config.stage.isolate = isolate;
+                config.stage.isolate_built_in = false;
             }
-            config.stage.isolate = stage.isolate;
             if let Some(share) = stage.share {
                 config.notices.push(format!(
                     "{}: {}stage.share is deprecated and has no effect: every ignored file and folder is now visible in the stage; remove it, and list what to keep out under stage.isolate",
@@ -308,6 +336,10 @@ impl Config {
                 ));
                 config.stage.share = share;
             }
+        }
+        if let Some(notes) = raw.notes {
+            config.notes_outputs =
+                notes_outputs(text, notes.outputs.as_deref()).map_err(invalid)?;
         }
         if let Some(gc) = raw.gc {
             config.gc = GcConfig {
@@ -373,6 +405,18 @@ fn allowed_actions(text: &str, entries: &[String]) -> Result<Vec<String>, String
         ));
     }
     Ok(allowed)
+}
+
+/// `notes.outputs`: `hashes` or `full`; anything else is an error naming its line.
+fn notes_outputs(text: &str, value: Option<&str>) -> Result<NotesOutputs, String> {
+    match value.map(str::trim) {
+        None | Some("hashes") => Ok(NotesOutputs::Hashes),
+        Some("full") => Ok(NotesOutputs::Full),
+        Some(other) => Err(format!(
+            "{}notes.outputs: '{other}' is not one of hashes (the default: sizes and sha256 of what blocks read or printed), full (the outputs themselves, in notes you may push)",
+            line_in_section(text, "notes", |key, _| key == "outputs")
+        )),
+    }
 }
 
 /// Hook values that would load but cannot work: an empty command, a timeout of 0 ms (every
@@ -531,6 +575,13 @@ struct RawConfig {
     exec: Option<RawExec>,
     stage: Option<RawStage>,
     gc: Option<RawGc>,
+    notes: Option<RawNotes>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawNotes {
+    outputs: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -618,8 +669,7 @@ fn writable_path(entry: &str, dir: &Path) -> Result<PathBuf, String> {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawStage {
-    #[serde(default)]
-    isolate: Vec<String>,
+    isolate: Option<Vec<String>>,
     share: Option<Vec<String>>,
 }
 
@@ -635,6 +685,17 @@ mod tests {
         )
         .expect("valid");
         assert_eq!(config.stage.isolate, [".env", "**/secrets/**"]);
+        assert!(!config.stage.isolate_built_in);
+        let none = Config::parse("version: 1\n", Path::new("")).expect("valid");
+        assert_eq!(none.stage.isolate, crate::exec::isolate::DEFAULT_ISOLATE);
+        assert!(none.stage.isolate_built_in);
+        let empty = Config::parse("stage:\n  isolate: []\n", Path::new("")).expect("valid");
+        assert!(
+            empty.stage.isolate.is_empty(),
+            "the user's list replaces the built-in one"
+        );
+        let other = Config::parse("stage:\n  share: [x]\n", Path::new("")).expect("valid");
+        assert_eq!(other.stage.isolate, crate::exec::isolate::DEFAULT_ISOLATE);
         assert!(config.notices.is_empty());
         let error = Config::parse("version: 1\nstage:\n  isolate: [\"a[\"]\n", Path::new(""))
             .expect_err("a bad glob");
@@ -644,6 +705,26 @@ mod tests {
                 .contains("line 3: stage.isolate: invalid pattern 'a['"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn notes_outputs_is_hashes_by_default_full_on_request_and_checked() {
+        let none = Config::parse("version: 1\n", Path::new("")).expect("valid");
+        assert_eq!(none.notes_outputs, NotesOutputs::Hashes);
+        let full = Config::parse("notes:\n  outputs: full\n", Path::new("")).expect("valid");
+        assert_eq!(full.notes_outputs, NotesOutputs::Full);
+        let hashes = Config::parse("notes:\n  outputs: hashes\n", Path::new("")).expect("valid");
+        assert_eq!(hashes.notes_outputs, NotesOutputs::Hashes);
+        let error = Config::parse("version: 1\nnotes:\n  outputs: all\n", Path::new(""))
+            .expect_err("not a value");
+        assert!(
+            error
+                .to_string()
+                .contains("line 3: notes.outputs: 'all' is not one of hashes"),
+            "{error}"
+        );
+        let error = Config::parse("notes:\n  output: full\n", Path::new("")).expect_err("typo");
+        assert!(error.to_string().contains("outputs"), "{error}");
     }
 
     #[test]

@@ -8,6 +8,11 @@
 //! match: denied. Without an `fs-guard` key: the root is allowed for reading and writing,
 //! its `.git` denied, everything else denied.
 //!
+//! A refusal names the rule: the pattern that matched and the loaf.yml key it is in
+//! (`fs-guard.write.deny`), or that no pattern of `fs-guard.<access>.allow` matched; paths
+//! that `stage.isolate` keeps from replies ([`FsGuard::isolating`]) are refused with that
+//! pattern and key.
+//!
 //! Whatever the rules say, the repository's git directories ([`FsGuard::protect`]) and the
 //! root's `.git` (in any letter case, file or folder) are never read or written, nor is a
 //! `.git` anywhere below the root written (git cannot record such a path); and fenced
@@ -20,6 +25,7 @@ use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 
+use super::isolate::Isolation;
 use super::{Access, AccessCheck};
 use crate::config::{FsGuardConfig, GuardRules};
 
@@ -39,6 +45,8 @@ pub struct GuardError {
 /// One allow or deny pattern, made absolute.
 #[derive(Debug, Clone)]
 struct Rule {
+    /// As loaf.yml writes it, for messages.
+    pattern: String,
     matchers: Vec<GlobMatcher>,
     allow: bool,
     specificity: usize,
@@ -63,6 +71,10 @@ pub struct FsGuard {
     /// Places no action may touch, by path: looked up for each ancestor of a checked path,
     /// so that thousands of fences (a sparse checkout) cost a few lookups per check.
     fences: BTreeMap<PathBuf, String>,
+    /// Where the rules come from, as messages name it.
+    source: &'static str,
+    /// What `stage.isolate` keeps from replies.
+    isolation: Option<Isolation>,
 }
 
 impl FsGuard {
@@ -75,6 +87,12 @@ impl FsGuard {
         config_dir: &Path,
     ) -> Result<FsGuard, GuardError> {
         let defaults;
+        let source = match config {
+            Some(_) => "loaf.yml",
+            None => {
+                "the built-in defaults (loaf.yml has no fs-guard key; adding one replaces them)"
+            }
+        };
         let (config, base) = match config {
             Some(config) => (config, config_dir),
             None => {
@@ -96,7 +114,24 @@ impl FsGuard {
             root: canonical_or_same(root),
             protected: Vec::new(),
             fences: BTreeMap::new(),
+            source,
+            isolation: None,
         })
+    }
+
+    /// Also refuses what `stage.isolate` keeps from replies.
+    pub fn isolating(mut self, isolation: Isolation) -> FsGuard {
+        self.isolation = Some(isolation);
+        self
+    }
+
+    /// The pattern of `stage.isolate` that keeps `given` (as named, `..` resolved) or
+    /// `resolved` (where it leads) from replies, if any.
+    fn isolated(&self, given: &Path, resolved: &Path) -> Option<&str> {
+        let isolation = self.isolation.as_ref()?;
+        isolation
+            .pattern_for(&lexical(given))
+            .or_else(|| isolation.pattern_for(resolved))
     }
 
     /// Adds folders or files no action may read or write whatever the rules say, each with
@@ -165,6 +200,7 @@ impl RuleSet {
                     set.allowed.push(absolute.clone());
                 }
                 set.rules.push(Rule {
+                    pattern: pattern.clone(),
                     matchers: matchers(&absolute).map_err(|error| GuardError {
                         pattern: pattern.clone(),
                         error,
@@ -177,21 +213,25 @@ impl RuleSet {
         Ok(set)
     }
 
-    /// Allowed when the most specific matching rule allows (deny wins ties).
-    fn allows(&self, path: &Path) -> bool {
-        let mut best: Option<(usize, bool)> = None;
+    /// The rule that decides `path`: the most specific matching one (deny wins ties);
+    /// `None` when none matches (denied).
+    fn decides(&self, path: &Path) -> Option<&Rule> {
+        let mut best: Option<&Rule> = None;
         for rule in &self.rules {
             if !rule.matchers.iter().any(|m| m.is_match(path)) {
                 continue;
             }
             best = match best {
-                Some((s, allow)) if s > rule.specificity || (s == rule.specificity && !allow) => {
-                    Some((s, allow))
+                Some(b)
+                    if b.specificity > rule.specificity
+                        || (b.specificity == rule.specificity && !b.allow) =>
+                {
+                    Some(b)
                 }
-                _ => Some((rule.specificity, rule.allow)),
+                _ => Some(rule),
             };
         }
-        best.is_some_and(|(_, allow)| allow)
+        best
     }
 }
 
@@ -250,15 +290,30 @@ impl AccessCheck for FsGuard {
         if let Some(why) = self.fence(&resolved) {
             return Err(format!("'{}' {why}", path.display()));
         }
-        if set.allows(&resolved) {
-            Ok(resolved)
-        } else if resolved != path {
+        if let (Some(pattern), Some(isolation)) =
+            (self.isolated(path, &resolved), self.isolation.as_ref())
+        {
+            return Err(isolation.refusal(path, pattern));
+        }
+        let rule = set.decides(&resolved);
+        if rule.is_some_and(|r| r.allow) {
+            return Ok(resolved);
+        }
+        let key = format!("fs-guard.{}", access.as_str());
+        let why = match rule {
+            Some(rule) => format!(
+                ": it matches `{}` in {key}.deny of {}",
+                rule.pattern, self.source
+            ),
+            None => format!(": no pattern in {key}.allow of {} matches it", self.source),
+        };
+        if resolved != path {
             Err(denied(&format!(
-                " (it resolves to '{}')",
+                " (it resolves to '{}'){why}",
                 resolved.display()
             )))
         } else {
-            Err(denied(""))
+            Err(denied(&why))
         }
     }
 }

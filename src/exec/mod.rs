@@ -9,6 +9,7 @@ pub mod fs;
 
 pub mod guard;
 pub mod hooks;
+pub mod isolate;
 pub mod process;
 pub mod sandbox;
 pub mod shell;

@@ -285,6 +285,37 @@ pub fn write_note_value(
     store_note(repo, commit, &text)
 }
 
+/// Stores `report` (the full record, outputs included) as `commit`'s local report
+/// ([`super::reports`]), without the file contents the commit holds, as a note is stored.
+pub fn write_report_value(
+    repo: &Repository,
+    commit: Oid,
+    root: &Path,
+    mut report: Value,
+) -> Result<(), git2::Error> {
+    elide_committed(repo, commit, root, &mut report)?;
+    let text = serde_json::to_string_pretty(&report)
+        .map_err(|e| git2::Error::from_str(&format!("report: {e}")))?;
+    super::reports::write(repo, commit, &text)
+}
+
+/// [`write_report_value`] of a report given as text (copied from another commit).
+pub fn write_report(repo: &Repository, commit: Oid, text: &str) -> Result<(), git2::Error> {
+    let parsed = serde_json::from_str::<Value>(text).ok();
+    match (parsed, repo.workdir()) {
+        (Some(value), Some(root)) => {
+            let root = root.to_path_buf();
+            write_report_value(repo, commit, &root, value)
+        }
+        _ => super::reports::write(repo, commit, text),
+    }
+}
+
+/// The local report of `commit`, in full, if this repository holds one.
+pub fn read_report(repo: &Repository, commit: Oid) -> Option<String> {
+    super::reports::read(repo, commit).map(|text| full_note(repo, text))
+}
+
 fn store_note(repo: &Repository, commit: Oid, text: &str) -> Result<Oid, git2::Error> {
     let signature = identity(repo, "COMMITTER")?;
     repo.note(&signature, &signature, Some(NOTES_REF), commit, text, true)

@@ -28,6 +28,7 @@ pub mod publish;
 pub mod push;
 pub mod quickscan;
 pub mod refs;
+pub mod reports;
 pub mod session;
 pub mod sign;
 pub mod squash;

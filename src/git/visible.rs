@@ -25,7 +25,7 @@ use std::io::Write as _;
 use std::path::{Component, Path, PathBuf};
 
 use git2::{ObjectType, Oid, Repository};
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use globset::{GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
 use super::path_from_bytes;
@@ -61,25 +61,16 @@ fn io(path: &Path) -> impl FnOnce(std::io::Error) -> VisibleError + '_ {
     }
 }
 
-/// `stage.isolate` compiled. A pattern is relative to the root (`.env`, `**/secrets/**`,
-/// `*.pem`: `*` stays within a folder); one ending in `/**` also matches the folder itself,
-/// so `secrets/**` keeps the whole `secrets` folder out.
+/// `stage.isolate` compiled. A pattern is relative to the root and reads like a
+/// `.gitignore` line (`.env` and `*.pem` at any depth, `.aws/**` at the root: `*` stays
+/// within a folder); one ending in `/**` also matches the folder itself, so `secrets/**`
+/// keeps the whole `secrets` folder out ([`crate::exec::isolate::forms`]).
 pub fn isolate_set(patterns: &[String]) -> Result<GlobSet, VisibleError> {
     let mut set = GlobSetBuilder::new();
     for pattern in patterns {
-        let trimmed = pattern
-            .trim()
-            .trim_start_matches("./")
-            .trim_end_matches('/');
-        let mut forms = vec![trimmed];
-        if let Some(folder) = trimmed.strip_suffix("/**") {
-            forms.push(folder);
-        }
-        for form in forms {
-            let glob = GlobBuilder::new(form)
-                .literal_separator(true)
-                .build()
-                .map_err(|error| VisibleError::Pattern {
+        for form in crate::exec::isolate::forms(pattern) {
+            let glob =
+                crate::exec::isolate::glob(&form).map_err(|error| VisibleError::Pattern {
                     pattern: pattern.clone(),
                     error,
                 })?;
@@ -89,6 +80,27 @@ pub fn isolate_set(patterns: &[String]) -> Result<GlobSet, VisibleError> {
     set.build().map_err(|error| VisibleError::Pattern {
         pattern: patterns.join(", "),
         error,
+    })
+}
+
+/// Whether a path relative to `root` is tracked in the index of the repository there (a
+/// file, or a folder holding tracked files): what `stage.isolate` never keeps from replies.
+/// The index is read on the first question.
+pub fn tracked_in(root: &Path) -> crate::exec::isolate::Tracked {
+    let root = root.to_path_buf();
+    let index: OnceCell<Option<git2::Index>> = OnceCell::new();
+    std::rc::Rc::new(move |relative: &Path| {
+        let index = index.get_or_init(|| Repository::open(&root).ok()?.index().ok());
+        let Some(index) = index else {
+            return false;
+        };
+        let folder = format!("{}/", relative.to_string_lossy());
+        index.get_path(relative, 0).is_some()
+            || index
+                .find_prefix(&folder)
+                .ok()
+                .and_then(|i| index.get(i))
+                .is_some_and(|e| e.path.starts_with(folder.as_bytes()))
     })
 }
 

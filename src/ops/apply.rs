@@ -7,10 +7,11 @@ use std::rc::Rc;
 use super::{new_id, now_secs};
 use crate::actions::Schema;
 use crate::config::Config;
+use crate::config::NotesOutputs;
 use crate::exec::PathMap;
 use crate::exec::sandbox::Sandbox;
 use crate::git::checkpoint::{self, Checkpoint};
-use crate::git::commit::{Trailers, message, write_commit, write_note_value};
+use crate::git::commit::{Trailers, message, write_commit, write_note_value, write_report_value};
 use crate::git::githooks::{self, GitHooks, Place, Planned, Refusal, Verify};
 use crate::git::oplog::{OpEntry, OpKind, UserState};
 use crate::git::publish::{self, PublishError, Transition, crash_point};
@@ -18,7 +19,7 @@ use crate::git::session::{Session, TxError};
 use crate::git::sign::{self, SignError, SignRequest};
 use crate::git::stage::{self, Stage, Touched};
 use crate::git::{merge, refs, states, treebuild, treediff, visible};
-use crate::report::{ExecutionResult, GitInfo};
+use crate::report::{ExecutionResult, GitInfo, redact};
 
 /// What to record besides the reply.
 #[derive(Debug, Clone, Default)]
@@ -83,10 +84,33 @@ pub struct Kept {
     pub reason: String,
 }
 
-/// The note stored on every apply commit: the text report and the full result (stored
+/// The record stored for every apply commit: the text report and the result (stored
 /// without the file contents the commit holds: [`write_note_value`]).
 pub fn note_json(result: &ExecutionResult) -> serde_json::Value {
     serde_json::json!({ "text": result.to_text(), "result": result })
+}
+
+/// Records `result` on `commit` (DESIGN §2 "Secrets"): the full report locally, for `git loaf
+/// show`, and the note that can be pushed, whose outputs are sizes and hashes unless loaf.yml
+/// says `notes.outputs: full`.
+pub fn record(
+    repo: &crate::git::Repository,
+    commit: crate::git::Oid,
+    root: &Path,
+    result: &ExecutionResult,
+    outputs: NotesOutputs,
+) -> Result<(), TxError> {
+    write_report_value(repo, commit, root, note_json(result))?;
+    let note = match outputs {
+        NotesOutputs::Full => note_json(result),
+        NotesOutputs::Hashes => {
+            let mut note = note_json(&result.outputs_hashed());
+            note["outputs"] = redact::HASHED_MARKER.into();
+            note
+        }
+    };
+    write_note_value(repo, commit, root, note)?;
+    Ok(())
 }
 
 /// Runs `reply` as one transaction in the repository containing `cwd`.
@@ -297,7 +321,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
     git.checkpoint = (!checkpoint.is_clean()).then(|| from_work.to_string());
     result.git = Some(git);
     if let Some(commit) = commit {
-        write_note_value(repo, commit, &root, note_json(&result))?;
+        record(repo, commit, &root, &result, config.notes_outputs)?;
         // The note must follow the commit through `git commit --amend` and `git rebase`.
         // A config that cannot be written costs the note's survival, not the apply.
         if let Ok(true) = crate::git::commit::ensure_notes_rewrite(repo) {
@@ -373,7 +397,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
                 let git = result.git.get_or_insert_with(GitInfo::default);
                 git.not_written = skipped.iter().map(|p| p.display().to_string()).collect();
                 if let Some(commit) = commit {
-                    write_note_value(repo, commit, &root, note_json(&result))?;
+                    record(repo, commit, &root, &result, config.notes_outputs)?;
                 }
             }
             if commit.is_some() {
@@ -394,7 +418,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
                     "{reason}; the commit is kept as {refname}: `git loaf take {id}` applies it, `git loaf drop {id}` discards it"
                 ));
             }
-            write_note_value(repo, kept_commit, &root, note_json(&result))?;
+            record(repo, kept_commit, &root, &result, config.notes_outputs)?;
             Some(Kept { refname, reason })
         }
     };

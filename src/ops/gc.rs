@@ -21,6 +21,7 @@ use super::now_secs;
 use crate::config::Config;
 use crate::git::oplog::{self, OpEntry, OpKind, gc::Packed};
 use crate::git::session::{self, Session, TxError};
+use crate::git::{Oid, refs, reports};
 
 /// Seconds in a day.
 const DAY: i64 = 24 * 60 * 60;
@@ -44,6 +45,9 @@ pub struct Collected {
     pub held: Vec<Held>,
     /// The saved refs dropped.
     pub saved_dropped: Vec<String>,
+    /// The full reports dropped (kept locally for `git loaf show`): those of commits no
+    /// remaining entry made and no kept apply holds.
+    pub reports_dropped: usize,
     /// The loose objects packed.
     pub packed: Packed,
 }
@@ -80,13 +84,13 @@ pub fn collect(
     )?;
     let dropped_ids: HashSet<&str> = pruned.dropped.iter().map(|e| e.id.as_str()).collect();
     // What is left (after a dry run, what would be).
-    let kept_ids: HashSet<String> = oplog::walk(repo)
-        .map(|e| e.map(|e| e.id))
-        .filter(|id| {
-            id.as_ref()
-                .map_or(true, |id| !dropped_ids.contains(id.as_str()))
+    let left: Vec<OpEntry> = oplog::walk(repo)
+        .filter(|e| {
+            e.as_ref()
+                .map_or(true, |e| !dropped_ids.contains(e.id.as_str()))
         })
         .collect::<Result<_, _>>()?;
+    let kept_ids: HashSet<String> = left.iter().map(|e| e.id.clone()).collect();
     let mut saved_dropped = Vec::new();
     for saved in oplog::gc::saved(repo)? {
         let with_its_entry = dropped_ids.contains(saved.id.as_str());
@@ -98,6 +102,7 @@ pub fn collect(
             saved_dropped.push(saved.name);
         }
     }
+    let reports_dropped = reports::prune(repo, &reported(repo, &left)?, dry_run)?;
     let packed = oplog::gc::pack(repo, dry_run)?;
     Ok(Collected {
         dry_run,
@@ -106,6 +111,7 @@ pub fn collect(
         held,
         dropped: pruned.dropped,
         saved_dropped,
+        reports_dropped,
         packed,
     })
 }
@@ -166,6 +172,19 @@ pub fn held(entries: &[OpEntry]) -> Vec<Held> {
 
 fn is_step(kind: OpKind) -> bool {
     matches!(kind, OpKind::StepBack | OpKind::StepForward)
+}
+
+/// The commits whose full reports stay: those the remaining applies and squashes made, and
+/// the kept applies' commits.
+fn reported(repo: &crate::git::Repository, left: &[OpEntry]) -> Result<HashSet<Oid>, TxError> {
+    let mut keep: HashSet<Oid> = left
+        .iter()
+        .filter(|e| matches!(e.kind, OpKind::Apply | OpKind::Squash))
+        .filter_map(|e| e.after.head.as_deref())
+        .filter_map(|head| Oid::from_str(head).ok())
+        .collect();
+    keep.extend(refs::kept(repo)?.into_iter().map(|k| k.commit));
+    Ok(keep)
 }
 
 /// Automatic pruning, when loaf.yml has a `gc` section: at most once a day (the stamp

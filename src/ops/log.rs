@@ -9,12 +9,13 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::git::commit::{parse_trailers, read_note};
+use crate::git::commit::{parse_trailers, read_note, read_report};
 use crate::git::commits::{self, CommitInfo};
 use crate::git::oplog::{self, OpKind};
 use crate::git::refs;
 use crate::git::session::{self, TxError};
 use crate::ops::squash::{SQUASH_TRAILER, SQUASHED_TRAILER};
+use crate::report::redact;
 
 /// How far back `log` looks for loaf commits on the first-parent chain.
 const SCAN_LIMIT: usize = 100_000;
@@ -114,13 +115,16 @@ fn rfc3339(seconds: i64) -> String {
 /// What an apply recorded.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Shown {
-    /// The full record from the commit's note: the report as apply printed it, and the
-    /// ExecutionResult.
+    /// The record kept locally (outputs included), else the commit's note: the report as
+    /// apply printed it, and the ExecutionResult.
     Full {
         /// The text report.
         text: String,
         /// The result as JSON.
         result: Value,
+        /// What to tell the user about it: the outputs are not here, only their sizes and
+        /// hashes (the note was read because this repository holds no local report).
+        notice: Option<String>,
     },
     /// Only the `Loaf-Result` trailer (notes not fetched): bulky values are hashes.
     TrailerOnly {
@@ -143,13 +147,28 @@ pub fn show(cwd: &Path, rev: Option<&str>) -> Result<Shown, TxError> {
         message: format!("unknown revision or apply id '{rev}'"),
         hint: "`git loaf log` lists the apply commits and their ids".into(),
     })?;
-    if let Some(note) = read_note(&repo, commit.id)
-        && let Ok(value) = serde_json::from_str::<Value>(&note)
-        && let (Some(text), Some(result)) = (value["text"].as_str(), value.get("result"))
-    {
+    let record = |text: Option<String>| {
+        let value = serde_json::from_str::<Value>(&text?).ok()?;
+        let report = value["text"].as_str()?.to_owned();
+        let result = value.get("result")?.clone();
+        // Hashed outputs are news only when there were outputs.
+        let hashed = value["outputs"] == redact::HASHED_MARKER
+            && redact::hash_outputs_in(&mut result.clone()) > 0;
+        Some((report, result, hashed))
+    };
+    let local = record(local_report(&repo, &commit)?);
+    let from_note = local.is_none();
+    if let Some((text, result, hashed)) = local.or_else(|| record(read_note(&repo, commit.id))) {
+        let notice = (from_note && hashed).then(|| {
+            format!(
+                "the outputs of {} are not in this repository: its note (refs/notes/loaf) records what the blocks read and printed as sizes and sha256 only; the full report stays in the repository where it ran, until `git loaf gc` drops it with its operation-log entry",
+                crate::git::short_oid(commit.id)
+            )
+        });
         return Ok(Shown::Full {
-            text: text.to_owned(),
-            result: result.clone(),
+            text,
+            result,
+            notice,
         });
     }
     let trailers = parse_trailers(&commit.message);
@@ -171,6 +190,37 @@ pub fn show(cwd: &Path, rev: Option<&str>) -> Result<Shown, TxError> {
             hint: "`git loaf log` lists the apply commits".into(),
         }),
     }
+}
+
+/// The full report this repository keeps for `commit`: its own, or, for a commit that
+/// `git commit --amend` or `git rebase` rewrote (its note was carried over, the report was
+/// not), the report of the commit its apply or squash made, found by the id in its trailers.
+fn local_report(
+    repo: &crate::git::Repository,
+    commit: &CommitInfo,
+) -> Result<Option<String>, TxError> {
+    if let Some(report) = read_report(repo, commit.id) {
+        return Ok(Some(report));
+    }
+    let trailers = parse_trailers(&commit.message);
+    let Some(id) = trailers
+        .iter()
+        .find(|(k, _)| k == "Loaf-Apply" || k == SQUASH_TRAILER)
+        .map(|(_, v)| v.trim().to_owned())
+    else {
+        return Ok(None);
+    };
+    for entry in oplog::walk(repo) {
+        let entry = entry?;
+        if entry.id == id && matches!(entry.kind, OpKind::Apply | OpKind::Squash) {
+            let made = entry
+                .after
+                .head
+                .and_then(|h| crate::git::Oid::from_str(&h).ok());
+            return Ok(made.and_then(|oid| read_report(repo, oid)));
+        }
+    }
+    Ok(None)
 }
 
 /// The commit a squash with id `rev` made, from the operation log (ids first: six hex digits

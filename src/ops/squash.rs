@@ -16,13 +16,16 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde_json::{Value, json};
 
 use super::{new_id, now_secs};
-use crate::git::commit::{ensure_notes_rewrite, parse_trailers, read_notes, write_note};
+use crate::git::commit::{
+    ensure_notes_rewrite, parse_trailers, read_notes, read_report, write_note, write_report,
+};
 use crate::git::commits::{self, CommitInfo};
 use crate::git::oplog::{OpEntry, OpKind, UserState};
 use crate::git::publish::{self, PublishError, Transition, crash_point};
 use crate::git::push::{self, PushError, Upstream};
 use crate::git::session::{self, Session, TxError};
 use crate::git::{Oid, Repository, checkpoint, refs, short_id, short_oid};
+use crate::report::redact;
 
 /// How far `--limit` keeps counting the commits it left out.
 const COUNT_LIMIT: usize = 10_000;
@@ -159,7 +162,7 @@ pub fn squash(cwd: &Path, options: &SquashOptions) -> Result<Squashed, TxError> 
     let commit = crate::git::sign::write_commit(repo, tree, &parents, &plan.message, &options.sign)
         .map_err(crate::git::sign::SignError::into_git)?;
     crash_point("commit");
-    write_note(repo, commit, &merged_note(repo, &id, &plan.picked))?;
+    record_merged(repo, &session.root, commit, &id, &plan.picked)?;
     crash_point("committed");
     // Not worth failing the squash for: the notes still work, they just do not follow a
     // rebase.
@@ -494,13 +497,39 @@ fn date_range(picked: &[Picked]) -> String {
     }
 }
 
-/// The squash commit's note: every folded apply's record, oldest first — its id, commit,
-/// subject, text report and result — and the reports joined, so that `git loaf show` prints
-/// each in order. The records of an earlier squash are carried over one by one.
-fn merged_note(repo: &Repository, id: &str, picked: &[Picked]) -> String {
-    let mut applies: Vec<Value> = Vec::new();
+/// Records the squash on `commit` as an apply is recorded (DESIGN §2 "Secrets"): the folded
+/// applies' full reports (the local ones, else their notes) as the squash's local report, and
+/// their notes merged as its note, whose outputs are sizes and hashes unless loaf.yml says
+/// `notes.outputs: full` — an older note that held outputs loses them here.
+fn record_merged(
+    repo: &Repository,
+    root: &Path,
+    commit: Oid,
+    id: &str,
+    picked: &[Picked],
+) -> Result<(), TxError> {
+    let outputs = crate::config::Config::load(root)?.notes_outputs;
     let commits: Vec<Oid> = picked.iter().map(|p| p.commit).collect();
-    for (p, note) in picked.iter().zip(read_notes(repo, &commits)) {
+    let notes = read_notes(repo, &commits);
+    let reports: Vec<Option<String>> = commits
+        .iter()
+        .zip(&notes)
+        .map(|(c, note)| read_report(repo, *c).or_else(|| note.clone()))
+        .collect();
+    write_report(repo, commit, &merged_note(id, picked, reports, false))?;
+    let hashed = outputs == crate::config::NotesOutputs::Hashes;
+    write_note(repo, commit, &merged_note(id, picked, notes, hashed))?;
+    Ok(())
+}
+
+/// The squash commit's record: every folded apply's record, oldest first — its id, commit,
+/// subject, text report and result — and the reports joined, so that `git loaf show` prints
+/// each in order. The records of an earlier squash are carried over one by one. `records`
+/// are the picked commits' own (notes or local reports); with `hashed`, every output in them
+/// becomes its size and hash.
+fn merged_note(id: &str, picked: &[Picked], records: Vec<Option<String>>, hashed: bool) -> String {
+    let mut applies: Vec<Value> = Vec::new();
+    for (p, note) in picked.iter().zip(records) {
         let note = note.and_then(|n| serde_json::from_str::<Value>(&n).ok());
         if let Some(inner) = note
             .as_ref()
@@ -524,6 +553,11 @@ fn merged_note(repo: &Repository, id: &str, picked: &[Picked]) -> String {
             "result": result,
         }));
     }
+    if hashed {
+        for a in &mut applies {
+            hash_record(a);
+        }
+    }
     let mut text = String::new();
     for a in &applies {
         let commit = a["commit"].as_str().unwrap_or("");
@@ -541,11 +575,27 @@ fn merged_note(repo: &Repository, id: &str, picked: &[Picked]) -> String {
             text.push('\n');
         }
     }
-    let value = json!({
+    let mut value = json!({
         "text": text,
         "result": { "squash": id, "applies": applies },
     });
+    if hashed {
+        value["outputs"] = redact::HASHED_MARKER.into();
+    }
     serde_json::to_string_pretty(&value).unwrap_or_default()
+}
+
+/// One folded apply's record with its outputs as sizes and hashes: its result's, and its
+/// text's (an older note's text had them written out; a hashed note's text already shows
+/// only sizes and hashes).
+fn hash_record(record: &mut Value) {
+    let before = record["result"].clone();
+    redact::hash_outputs_in(&mut record["result"]);
+    if record["result"] != before
+        && let Some(text) = record["text"].as_str()
+    {
+        record["text"] = redact::drop_outputs_from_text(text).into();
+    }
 }
 
 /// A date as git takes it for `--after`/`--since`, in seconds since the epoch:

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::now_secs;
 use crate::git::checkpoint;
-use crate::git::commit::{read_note, write_note};
+use crate::git::commit::{read_note, read_report, write_note, write_report};
 use crate::git::merge::{self, Overlap};
 use crate::git::oplog::{OpEntry, OpKind, UserState};
 use crate::git::publish::{self, Transition};
@@ -77,12 +77,13 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
             }
         }
     };
+    // The record follows the commit: the note, and the full report kept locally.
+    let taken = |text: String| text.replace("NOT APPLIED", "taken later; was not applied");
     if let Some(note) = read_note(repo, kept.commit) {
-        write_note(
-            repo,
-            landed,
-            &note.replace("NOT APPLIED", "taken later; was not applied"),
-        )?;
+        write_note(repo, landed, &taken(note))?;
+    }
+    if let Some(report) = read_report(repo, kept.commit) {
+        write_report(repo, landed, &taken(report))?;
     }
     let target_tree = commits::read(repo, landed)?.tree;
     let cp = checkpoint::take(repo)?;

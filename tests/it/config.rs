@@ -98,6 +98,16 @@ fn example_documents_every_key_and_loads() {
     assert!(config.allows("file_write"));
     let guard = config.fs_guard.as_ref().expect("the example sets fs-guard");
     assert_eq!(guard.write.deny, ["**/.git/**", "**/.env"]);
+    assert_eq!(
+        guard.write.allow,
+        ["./**"],
+        "writes stay inside the repository"
+    );
+    assert_eq!(
+        config.stage.isolate, defaults.stage.isolate,
+        "the example lists the built-in secret files"
+    );
+    assert_eq!(config.notes_outputs, defaults.notes_outputs);
     for key in [
         "version:",
         "allowed-actions:",
@@ -113,6 +123,8 @@ fn example_documents_every_key_and_loads() {
         "cwd",
         "share:",
         "max_output:",
+        "notes:",
+        "outputs:",
     ] {
         assert!(text.contains(key), "loaf.yml.example documents {key}");
     }

@@ -34,6 +34,7 @@ mod reply_hooks;
 mod report_quality;
 mod sandbox;
 mod scratch;
+mod secrets;
 mod slupe;
 mod squash;
 mod stage_moves;

@@ -119,9 +119,11 @@ fn a_partly_failed_reply_is_committed_with_trailers_git_reads_and_exits_1() {
         result["results"][2]["data"]["content"]["bytes"], 7,
         "bulky data hashed"
     );
-    // The note holds the full result; `show` prints what apply printed.
+    // The note holds the result with outputs as hashes (DESIGN §2 "Secrets"); `show`
+    // prints what apply printed, from the report kept locally.
     let note = s.git(&["notes", "--ref=loaf", "show", "HEAD"]);
-    assert!(note.contains("# demo\\n"), "{note}");
+    assert!(!note.contains("# demo\\n"), "{note}");
+    assert!(note.contains("\"bytes\": 7"), "{note}");
     let shown = s.loaf(&["show"], "");
     assert_eq!(code(&shown), Some(0));
     assert_eq!(shown.stdout, out.stdout, "show prints the same report");

@@ -263,7 +263,7 @@ fn recover(shim: &Shim, command: &Command, key: &str) -> Result<Option<Answer>, 
         return Ok(None);
     };
     let (report, result) = match crate::ops::log::show(root, Some(&commit)) {
-        Ok(Shown::Full { text, result }) => (text, result),
+        Ok(Shown::Full { text, result, .. }) => (text, result),
         Ok(Shown::TrailerOnly { result, .. }) => (
             format!(
                 "(the git-loaf note of commit {commit} is missing; its Loaf-Result trailer)\n{result:#}"
