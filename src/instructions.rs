@@ -35,6 +35,10 @@ pub fn render(root: &Path, config: &Config) -> String {
     out.push('\n');
     out.push_str(&secrets_section(config));
     out.push('\n');
+    if config.allows("exec") {
+        out.push_str(&sandbox_section(&root, config));
+        out.push('\n');
+    }
     out.push_str(&actions_section(&root, config));
     out
 }
@@ -126,6 +130,55 @@ fn secrets_section(config: &Config) -> String {
         "- What your blocks read and print is recorded in the commit's trailers and git \
          notes (which the user may push) only as its size and sha256, never the content.\n",
     );
+    out
+}
+
+/// Where `exec` code runs (DESIGN §2): what it may write, the network, what stays out of
+/// reach, so the model neither tries what cannot work nor believes what it did elsewhere
+/// lasts.
+fn sandbox_section(root: &str, config: &Config) -> String {
+    let mut out = String::from(
+        "## Where exec code runs
+
+",
+    );
+    let _ = writeln!(
+        out,
+        "- In a sandbox: {root} is a copy of the repository that the transaction commits;          what your code writes there is part of the result. `/tmp` is private to this reply          (shared by its exec blocks, gone afterwards). Everything else is read-only."
+    );
+    out.push_str(
+        "- git commands work inside, but the repository's git dir is read-only to them:          commits, branches, stashes and config they make are dropped after the reply. The          commit is made from the files you leave, not from your git commands.
+",
+    );
+    if config.exec.writable.is_empty() {
+        out.push_str(
+            "- No other path is writable (loaf.yml's `exec.writable` lists none).
+",
+        );
+    } else {
+        let list: Vec<String> = config
+            .exec
+            .writable
+            .iter()
+            .map(|p| format!("`{}`", p.display()))
+            .collect();
+        let _ = writeln!(
+            out,
+            "- Also writable, in place and not undone (caches): {}.",
+            list.join(", ")
+        );
+    }
+    if config.exec.network {
+        out.push_str(
+            "- The network is available.
+",
+        );
+    } else {
+        out.push_str(
+            "- There is no network (only a loopback of its own): installing packages or              fetching fails. If you need it, say so and ask the user to set              `exec: { network: true }` in loaf.yml.
+",
+        );
+    }
     out
 }
 
@@ -325,10 +378,35 @@ mod tests {
         }
         assert!(text.contains("remove its pattern from `stage.isolate` in loaf.yml"));
         assert!(text.contains("only as its size and sha256"));
-        assert!(!secrets_section(&Config::default_for(dir)).contains("  "), "one line each");
+        assert!(
+            !secrets_section(&Config::default_for(dir)).contains("  "),
+            "one line each"
+        );
         let none = Config::parse("stage:\n  isolate: []\n", dir).expect("valid");
         let text = render(dir, &none);
         assert!(text.contains("keeps no file from you"), "{text}");
+    }
+
+    #[test]
+    fn the_sandbox_is_described_when_exec_is_allowed() {
+        let dir = Path::new("/repo");
+        let without = render(dir, &Config::default_for(dir));
+        assert!(!without.contains("## Where exec code runs"), "{without}");
+        let config = Config::parse(
+            "allowed-actions: [defaults, exec]\nexec:\n  writable: [\"/var/cache/x\"]\n",
+            dir,
+        )
+        .expect("valid");
+        let text = render(dir, &config);
+        assert!(text.contains("## Where exec code runs"), "{text}");
+        assert!(text.contains("`/var/cache/x`"), "{text}");
+        assert!(text.contains("exec: { network: true }"), "{text}");
+        let online = Config::parse(
+            "allowed-actions: [defaults, exec]\nexec:\n  network: true\n",
+            dir,
+        )
+        .expect("valid");
+        assert!(render(dir, &online).contains("The network is available"));
     }
 
     #[test]
