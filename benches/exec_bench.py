@@ -46,8 +46,10 @@ def make_repo(path, files):
             f.write("line %d\n" % i * 20)
     with open(os.path.join(path, "loaf.yml"), "w") as f:
         f.write("allowed-actions: [defaults, exec]\n")
+    git(path, "config", "gc.auto", "0")  # no background gc while the copies are made
     git(path, "add", "-A")
     git(path, "commit", "-q", "-m", "initial")
+    git(path, "gc", "-q")
 
 
 def block(bid, action, **params):

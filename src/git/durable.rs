@@ -78,6 +78,15 @@ pub fn sync_new_objects(repo: &Repository) -> std::io::Result<()> {
         if name.len() != 2 || !folder.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
+        // A new object is a new name in its folder, which stamps the folder: a folder not
+        // changed since the start holds none of ours (one stat instead of reading it).
+        let changed = folder
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t >= since);
+        if !changed {
+            continue;
+        }
         let mut any = false;
         for object in std::fs::read_dir(folder.path())?.flatten() {
             let recent = object

@@ -365,6 +365,33 @@ impl Stage {
         }
     }
 
+    /// [`Stage::snapshot`] with [`Touched::Anything`], at the cost of what changed: only the
+    /// paths whose stat data differs from the stage's index (and untracked ones) are read
+    /// again. Valid only while the index is the stage's content as the last snapshot took it
+    /// (its entries match the files wherever their stat data does); `None` when the quick
+    /// scan cannot tell (an untracked folder, conflicts), for the caller to take the full
+    /// snapshot.
+    pub fn snapshot_changed(&self) -> Result<Option<Oid>, StageError> {
+        let Some(candidates) = super::quickscan::candidates(&self.repo)? else {
+            return Ok(None);
+        };
+        self.record_written(&Touched::Anything)?;
+        let mut index = self.repo.index()?;
+        for bytes in &candidates {
+            let path = super::path_from_bytes(bytes);
+            match std::fs::symlink_metadata(self.path.join(&path)) {
+                Ok(meta) if !meta.is_dir() => {
+                    super::filters::add_path(&self.repo, &mut index, &self.path, &path)?;
+                }
+                Ok(_) => return Ok(None),
+                Err(_) => index.remove_path(&path)?,
+            }
+        }
+        let tree = index.write_tree()?;
+        index.write()?;
+        Ok(Some(tree))
+    }
+
     /// Records that the stage now holds `commit` (its files and index already do).
     pub fn set_head(&self, commit: Oid) -> Result<(), StageError> {
         self.repo.set_head_detached(commit)?;

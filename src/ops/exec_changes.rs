@@ -31,6 +31,8 @@ pub struct StageWatch<'a> {
     current: Cell<Option<Oid>>,
     /// Whether `current` comes from a scan (not the start).
     scanned: Cell<bool>,
+    /// Whether the stage's index holds what the last snapshot took (after a full one).
+    index_synced: Cell<bool>,
 }
 
 impl<'a> StageWatch<'a> {
@@ -44,6 +46,7 @@ impl<'a> StageWatch<'a> {
             before: Cell::new(None),
             current: Cell::new(Some(start)),
             scanned: Cell::new(false),
+            index_synced: Cell::new(false),
         }
     }
 
@@ -53,8 +56,18 @@ impl<'a> StageWatch<'a> {
         self.current.get().filter(|_| self.scanned.get())
     }
 
+    /// The stage as a tree. The first one of the run is a full snapshot (the index lags
+    /// behind a reset that wrote files without it); after that the index is the stage as the
+    /// last snapshot took it, and only what changed since is read again.
     fn snapshot(&self) -> Option<Oid> {
-        self.stage.snapshot(&Touched::Anything, self.repo).ok()
+        if self.index_synced.get()
+            && let Ok(Some(tree)) = self.stage.snapshot_changed()
+        {
+            return Some(tree);
+        }
+        let tree = self.stage.snapshot(&Touched::Anything, self.repo).ok();
+        self.index_synced.set(tree.is_some());
+        tree
     }
 }
 

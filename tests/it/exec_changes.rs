@@ -164,3 +164,55 @@ fn an_exec_that_changes_nothing_names_nothing() {
     let report = s.redact(&out.stdout);
     assert!(report.contains("e1a ✅ exec bash\n=== OUTPUTS"), "{report}");
 }
+
+/// After the first exec block the stage is read again only where its stat data changed: a
+/// file rewritten in place with content of the same size, one made and then removed, an
+/// edit by an fs action between blocks, a new folder — each block still names exactly its
+/// own changes, and the commit holds exactly what the stage holds at the end.
+#[test]
+fn later_exec_blocks_see_every_change_of_the_stage() {
+    let s = scratch();
+    let reply = exec("e1a", "printf 'AAA\\n' > a.txt; printf 'tmp\\n' > gone.txt")
+        + &exec(
+            "e2b",
+            "printf 'BBB\\n' > a.txt; rm gone.txt; mkdir -p new/deep; printf 'n\\n' > new/deep/n.txt",
+        )
+        + &block(
+            "w3c",
+            "file_write",
+            &[("path", "/repo/keep.txt"), ("content", "kept by write\n")],
+        )
+        + &exec("e4d", "printf 'k2\\n' >> keep.txt; rm old.txt");
+    let out = s.apply(&reply);
+    s.assert_exit(&out, 0);
+    let report = s.redact(&out.stdout);
+    let line_after = |id: &str| -> String {
+        let mut lines = report.lines().skip_while(|l| !l.starts_with(id));
+        lines.next();
+        lines.next().unwrap_or_default().to_owned()
+    };
+    assert!(
+        line_after("e1a").contains("created /repo/gone.txt"),
+        "{report}"
+    );
+    assert!(
+        line_after("e1a").contains("changed /repo/a.txt"),
+        "{report}"
+    );
+    let e2 = line_after("e2b");
+    assert!(e2.contains("changed /repo/a.txt"), "{report}");
+    assert!(e2.contains("deleted /repo/gone.txt"), "{report}");
+    assert!(e2.contains("created /repo/new/deep/n.txt"), "{report}");
+    let e4 = line_after("e4d");
+    assert!(e4.contains("changed /repo/keep.txt"), "{report}");
+    assert!(e4.contains("deleted /repo/old.txt"), "{report}");
+    assert!(!e4.contains("a.txt"), "{report}");
+    assert_eq!(s.git(&["show", "HEAD:a.txt"]), "BBB\n");
+    assert_eq!(s.git(&["show", "HEAD:keep.txt"]), "kept by write\nk2\n");
+    assert_eq!(s.git(&["show", "HEAD:new/deep/n.txt"]), "n\n");
+    let files = s.git(&["ls-tree", "-r", "--name-only", "HEAD"]);
+    assert!(
+        !files.contains("old.txt") && !files.contains("gone.txt"),
+        "{files}"
+    );
+}

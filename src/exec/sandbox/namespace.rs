@@ -253,11 +253,35 @@ impl GitView {
     }
 }
 
+/// Credentials in the home folder that code has no business reading (a reply's code could
+/// print them into the report the model gets): hidden, unless listed in `exec.writable`.
+const HOME_SECRET_FOLDERS: [&str; 9] = [
+    ".ssh",
+    ".gnupg",
+    ".aws",
+    ".azure",
+    ".kube",
+    ".docker",
+    ".config/gh",
+    ".config/gcloud",
+    ".password-store",
+];
+
+/// Credential files in the home folder, hidden like [`HOME_SECRET_FOLDERS`].
+const HOME_SECRET_FILES: [&str; 5] = [
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".config/git/credentials",
+];
+
 /// Where the host's services listen, to hide from code (a unix socket is connected to through
 /// a read-only mount): the user's runtime folder (session bus, agents, keyrings), the system
 /// bus, container engines, terminal multiplexers; all of `/run` without the network (it then
-/// needs no resolver configuration either). Each existing one as (path, is a folder); none
-/// that holds a path in `keep` (the repository, `exec.writable`).
+/// needs no resolver configuration either); and the credentials of [`HOME_SECRET_FOLDERS`]
+/// and [`HOME_SECRET_FILES`]. Each existing one as (path, is a folder); none that holds a
+/// path in `keep` (the repository, `exec.writable`), which is mounted over them anyway.
 fn service_masks(network: bool, keep: &[&Path]) -> Vec<(PathBuf, bool)> {
     let folders: &[&str] = if network {
         &[
@@ -280,6 +304,20 @@ fn service_masks(network: bool, keep: &[&Path]) -> Vec<(PathBuf, bool)> {
     ];
     let mut masks: Vec<(PathBuf, bool)> = Vec::new();
     let holds_kept = |path: &Path| keep.iter().any(|k| k.starts_with(path));
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let in_home = |names: &[&str]| -> Vec<PathBuf> {
+        home.iter()
+            .flat_map(|home| names.iter().map(move |name| home.join(name)))
+            .collect()
+    };
+    let folders = folders
+        .iter()
+        .map(PathBuf::from)
+        .chain(in_home(&HOME_SECRET_FOLDERS));
+    let sockets = sockets
+        .iter()
+        .map(PathBuf::from)
+        .chain(in_home(&HOME_SECRET_FILES));
     for folder in folders {
         let Ok(real) = fs::canonicalize(folder) else {
             continue;
