@@ -261,7 +261,12 @@ pub fn error_message<'a>(action: &str, error: &'a str) -> &'a str {
 /// What an action works on, as ` <value>` (its schema's `primary_param`, else its `path`;
 /// first line only), ` old → new` for `file_move`, or nothing.
 pub fn action_target(action: &str, params: &Params) -> String {
-    let value = |key: &str| params.get(key).map(|v| one_line(&plain(v)));
+    let value = |key: &str| {
+        params.get(key).map(|v| match v {
+            Value::String(s) if key.ends_with("path") => readable_path(s),
+            v => one_line(&plain(v)),
+        })
+    };
     if let ("file_move", Some(old), Some(new)) = (action, value("old_path"), value("new_path")) {
         return format!(" {old} → {new}");
     }
@@ -389,6 +394,25 @@ fn plain(value: &Value) -> String {
         Value::String(s) => s.clone(),
         other => other.to_string(),
     }
+}
+
+/// One path as a report line shows it: control characters escaped (a line break or a NUL
+/// in a path is what the model must see, not a broken line), and the middle of a very long
+/// path left out.
+fn readable_path(path: &str) -> String {
+    const KEEP: usize = 60;
+    let shown: String = if path.chars().any(char::is_control) {
+        path.escape_debug().collect()
+    } else {
+        path.to_owned()
+    };
+    let chars: Vec<char> = shown.chars().collect();
+    if chars.len() <= 3 * KEEP {
+        return shown;
+    }
+    let head: String = chars[..KEEP].iter().collect();
+    let tail: String = chars[chars.len() - KEEP..].iter().collect();
+    format!("{head}…{tail} ({} bytes)", path.len())
 }
 
 fn one_line(text: &str) -> String {

@@ -7,8 +7,8 @@ use std::rc::Rc;
 use super::{new_id, now_secs};
 use crate::actions::Schema;
 use crate::config::Config;
-use crate::exec::PathMap;
 use crate::exec::sandbox::Sandbox;
+use crate::exec::{PathMap, bad_path};
 use crate::git::checkpoint::{self, Checkpoint};
 use crate::git::commit::{Trailers, message, write_commit, write_note_value};
 use crate::git::githooks::{self, GitHooks, Place, Planned, Refusal, Verify};
@@ -224,7 +224,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         repo,
         stage.path(),
         tree,
-        &write_targets(&result, &root),
+        &write_targets(&result, &root, stage.path()),
         &view.copied(),
     )?;
     if changed.is_empty() && extras.is_empty() {
@@ -457,7 +457,7 @@ fn touched(result: &ExecutionResult, config: &Config, root: &Path, stage: &Path)
     if hooks || result.results.iter().any(|r| r.action == "exec") {
         return Touched::Anything;
     }
-    let paths = write_targets(result, root);
+    let paths = write_targets(result, root, stage);
     if paths.iter().any(|path| through_symlink(stage, path)) {
         return Touched::Anything;
     }
@@ -466,7 +466,7 @@ fn touched(result: &ExecutionResult, config: &Config, root: &Path, stage: &Path)
 
 /// The targets of the write actions, relative to the root, sorted: never a path through a
 /// `.git` (git cannot record one; the guard refuses them, and the stage's `.git` is a file).
-fn write_targets(result: &ExecutionResult, root: &Path) -> Vec<PathBuf> {
+fn write_targets(result: &ExecutionResult, root: &Path, stage: &Path) -> Vec<PathBuf> {
     let schema = Schema::get();
     let mut paths = Vec::new();
     for r in &result.results {
@@ -477,8 +477,24 @@ fn write_targets(result: &ExecutionResult, root: &Path) -> Vec<PathBuf> {
             let Some(value) = r.params.get(key).and_then(|v| v.as_str()) else {
                 continue;
             };
-            for line in value.lines().map(str::trim).filter(|l| !l.is_empty()) {
-                if let Some(relative) = relative_to(root, Path::new(line))
+            // Only `paths` is a list (one per line): any other value is one path, whole. Split,
+            // a path with a line break would name other files than the one written, which
+            // then would never be committed.
+            let targets: Vec<&str> = if key == "paths" {
+                value.lines().map(str::trim).collect()
+            } else {
+                vec![value]
+            };
+            for target in targets.into_iter().filter(|t| !t.is_empty()) {
+                // A path the actions refused as bad (see [`bad_path`]) was not written, and
+                // the stage cannot even look it up.
+                let path = Path::new(target);
+                if bad_path::check(path, &stage.join(path.strip_prefix(root).unwrap_or(path)))
+                    .is_err()
+                {
+                    continue;
+                }
+                if let Some(relative) = relative_to(root, path)
                     && !relative
                         .components()
                         .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))

@@ -354,6 +354,9 @@ fn exec_cannot_reach_the_hosts_services_under_run() {
     std::thread::sleep(Duration::from_millis(100));
     let reached = listener.accept().is_ok();
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(!reached, "the code connected to a socket under /run: {report}");
+    assert!(
+        !reached,
+        "the code connected to a socket under /run: {report}"
+    );
     assert!(report.contains("No such file or directory"), "{report}");
 }
