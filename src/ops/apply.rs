@@ -89,9 +89,51 @@ pub fn note_json(result: &ExecutionResult) -> serde_json::Value {
     serde_json::json!({ "text": result.to_text(), "result": result })
 }
 
+/// How [`apply_once`] ended.
+#[derive(Debug)]
+pub enum Once {
+    /// The reply ran (see [`apply`]).
+    Applied(Box<Applied>),
+    /// An apply recorded in the operation log carries the reply's key: nothing ran.
+    AlreadyApplied {
+        /// That apply's id.
+        apply: String,
+    },
+}
+
 /// Runs `reply` as one transaction in the repository containing `cwd`.
 pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied, TxError> {
     let session = Session::begin(cwd, "apply")?;
+    apply_locked(session, reply, options)
+}
+
+/// [`apply`], unless the operation log records an apply of the same reply
+/// (`options.reply_key`). The log is read with the lock held, so a reply another process
+/// applied a moment ago (`git loaf apply` by hand while `git loaf watch` runs) is seen, and
+/// the same reply never runs twice (DESIGN §3, `watch`).
+pub fn apply_once(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Once, TxError> {
+    let session = Session::begin(cwd, "apply")?;
+    if let Some(key) = &options.reply_key
+        && let Some(apply) = applied_as(&session.repo, key)?
+    {
+        return Ok(Once::AlreadyApplied { apply });
+    }
+    apply_locked(session, reply, options).map(|applied| Once::Applied(Box::new(applied)))
+}
+
+/// The id of the newest apply in the operation log that ran the reply with `key`.
+fn applied_as(repo: &crate::git::Repository, key: &str) -> Result<Option<String>, TxError> {
+    for entry in crate::git::oplog::walk(repo) {
+        let entry = entry?;
+        if entry.kind == OpKind::Apply && entry.reply_key.as_deref() == Some(key) {
+            return Ok(Some(entry.id));
+        }
+    }
+    Ok(None)
+}
+
+/// [`apply`] with the operation lock held (by `session`, released when it ends).
+fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result<Applied, TxError> {
     crash_point("locked");
     let mut session_notices = session.notices.clone();
     let repo = &session.repo;
