@@ -169,6 +169,8 @@ pub fn execute_fenced(
 /// block but was not one (a ```` ```nesl ```` fence without a header, a malformed header),
 /// each with what to write instead.
 pub fn check_reply(reply: &str, root: &Path) -> Plan {
+    // However the reply arrived (a library caller, lorch), a byte order mark is not text.
+    let reply = crate::input::without_bom(reply);
     let parsed = nesl::parse(reply);
     let mut plan = actions::plan(reply, &parsed, root);
     for heredoc in near_miss::unclosed_heredocs(reply, &parsed) {

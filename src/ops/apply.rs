@@ -135,6 +135,9 @@ fn applied_as(repo: &crate::git::Repository, key: &str) -> Result<Option<String>
 /// [`apply`] with the operation lock held (by `session`, released when it ends).
 fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result<Applied, TxError> {
     crash_point("locked");
+    // Every look at the reply (is there code to sandbox? which blocks run?) sees the same
+    // text: a byte order mark is not part of it.
+    let reply = crate::input::without_bom(reply);
     let mut session_notices = session.notices.clone();
     let repo = &session.repo;
     let root = session.root.clone();

@@ -212,6 +212,8 @@ impl<'a, 'c> Listener<'a, 'c> {
 
     /// Acts on a text read from `from`: waits, says it ran already, or applies it.
     fn consider(&mut self, from: Origin, text: &str, retrying: bool) {
+        // Keyed as `git loaf apply` keys it, which reads the reply without one.
+        let text = crate::input::without_bom(text);
         let digest: [u8; 32] = Sha256::digest(text.as_bytes()).into();
         let source = self.source(from);
         // The same text again (a save that changed nothing, the periodic check): what was

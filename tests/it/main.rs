@@ -23,6 +23,7 @@ mod help;
 mod hints;
 mod history_cli;
 mod init;
+mod input_details;
 mod instructions;
 mod man;
 mod nesl_conformance;
