@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::actions::{BlockError, OutputDisplay, Schema};
 use crate::exec::Params;
 
+pub mod missing_end;
 pub mod near_miss;
 
 /// Everything an apply did.
@@ -34,6 +35,9 @@ pub struct ExecutionResult {
     /// The git transaction, when there was one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub git: Option<GitInfo>,
+    /// What the model should hear that stopped nothing (two blocks sharing an id).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Hook failures, as `"<command>: <error>"`.
@@ -164,6 +168,9 @@ impl ExecutionResult {
                 "note: the commit includes uncommitted changes you had in {}",
                 git.uncommitted.join(", ")
             );
+        }
+        for warning in &self.warnings {
+            let _ = writeln!(out, "warning: {warning}");
         }
         if let Some(fatal) = &self.fatal_error {
             let _ = writeln!(out, "FATAL: {}", indent_rest(fatal));
@@ -500,6 +507,7 @@ mod tests {
                 not_applied: None,
                 refused_output: None,
             }),
+            warnings: Vec::new(),
         }
     }
 

@@ -29,6 +29,7 @@ mod man;
 mod nesl_conformance;
 mod nesl_differential;
 mod nesl_properties;
+mod new_user;
 mod readme;
 mod real_world;
 mod report_quality;
