@@ -284,6 +284,14 @@ fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result
         treebuild::tree_with_entries(repo, from_index, staged, &changed)?
     };
     git.uncommitted = checkpoint::carried_uncommitted(repo, &checkpoint, &changed)?;
+    if !git.uncommitted.is_empty() {
+        // The report tells the model; the user, at the terminal, is told too.
+        session_notices.push(format!(
+            "the commit includes the uncommitted changes you had in {} (the reply changed {}); `git loaf undo` gives them back uncommitted",
+            git.uncommitted.join(", "),
+            if git.uncommitted.len() == 1 { "that file" } else { "those files" }
+        ));
+    }
     let summary = crate::git::commit::subject_summary(&result, &root, &changed);
     let subject = config
         .commit_message_format

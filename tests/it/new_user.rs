@@ -74,3 +74,41 @@ fn two_blocks_with_one_id_both_run_and_the_report_warns_naming_both_lines() {
     assert_eq!(s.read("a.txt").as_deref(), Some("a"));
     assert_eq!(s.read("b.txt").as_deref(), Some("b"));
 }
+
+#[test]
+fn step_back_leaves_an_untracked_loaf_yml_in_place_and_step_forward_keeps_it() {
+    let s = Scratch::with(&[("a.txt", "1\n")]);
+    s.write("a.txt", "2\n");
+    s.commit_all("c2");
+    let config = "allowed-actions: [defaults, exec]\n";
+    s.write("loaf.yml", config);
+    s.write("a.txt", "mine\n");
+    let before = s.state();
+    let back = s.loaf(&["step-back"], "");
+    s.assert_exit(&back, 0);
+    // Untouched and untracked, while the commit's other changes were kept away.
+    assert_eq!(s.read("loaf.yml").as_deref(), Some(config));
+    assert_eq!(s.read("a.txt").as_deref(), Some("1\n"));
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        "?? loaf.yml\n"
+    );
+    let said = String::from_utf8_lossy(&back.stdout);
+    assert!(
+        said.contains("  a.txt") && !said.contains("loaf.yml"),
+        "{said}"
+    );
+    // The configuration is in effect while stepped back.
+    let instructions = s.loaf(&["instructions"], "");
+    assert!(
+        String::from_utf8_lossy(&instructions.stdout).contains("### exec"),
+        "loaf.yml is read"
+    );
+    let forward = s.loaf(&["step-forward"], "");
+    s.assert_exit(&forward, 0);
+    assert_eq!(s.state(), before);
+    // And undo of a step-back gives back exactly the state before it.
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.state(), before);
+}

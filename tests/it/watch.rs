@@ -368,6 +368,36 @@ fn a_reply_applied_by_hand_while_the_watcher_is_about_to_apply_it_runs_once() {
 }
 
 #[test]
+fn an_apply_that_commits_the_users_uncommitted_edits_says_so_on_the_terminal() {
+    let scratch = Scratch::with(&[("a.txt", "one\ntwo\nthree\n")]);
+    scratch.write("a.txt", "ONE\ntwo\nthree\n");
+    let watching = Watching::start(&scratch, &[]);
+    let path = scratch.root.join("a.txt");
+    let reply = block(
+        "k1m",
+        "file_replace_text",
+        &[
+            ("path", &path.to_string_lossy()),
+            ("old_text", "three"),
+            ("new_text", "3"),
+        ],
+    );
+    save(&reply_file(&scratch), &reply);
+    watching.wait_applies(1);
+    let (code, out, err) = watching.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains(" · includes your uncommitted changes in a.txt"),
+        "{out}"
+    );
+    assert!(
+        err.contains("note: the commit includes the uncommitted changes you had in a.txt"),
+        "{err}"
+    );
+    assert_eq!(scratch.git(&["show", "HEAD:a.txt"]), "ONE\ntwo\n3\n");
+}
+
+#[test]
 fn a_second_watcher_is_refused_naming_the_first() {
     let scratch = Scratch::with(&[("README.md", "hi\n")]);
     let first = Watching::start(&scratch, &[]);
