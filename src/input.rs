@@ -154,7 +154,7 @@ fn read_limited(
 pub fn as_text<'a>(bytes: &'a [u8], source: &Source) -> Result<&'a str, InputError> {
     // The SIMD check is several times faster on long replies; std finds the offset.
     if let Ok(text) = simdutf8::basic::from_utf8(bytes) {
-        return Ok(text);
+        return Ok(without_bom(text));
     }
     std::str::from_utf8(bytes).map_err(|e| {
         let offset = e.valid_up_to();
@@ -165,6 +165,14 @@ pub fn as_text<'a>(bytes: &'a [u8], source: &Source) -> Result<&'a str, InputErr
             line: 1 + memchr::memchr_iter(b'\n', &bytes[..offset]).count(),
         }
     })
+}
+
+/// `text` without a leading UTF-8 byte order mark: some editors (Notepad, some exports)
+/// start a saved file with one; it marks the encoding and is not part of the reply, whose
+/// first line would otherwise not read as a `#!nesl` header. Anything else in the text is
+/// left to the parser, as the reference parser sees it.
+pub fn without_bom(text: &str) -> &str {
+    text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 
 #[cfg(test)]

@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::actions::{BlockError, OutputDisplay, Schema};
 use crate::exec::Params;
 
+pub mod missing_end;
 pub mod near_miss;
 pub mod redact;
 
@@ -35,6 +36,9 @@ pub struct ExecutionResult {
     /// The git transaction, when there was one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub git: Option<GitInfo>,
+    /// What the model should hear that stopped nothing (two blocks sharing an id).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Hook failures, as `"<command>: <error>"`.
@@ -166,6 +170,9 @@ impl ExecutionResult {
                 git.uncommitted.join(", ")
             );
         }
+        for warning in &self.warnings {
+            let _ = writeln!(out, "warning: {warning}");
+        }
         if let Some(fatal) = &self.fatal_error {
             let _ = writeln!(out, "FATAL: {}", indent_rest(fatal));
         }
@@ -295,7 +302,12 @@ pub fn error_message<'a>(action: &str, error: &'a str) -> &'a str {
 /// What an action works on, as ` <value>` (its schema's `primary_param`, else its `path`;
 /// first line only), ` old → new` for `file_move`, or nothing.
 pub fn action_target(action: &str, params: &Params) -> String {
-    let value = |key: &str| params.get(key).map(|v| one_line(&plain(v)));
+    let value = |key: &str| {
+        params.get(key).map(|v| match v {
+            Value::String(s) if key.ends_with("path") => readable_path(s),
+            v => one_line(&plain(v)),
+        })
+    };
     if let ("file_move", Some(old), Some(new)) = (action, value("old_path"), value("new_path")) {
         return format!(" {old} → {new}");
     }
@@ -436,6 +448,25 @@ fn plain(value: &Value) -> String {
     }
 }
 
+/// One path as a report line shows it: control characters escaped (a line break or a NUL
+/// in a path is what the model must see, not a broken line), and the middle of a very long
+/// path left out.
+fn readable_path(path: &str) -> String {
+    const KEEP: usize = 60;
+    let shown: String = if path.chars().any(char::is_control) {
+        path.escape_debug().collect()
+    } else {
+        path.to_owned()
+    };
+    let chars: Vec<char> = shown.chars().collect();
+    if chars.len() <= 3 * KEEP {
+        return shown;
+    }
+    let head: String = chars[..KEEP].iter().collect();
+    let tail: String = chars[chars.len() - KEEP..].iter().collect();
+    format!("{head}…{tail} ({} bytes)", path.len())
+}
+
 fn one_line(text: &str) -> String {
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
     let first = lines.next().unwrap_or("").to_owned();
@@ -521,6 +552,7 @@ mod tests {
                 not_applied: None,
                 refused_output: None,
             }),
+            warnings: Vec::new(),
         }
     }
 

@@ -13,6 +13,7 @@ use crate::exec::isolate::Isolation;
 use crate::exec::sandbox::Sandbox;
 use crate::exec::{self, Outcome, PathMap, Workspace};
 use crate::nesl;
+use crate::report::missing_end;
 use crate::report::near_miss::{self, EXPECTED_FORM};
 use crate::report::{ActionResult, ExecutionResult, HookErrors};
 
@@ -218,6 +219,7 @@ pub fn execute_fenced(
             after: after.errors,
         });
     ExecutionResult {
+        warnings: plan.warnings,
         success: succeeded && after.success,
         total_blocks: plan.total_blocks,
         executed_actions: results.len(),
@@ -233,6 +235,8 @@ pub fn execute_fenced(
 /// block but was not one (a ```` ```nesl ```` fence without a header, a malformed header),
 /// each with what to write instead.
 pub fn check_reply(reply: &str, root: &Path) -> Plan {
+    // However the reply arrived (a library caller, lorch), a byte order mark is not text.
+    let reply = crate::input::without_bom(reply);
     let parsed = nesl::parse(reply);
     let mut plan = actions::plan(reply, &parsed, root);
     for heredoc in near_miss::unclosed_heredocs(reply, &parsed) {
@@ -244,6 +248,10 @@ pub fn check_reply(reply: &str, root: &Path) -> Plan {
             error.message.push_str(&heredoc.hint());
             error.line = Some(heredoc.opened);
         }
+    }
+    plan.warnings.extend(duplicate_ids(&parsed));
+    for missing in missing_end::missing_ends(reply, &parsed) {
+        collapse_missing_end(&mut plan.errors, &missing);
     }
     for swallowed in near_miss::swallowed(reply, &parsed) {
         plan.errors.push(BlockError {
@@ -277,6 +285,45 @@ pub fn check_reply(reply: &str, root: &Path) -> Plan {
         }
     }
     plan
+}
+
+/// A warning for each block whose id an earlier block already has: the reference parser
+/// takes both (and so do we: both run), but the report's lines can then not be told apart.
+fn duplicate_ids(parsed: &nesl::ParseResult<'_>) -> Vec<String> {
+    let mut first: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut warnings = Vec::new();
+    for block in &parsed.blocks {
+        match first.get(&*block.id) {
+            Some(line) => warnings.push(format!(
+                "block id {id} is used by two blocks (lines {line} and {again}): each is taken as a block of its own; give every block its own id, so that each result line names one block",
+                id = block.id,
+                again = block.start_line
+            )),
+            None => {
+                first.insert(&block.id, block.start_line);
+            }
+        }
+    }
+    warnings
+}
+
+/// Replaces the parser's errors that only say block `missing.id` has no end line (a fence
+/// or prose it ran on into, "not closed") by one error saying where the end line goes.
+fn collapse_missing_end(errors: &mut Vec<BlockError>, missing: &missing_end::MissingEnd) {
+    let ours = |e: &BlockError| {
+        e.block_id == missing.id
+            && e.error_type == ErrorType::Syntax
+            && e.block_start_line == Some(missing.start)
+            && e.line.is_some_and(|l| missing.replaces.contains(&l))
+    };
+    let Some(first) = errors.iter().position(ours) else {
+        return;
+    };
+    let mut error = errors[first].clone();
+    error.message = missing.message();
+    error.line = Some(missing.after);
+    errors.retain(|e| !ours(e));
+    errors.insert(first.min(errors.len()), error);
 }
 
 /// The result for a reply without a single NESL block: nothing ran, and the report says

@@ -95,6 +95,8 @@ pub struct Plan {
     pub errors: Vec<BlockError>,
     /// Blocks in the reply.
     pub total_blocks: usize,
+    /// Things the model should hear that stop nothing (two blocks with one id).
+    pub warnings: Vec<String>,
 }
 
 /// A syntax error's block is shown whole when it is at most this many lines long.

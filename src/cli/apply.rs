@@ -220,6 +220,9 @@ fn dry_run_text(plan: &Plan, fatal: Option<&str>) -> String {
     if let Some(fatal) = fatal {
         out.push_str(&format!("FATAL: {}\n", fatal.replace('\n', "\n    ")));
     }
+    for warning in &plan.warnings {
+        out.push_str(&format!("warning: {warning}\n"));
+    }
     let mut lines: Vec<(usize, String)> = plan
         .actions
         .iter()

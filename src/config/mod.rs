@@ -273,7 +273,7 @@ impl Config {
                 after: hooks.after.into_iter().map(RawHook::into_command).collect(),
             };
         }
-        config.vars = raw.vars;
+        config.vars = raw.vars.into_iter().map(|(k, v)| (k, v.0)).collect();
         if let Some(format) = raw.commit_message_format {
             config.commit_message_format = format;
         }
@@ -424,7 +424,7 @@ fn notes_outputs(text: &str, value: Option<&str>) -> Result<NotesOutputs, String
 fn check_hooks(text: &str, hooks: &RawHooks) -> Result<(), String> {
     for (list, name) in [(&hooks.before, "before"), (&hooks.after, "after")] {
         for (i, hook) in list.iter().enumerate() {
-            if hook.run.trim().is_empty() {
+            if hook.run.0.trim().is_empty() {
                 let line = line_in_section(text, "hooks", |key, value| {
                     key == "run" && unquoted(value).trim().is_empty()
                 });
@@ -556,6 +556,61 @@ fn first_line(message: &str) -> String {
     )
 }
 
+/// A value that must be written as a string (a hook's `run`, a `vars` value): a number or a
+/// boolean there is refused rather than turned into text (`run: 123` is almost always a
+/// mistake, and `vars: {n: 010}` would not be what was written), and saphyr's error names
+/// the line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Text(String);
+
+impl<'de> Deserialize<'de> for Text {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Text, D::Error> {
+        deserializer.deserialize_any(TextVisitor)
+    }
+}
+
+struct TextVisitor;
+
+impl TextVisitor {
+    fn not_text<E: serde::de::Error>(what: impl std::fmt::Display) -> E {
+        E::custom(format!(
+            "{what} is not a string; values here are strings: quote it (\"{what}\") if it is meant as text"
+        ))
+    }
+}
+
+impl serde::de::Visitor<'_> for TextVisitor {
+    type Value = Text;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a string")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Text, E> {
+        Ok(Text(v.to_owned()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Text, E> {
+        Ok(Text(v))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Text, E> {
+        Err(Self::not_text(v))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Text, E> {
+        Err(Self::not_text(v))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Text, E> {
+        Err(Self::not_text(v))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Text, E> {
+        Err(Self::not_text(v))
+    }
+}
+
 /// loaf.yml as written.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -567,7 +622,7 @@ struct RawConfig {
     fs_guard: Option<FsGuardConfig>,
     hooks: Option<RawHooks>,
     #[serde(default)]
-    vars: BTreeMap<String, String>,
+    vars: BTreeMap<String, Text>,
     commit_message_format: Option<String>,
     #[serde(rename = "git-hooks")]
     git_hooks: Option<bool>,
@@ -603,7 +658,7 @@ struct RawHooks {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RawHook {
-    run: String,
+    run: Text,
     #[serde(rename = "continueOnError", default)]
     continue_on_error: bool,
     /// Milliseconds.
@@ -614,7 +669,7 @@ struct RawHook {
 impl RawHook {
     fn into_command(self) -> HookCommand {
         HookCommand {
-            run: self.run,
+            run: self.run.0,
             continue_on_error: self.continue_on_error,
             timeout: self
                 .timeout
@@ -760,5 +815,35 @@ mod tests {
         );
         let error = Config::parse("gc:\n  keep_days: 30\n", Path::new("")).expect_err("typo");
         assert!(error.to_string().contains("keep-days"), "{error}");
+    }
+
+    #[test]
+    fn hook_commands_and_vars_must_be_strings_and_the_error_names_the_line() {
+        let run = Config::parse(
+            "version: 1\nhooks:\n  after:\n    - run: 123\n",
+            Path::new(""),
+        )
+        .expect_err("a number");
+        assert!(
+            run.to_string().contains("line 4") && run.to_string().contains("123 is not a string"),
+            "{run}"
+        );
+        let var =
+            Config::parse("vars:\n  name: x\n  port: 8080\n", Path::new("")).expect_err("a number");
+        assert!(
+            var.to_string().contains("line 3") && var.to_string().contains("8080 is not a string"),
+            "{var}"
+        );
+        let flag = Config::parse("vars:\n  on: true\n", Path::new("")).expect_err("a boolean");
+        assert!(flag.to_string().contains("line 2"), "{flag}");
+        // Quoted, or text that is not a number, they are what was written.
+        let fine = Config::parse(
+            "vars:\n  port: \"8080\"\n  name: x1\nhooks:\n  before:\n    - run: \"123\"\n",
+            Path::new(""),
+        )
+        .expect("strings");
+        assert_eq!(fine.vars["port"], "8080");
+        assert_eq!(fine.vars["name"], "x1");
+        assert_eq!(fine.hooks.before[0].run, "123");
     }
 }

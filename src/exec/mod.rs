@@ -5,6 +5,7 @@
 //! repository's paths into the staging worktree, and every path and message that reaches
 //! the report is mapped back, so the model only ever sees its own paths.
 
+pub mod bad_path;
 pub mod fs;
 
 pub mod guard;

@@ -107,9 +107,11 @@ fn working_dir(params: &Params, ws: &Workspace) -> Result<PathBuf, String> {
             user.display()
         ));
     }
+    let mapped = ws.paths.to_real(&user);
+    super::bad_path::check(&user, &mapped).map_err(|bad| format!("exec: cwd: {bad}"))?;
     let real = ws
         .guard
-        .check(Access::Read, &ws.paths.to_real(&user))
+        .check(Access::Read, &mapped)
         .map_err(|refusal| ws.paths.scrub(&refusal))?;
     // Inside a visible ignored folder the stage holds only a placeholder; the code will
     // see the user's folder there.

@@ -8,8 +8,8 @@ use super::{new_id, now_secs};
 use crate::actions::Schema;
 use crate::config::Config;
 use crate::config::NotesOutputs;
-use crate::exec::PathMap;
 use crate::exec::sandbox::Sandbox;
+use crate::exec::{PathMap, bad_path};
 use crate::git::checkpoint::{self, Checkpoint};
 use crate::git::commit::{Trailers, message, write_commit, write_note_value, write_report_value};
 use crate::git::githooks::{self, GitHooks, Place, Planned, Refusal, Verify};
@@ -113,10 +113,55 @@ pub fn record(
     Ok(())
 }
 
+/// How [`apply_once`] ended.
+#[derive(Debug)]
+pub enum Once {
+    /// The reply ran (see [`apply`]).
+    Applied(Box<Applied>),
+    /// An apply recorded in the operation log carries the reply's key: nothing ran.
+    AlreadyApplied {
+        /// That apply's id.
+        apply: String,
+    },
+}
+
 /// Runs `reply` as one transaction in the repository containing `cwd`.
 pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied, TxError> {
     let session = Session::begin(cwd, "apply")?;
+    apply_locked(session, reply, options)
+}
+
+/// [`apply`], unless the operation log records an apply of the same reply
+/// (`options.reply_key`). The log is read with the lock held, so a reply another process
+/// applied a moment ago (`git loaf apply` by hand while `git loaf watch` runs) is seen, and
+/// the same reply never runs twice (DESIGN §3, `watch`).
+pub fn apply_once(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Once, TxError> {
+    let session = Session::begin(cwd, "apply")?;
+    if let Some(key) = &options.reply_key
+        && let Some(apply) = applied_as(&session.repo, key)?
+    {
+        return Ok(Once::AlreadyApplied { apply });
+    }
+    apply_locked(session, reply, options).map(|applied| Once::Applied(Box::new(applied)))
+}
+
+/// The id of the newest apply in the operation log that ran the reply with `key`.
+fn applied_as(repo: &crate::git::Repository, key: &str) -> Result<Option<String>, TxError> {
+    for entry in crate::git::oplog::walk(repo) {
+        let entry = entry?;
+        if entry.kind == OpKind::Apply && entry.reply_key.as_deref() == Some(key) {
+            return Ok(Some(entry.id));
+        }
+    }
+    Ok(None)
+}
+
+/// [`apply`] with the operation lock held (by `session`, released when it ends).
+fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result<Applied, TxError> {
     crash_point("locked");
+    // Every look at the reply (is there code to sandbox? which blocks run?) sees the same
+    // text: a byte order mark is not part of it.
+    let reply = crate::input::without_bom(reply);
     let mut session_notices = session.notices.clone();
     let repo = &session.repo;
     let root = session.root.clone();
@@ -260,7 +305,7 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         repo,
         stage.path(),
         tree,
-        &write_targets(&result, &root),
+        &write_targets(&result, &root, stage.path()),
         &view.copied(),
     )?;
     if changed.is_empty() && extras.is_empty() {
@@ -275,6 +320,14 @@ pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied,
         treebuild::tree_with_entries(repo, from_index, staged, &changed)?
     };
     git.uncommitted = checkpoint::carried_uncommitted(repo, &checkpoint, &changed)?;
+    if !git.uncommitted.is_empty() {
+        // The report tells the model; the user, at the terminal, is told too.
+        session_notices.push(format!(
+            "the commit includes the uncommitted changes you had in {} (the reply changed {}); `git loaf undo` gives them back uncommitted",
+            git.uncommitted.join(", "),
+            if git.uncommitted.len() == 1 { "that file" } else { "those files" }
+        ));
+    }
     let summary = crate::git::commit::subject_summary(&result, &root, &changed);
     let subject = config
         .commit_message_format
@@ -493,7 +546,7 @@ fn touched(result: &ExecutionResult, config: &Config, root: &Path, stage: &Path)
     if hooks || result.results.iter().any(|r| r.action == "exec") {
         return Touched::Anything;
     }
-    let paths = write_targets(result, root);
+    let paths = write_targets(result, root, stage);
     if paths.iter().any(|path| through_symlink(stage, path)) {
         return Touched::Anything;
     }
@@ -502,7 +555,7 @@ fn touched(result: &ExecutionResult, config: &Config, root: &Path, stage: &Path)
 
 /// The targets of the write actions, relative to the root, sorted: never a path through a
 /// `.git` (git cannot record one; the guard refuses them, and the stage's `.git` is a file).
-fn write_targets(result: &ExecutionResult, root: &Path) -> Vec<PathBuf> {
+fn write_targets(result: &ExecutionResult, root: &Path, stage: &Path) -> Vec<PathBuf> {
     let schema = Schema::get();
     let mut paths = Vec::new();
     for r in &result.results {
@@ -513,8 +566,24 @@ fn write_targets(result: &ExecutionResult, root: &Path) -> Vec<PathBuf> {
             let Some(value) = r.params.get(key).and_then(|v| v.as_str()) else {
                 continue;
             };
-            for line in value.lines().map(str::trim).filter(|l| !l.is_empty()) {
-                if let Some(relative) = relative_to(root, Path::new(line))
+            // Only `paths` is a list (one per line): any other value is one path, whole. Split,
+            // a path with a line break would name other files than the one written, which
+            // then would never be committed.
+            let targets: Vec<&str> = if key == "paths" {
+                value.lines().map(str::trim).collect()
+            } else {
+                vec![value]
+            };
+            for target in targets.into_iter().filter(|t| !t.is_empty()) {
+                // A path the actions refused as bad (see [`bad_path`]) was not written, and
+                // the stage cannot even look it up.
+                let path = Path::new(target);
+                if bad_path::check(path, &stage.join(path.strip_prefix(root).unwrap_or(path)))
+                    .is_err()
+                {
+                    continue;
+                }
+                if let Some(relative) = relative_to(root, path)
                     && !relative
                         .components()
                         .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))

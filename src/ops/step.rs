@@ -97,6 +97,8 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
     };
     let cp = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
     let parent_tree = commits::read(repo, parent)?.tree;
+    // The files of the parent, with an untracked loaf.yml left where it is.
+    let parent_work = keeping_untracked_config(repo, &cp, parent_tree)?;
     let id = new_id(&format!("step-back {head}"));
     let transition = Transition {
         workdir: session.root.clone(),
@@ -105,7 +107,7 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
         new: Some(parent.to_string()),
         from_work: cp.work_tree.to_string(),
         from_index: cp.index_tree.to_string(),
-        to_work: parent_tree.to_string(),
+        to_work: parent_work.to_string(),
         to_index: parent_tree.to_string(),
         message: format!("git-loaf step-back {id}"),
         op: OpEntry {
@@ -123,7 +125,7 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
             before: state(&cp),
             after: UserState {
                 head: Some(parent.to_string()),
-                work: parent_tree.to_string(),
+                work: parent_work.to_string(),
                 index: parent_tree.to_string(),
             },
             extras: Default::default(),
@@ -142,7 +144,11 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
         branch,
         tip,
         back,
-        paths: kept_paths(&session, &cp)?,
+        // An untracked loaf.yml left in place was not kept away.
+        paths: kept_paths(&session, &cp)?
+            .into_iter()
+            .filter(|p| parent_work == parent_tree || p != crate::config::FILE_NAME)
+            .collect(),
         conflicts: Vec::new(),
         saved: None,
         attached: false,
@@ -410,6 +416,29 @@ fn last_at_is(entry: &OpEntry, head: Oid) -> bool {
 
 fn repo_ref(session: &Session, name: &str) -> Option<Oid> {
     crate::git::publish::current(&session.repo, name).and_then(|o| Oid::from_str(&o).ok())
+}
+
+/// `parent_tree` plus the user's loaf.yml when it is untracked (in neither the index nor
+/// the commit stepped back to): the configuration stays in place, untouched, while the user
+/// walks the history, instead of being kept away with the commit's other changes (every
+/// loaf command in between would run without it).
+fn keeping_untracked_config(
+    repo: &crate::git::Repository,
+    cp: &Checkpoint,
+    parent_tree: Oid,
+) -> Result<Oid, TxError> {
+    let config = Path::new(crate::config::FILE_NAME);
+    let has =
+        |tree: Oid| -> Result<bool, TxError> { Ok(repo.find_tree(tree)?.get_path(config).is_ok()) };
+    if !has(cp.work_tree)? || has(cp.index_tree)? || has(parent_tree)? {
+        return Ok(parent_tree);
+    }
+    Ok(crate::git::treebuild::tree_with_entries(
+        repo,
+        parent_tree,
+        cp.work_tree,
+        &[config.to_path_buf()],
+    )?)
 }
 
 fn state(cp: &Checkpoint) -> UserState {

@@ -11,7 +11,7 @@ use super::files::{FileWatch, Seen};
 use super::record::AppliedReplies;
 use super::reply::{self, Readiness};
 use super::{FILE_HEADER, Terminal, WatchOptions, results, signal};
-use crate::ops::apply::{self, ApplyOptions};
+use crate::ops::apply::{self, ApplyOptions, Once};
 
 /// The first words of every results report: text starting so is never taken for a reply.
 const RESULTS_MARK: &str = "=== LOAF RESULTS ===";
@@ -212,6 +212,8 @@ impl<'a, 'c> Listener<'a, 'c> {
 
     /// Acts on a text read from `from`: waits, says it ran already, or applies it.
     fn consider(&mut self, from: Origin, text: &str, retrying: bool) {
+        // Keyed as `git loaf apply` keys it, which reads the reply without one.
+        let text = crate::input::without_bom(text);
         let digest: [u8; 32] = Sha256::digest(text.as_bytes()).into();
         let source = self.source(from);
         // The same text again (a save that changed nothing, the periodic check): what was
@@ -251,7 +253,7 @@ impl<'a, 'c> Listener<'a, 'c> {
                 key,
                 blocks,
                 earlier,
-            } => match self.applied.get(&key) {
+            } => match self.refreshed().get(&key) {
                 Some(id) => {
                     let what = match id {
                         Some(id) => format!("as apply {id}"),
@@ -302,6 +304,17 @@ impl<'a, 'c> Listener<'a, 'c> {
         }
     }
 
+    /// The record of replies run, read again: a reply applied by hand since the watcher
+    /// started is known (DESIGN §3: applied once across processes).
+    fn refreshed(&mut self) -> &AppliedReplies {
+        if let Err(e) = self.applied.reload(&self.root) {
+            self.note(&format!(
+                "cannot read the record of applied replies again ({e}): the operation log is checked once more before applying"
+            ));
+        }
+        &self.applied
+    }
+
     /// The longest run of the reply's first blocks that ran as a reply of its own: how many
     /// blocks, the line where the next one starts, and its apply id.
     fn already_applied_run(
@@ -327,8 +340,22 @@ impl<'a, 'c> Listener<'a, 'c> {
             // commit.gpgSign is honoured.
             ..ApplyOptions::default()
         };
-        let applied = match apply::apply(&self.root, text, &options) {
-            Ok(applied) => applied,
+        // Between the record's last reading and the lock, another process may run it.
+        crate::git::publish::crash_point("watch-recorded");
+        let applied = match apply::apply_once(&self.root, text, &options) {
+            Ok(Once::Applied(applied)) => applied,
+            Ok(Once::AlreadyApplied { apply }) => {
+                let _ = self.applied.record(key, Some(&apply));
+                let place = match from {
+                    Origin::File => format!("the reply in {}", self.shown),
+                    Origin::Clipboard => "the reply on the clipboard".to_owned(),
+                };
+                self.say_once(
+                    from,
+                    format!("{place} was just applied by another git loaf command, as apply {apply}: not run again"),
+                );
+                return Handled::Done;
+            }
             Err(error) => {
                 let message = format!(
                     "error: {error}\nhint: {}\nthe reply is tried again every {} s while it stays as it is",

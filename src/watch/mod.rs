@@ -155,12 +155,8 @@ pub fn watch(
     let root: PathBuf = repo.workdir().ok_or(TxError::Bare)?.components().collect();
     let file = match &options.file {
         Some(file) => options.cwd.join(file),
-        None => {
-            exclude::ensure_excluded(&repo, LOAF_DIR_PATTERN)?;
-            root.join(DEFAULT_FILE)
-        }
+        None => root.join(DEFAULT_FILE),
     };
-    create_if_missing(&file)?;
     let shown = show(&root, &file);
     let results = results::results_path(&file);
     let watching = if options.clipboard {
@@ -168,7 +164,12 @@ pub fn watch(
     } else {
         shown.clone()
     };
+    // First the lock: a watcher refused because another runs creates nothing.
     let _lock = WatchLock::acquire(repo.commondir(), &watching)?;
+    if options.file.is_none() {
+        exclude::ensure_excluded(&repo, LOAF_DIR_PATTERN)?;
+    }
+    create_if_missing(&file)?;
     let applied = AppliedReplies::load(&repo).map_err(|error| WatchError::Io {
         path: repo.commondir().join("loaf"),
         error,

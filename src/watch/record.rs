@@ -1,6 +1,8 @@
 //! Which replies the watcher has run, by key, so that none runs twice.
 //!
-//! Two records, read together when the watcher starts: the operation log, where every apply
+//! Two records, read together when the watcher starts and again before each reply is
+//! considered (the operation log is read a last time with the lock held, see
+//! [`crate::ops::apply::apply_once`]): the operation log, where every apply
 //! the watcher made carries its reply's key (`reply_key`; written in the same step as the
 //! commit, so an apply that committed is known even if the watcher died right after), and a
 //! small file in the git dir (`loaf/watch-applied`) for the replies that committed nothing
@@ -45,6 +47,14 @@ impl AppliedReplies {
             }
         }
         Ok(AppliedReplies { keys, file })
+    }
+
+    /// Reads both records again: another process (`git loaf apply` by hand) may have run a
+    /// reply since. On failure the records read before stay.
+    pub fn reload(&mut self, root: &Path) -> Result<(), std::io::Error> {
+        let repo = crate::git::states::discover(root).map_err(std::io::Error::other)?;
+        *self = AppliedReplies::load(&repo)?;
+        Ok(())
     }
 
     /// Whether the reply with `key` ran, and as which apply.

@@ -63,6 +63,12 @@ pub fn status_line(applied: &Applied) -> String {
         (None, Some(commit)) => parts.push(format!("commit {}", crate::git::short_id(commit))),
         (None, None) => parts.push("no commit (nothing changed)".to_owned()),
     }
+    if let Some(git) = git.filter(|g| !g.uncommitted.is_empty()) {
+        parts.push(format!(
+            "includes your uncommitted changes in {}",
+            git.uncommitted.join(", ")
+        ));
+    }
     parts.join(" · ")
 }
 

@@ -1,6 +1,7 @@
 //! The one integration test binary: reference conformance, the command line, and
 //! property tests of the parser.
 
+mod bad_paths;
 mod cli_apply;
 mod cli_apply_no_commit;
 mod cli_output;
@@ -23,11 +24,13 @@ mod help;
 mod hints;
 mod history_cli;
 mod init;
+mod input_details;
 mod instructions;
 mod man;
 mod nesl_conformance;
 mod nesl_differential;
 mod nesl_properties;
+mod new_user;
 mod readme;
 mod real_world;
 mod reply_hooks;

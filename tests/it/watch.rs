@@ -320,6 +320,84 @@ fn undo_works_while_watching_and_the_undone_reply_is_not_run_again() {
 }
 
 #[test]
+fn a_reply_applied_by_hand_after_the_watcher_started_is_not_run_again() {
+    let scratch = Scratch::with(&[("README.md", "hi\n")]);
+    let watching = Watching::start(&scratch, &[]);
+    let reply = reply_writing(&scratch, "k1m", "by hand\n");
+    let by_hand = scratch.loaf(&["apply"], &reply);
+    scratch.assert_exit(&by_hand, 0);
+    save(&reply_file(&scratch), &reply);
+    watching.wait_for("the already-applied notice", |w| {
+        w.err().contains("was already applied as apply ")
+    });
+    std::thread::sleep(SETTLE);
+    let (code, out, err) = watching.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out, "", "nothing ran");
+    assert_eq!(loaf_commits(&scratch), 1);
+}
+
+#[test]
+fn a_reply_applied_by_hand_while_the_watcher_is_about_to_apply_it_runs_once() {
+    let scratch = Scratch::with(&[("README.md", "hi\n")]);
+    let handshake = scratch.sibling("watch-handshake");
+    // The watcher stops after reading its record, before taking the lock.
+    let watching = Watching::start_with(
+        &scratch,
+        &[],
+        &[
+            ("LOAF_PAUSE_AT", Path::new("watch-recorded")),
+            ("LOAF_PAUSE_FILE", &handshake),
+        ],
+        true,
+    );
+    let reply = reply_writing(&scratch, "k1m", "once\n");
+    save(&reply_file(&scratch), &reply);
+    watching.wait_for("the watcher to reach its apply", |_| handshake.exists());
+    let by_hand = scratch.loaf(&["apply"], &reply);
+    scratch.assert_exit(&by_hand, 0);
+    std::fs::remove_file(&handshake).expect("resume");
+    watching.wait_for("the just-applied notice", |w| {
+        w.err()
+            .contains("was just applied by another git loaf command, as apply ")
+    });
+    let (code, out, err) = watching.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(out, "", "nothing ran twice");
+    assert_eq!(loaf_commits(&scratch), 1);
+}
+
+#[test]
+fn an_apply_that_commits_the_users_uncommitted_edits_says_so_on_the_terminal() {
+    let scratch = Scratch::with(&[("a.txt", "one\ntwo\nthree\n")]);
+    scratch.write("a.txt", "ONE\ntwo\nthree\n");
+    let watching = Watching::start(&scratch, &[]);
+    let path = scratch.root.join("a.txt");
+    let reply = block(
+        "k1m",
+        "file_replace_text",
+        &[
+            ("path", &path.to_string_lossy()),
+            ("old_text", "three"),
+            ("new_text", "3"),
+        ],
+    );
+    save(&reply_file(&scratch), &reply);
+    watching.wait_applies(1);
+    let (code, out, err) = watching.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert!(
+        out.contains(" · includes your uncommitted changes in a.txt"),
+        "{out}"
+    );
+    assert!(
+        err.contains("note: the commit includes the uncommitted changes you had in a.txt"),
+        "{err}"
+    );
+    assert_eq!(scratch.git(&["show", "HEAD:a.txt"]), "ONE\ntwo\n3\n");
+}
+
+#[test]
 fn a_second_watcher_is_refused_naming_the_first() {
     let scratch = Scratch::with(&[("README.md", "hi\n")]);
     let first = Watching::start(&scratch, &[]);
@@ -333,6 +411,10 @@ fn a_second_watcher_is_refused_naming_the_first() {
         )) && err.contains("watching .loaf/reply.md\nhint: "),
         "{err}"
     );
+    // Refused, it created nothing: not the file it was asked to watch, nor its folder.
+    let other = scratch.loaf(&["watch", "notes/other.md"], "");
+    scratch.assert_exit(&other, 3);
+    assert!(!scratch.root.join("notes").exists());
     let (code, ..) = first.stop();
     assert_eq!(code, Some(0));
     // Its lock went with it.

@@ -94,6 +94,7 @@ impl<'a> Call<'a> {
             return Err(self.fail(format!("path must be absolute, got '{user}'")));
         }
         let real = self.ws.paths.to_real(path);
+        crate::exec::bad_path::check(path, &real).map_err(|bad| self.fail(bad))?;
         let mut checked = real.clone();
         for &access in needs {
             checked = self

@@ -38,7 +38,8 @@ pub(super) fn files_read(call: &Call) -> Result<Outcome, String> {
             .and_then(|target| load(&target, call.ws.max_file_size).map_err(|e| e.to_string()));
         match read {
             Ok(file) => contents.push(file.text),
-            Err(error) => failures.push(format!("  {path}: {error}")),
+            // A NUL in a path would cut the report's line short: shown escaped.
+            Err(error) => failures.push(format!("  {}: {error}", path.escape_debug())),
         }
     }
     if !failures.is_empty() {
