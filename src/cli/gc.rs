@@ -3,7 +3,6 @@
 use clap::Args;
 
 use super::{CliError, Outcome};
-use crate::git::oplog::OpKind;
 use crate::ops::gc::{self, Collected};
 
 /// Drop old operation-log entries and pack what git-loaf wrote
@@ -62,7 +61,7 @@ pub fn render(c: &Collected) -> String {
             out.push_str(&format!(
                 "  {} {} ({}): {}\n",
                 held.entry.id,
-                kind_name(held.entry.kind),
+                held.entry.kind.command(),
                 held.entry.summary,
                 held.why
             ));
@@ -94,17 +93,4 @@ pub fn render(c: &Collected) -> String {
         None => out.push('\n'),
     }
     out
-}
-
-/// The command that made an entry of kind `kind`.
-fn kind_name(kind: OpKind) -> &'static str {
-    match kind {
-        OpKind::Apply => "apply",
-        OpKind::Undo => "undo",
-        OpKind::Redo => "redo",
-        OpKind::StepBack => "step-back",
-        OpKind::StepForward => "step-forward",
-        OpKind::UndoTo => "undo --to",
-        OpKind::Squash => "squash",
-    }
 }

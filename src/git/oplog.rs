@@ -55,6 +55,21 @@ pub enum OpKind {
     Squash,
 }
 
+impl OpKind {
+    /// The command that made an entry of this kind, for messages (`undo --to`).
+    pub fn command(self) -> &'static str {
+        match self {
+            OpKind::Apply => "apply",
+            OpKind::Undo => "undo",
+            OpKind::Redo => "redo",
+            OpKind::StepBack => "step-back",
+            OpKind::StepForward => "step-forward",
+            OpKind::UndoTo => "undo --to",
+            OpKind::Squash => "squash",
+        }
+    }
+}
+
 /// The user's state on one side of an operation: HEAD (absent on an unborn branch) and the
 /// trees of the working tree and the index.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -187,7 +187,7 @@ pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
     if let Some(since) = stack.get(walk_end + 1..).and_then(<[OpEntry]>::last) {
         let why = format!(
             "`git loaf {}` ran while stepped back ({}), so HEAD is no longer where the last step left it",
-            command_of(since.kind),
+            since.kind.command(),
             since.summary
         );
         return Err(diverged(&session, &stack[..=walk_end], &branch, why)?);
@@ -389,19 +389,6 @@ fn last_step(stack: &[OpEntry]) -> Option<&OpEntry> {
 /// Whether a step ended its walk: a step-forward onto the tip.
 fn walk_finished(step: &OpEntry) -> bool {
     step.kind == OpKind::StepForward && step.after.head.is_some() && step.after.head == step.target
-}
-
-/// The command that made an entry of the log, for messages.
-fn command_of(kind: OpKind) -> &'static str {
-    match kind {
-        OpKind::Apply => "apply",
-        OpKind::Undo => "undo",
-        OpKind::Redo => "redo",
-        OpKind::StepBack => "step-back",
-        OpKind::StepForward => "step-forward",
-        OpKind::UndoTo => "undo --to",
-        OpKind::Squash => "squash",
-    }
 }
 
 /// The branch a step walks and its tip.

@@ -267,7 +267,9 @@ fn no_commit_runs_code_in_place_but_keeps_it_from_the_git_dir_and_the_host() {
 #[test]
 fn no_commit_outside_a_repository_keeps_code_in_its_folder() {
     let dir = tempfile::tempdir().expect("tempdir");
-    let root = dir.path().join("work").canonicalize_or_make();
+    let root = dir.path().join("work");
+    std::fs::create_dir(&root).expect("mkdir");
+    let root = root.canonicalize().expect("canonical");
     std::fs::write(root.join("loaf.yml"), EXEC_ONLY).expect("loaf.yml");
     let outside = dir.path().join("outside");
     std::fs::create_dir(&outside).expect("mkdir");
@@ -275,14 +277,13 @@ fn no_commit_outside_a_repository_keeps_code_in_its_folder() {
         "echo here > made.txt; echo x > {}/f; echo ran",
         outside.display()
     );
-    let reply = exec("e1a", &code).replace("/repo", &root.to_string_lossy());
-    let out = std::process::Command::new(assert_cmd::cargo::cargo_bin("git-loaf"))
+    let out = crate::support::git_loaf()
         .args(["apply", "--no-commit"])
         .current_dir(&root)
         .envs(crate::scratch::ENV)
-        .env("GIT_CEILING_DIRECTORIES", dir.path())
-        .stdin(std::process::Stdio::piped())
-        .output_with_stdin(reply.as_bytes());
+        .write_stdin(exec("e1a", &code))
+        .output()
+        .expect("git-loaf runs");
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(report.contains("ran"), "{report}");
     assert_eq!(
@@ -292,39 +293,6 @@ fn no_commit_outside_a_repository_keeps_code_in_its_folder() {
         Some("here\n")
     );
     assert_eq!(std::fs::read_dir(&outside).expect("ls").count(), 0);
-}
-
-trait MakeDir {
-    fn canonicalize_or_make(self) -> std::path::PathBuf;
-}
-
-impl MakeDir for std::path::PathBuf {
-    fn canonicalize_or_make(self) -> std::path::PathBuf {
-        std::fs::create_dir_all(&self).expect("mkdir");
-        self.canonicalize().expect("canonical")
-    }
-}
-
-trait WithStdin {
-    fn output_with_stdin(&mut self, input: &[u8]) -> std::process::Output;
-}
-
-impl WithStdin for std::process::Command {
-    fn output_with_stdin(&mut self, input: &[u8]) -> std::process::Output {
-        use std::io::Write as _;
-        let mut child = self
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("starts");
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(input)
-            .expect("written");
-        child.wait_with_output().expect("ends")
-    }
 }
 
 #[test]
