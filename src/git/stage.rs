@@ -371,10 +371,15 @@ impl Stage {
     /// (its entries match the files wherever their stat data does); `None` when the quick
     /// scan cannot tell (an untracked folder, conflicts), for the caller to take the full
     /// snapshot.
-    pub fn snapshot_changed(&self) -> Result<Option<Oid>, StageError> {
+    /// `last` is that snapshot's tree: when nothing changed since, it is the answer, and
+    /// neither the index nor a tree is written.
+    pub fn snapshot_changed(&self, last: Oid) -> Result<Option<Oid>, StageError> {
         let Some(candidates) = super::quickscan::candidates(&self.repo)? else {
             return Ok(None);
         };
+        if candidates.is_empty() {
+            return Ok(Some(last));
+        }
         self.record_written(&Touched::Anything)?;
         let mut index = self.repo.index()?;
         for bytes in &candidates {

@@ -31,8 +31,8 @@ pub struct StageWatch<'a> {
     current: Cell<Option<Oid>>,
     /// Whether `current` comes from a scan (not the start).
     scanned: Cell<bool>,
-    /// Whether the stage's index holds what the last snapshot took (after a full one).
-    index_synced: Cell<bool>,
+    /// The last snapshot's tree, once a full one made the stage's index hold what it took.
+    index_synced: Cell<Option<Oid>>,
 }
 
 impl<'a> StageWatch<'a> {
@@ -46,7 +46,7 @@ impl<'a> StageWatch<'a> {
             before: Cell::new(None),
             current: Cell::new(Some(start)),
             scanned: Cell::new(false),
-            index_synced: Cell::new(false),
+            index_synced: Cell::new(None),
         }
     }
 
@@ -60,13 +60,14 @@ impl<'a> StageWatch<'a> {
     /// behind a reset that wrote files without it); after that the index is the stage as the
     /// last snapshot took it, and only what changed since is read again.
     fn snapshot(&self) -> Option<Oid> {
-        if self.index_synced.get()
-            && let Ok(Some(tree)) = self.stage.snapshot_changed()
+        if let Some(last) = self.index_synced.get()
+            && let Ok(Some(tree)) = self.stage.snapshot_changed(last)
         {
+            self.index_synced.set(Some(tree));
             return Some(tree);
         }
         let tree = self.stage.snapshot(&Touched::Anything, self.repo).ok();
-        self.index_synced.set(tree.is_some());
+        self.index_synced.set(tree);
         tree
     }
 }
