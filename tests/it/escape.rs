@@ -328,3 +328,29 @@ fn exec_cannot_reach_the_hosts_services_under_run() {
     );
     assert!(report.contains("No such file or directory"), "{report}");
 }
+
+#[test]
+fn exec_cannot_read_the_credentials_in_the_home_folder() {
+    let s = user_repo(EXEC_ONLY);
+    // Outside /tmp, which the sandbox replaces by a private one.
+    let home_dir = tempfile::tempdir_in("/var/tmp").expect("a folder in /var/tmp");
+    let home = home_dir.path().to_path_buf();
+    std::fs::create_dir_all(home.join(".ssh")).expect("mkdir");
+    std::fs::write(home.join(".ssh/id_ed25519"), "PRIVATE-KEY-7f3a\n").expect("key");
+    std::fs::write(home.join(".netrc"), "machine x password NETRC-9c1b\n").expect("netrc");
+    std::fs::write(home.join("notes.txt"), "readable\n").expect("notes");
+    let code = "cat ~/.ssh/id_ed25519 ~/.netrc ~/notes.txt 2>&1; ls -a ~/.ssh";
+    let out = crate::support::git_loaf()
+        .arg("apply")
+        .current_dir(&s.root)
+        .envs(crate::scratch::ENV)
+        .env("HOME", &home)
+        .write_stdin(s.reply(&exec("e1a", code)))
+        .output()
+        .expect("git-loaf runs");
+    let report = s.redact(&out.stdout);
+    assert!(!report.contains("PRIVATE-KEY-7f3a"), "{report}");
+    assert!(!report.contains("NETRC-9c1b"), "{report}");
+    // Everything else the user can read stays readable (the README says so).
+    assert!(report.contains("readable"), "{report}");
+}
