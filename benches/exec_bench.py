@@ -14,6 +14,9 @@ applies in each copy, each writing 5 existing files anew:
   - ten:  the file_writes and ten exec blocks (`true`).
 Printed per build: medians of the three, the first exec's cost (one − none) and the cost of
 each further exec block ((ten − one) / 9), plus `bash -c true` spawned directly for scale.
+In a transaction an exec block also costs the scan of the stage that names what it changed
+(its report line), which grows with the repository; so a second table times the sandbox
+alone: `apply --no-commit` (no stage, no scan) in a small folder, 1 and 11 exec blocks.
 """
 import argparse
 import os
@@ -101,6 +104,22 @@ def main():
             for name, binary in order:
                 times[name][kind].append(timed_apply(binary, repos[name], reply(repos[name], n, execs)))
                 n += 1
+    plain = os.path.join(args.work, "plain")
+    os.makedirs(plain)
+    with open(os.path.join(plain, "loaf.yml"), "w") as f:
+        f.write("allowed-actions: [defaults, exec]\n")
+    in_place = {name: {1: [], 11: []} for name, _ in builds}
+    for r in range(args.runs):
+        order = builds if r % 2 == 0 else list(reversed(builds))
+        for execs in (1, 11):
+            text = "".join(block("e%02d" % i, "exec", lang="bash", code="true") for i in range(execs))
+            for name, binary in order:
+                start = time.perf_counter()
+                done = subprocess.run([binary, "apply", "--no-commit"], cwd=plain, env=ENV,
+                                      input=text.encode(), capture_output=True)
+                in_place[name][execs].append(time.perf_counter() - start)
+                if done.returncode != 0:
+                    sys.exit("apply --no-commit failed:\n%s" % done.stdout.decode())
     spawn = []
     for _ in range(args.runs):
         start = time.perf_counter()
@@ -114,6 +133,12 @@ def main():
         t = times[name]
         none, one, ten = ms(t["none"]), ms(t["one"]), ms(t["ten"])
         print("%-10s %9.1f %9.1f %9.1f %12.1f %14.1f" % (name, none, one, ten, one - none, (ten - one) / 9))
+
+    print("\nthe sandbox alone (apply --no-commit, no stage; medians, ms)")
+    print("%-10s %9s %9s %14s" % ("build", "1 exec", "11 exec", "each further"))
+    for name, _ in builds:
+        one, eleven = ms(in_place[name][1]), ms(in_place[name][11])
+        print("%-10s %9.1f %9.1f %14.1f" % (name, one, eleven, (eleven - one) / 10))
 
 
 if __name__ == "__main__":
