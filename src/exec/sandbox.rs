@@ -513,6 +513,11 @@ pub(crate) struct Visible {
 }
 
 impl Visible {
+    /// Whether the entry is a folder (else a file).
+    pub(crate) fn is_folder(&self) -> bool {
+        self.kind == Kind::Dir
+    }
+
     /// Puts the placeholder back where the fallback put a symlink, unless the code replaced
     /// the symlink by something else (then that is what the code wanted there).
     fn unlink(&self) {

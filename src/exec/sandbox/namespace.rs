@@ -68,6 +68,10 @@ struct Plan {
     /// Bind mounts on the real tree, before the code's root is copied from it: the visible
     /// entries over their placeholders in the stage, the stage's `.git` file.
     binds: Vec<(CString, CString)>,
+    /// Which of `binds` are made read-only: the visible ignored files (a `.envrc` or `.env`
+    /// that a shell or a tool of the user's reads later); visible folders (`.venv`,
+    /// `node_modules`, build caches) stay writable in place.
+    read_only_binds: Vec<bool>,
     /// The code's root, made from a read-only copy of `/` (an empty folder of the apply).
     new_root: CString,
     /// Folders of the new root covered by an empty tmpfs, and socket files covered by
@@ -136,15 +140,18 @@ impl Isolated {
         };
         let view = in_root(&view_path)?;
         let mut binds = Vec::new();
+        let mut read_only_binds = Vec::new();
         let (gitfile, admin) = match &common {
             Some(common) if !in_place => stage_gitfile(tmp.path(), &sandbox.stage_root, common)?,
             _ => (None, None),
         };
         if let Some((file, target)) = gitfile {
             binds.push((c_path(&file)?, c_path(&target)?));
+            read_only_binds.push(false);
         }
         for entry in visible {
             binds.push((c_path(&entry.user)?, c_path(&entry.stage)?));
+            read_only_binds.push(!entry.is_folder());
         }
         let mut writable = Vec::new();
         if Path::new("/tmp").is_dir() && user_root != Path::new("/tmp") {
@@ -190,6 +197,7 @@ impl Isolated {
             gid_map: format!("{0} {0} 1\n", rustix::process::getegid().as_raw()).into_bytes(),
             network: sandbox.policy.network,
             binds,
+            read_only_binds,
             new_root: c_path(&new_root)?,
             masks,
             writable,
@@ -418,8 +426,11 @@ impl Plan {
             // The code's own loopback (its test servers work); the host's stays out of reach.
             let _ = loopback_up();
         }
-        for (from, to) in &self.binds {
+        for ((from, to), read_only) in self.binds.iter().zip(&self.read_only_binds) {
             rustix::mount::mount_bind(from.as_c_str(), to.as_c_str())?;
+            if *read_only {
+                set_read_only(to)?;
+            }
         }
         rustix::mount::mount_bind_recursive(c"/", self.new_root.as_c_str())?;
         set_read_only(&self.new_root)?;
