@@ -189,7 +189,9 @@ fn have_script() -> bool {
         .output()
         .is_ok_and(|out| out.status.success());
     if !works {
-        crate::support::unavailable("util-linux `script` is not available to make a pseudo-terminal");
+        crate::support::unavailable(
+            "util-linux `script` is not available to make a pseudo-terminal",
+        );
     }
     works
 }

@@ -214,7 +214,10 @@ fn an_allow_and_a_deny_of_equal_specificity_resolve_to_deny() {
     };
     let guard = FsGuard::new(Some(&config), &s.root, &s.root).expect("guard");
     let message = refused(&guard, Access::Read, &s.root.join("src/a.rs"));
-    assert!(message.contains("`./src/*.rs` in fs-guard.read.deny"), "{message}");
+    assert!(
+        message.contains("`./src/*.rs` in fs-guard.read.deny"),
+        "{message}"
+    );
     assert!(
         guard
             .check(Access::Read, &s.root.join("src/notes.txt"))
@@ -222,7 +225,10 @@ fn an_allow_and_a_deny_of_equal_specificity_resolve_to_deny() {
         "the allow alone matches"
     );
     let message = refused(&guard, Access::Write, &s.root.join("src/a.rs"));
-    assert!(message.contains("`./src/a.rs` in fs-guard.write.deny"), "{message}");
+    assert!(
+        message.contains("`./src/a.rs` in fs-guard.write.deny"),
+        "{message}"
+    );
     refused(&guard, Access::Write, &s.root.join("docs/guide.md"));
     assert!(
         guard
