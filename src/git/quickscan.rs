@@ -470,4 +470,71 @@ mod tests {
         write("newdir/x", "untracked folder\n");
         assert_eq!(found(), None);
     }
+
+    /// Sets the modification time of `path` (the file's ctime becomes now: do it before the
+    /// index records the file).
+    fn set_mtime(path: &Path, time: std::time::SystemTime) {
+        std::fs::File::options()
+            .write(true)
+            .open(path)
+            .and_then(|f| f.set_modified(time))
+            .expect("set mtime");
+    }
+
+    /// Git's racily clean rule, made without waiting on the clock: an index entry whose
+    /// stat data matches the file exactly but whose mtime equals the index file's (the file
+    /// may have been rewritten, at the same size, in the same tick the index was written)
+    /// is decided by content. Here the content differs: the scan, and the checkpoint that
+    /// relies on it, must see the change.
+    #[test]
+    fn an_entry_as_new_as_the_index_is_decided_by_content() {
+        let dir = init_repo();
+        let root = dir.path();
+        write_file(root, "a.txt", "aaaa\n");
+        write_file(root, "b.txt", "b\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        let tick = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+        // Rewritten at the same size; the index then records the file's stat data with
+        // the content it had before (what a same-tick rewrite leaves behind).
+        write_file(root, "a.txt", "bbbb\n");
+        set_mtime(&root.join("a.txt"), tick);
+        let repo = Repository::open(root).expect("open");
+        let before = git2::Oid::hash_object(ObjectType::Blob, b"aaaa\n").expect("hash");
+        let mut index = repo.index().expect("index");
+        index.add_path(Path::new("a.txt")).expect("add");
+        let mut entry = index.get_path(Path::new("a.txt"), 0).expect("entry");
+        entry.id = before;
+        index.add(&entry).expect("add entry");
+        index.write().expect("write index");
+        // The index written in that same tick; read as the next command would.
+        set_mtime(&repo.path().join("index"), tick);
+        drop(index);
+        let repo = Repository::open(root).expect("open");
+        let entry = repo
+            .index()
+            .expect("index")
+            .get_path(Path::new("a.txt"), 0)
+            .expect("entry");
+        assert_eq!(
+            (entry.id, entry.file_size, entry.mtime.seconds()),
+            (before, 5, 1_600_000_000),
+            "the entry is racily clean, not smudged"
+        );
+        assert!(!certainly_clean(&repo).expect("scan"));
+        assert_eq!(
+            candidates(&repo).expect("scan"),
+            Some(vec![b"a.txt".to_vec()]),
+            "b.txt, newer than the index but unchanged, is not a candidate"
+        );
+        assert!(crate::git::checkpoint::is_dirty(&repo).expect("dirty"));
+        let checkpoint = crate::git::checkpoint::take(&repo).expect("checkpoint");
+        let work = repo.find_tree(checkpoint.work_tree).expect("tree");
+        let blob = work.get_name("a.txt").expect("a.txt").id();
+        assert_eq!(
+            repo.find_blob(blob).expect("blob").content(),
+            b"bbbb\n",
+            "the checkpoint records the file as it is"
+        );
+    }
 }

@@ -3,7 +3,7 @@
 //! `NO_COLOR`), and the progress line of a long `exec` only on a terminal, erased when done.
 //!
 //! The terminal is a real pseudo-terminal made by util-linux `script`; those tests are
-//! skipped, saying why, where `script` is missing.
+//! skipped, saying why, where `script` is missing (and fail when `CI` is set).
 
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
@@ -180,8 +180,8 @@ fn clicolor_force_colours_even_a_pipe_and_no_color_beats_it() {
     assert!(!refused.stderr.contains(&ESC), "{refused:?}");
 }
 
-/// Whether util-linux `script` can give a command a pseudo-terminal (the caller skips the
-/// test, saying why, if not).
+/// Whether util-linux `script` can give a command a pseudo-terminal (if not, the caller
+/// skips the test, saying why, or fails it when `CI` is set).
 fn have_script() -> bool {
     let works = Command::new("script")
         .args(["-qec", "true", "/dev/null"])
@@ -189,7 +189,9 @@ fn have_script() -> bool {
         .output()
         .is_ok_and(|out| out.status.success());
     if !works {
-        eprintln!("skipped: util-linux `script` is not available to make a pseudo-terminal");
+        crate::support::unavailable(
+            "util-linux `script` is not available to make a pseudo-terminal",
+        );
     }
     works
 }

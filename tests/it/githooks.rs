@@ -268,7 +268,7 @@ fn hooks_of_the_main_repository_run_for_an_apply_in_a_linked_worktree() {
 }
 
 /// The Python pre-commit framework, with a `repo: local` / `language: system` hook, installed
-/// into a temporary virtualenv; skipped (with the reason printed) where it cannot be.
+/// into a temporary virtualenv; skipped (with the reason printed) where it cannot be, failed when `CI` is set.
 #[test]
 fn the_pre_commit_framework_runs_its_local_hooks() {
     let venv = tempfile::tempdir().expect("tempdir");
@@ -334,7 +334,7 @@ fn install_pre_commit(dir: &Path) -> Option<std::path::PathBuf> {
         .arg(&env)
         .output();
     if !made.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: python3 -m venv is not available");
+        crate::support::unavailable("python3 -m venv is not available");
         return None;
     }
     let pip = std::process::Command::new(env.join("bin/pip"))
@@ -343,17 +343,17 @@ fn install_pre_commit(dir: &Path) -> Option<std::path::PathBuf> {
     match pip {
         Ok(o) if o.status.success() => Some(env.join("bin/pre-commit")),
         Ok(o) => {
-            eprintln!(
-                "skipped: pip install pre-commit failed: {}",
+            crate::support::unavailable(&format!(
+                "pip install pre-commit failed: {}",
                 String::from_utf8_lossy(&o.stderr)
                     .lines()
                     .last()
                     .unwrap_or_default()
-            );
+            ));
             None
         }
         Err(e) => {
-            eprintln!("skipped: pip cannot run: {e}");
+            crate::support::unavailable(&format!("pip cannot run: {e}"));
             None
         }
     }
@@ -368,7 +368,7 @@ fn ssh_signing(s: &Scratch) -> Option<()> {
         .arg(&key)
         .output();
     if !made.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: ssh-keygen is not available");
+        crate::support::unavailable("ssh-keygen is not available");
         return None;
     }
     let public = std::fs::read_to_string(key.with_extension("pub")).expect("public key");
@@ -488,7 +488,7 @@ fn openpgp_signing_is_handed_to_gpg_as_git_does() {
         "never",
     ]);
     if !made.is_ok_and(|o| o.status.success()) {
-        eprintln!("skipped: gpg cannot make a key here");
+        crate::support::unavailable("gpg cannot make a key here");
         return;
     }
     s.git(&["config", "user.signingKey", "ada@example.com"]);

@@ -196,6 +196,48 @@ fn most_specific_pattern_wins_and_deny_wins_ties() {
     refused(&guard, Access::Read, Path::new("/tmp/loaf-guard-test.txt"));
 }
 
+/// An allow and a deny of equal specificity that both match: deny wins, whichever pattern
+/// is written first and whatever kind of wildcard each has; where only one matches, it
+/// decides.
+#[test]
+fn an_allow_and_a_deny_of_equal_specificity_resolve_to_deny() {
+    let s = scene();
+    let rules = |allow: &[&str], deny: &[&str]| GuardRules {
+        allow: allow.iter().map(|p| (*p).to_owned()).collect(),
+        deny: deny.iter().map(|p| (*p).to_owned()).collect(),
+    };
+    let config = FsGuardConfig {
+        // Both `root/src/<one segment>`: a tie on `src/a.rs`.
+        read: rules(&["./src/*"], &["./src/*.rs"]),
+        // The same pattern allowed and denied, and a tie between `**` and `*` below `docs`.
+        write: rules(&["./src/a.rs", "./docs/**"], &["./src/a.rs", "./docs/*"]),
+    };
+    let guard = FsGuard::new(Some(&config), &s.root, &s.root).expect("guard");
+    let message = refused(&guard, Access::Read, &s.root.join("src/a.rs"));
+    assert!(
+        message.contains("`./src/*.rs` in fs-guard.read.deny"),
+        "{message}"
+    );
+    assert!(
+        guard
+            .check(Access::Read, &s.root.join("src/notes.txt"))
+            .is_ok(),
+        "the allow alone matches"
+    );
+    let message = refused(&guard, Access::Write, &s.root.join("src/a.rs"));
+    assert!(
+        message.contains("`./src/a.rs` in fs-guard.write.deny"),
+        "{message}"
+    );
+    refused(&guard, Access::Write, &s.root.join("docs/guide.md"));
+    assert!(
+        guard
+            .check(Access::Write, &s.root.join("docs/deep/guide.md"))
+            .is_ok(),
+        "`*` stays in one segment: only the allow matches"
+    );
+}
+
 /// Runs an fs action through the default guard and checks it was refused.
 fn run_refused(s: &Scene, action: &str, params: serde_json::Value) -> String {
     let guard = default_guard(s);

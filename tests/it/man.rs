@@ -22,14 +22,15 @@ fn run_ok(args: &[&str]) -> String {
     stdout(&out)
 }
 
-/// Whether `program` can be started (the check is skipped, with the reason printed, if not).
+/// Whether `program` can be started (if not, the check is
+/// skipped with the reason printed, or failed when `CI` is set).
 fn have(program: &str) -> bool {
     let found = Command::new(program)
         .arg("--version")
         .output()
         .is_ok_and(|out| out.status.success());
     if !found {
-        eprintln!("skipped: `{program}` is not installed");
+        crate::support::unavailable(&format!("`{program}` is not installed"));
     }
     found
 }
@@ -124,7 +125,10 @@ fn bash_completes_subcommands_and_their_options_as_git_loaf_and_git_loaf() {
             "--days --dry-run"
         );
     } else {
-        eprintln!("skipped: git's bash completion is not installed");
+        crate::support::unavailable(&format!(
+            "git's bash completion is not installed ({})",
+            git_completion.display()
+        ));
     }
 }
 

@@ -305,7 +305,7 @@ fn a_terminal_on_stdin_is_told_how_to_end_the_reply() {
         .output()
         .is_err()
     {
-        eprintln!("skipped: no `script` to make a terminal");
+        crate::support::unavailable("no `script` to make a terminal");
         return;
     }
     let dir = tempfile::tempdir().expect("tempdir");

@@ -155,3 +155,42 @@ fn undo_removes_a_symlink_that_replaced_a_folder_and_restores_the_folder() {
     );
     s.assert_tidy();
 }
+
+/// A commit made since the apply that changes no file (an empty commit): HEAD moved while
+/// the working tree and index stayed as the apply left them. Undo refuses as for any
+/// commit made since, and the user's commit stays on the branch.
+#[test]
+fn undo_refuses_when_only_head_moved_since() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    s.assert_exit(&s.apply(&write("w1a", "/repo/b.txt", "ai\n")), 0);
+    s.git(&["commit", "-q", "--allow-empty", "-m", "mine"]);
+    let mine = s.git(&["rev-parse", "HEAD"]);
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 3);
+    assert!(stderr(&out).contains("HEAD moved"), "{}", stderr(&out));
+    assert_eq!(s.git(&["rev-parse", "HEAD"]), mine);
+    assert_eq!(s.read("b.txt").as_deref(), Some("ai\n"));
+}
+
+/// The user switched to another branch at the same commit since the apply: the trees are
+/// as the apply left them, but undo refuses rather than move the other branch, and says
+/// how to go back.
+#[test]
+fn undo_refuses_on_another_branch_than_the_apply_left() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    s.assert_exit(&s.apply(&write("w1a", "/repo/b.txt", "ai\n")), 0);
+    let applied = s.git(&["rev-parse", "HEAD"]);
+    let branch = s.git(&["branch", "--show-current"]);
+    s.git(&["switch", "-q", "-c", "other"]);
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(err.contains("but you are now on other"), "{err}");
+    assert!(
+        err.contains(&format!("git switch {}", branch.trim())),
+        "{err}"
+    );
+    assert_eq!(s.git(&["rev-parse", "HEAD"]), applied);
+    assert_eq!(s.git(&["rev-parse", branch.trim()]), applied);
+    assert_eq!(s.read("b.txt").as_deref(), Some("ai\n"));
+}

@@ -155,36 +155,33 @@ fn exec_in_cwd(root: &Path, cwd: &str) -> Outcome {
     )
 }
 
-/// Allows only paths under one directory, with the guard's message.
-struct OnlyUnder(PathBuf);
-
-impl AccessCheck for OnlyUnder {
-    fn check(&self, access: Access, path: &Path) -> Result<PathBuf, String> {
-        if path.starts_with(&self.0) {
-            Ok(path.to_path_buf())
-        } else {
-            Err(format!(
-                "fs-guard violation: {} access denied for '{}' (allowed: {})",
-                access.as_str(),
-                path.display(),
-                self.0.display()
-            ))
-        }
-    }
+/// The real fs-guard of a loaf.yml allowing reads and writes only under `dir`.
+fn only_under(dir: &Path) -> crate::exec::guard::FsGuard {
+    let rules = crate::config::GuardRules {
+        allow: vec![format!("{}/**", dir.display())],
+        deny: Vec::new(),
+    };
+    let config = crate::config::FsGuardConfig {
+        read: rules.clone(),
+        write: rules,
+    };
+    crate::exec::guard::FsGuard::new(Some(&config), dir, dir).expect("guard")
 }
 
 #[test]
 fn a_cwd_outside_the_allowed_area_is_refused_before_anything_runs() {
     let dir = tempfile::tempdir().unwrap();
-    let real = dir.path().join("stage");
-    let outside = dir.path().join("outside");
+    // Canonical, as the guard reports paths.
+    let base = dir.path().canonicalize().unwrap();
+    let real = base.join("stage");
+    let outside = base.join("outside");
     std::fs::create_dir_all(real.join("sub")).unwrap();
     std::fs::create_dir(&outside).unwrap();
     let user = Path::new("/home/someone/repo");
     let paths = PathMap::redirect(user, &real);
     // Allows only the stage's `ok` folder: `sub` (a real, existing folder) is refused, and
     // the refusal names the user's path, not the stage's.
-    let guard = OnlyUnder(real.join("ok"));
+    let guard = only_under(&real.join("ok"));
     let ws = workspace(&guard, &paths);
     let out = run_exec(
         &params(json!({"lang": "bash", "code": "touch ran", "cwd": "/home/someone/repo/sub"})),
@@ -193,8 +190,9 @@ fn a_cwd_outside_the_allowed_area_is_refused_before_anything_runs() {
     assert_eq!(
         out,
         Outcome::fail(
-            "fs-guard violation: read access denied for '/home/someone/repo/sub' \
-             (allowed: /home/someone/repo/ok)"
+            "fs-guard violation: read access denied for '/home/someone/repo/sub': \
+             no pattern in fs-guard.read.allow of loaf.yml matches it \
+             (allowed read roots: /home/someone/repo/ok/**)"
         )
     );
     assert!(!real.join("sub/ran").exists());
