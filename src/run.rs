@@ -116,9 +116,10 @@ pub struct Changes {
 /// Tells what each `exec` block changed: the transaction looks at its stage before and after
 /// each one (a run outside a transaction has none, and its exec results name no files).
 pub trait ChangeWatch {
-    /// Something other than exec code may have written to the workspace (a write action,
-    /// hooks): the state last seen is stale.
-    fn written(&self);
+    /// Something other than exec code may have written to the workspace: a write action
+    /// (`Some`: its result, which names its targets) or hooks (`None`: anything). The state
+    /// last seen is stale there.
+    fn written(&self, action: Option<&ActionResult>);
     /// Records the state the next code starts from.
     fn before(&self);
     /// What changed since [`ChangeWatch::before`]; `None` when it cannot tell.
@@ -194,7 +195,7 @@ pub fn execute_fenced(
     if !config.hooks.before.is_empty()
         && let Some(watch) = watch
     {
-        watch.written();
+        watch.written(None);
     }
     let results: Vec<ActionResult> = plan
         .actions
@@ -208,7 +209,7 @@ pub fn execute_fenced(
     if !config.hooks.after.is_empty()
         && let Some(watch) = watch
     {
-        watch.written();
+        watch.written(None);
     }
     let after = hooks::run_hooks_in(&to_hooks(&config.hooks.after), &vars, root, paths, sandbox);
     // Every failure is recorded, tolerated ones (continueOnError) included; only the others
@@ -431,10 +432,11 @@ fn run_watched(
         let reads = actions::Schema::get()
             .tool(&action.name)
             .is_some_and(|t| t.kind == "read" || t.kind == "meta");
+        let result = run_action(seq, action, config, ws);
         if !reads {
-            watch.written();
+            watch.written(Some(&result));
         }
-        return run_action(seq, action, config, ws);
+        return result;
     }
     watch.before();
     let mut result = run_action(seq, action, config, ws);

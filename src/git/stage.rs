@@ -148,6 +148,11 @@ impl Stage {
         &self.path
     }
 
+    /// The stage's repository (its worktree's view: HEAD, index, files).
+    pub fn repo(&self) -> &Repository {
+        &self.repo
+    }
+
     /// The commit the stage is at.
     pub fn head(&self) -> Result<Oid, StageError> {
         Ok(self.repo.head()?.peel_to_commit()?.id())

@@ -232,7 +232,7 @@ fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result
     let mut fences = states::submodule_fences(repo, stage.path());
     fences.extend(states::sparse_fences(repo, stage.path()));
     crash_point("fences");
-    let watch = super::exec_changes::StageWatch::new(&stage, repo, from_work);
+    let watch = super::exec_changes::StageWatch::new(&stage, repo, from_work, &root);
     let mut result = crate::run::execute_fenced(
         reply,
         &config,
@@ -556,11 +556,27 @@ fn touched(result: &ExecutionResult, config: &Config, root: &Path, stage: &Path)
 /// The targets of the write actions, relative to the root, sorted: never a path through a
 /// `.git` (git cannot record one; the guard refuses them, and the stage's `.git` is a file).
 fn write_targets(result: &ExecutionResult, root: &Path, stage: &Path) -> Vec<PathBuf> {
+    let mut paths: Vec<PathBuf> = result
+        .results
+        .iter()
+        .flat_map(|r| action_targets(r, root, stage))
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// [`write_targets`] of one action (nothing for an action that does not write).
+pub(crate) fn action_targets(
+    r: &crate::report::ActionResult,
+    root: &Path,
+    stage: &Path,
+) -> Vec<PathBuf> {
     let schema = Schema::get();
     let mut paths = Vec::new();
-    for r in &result.results {
+    {
         if schema.tool(&r.action).is_none_or(|t| t.kind != "write") {
-            continue;
+            return paths;
         }
         for key in ["path", "old_path", "new_path", "paths"] {
             let Some(value) = r.params.get(key).and_then(|v| v.as_str()) else {
@@ -593,8 +609,6 @@ fn write_targets(result: &ExecutionResult, root: &Path, stage: &Path) -> Vec<Pat
             }
         }
     }
-    paths.sort();
-    paths.dedup();
     paths
 }
 

@@ -13,13 +13,16 @@
 //! next unless something wrote in between, and the apply commits the last one unless
 //! something wrote after it. A reply with one exec block scans the stage once, as before.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use git2::{Oid, Repository};
 
 use crate::git::stage::{Stage, Touched};
-use crate::git::treediff;
+use crate::git::{treebuild, treediff};
+use crate::report::ActionResult;
 use crate::run::{ChangeWatch, Changes};
+
+use super::apply::action_targets;
 
 /// Watches `stage` for the run.
 pub struct StageWatch<'a> {
@@ -31,15 +34,28 @@ pub struct StageWatch<'a> {
     current: Cell<Option<Oid>>,
     /// Whether `current` comes from a scan (not the start).
     scanned: Cell<bool>,
-    /// The last snapshot's tree, once a full one made the stage's index hold what it took.
+    /// The last snapshot's tree, once a full one made the stage's index hold what it took
+    /// (the index is not updated for what write actions wrote after it: those paths differ
+    /// from it in stat data, which the quick scan reads again).
     index_synced: Cell<Option<Oid>>,
+    /// The stage's content as a tree when last known (the start, or the last snapshot).
+    last: Cell<Option<Oid>>,
+    /// What write actions wrote since `last` (root-relative); `None`: unknown (hooks ran).
+    pending: RefCell<Option<Vec<std::path::PathBuf>>>,
+    /// The repository's root as the model sees it (write actions name their targets so).
+    user_root: &'a std::path::Path,
 }
 
 impl<'a> StageWatch<'a> {
     /// A watch on `stage` of the user's repository `repo`, which holds exactly the tree
     /// `start` (as [`Stage::reset_to`] leaves it): until something writes, the first exec
     /// starts from it without a scan.
-    pub fn new(stage: &'a Stage, repo: &'a Repository, start: Oid) -> StageWatch<'a> {
+    pub fn new(
+        stage: &'a Stage,
+        repo: &'a Repository,
+        start: Oid,
+        user_root: &'a std::path::Path,
+    ) -> StageWatch<'a> {
         StageWatch {
             stage,
             repo,
@@ -47,38 +63,82 @@ impl<'a> StageWatch<'a> {
             current: Cell::new(Some(start)),
             scanned: Cell::new(false),
             index_synced: Cell::new(None),
+            last: Cell::new(Some(start)),
+            pending: RefCell::new(Some(Vec::new())),
+            user_root,
         }
     }
 
-    /// The run's snapshot after its last exec, if nothing wrote since: the stage's content
-    /// as the commit would take it (and recorded as touched anywhere, as that would).
+    /// Once an exec ran, the stage's content as the commit would take it (and recorded as
+    /// touched anywhere, as that would): the scan after the last exec, with what write
+    /// actions wrote since read again. `None` when no exec ran.
     pub fn last_scan(&self) -> Option<Oid> {
-        self.current.get().filter(|_| self.scanned.get())
+        if !self.scanned.get() {
+            return None;
+        }
+        self.current.get().or_else(|| self.since_last())
     }
 
     /// The stage as a tree. The first one of the run is a full snapshot (the index lags
     /// behind a reset that wrote files without it); after that the index is the stage as the
     /// last snapshot took it, and only what changed since is read again.
+    /// The stage after write actions only (no code ran since the last tree): that tree with
+    /// the paths they wrote read again; a full snapshot when a hook may have written
+    /// anywhere.
+    fn since_last(&self) -> Option<Oid> {
+        let pending = self.pending.borrow().clone();
+        if let (Some(paths), Some(last)) = (pending, self.last.get()) {
+            let source = treebuild::Source {
+                repo: self.stage.repo(),
+                base: last,
+                root: self.stage.path(),
+                filters: self.repo,
+            };
+            if let Ok(tree) = treebuild::tree_with_paths(&source, &paths) {
+                self.settle(tree);
+                return Some(tree);
+            }
+        }
+        self.snapshot()
+    }
+
+    /// `tree` is the stage as it is now.
+    fn settle(&self, tree: Oid) {
+        self.last.set(Some(tree));
+        *self.pending.borrow_mut() = Some(Vec::new());
+    }
+
     fn snapshot(&self) -> Option<Oid> {
         if let Some(last) = self.index_synced.get()
             && let Ok(Some(tree)) = self.stage.snapshot_changed(last)
         {
             self.index_synced.set(Some(tree));
+            self.settle(tree);
             return Some(tree);
         }
         let tree = self.stage.snapshot(&Touched::Anything, self.repo).ok();
         self.index_synced.set(tree);
+        if let Some(tree) = tree {
+            self.settle(tree);
+        }
         tree
     }
 }
 
 impl ChangeWatch for StageWatch<'_> {
-    fn written(&self) {
+    fn written(&self, action: Option<&ActionResult>) {
         self.current.set(None);
+        let mut pending = self.pending.borrow_mut();
+        match (action, pending.as_mut()) {
+            (Some(result), Some(paths)) => {
+                paths.extend(action_targets(result, self.user_root, self.stage.path()));
+            }
+            _ => *pending = None,
+        }
     }
 
     fn before(&self) {
-        let start = self.current.get().or_else(|| self.snapshot());
+        let start = self.current.get().or_else(|| self.since_last());
         self.before.set(start);
     }
 

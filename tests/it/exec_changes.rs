@@ -172,7 +172,11 @@ fn an_exec_that_changes_nothing_names_nothing() {
 #[test]
 fn later_exec_blocks_see_every_change_of_the_stage() {
     let s = scratch();
-    let reply = exec("e1a", "printf 'AAA\\n' > a.txt; printf 'tmp\\n' > gone.txt")
+    let reply = block(
+        "w0z",
+        "file_write",
+        &[("path", "/repo/pre.txt"), ("content", "pre\n")],
+    ) + &exec("e1a", "printf 'AAA\\n' > a.txt; printf 'tmp\\n' > gone.txt")
         + &exec(
             "e2b",
             "printf 'BBB\\n' > a.txt; rm gone.txt; mkdir -p new/deep; printf 'n\\n' > new/deep/n.txt",
@@ -199,6 +203,9 @@ fn later_exec_blocks_see_every_change_of_the_stage() {
         line_after("e1a").contains("changed /repo/a.txt"),
         "{report}"
     );
+    // What the write before it wrote is not the code's.
+    assert!(!line_after("e1a").contains("pre.txt"), "{report}");
+    assert_eq!(s.git(&["show", "HEAD:pre.txt"]), "pre\n");
     let e2 = line_after("e2b");
     assert!(e2.contains("changed /repo/a.txt"), "{report}");
     assert!(e2.contains("deleted /repo/gone.txt"), "{report}");
