@@ -438,8 +438,11 @@ impl StageHead {
     fn restore(&self) {
         let head = self.admin.join("HEAD");
         if fs::read(&head).ok().as_deref() != Some(self.head.as_slice()) {
-            let _ = fs::remove_file(&head);
-            let _ = fs::write(&head, &self.head);
+            // Whole or not at all: a kill here must not leave the stage without a HEAD.
+            let fresh = self.admin.join("HEAD.loaf-restore");
+            if fs::write(&fresh, &self.head).is_ok() {
+                let _ = fs::rename(&fresh, &head);
+            }
         }
         // git-loaf never writes a per-worktree config; one the code wrote (read where
         // `extensions.worktreeConfig` is on) could make later git commands in the stage run

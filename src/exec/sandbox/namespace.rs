@@ -645,15 +645,25 @@ fn init(status: OwnedFd, alive: OwnedFd) -> io::Result<()> {
     if matches!(rustix::io::read(&alive, &mut [0u8; 1]), Ok(0)) {
         exit(SETUP_FAILED);
     }
-    // A /proc of this namespace, for `ps` and `$$`-based tools; without it they see the
-    // outer one, which is harmless.
-    let _ = rustix::mount::mount(
+    // A /proc of this namespace, for `ps` and `$$`-based tools. Where one cannot be made
+    // (a container that masks parts of its /proc), the host's is hidden instead: it would
+    // show the user's other processes, whose environment may hold credentials.
+    let mounted = rustix::mount::mount(
         c"proc",
         c"/proc",
         c"proc",
         MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
         None,
     );
+    if mounted.is_err() {
+        let _ = rustix::mount::mount(
+            c"tmpfs",
+            c"/proc",
+            c"tmpfs",
+            MountFlags::NOSUID | MountFlags::NODEV | MountFlags::NOEXEC,
+            Some(c"mode=555"),
+        );
+    }
     // SAFETY: as in `Plan::enter`.
     match unsafe { libc::fork() } {
         -1 => exit(SETUP_FAILED),
