@@ -52,19 +52,35 @@ impl Loaf {
     /// sandbox that keeps it from the git dir, the rest of the filesystem and the network,
     /// as in a transaction (DESIGN §2); only the root is written in place.
     pub fn execute(&self, reply: &str) -> ExecutionResult {
-        let common = crate::git::states::discover(&self.root)
-            .ok()
-            .map(|repo| repo.commondir().to_path_buf());
-        let sandbox = Sandbox::in_place(&self.root, common.as_deref())
-            .with_policy(sandbox_policy(&self.config));
+        // Only a reply that runs code needs the sandbox (and the probe for namespaces).
+        let sandbox = runs_code(reply, &self.config, &self.root).then(|| {
+            let common = crate::git::states::discover(&self.root)
+                .ok()
+                .map(|repo| repo.commondir().to_path_buf());
+            Sandbox::in_place(&self.root, common.as_deref())
+                .with_policy(sandbox_policy(&self.config))
+        });
         execute_fenced(
             reply,
             &self.config,
             &PathMap::identity(&self.root),
             Vec::new(),
-            Some(&sandbox),
+            sandbox.as_ref(),
             None,
         )
+    }
+}
+
+/// Whether the reply or loaf.yml will run code (exec blocks, hooks): only then is a sandbox
+/// made (and, in a transaction, the user's ignored entries listed for it).
+pub(crate) fn runs_code(reply: &str, config: &Config, root: &Path) -> bool {
+    let hooks = !config.hooks.before.is_empty() || !config.hooks.after.is_empty();
+    hooks || {
+        let parsed = crate::nesl::parse(reply);
+        crate::actions::plan(reply, &parsed, root)
+            .actions
+            .iter()
+            .any(|a| a.name == "exec")
     }
 }
 

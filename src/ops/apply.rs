@@ -199,7 +199,7 @@ fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result
     // actions read through to them; exec and hooks get them mounted in place, which needs
     // the list of them (a walk of the tree's folders: only when code will run).
     let isolate = visible::isolate_set(&config.stage.isolate)?;
-    let runs_code = runs_code(reply, &config, &root);
+    let runs_code = crate::run::runs_code(reply, &config, &root);
     // The repository's own git hooks (a config read and a few stats); they are code too.
     let verify = match (config.git_hooks, options.no_verify) {
         (false, _) => Verify::None,
@@ -482,19 +482,6 @@ fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result
     })
 }
 
-/// Whether the reply or loaf.yml will run code (exec blocks, hooks): only then are the
-/// user's ignored entries listed for the sandbox.
-fn runs_code(reply: &str, config: &Config, root: &Path) -> bool {
-    let hooks = !config.hooks.before.is_empty() || !config.hooks.after.is_empty();
-    hooks || {
-        let parsed = crate::nesl::parse(reply);
-        crate::actions::plan(reply, &parsed, root)
-            .actions
-            .iter()
-            .any(|a| a.name == "exec")
-    }
-}
-
 /// Without namespaces, code could change the user's tree directly (the model knows its real
 /// path): compare the user's tree with the checkpoint taken before the run, and turn every
 /// code-running result into a failure naming what it changed, so nothing claims success for
@@ -574,38 +561,35 @@ pub(crate) fn action_targets(
 ) -> Vec<PathBuf> {
     let schema = Schema::get();
     let mut paths = Vec::new();
-    {
-        if schema.tool(&r.action).is_none_or(|t| t.kind != "write") {
-            return paths;
-        }
-        for key in ["path", "old_path", "new_path", "paths"] {
-            let Some(value) = r.params.get(key).and_then(|v| v.as_str()) else {
+    if schema.tool(&r.action).is_none_or(|t| t.kind != "write") {
+        return paths;
+    }
+    for key in ["path", "old_path", "new_path", "paths"] {
+        let Some(value) = r.params.get(key).and_then(|v| v.as_str()) else {
+            continue;
+        };
+        // Only `paths` is a list (one per line): any other value is one path, whole. Split,
+        // a path with a line break would name other files than the one written, which
+        // then would never be committed.
+        let targets: Vec<&str> = if key == "paths" {
+            value.lines().map(str::trim).collect()
+        } else {
+            vec![value]
+        };
+        for target in targets.into_iter().filter(|t| !t.is_empty()) {
+            // A path the actions refused as bad (see [`bad_path`]) was not written, and
+            // the stage cannot even look it up.
+            let path = Path::new(target);
+            if bad_path::check(path, &stage.join(path.strip_prefix(root).unwrap_or(path))).is_err()
+            {
                 continue;
-            };
-            // Only `paths` is a list (one per line): any other value is one path, whole. Split,
-            // a path with a line break would name other files than the one written, which
-            // then would never be committed.
-            let targets: Vec<&str> = if key == "paths" {
-                value.lines().map(str::trim).collect()
-            } else {
-                vec![value]
-            };
-            for target in targets.into_iter().filter(|t| !t.is_empty()) {
-                // A path the actions refused as bad (see [`bad_path`]) was not written, and
-                // the stage cannot even look it up.
-                let path = Path::new(target);
-                if bad_path::check(path, &stage.join(path.strip_prefix(root).unwrap_or(path)))
-                    .is_err()
-                {
-                    continue;
-                }
-                if let Some(relative) = relative_to(root, path)
-                    && !relative
-                        .components()
-                        .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
-                {
-                    paths.push(relative);
-                }
+            }
+            if let Some(relative) = relative_to(root, path)
+                && !relative
+                    .components()
+                    .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
+            {
+                paths.push(relative);
             }
         }
     }
@@ -613,7 +597,7 @@ pub(crate) fn action_targets(
 }
 
 /// Whether `path` or one of its folders is a symlink in the stage.
-fn through_symlink(stage: &Path, path: &Path) -> bool {
+pub(crate) fn through_symlink(stage: &Path, path: &Path) -> bool {
     path.ancestors()
         .filter(|p| !p.as_os_str().is_empty())
         .any(|p| {
