@@ -22,7 +22,7 @@ use crate::git::{treebuild, treediff};
 use crate::report::ActionResult;
 use crate::run::{ChangeWatch, Changes};
 
-use super::apply::action_targets;
+use super::apply::{action_targets, through_symlink};
 
 /// Watches `stage` for the run.
 pub struct StageWatch<'a> {
@@ -30,17 +30,16 @@ pub struct StageWatch<'a> {
     repo: &'a Repository,
     /// The tree the running exec started from.
     before: Cell<Option<Oid>>,
-    /// The stage's content as a tree, while nothing else has written since it was taken.
-    current: Cell<Option<Oid>>,
-    /// Whether `current` comes from a scan (not the start).
+    /// Whether an exec ran (its scan recorded the stage as touched anywhere).
     scanned: Cell<bool>,
     /// The last snapshot's tree, once a full one made the stage's index hold what it took
     /// (the index is not updated for what write actions wrote after it: those paths differ
     /// from it in stat data, which the quick scan reads again).
     index_synced: Cell<Option<Oid>>,
     /// The stage's content as a tree when last known (the start, or the last snapshot).
-    last: Cell<Option<Oid>>,
-    /// What write actions wrote since `last` (root-relative); `None`: unknown (hooks ran).
+    last: Cell<Oid>,
+    /// What write actions wrote since `last` (root-relative): empty while `last` is the
+    /// stage as it is; `None` when unknown (hooks ran, or a scan failed).
     pending: RefCell<Option<Vec<std::path::PathBuf>>>,
     /// The repository's root as the model sees it (write actions name their targets so).
     user_root: &'a std::path::Path,
@@ -60,10 +59,9 @@ impl<'a> StageWatch<'a> {
             stage,
             repo,
             before: Cell::new(None),
-            current: Cell::new(Some(start)),
             scanned: Cell::new(false),
             index_synced: Cell::new(None),
-            last: Cell::new(Some(start)),
+            last: Cell::new(start),
             pending: RefCell::new(Some(Vec::new())),
             user_root,
         }
@@ -76,38 +74,45 @@ impl<'a> StageWatch<'a> {
         if !self.scanned.get() {
             return None;
         }
-        self.current.get().or_else(|| self.since_last())
+        self.current()
     }
 
-    /// The stage as a tree. The first one of the run is a full snapshot (the index lags
-    /// behind a reset that wrote files without it); after that the index is the stage as the
-    /// last snapshot took it, and only what changed since is read again.
-    /// The stage after write actions only (no code ran since the last tree): that tree with
-    /// the paths they wrote read again; a full snapshot when a hook may have written
+    /// The stage as a tree, now: the last one when nothing wrote since; else that tree with
+    /// the paths write actions wrote read again; a snapshot when a hook may have written
     /// anywhere.
-    fn since_last(&self) -> Option<Oid> {
+    fn current(&self) -> Option<Oid> {
         let pending = self.pending.borrow().clone();
-        if let (Some(paths), Some(last)) = (pending, self.last.get()) {
-            let source = treebuild::Source {
-                repo: self.stage.repo(),
-                base: last,
-                root: self.stage.path(),
-                filters: self.repo,
-            };
-            if let Ok(tree) = treebuild::tree_with_paths(&source, &paths) {
-                self.settle(tree);
-                return Some(tree);
+        match pending {
+            Some(paths) if paths.is_empty() => Some(self.last.get()),
+            // As the commit's own snapshot: a write through a symlink is read by a scan.
+            Some(paths) if !paths.iter().any(|p| through_symlink(self.stage.path(), p)) => {
+                let source = treebuild::Source {
+                    repo: self.stage.repo(),
+                    base: self.last.get(),
+                    root: self.stage.path(),
+                    filters: self.repo,
+                };
+                match treebuild::tree_with_paths(&source, &paths) {
+                    Ok(tree) => {
+                        self.settle(tree);
+                        Some(tree)
+                    }
+                    Err(_) => self.snapshot(),
+                }
             }
+            _ => self.snapshot(),
         }
-        self.snapshot()
     }
 
     /// `tree` is the stage as it is now.
     fn settle(&self, tree: Oid) {
-        self.last.set(Some(tree));
+        self.last.set(tree);
         *self.pending.borrow_mut() = Some(Vec::new());
     }
 
+    /// The stage as a tree, after code ran. The first one of the run is a full snapshot (the
+    /// index lags behind a reset that wrote files without it); after that the index is the
+    /// stage as the last snapshot took it, and only what changed since is read again.
     fn snapshot(&self) -> Option<Oid> {
         if let Some(last) = self.index_synced.get()
             && let Ok(Some(tree)) = self.stage.snapshot_changed(last)
@@ -118,8 +123,10 @@ impl<'a> StageWatch<'a> {
         }
         let tree = self.stage.snapshot(&Touched::Anything, self.repo).ok();
         self.index_synced.set(tree);
-        if let Some(tree) = tree {
-            self.settle(tree);
+        match tree {
+            Some(tree) => self.settle(tree),
+            // What the stage holds is unknown: the next look takes a snapshot.
+            None => *self.pending.borrow_mut() = None,
         }
         tree
     }
@@ -127,7 +134,6 @@ impl<'a> StageWatch<'a> {
 
 impl ChangeWatch for StageWatch<'_> {
     fn written(&self, action: Option<&ActionResult>) {
-        self.current.set(None);
         let mut pending = self.pending.borrow_mut();
         match (action, pending.as_mut()) {
             (Some(result), Some(paths)) => {
@@ -138,14 +144,12 @@ impl ChangeWatch for StageWatch<'_> {
     }
 
     fn before(&self) {
-        let start = self.current.get().or_else(|| self.since_last());
-        self.before.set(start);
+        self.before.set(self.current());
     }
 
     fn after(&self) -> Option<Changes> {
         let before = self.before.take();
         let after = self.snapshot();
-        self.current.set(after);
         self.scanned.set(true);
         let [created, changed, deleted] =
             treediff::created_changed_deleted(self.repo, before?, after?).ok()?;
