@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 
 use super::durable;
 use super::index_lock::{self, IndexLock, IndexLockError};
-use super::oplog::{self, OpEntry};
+use super::oplog::{self, OpEntry, OpKind};
 use super::stage_swap::StageSwap;
 
 mod unreadable;
@@ -328,11 +328,21 @@ fn finish(
     skipped.extend(publish_extras(repo, t)?);
     crash_point("files");
     log_durably(repo, &t.op)?;
+    no_longer_kept(repo, &t.op)?;
     crash_point("oplog");
     let attached = attach_after(repo, t, attachment)?;
     crash_point("attached");
     drop_journal(repo)?;
     Ok((skipped, attached))
+}
+
+/// A take lands a kept commit (an apply's entry under the kept id): logged, it is no longer
+/// kept, or a take finished by recovery would be left to be taken twice.
+fn no_longer_kept(repo: &Repository, op: &OpEntry) -> Result<(), git2::Error> {
+    if op.kind == OpKind::Apply {
+        super::refs::drop_kept_if_any(repo, &op.id)?;
+    }
+    Ok(())
 }
 
 /// Attaches HEAD to `attachment.attach_to` when that branch holds `t.new` and HEAD is
@@ -500,6 +510,7 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
     if oplog::newest_id(&user)?.as_deref() != Some(t.op.id.as_str()) {
         log_durably(&user, &t.op)?;
     }
+    no_longer_kept(&user, &t.op)?;
     attach_after(&user, &t, &attachment)?;
     drop_journal(repo)?;
     Ok(Recovered::RolledForward { skipped })

@@ -63,6 +63,15 @@ pub fn drop_kept(repo: &Repository, id: &str) -> Result<(), git2::Error> {
     repo.find_reference(&format!("refs/loaf/{id}"))?.delete()
 }
 
+/// Drops `refs/loaf/<id>` where it exists (a take published: the commit is on the branch).
+pub fn drop_kept_if_any(repo: &Repository, id: &str) -> Result<(), git2::Error> {
+    match repo.find_reference(&format!("refs/loaf/{id}")) {
+        Ok(mut kept) => kept.delete(),
+        Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Saves `commit` as `refs/loaf/saved/<id>` (what a forced undo moves away from); returns
 /// the ref.
 pub fn save(repo: &Repository, id: &str, commit: Oid) -> Result<String, git2::Error> {

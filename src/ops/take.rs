@@ -134,7 +134,6 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
         }
         other => TxError::Publish(other),
     })?;
-    refs::drop_kept(repo, id)?;
     let mut notices = std::mem::take(&mut session.notices);
     notices.extend(publish::left_alone_notice(&skipped));
     Ok(Taken {

@@ -40,6 +40,7 @@ mod scratch;
 mod secrets;
 mod slupe;
 mod squash;
+mod squash_take_crash;
 mod stage_moves;
 mod states;
 mod step;
