@@ -396,3 +396,24 @@ fn fences_cover_everything_below_them_and_only_that() {
     assert!(guard.check(Access::Write, &s.root.join("dir20/x")).is_ok());
     assert!(guard.check(Access::Write, &s.root.join("src/b.rs")).is_ok());
 }
+
+#[test]
+fn a_fence_named_through_a_symlink_covers_where_it_leads() {
+    // A fence is named as the repository names it (a submodule under a folder that is a
+    // symlink, say); an action reaching the same place by its real path is fenced too.
+    let s = scene();
+    std::fs::create_dir_all(s.root.join("real/sub")).expect("mkdir");
+    std::os::unix::fs::symlink(s.root.join("real"), s.root.join("via")).expect("symlink");
+    let guard = default_guard(&s).fenced(vec![(s.root.join("via/sub"), "is a submodule".into())]);
+    for path in ["via/sub/x", "real/sub/x", "real/sub"] {
+        let message = guard
+            .check(Access::Write, &s.root.join(path))
+            .expect_err(path);
+        assert!(message.contains("is a submodule"), "{path}: {message}");
+    }
+    assert!(
+        guard
+            .check(Access::Write, &s.root.join("real/other"))
+            .is_ok()
+    );
+}
