@@ -179,7 +179,12 @@ fn most_specific_pattern_wins_and_deny_wins_ties() {
             .is_ok()
     );
     refused(&guard, Access::Read, &s.root.join(".env"));
-    refused(&guard, Access::Write, &s.root.join("src/a.rs"));
+    // Two denies match: the refusal names the more specific one, whichever comes first.
+    let message = refused(&guard, Access::Write, &s.root.join("src/a.rs"));
+    assert!(
+        message.contains("`./src/a.rs` in fs-guard.write.deny"),
+        "{message}"
+    );
     refused(&guard, Access::Write, &s.root.join("src/b.rs"));
     assert!(
         guard
