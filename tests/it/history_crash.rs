@@ -1,4 +1,5 @@
-//! `squash` and `take` killed at each named moment (abort), then one more command: HEAD,
+//! `undo`, `redo`, `squash` and `take` killed at each named moment (abort), then one more
+//! command (step-back and step-forward: `step_crash.rs`; apply: `crash.rs`): HEAD,
 //! index and working tree are all as before or all as after, the lock and journal are gone,
 //! and the history goes on (a finished operation is undone exactly; an unfinished one runs
 //! again to the same result). A `take` finished by recovery no longer lists its commit as
@@ -58,6 +59,20 @@ fn dirty(s: &Scratch) {
 /// Two applies on `main`, then the user's uncommitted work.
 fn two_applies() -> Scratch {
     let s = Scratch::with(&[("a.txt", "1\n"), ("b.txt", "b\n")]);
+    applies(&s);
+    dirty(&s);
+    s
+}
+
+/// The user's uncommitted work, then two applies on `main` (undo may take them back).
+fn dirty_then_two_applies() -> Scratch {
+    let s = Scratch::with(&[("a.txt", "1\n"), ("b.txt", "b\n")]);
+    dirty(&s);
+    applies(&s);
+    s
+}
+
+fn applies(s: &Scratch) {
     for (id, path) in [("k1a", "/repo/x.txt"), ("k2b", "/repo/y.txt")] {
         let out = s.apply(&block(
             id,
@@ -66,8 +81,95 @@ fn two_applies() -> Scratch {
         ));
         s.assert_exit(&out, 0);
     }
-    dirty(&s);
-    s
+}
+
+/// The moments of undo (redo: the same walk without the first three): its own before the
+/// publish, then the publish's (no detach); whether a crash there leaves it done.
+const UNDO_MOMENTS: [(&str, bool); 10] = [
+    ("locked", false),
+    ("logged", false),
+    ("pushed-checked", false),
+    ("scanned", false),
+    ("journal", false),
+    ("ref", true),
+    ("index", true),
+    ("files", true),
+    ("oplog", true),
+    ("attached", true),
+];
+
+/// Whether the next command must say an operation was interrupted: only when a journal
+/// was left.
+fn leaves_a_journal(moment: &str) -> bool {
+    ["journal", "ref", "index", "files", "oplog", "attached"].contains(&moment)
+}
+
+#[test]
+fn undo_killed_at_each_moment_is_all_before_or_all_after() {
+    let reference = dirty_then_two_applies();
+    let before = view(&reference);
+    run(&reference, &["undo"]);
+    let after = view(&reference);
+    assert_ne!(before, after);
+    for (moment, done) in UNDO_MOMENTS {
+        let s = dirty_then_two_applies();
+        assert_eq!(view(&s), before, "identical scenes");
+        crash(&s, &["undo"], moment);
+        let said = next_command(&s);
+        let expected = if done { &after } else { &before };
+        assert_eq!(&view(&s), expected, "after an abort at {moment}: {said}");
+        assert_eq!(
+            said.contains("interrupted"),
+            leaves_a_journal(moment),
+            "{moment}: {said}"
+        );
+        s.assert_tidy();
+        if done {
+            run(&s, &["redo"]);
+            assert_eq!(view(&s), before, "{moment}: redo after recovery");
+        } else {
+            run(&s, &["undo"]);
+            assert_eq!(view(&s), after, "{moment}: undo again");
+        }
+    }
+}
+
+#[test]
+fn redo_killed_at_each_moment_is_all_before_or_all_after() {
+    let undone = || {
+        let s = dirty_then_two_applies();
+        run(&s, &["undo"]);
+        s
+    };
+    let reference = undone();
+    let before = view(&reference);
+    run(&reference, &["redo"]);
+    let after = view(&reference);
+    assert_ne!(before, after);
+    let moments = UNDO_MOMENTS
+        .into_iter()
+        .filter(|(m, _)| !["locked", "logged", "pushed-checked"].contains(m));
+    for (moment, done) in moments {
+        let s = undone();
+        assert_eq!(view(&s), before, "identical scenes");
+        crash(&s, &["redo"], moment);
+        let said = next_command(&s);
+        let expected = if done { &after } else { &before };
+        assert_eq!(&view(&s), expected, "after an abort at {moment}: {said}");
+        assert_eq!(
+            said.contains("interrupted"),
+            leaves_a_journal(moment),
+            "{moment}: {said}"
+        );
+        s.assert_tidy();
+        if done {
+            run(&s, &["undo"]);
+            assert_eq!(view(&s), before, "{moment}: undo after recovery");
+        } else {
+            run(&s, &["redo"]);
+            assert_eq!(view(&s), after, "{moment}: redo again");
+        }
+    }
 }
 
 /// The moments of squash: its own before the publish, then the publish's (HEAD stays
@@ -101,9 +203,11 @@ fn squash_killed_at_each_moment_is_all_before_or_all_after() {
         let said = next_command(&s);
         let expected = if done { &after } else { &before };
         assert_eq!(&view(&s), expected, "after an abort at {moment}: {said}");
-        if ["journal", "ref", "index", "files", "oplog", "attached"].contains(&moment) {
-            assert!(said.contains("interrupted"), "{moment}: says so: {said}");
-        }
+        assert_eq!(
+            said.contains("interrupted"),
+            leaves_a_journal(moment),
+            "{moment}: {said}"
+        );
         s.assert_tidy();
         if done {
             run(&s, &["undo"]);
