@@ -282,7 +282,7 @@ fn take_killed_at_each_moment_is_all_before_or_all_after() {
             run(&s, &["undo"]);
             assert_eq!(view(&s), before, "{moment}: undo after recovery");
         } else {
-            assert_eq!(kept_ids(&s), [id.clone()], "{moment}: still kept");
+            assert_eq!(kept_ids(&s), vec![id.clone()], "{moment}: still kept");
             run(&s, &["take", &id]);
             assert_eq!(view(&s), after, "{moment}: take again");
         }
