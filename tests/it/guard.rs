@@ -422,3 +422,30 @@ fn a_fence_named_through_a_symlink_covers_where_it_leads() {
             .is_ok()
     );
 }
+
+#[test]
+fn an_absolute_pattern_through_a_symlinked_folder_allows_where_it_leads() {
+    // `/tmp` is a symlink on some systems: `/tmp/**` in loaf.yml must allow what a path
+    // under it resolves to.
+    let s = scene();
+    let link = s.outside.with_file_name("outside-link");
+    std::os::unix::fs::symlink(&s.outside, &link).expect("symlink");
+    let config = FsGuardConfig {
+        read: GuardRules {
+            allow: vec!["./**".into()],
+            deny: vec![],
+        },
+        write: GuardRules {
+            allow: vec!["./**".into(), format!("{}/**", link.display())],
+            deny: vec![],
+        },
+    };
+    let guard = FsGuard::new(Some(&config), &s.root, &s.root).expect("guard");
+    for path in [link.join("new.txt"), s.outside.join("new.txt")] {
+        assert!(
+            guard.check(Access::Write, &path).is_ok(),
+            "{}",
+            path.display()
+        );
+    }
+}
