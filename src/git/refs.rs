@@ -83,30 +83,44 @@ pub fn save(repo: &Repository, id: &str, commit: Oid) -> Result<String, git2::Er
 /// The first commit reachable from `after` but not from `before` (what moving a ref from
 /// `after` back to `before` removes) that a remote-tracking ref already has, with that ref's
 /// short name: others may have it.
+///
+/// The cost follows the operation, not the history: each remote-tracking ref is walked only
+/// down to `before` (what it has below that is not removed), so a remote behind the
+/// operation's base costs nothing and one that moved on costs the commits it gained.
 pub fn first_pushed(
     repo: &Repository,
     after: Oid,
     before: Option<Oid>,
 ) -> Result<Option<(Oid, String)>, git2::Error> {
-    let mut walk = repo.revwalk()?;
-    walk.push(after)?;
-    if let Some(before) = before {
-        walk.hide(before)?;
-    }
-    let removed: Vec<Oid> = walk.take(10_000).collect::<Result<_, _>>()?;
+    let between = |tip: Oid| -> Result<git2::Revwalk<'_>, git2::Error> {
+        let mut walk = repo.revwalk()?;
+        walk.push(tip)?;
+        if let Some(before) = before {
+            walk.hide(before)?;
+        }
+        Ok(walk)
+    };
+    let removed: Vec<Oid> = between(after)?.take(10_000).collect::<Result<_, _>>()?;
+    let removed_set: std::collections::HashSet<Oid> = removed.iter().copied().collect();
     for reference in repo.references_glob("refs/remotes/*")? {
         let reference = reference?;
         let Ok(tip) = reference.resolve().and_then(|r| r.peel_to_commit()) else {
             continue;
         };
-        for commit in &removed {
-            if tip.id() == *commit || repo.graph_descendant_of(tip.id(), *commit)? {
-                let name = reference
-                    .shorthand()
-                    .unwrap_or("a remote-tracking ref")
-                    .to_owned();
-                return Ok(Some((*commit, name)));
+        let mut has = std::collections::HashSet::new();
+        for commit in between(tip.id())? {
+            let commit = commit?;
+            if removed_set.contains(&commit) {
+                has.insert(commit);
             }
+        }
+        // The first in the order the removed commits were listed (newest first), as before.
+        if let Some(commit) = removed.iter().find(|c| has.contains(c)) {
+            let name = reference
+                .shorthand()
+                .unwrap_or("a remote-tracking ref")
+                .to_owned();
+            return Ok(Some((*commit, name)));
         }
     }
     Ok(None)
@@ -123,6 +137,56 @@ mod tests {
 
     /// Two commits on top of `first`; the remote-tracking ref at the first of them: undoing
     /// back to `first` would remove a pushed commit, undoing the second alone would not.
+    /// A remote that moved on from a removed commit (others built on it) has it; one that
+    /// moved on from the base alone does not; one behind the base has nothing removed.
+    #[test]
+    fn a_remote_that_moved_on_has_what_it_built_on_and_nothing_else() {
+        let dir = committed_repo();
+        let root = dir.path();
+        let first = oid(root, "HEAD");
+        write_file(root, "a.txt", "second");
+        git(root, &["commit", "-q", "-am", "second"]);
+        let second = oid(root, "HEAD");
+        // Others built on `second` and on `first`, on branches of their own.
+        git(root, &["switch", "-q", "-c", "theirs"]);
+        write_file(root, "b.txt", "theirs");
+        git(root, &["add", "b.txt"]);
+        git(root, &["commit", "-q", "-m", "theirs"]);
+        git(
+            root,
+            &["update-ref", "refs/remotes/origin/built-on-second", "HEAD"],
+        );
+        git(root, &["switch", "-q", "--detach", &first.to_string()]);
+        write_file(root, "c.txt", "other");
+        git(root, &["add", "c.txt"]);
+        git(root, &["commit", "-q", "-m", "other"]);
+        git(
+            root,
+            &["update-ref", "refs/remotes/origin/built-on-first", "HEAD"],
+        );
+        let repo = Repository::open(root).expect("open");
+        assert_eq!(
+            first_pushed(&repo, second, Some(first)).expect("walks"),
+            Some((second, "origin/built-on-second".to_owned()))
+        );
+        git(
+            root,
+            &["update-ref", "-d", "refs/remotes/origin/built-on-second"],
+        );
+        git(
+            root,
+            &[
+                "update-ref",
+                "refs/remotes/origin/behind",
+                &first.to_string(),
+            ],
+        );
+        assert_eq!(
+            first_pushed(&repo, second, Some(first)).expect("walks"),
+            None
+        );
+    }
+
     #[test]
     fn finds_the_removed_commit_a_remote_tracking_ref_has() {
         let dir = committed_repo();
