@@ -132,7 +132,13 @@ fn the_readme_teaches_in_at_most_300_lines() {
 fn docs_pages() -> Vec<String> {
     let mut pages: Vec<String> = std::fs::read_dir(project().join("docs"))
         .expect("docs/ exists")
-        .map(|entry| entry.expect("docs/ lists").file_name().to_string_lossy().into_owned())
+        .map(|entry| {
+            entry
+                .expect("docs/ lists")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
         .filter(|name| name.ends_with(".md"))
         .collect();
     pages.sort();
@@ -172,9 +178,15 @@ fn the_readme_links_every_docs_page_and_each_exists() {
     assert!(!linked.is_empty(), "the README links no docs page");
     let pages = docs_pages();
     let missing: Vec<_> = linked.iter().filter(|page| !pages.contains(page)).collect();
-    assert!(missing.is_empty(), "the README links pages docs/ lacks: {missing:?}");
+    assert!(
+        missing.is_empty(),
+        "the README links pages docs/ lacks: {missing:?}"
+    );
     let unlinked: Vec<_> = pages.iter().filter(|page| !linked.contains(page)).collect();
-    assert!(unlinked.is_empty(), "docs pages the README does not link: {unlinked:?}");
+    assert!(
+        unlinked.is_empty(),
+        "docs pages the README does not link: {unlinked:?}"
+    );
 }
 
 #[test]
@@ -183,14 +195,25 @@ fn every_docs_page_opens_with_a_summary_that_links_back_to_the_readme() {
         let text = read(&project().join("docs").join(&page));
         let mut lines = text.lines();
         let title = lines.next().unwrap_or_default();
-        assert!(title.starts_with("# "), "docs/{page} starts with its title: {title:?}");
-        assert_eq!(lines.next(), Some(""), "docs/{page}: a blank line after the title");
+        assert!(
+            title.starts_with("# "),
+            "docs/{page} starts with its title: {title:?}"
+        );
+        assert_eq!(
+            lines.next(),
+            Some(""),
+            "docs/{page}: a blank line after the title"
+        );
         let summary = lines.next().unwrap_or_default();
         assert!(
             summary.len() > 40 && summary.contains("[README](../README.md)"),
             "docs/{page}: the third line is a one-line summary linking back: {summary:?}"
         );
-        assert_eq!(lines.next(), Some(""), "docs/{page}: the summary is one line");
+        assert_eq!(
+            lines.next(),
+            Some(""),
+            "docs/{page}: the summary is one line"
+        );
     }
 }
 
@@ -249,7 +272,11 @@ fn broken_links(from: &Path) -> Vec<String> {
 #[test]
 fn every_link_of_the_readme_and_the_docs_leads_somewhere() {
     let mut files = vec![project().join("README.md")];
-    files.extend(docs_pages().iter().map(|page| project().join("docs").join(page)));
+    files.extend(
+        docs_pages()
+            .iter()
+            .map(|page| project().join("docs").join(page)),
+    );
     let broken: Vec<_> = files
         .iter()
         .flat_map(|file| {
@@ -258,5 +285,8 @@ fn every_link_of_the_readme_and_the_docs_leads_somewhere() {
                 .map(move |target| format!("{}: {target}", file.display()))
         })
         .collect();
-    assert!(broken.is_empty(), "links to no file or heading: {broken:#?}");
+    assert!(
+        broken.is_empty(),
+        "links to no file or heading: {broken:#?}"
+    );
 }
