@@ -351,6 +351,6 @@ fn exec_cannot_read_the_credentials_in_the_home_folder() {
     let report = s.redact(&out.stdout);
     assert!(!report.contains("PRIVATE-KEY-7f3a"), "{report}");
     assert!(!report.contains("NETRC-9c1b"), "{report}");
-    // Everything else the user can read stays readable (the README says so).
+    // Everything else the user can read stays readable (docs/sandbox-and-safety.md says so).
     assert!(report.contains("readable"), "{report}");
 }
