@@ -334,6 +334,41 @@ mod tests {
         assert!(dir.path().join("loaf/lock").exists(), "left to its writer");
     }
 
+    /// A lock released while the next operation waits is taken by it: waiting means waiting
+    /// (the release comes long before the wait ends, so this does not race the clock).
+    #[test]
+    fn a_lock_released_during_the_wait_is_taken() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let first = RepoLock::acquire(dir.path(), "apply", Duration::ZERO).expect("free");
+        let release = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            drop(first);
+        });
+        let second = RepoLock::acquire(dir.path(), "undo", Duration::from_secs(60));
+        release.join().expect("released");
+        assert_eq!(
+            second.expect("taken after the wait").holder().command,
+            "undo"
+        );
+    }
+
+    /// A lock whose holder is still writing it when the wait starts, and finishes with it
+    /// meanwhile, is waited for, not reported as starting at once.
+    #[test]
+    fn a_lock_being_written_is_waited_for() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::create_dir_all(dir.path().join("loaf")).expect("mkdir");
+        let path = dir.path().join("loaf/lock");
+        std::fs::File::create(&path).expect("create");
+        let writer = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(200));
+            std::fs::remove_file(&path).expect("its writer is done with it");
+        });
+        let taken = RepoLock::acquire(dir.path(), "apply", Duration::from_secs(60));
+        writer.join().expect("done");
+        assert!(taken.is_ok(), "{taken:?}");
+    }
+
     #[test]
     fn an_empty_lock_left_by_a_crash_is_recovered() {
         let dir = tempfile::tempdir().expect("tempdir");
