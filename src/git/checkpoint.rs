@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Repository, StatusOptions};
 
 use super::commit::write_commit;
+use super::index::known_index_tree;
+use super::refs::head_commit;
 
 /// The recorded state of the user's working tree and index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,69 +137,6 @@ fn workdir_changes(repo: &Repository) -> Result<Vec<Vec<u8>>, git2::Error> {
     Ok(statuses.iter().map(|s| s.path_bytes().to_vec()).collect())
 }
 
-/// Where git-loaf notes which tree the index holds, after writing it.
-fn index_note_path(repo: &Repository) -> std::path::PathBuf {
-    let name = repo
-        .path()
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    repo.commondir()
-        .join("loaf")
-        .join(format!("index-tree-{name}"))
-}
-
-/// The identity of the index file: git and libgit2 replace it by rename on every write, so
-/// the same inode, size and mtime mean the same file.
-#[cfg(unix)]
-pub(crate) fn index_identity(repo: &Repository) -> Option<String> {
-    use std::os::unix::fs::MetadataExt as _;
-    let meta = std::fs::metadata(repo.path().join("index")).ok()?;
-    Some(format!(
-        "{} {} {} {}",
-        meta.ino(),
-        meta.len(),
-        meta.mtime(),
-        meta.mtime_nsec()
-    ))
-}
-
-#[cfg(not(unix))]
-pub(crate) fn index_identity(_repo: &Repository) -> Option<String> {
-    None
-}
-
-/// Records that the index file, just written, holds `tree`: the next dirty check then needs
-/// neither to rebuild the index's tree (~5 ms on 20,000 files) nor to trust anything else.
-pub fn note_index_tree(repo: &Repository, tree: Oid) {
-    if let Some(identity) = index_identity(repo) {
-        let _ = std::fs::write(index_note_path(repo), format!("{tree} {identity}"));
-    }
-}
-
-/// The tree the index holds, if the index file is still the one [`note_index_tree`] saw.
-fn known_index_tree(repo: &Repository) -> Option<Oid> {
-    let note = std::fs::read_to_string(index_note_path(repo)).ok()?;
-    let (tree, identity) = note.split_once(' ')?;
-    (Some(identity) == index_identity(repo).as_deref())
-        .then(|| Oid::from_str(tree).ok())
-        .flatten()
-}
-
-/// The commit HEAD points at, or `None` on an unborn branch.
-pub fn head_commit(repo: &Repository) -> Result<Option<Oid>, git2::Error> {
-    match repo.head() {
-        Ok(head) => Ok(Some(head.peel_to_commit()?.id())),
-        Err(e)
-            if e.code() == git2::ErrorCode::UnbornBranch
-                || e.code() == git2::ErrorCode::NotFound =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
-}
-
 /// Paths staged with `git add -N` (intent to add). A checkpoint records the index as a tree,
 /// which has no place for that flag (the entry would come back as a staged empty file), so
 /// an operation refuses rather than restore something else than what was there.
@@ -263,7 +202,7 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
         let paths: Vec<PathBuf> = files
             .iter()
             .filter(|p| !p.ends_with(b"/"))
-            .map(|p| super::path_from_bytes(p).into_owned())
+            .map(|p| super::repo::path_from_bytes(p).into_owned())
             .collect();
         let source = super::treebuild::Source {
             repo,

@@ -48,7 +48,7 @@ pub fn write_tree(repo: &Repository, root: &Path, tree: Oid) -> Result<bool, git
     let mut index = repo.index()?;
     index.clear()?;
     for (file, meta) in files.iter().zip(&written) {
-        index.add(&super::index_lock::entry(
+        index.add(&super::index::entry(
             &file.path,
             file.id,
             file.mode as u32,
@@ -153,7 +153,7 @@ pub fn rewrite_paths(
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(io_error(&root.join(path), e));
             }
-            _ => super::publish::remove_empty_parents(root, path),
+            _ => super::files::remove_empty_parents(root, path),
         }
     }
     for file in &files {
@@ -184,7 +184,7 @@ fn plain_entries(repo: &Repository, tree: Oid) -> Result<Option<Entries>, git2::
                 plain = false;
                 return TreeWalkResult::Abort;
             }
-            let path = Path::new(parent).join(super::path_from_bytes(name));
+            let path = Path::new(parent).join(super::repo::path_from_bytes(name));
             if mode == TREE {
                 folders.push(path);
             } else {

@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 use git2::{MergeFileInput, Oid, Repository};
 
 use super::checkpoint::Checkpoint;
-use super::publish::{Transition, blob_at, file_blob};
+use super::publish::Transition;
+use super::publish_files::file_blob;
 use super::treebuild::tree_with_values;
+use super::treediff::blob_at;
 
 /// Why the user's edits could not be merged: the commit is then kept, not published.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use git2::{IndexEntry, ObjectType, Repository};
 
-use super::path_from_bytes;
+use super::repo::path_from_bytes;
 
 /// Index flags: stage (conflicts) and assume-unchanged; extended: skip-worktree,
 /// intent-to-add.

@@ -7,7 +7,8 @@ use std::time::Duration;
 use git2::Repository;
 
 use super::lock::{LockError, RepoLock};
-use super::publish::{self, PublishError, Recovered};
+use super::publish::PublishError;
+use super::recovery::{self, Recovered};
 
 /// How long a command waits for another loaf operation to finish before giving up.
 pub const LOCK_WAIT: Duration = Duration::from_secs(3);
@@ -61,6 +62,15 @@ pub enum TxError {
     /// git failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+}
+
+impl From<super::states::Refused> for TxError {
+    fn from(refused: super::states::Refused) -> Self {
+        TxError::Refused {
+            message: refused.message,
+            hint: refused.hint,
+        }
+    }
 }
 
 impl TxError {
@@ -162,7 +172,7 @@ impl Drop for Session {
     /// Long-running filter processes (git-lfs, git-crypt) started for this operation are
     /// told to finish and waited for, as git does at the end of a command.
     fn drop(&mut self) {
-        super::filters::finish();
+        super::filter_process::finish();
     }
 }
 
@@ -184,7 +194,7 @@ impl Session {
     /// cherry-pick, revert or bisect, or has unresolved conflicts
     /// ([`super::states::refuse_in_progress`]).
     pub fn begin(cwd: &Path, command: &str) -> Result<Session, TxError> {
-        let repo = super::states::discover(cwd).map_err(|_| TxError::NotARepository {
+        let repo = super::repo::discover(cwd).map_err(|_| TxError::NotARepository {
             path: cwd.to_path_buf(),
             command: command.to_owned(),
         })?;
@@ -204,7 +214,7 @@ impl Session {
         }
         // A damaged log is refused before anything, recovery included, writes to it.
         super::oplog::check(&repo).map_err(|e| TxError::Publish(PublishError::DamagedLog(e)))?;
-        notices.extend(recovery_notice(publish::recover(&repo)?));
+        notices.extend(recovery_notice(recovery::recover(&repo)?));
         // After recovery, which only finishes git-loaf's own interrupted work: the user's
         // merge, rebase or conflicts are theirs to finish before anything else moves.
         // Parse the index once, into a private copy that publish can write under
@@ -237,10 +247,10 @@ fn recovery_notice(recovered: Recovered) -> Option<String> {
         }
         Recovered::Superseded { commit, now } => format!(
             "an earlier git-loaf operation was interrupted after it published commit {}, and the branch has moved on since (now {}) before its files and index were all written: check `git status`; `git diff {} {}` shows what the commit made after it differs",
-            super::short_id(&commit),
-            super::short_id(&now),
-            super::short_id(&commit),
-            super::short_id(&now),
+            super::repo::short_id(&commit),
+            super::repo::short_id(&now),
+            super::repo::short_id(&commit),
+            super::repo::short_id(&now),
         ),
         Recovered::RolledForward { skipped } => {
             let mut notice = "an earlier git-loaf operation was interrupted after it committed; its files are now written".to_owned();
@@ -264,8 +274,8 @@ fn recovery_notice(recovered: Recovered) -> Option<String> {
         } => {
             let mut notice = format!(
                 "an earlier git-loaf operation ({message}) was interrupted after it moved HEAD from {} to {}, and its journal was {what} (cut short, e.g. by a power loss): its files and index are now written",
-                super::short_id(&old),
-                super::short_id(&new),
+                super::repo::short_id(&old),
+                super::repo::short_id(&new),
             );
             if !skipped.is_empty() {
                 notice.push_str(&format!(
@@ -275,7 +285,7 @@ fn recovery_notice(recovered: Recovered) -> Option<String> {
             }
             notice.push_str(&format!(
                 "; it is not in git-loaf's log, so `git loaf undo` cannot take it back: `git reset --keep {}` does",
-                super::short_id(&old)
+                super::repo::short_id(&old)
             ));
             notice
         }
@@ -285,7 +295,7 @@ fn recovery_notice(recovered: Recovered) -> Option<String> {
 /// Opens the repository containing `cwd` without the lock: for the commands that only read
 /// (`log`, `show`), which may run while another operation does.
 pub fn open(cwd: &Path, command: &str) -> Result<Repository, TxError> {
-    super::states::discover(cwd).map_err(|_| TxError::NotARepository {
+    super::repo::discover(cwd).map_err(|_| TxError::NotARepository {
         path: cwd.to_path_buf(),
         command: command.to_owned(),
     })

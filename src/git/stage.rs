@@ -19,12 +19,13 @@ use std::path::{Path, PathBuf};
 use git2::build::CheckoutBuilder;
 use git2::{BranchType, Oid, Repository, StatusOptions, WorktreeAddOptions};
 
+use super::stage_swap::WRITTEN;
+
 /// The worktree's name in `git worktree list`.
 const NAME: &str = "loaf-stage";
 
-/// The record of where the last run may have left ignored content, next to the stage.
-const WRITTEN: &str = "stage-written";
-/// Its first line when only the listed paths (NUL-separated after it) may hold some.
+/// The first line of the record of where the last run may have left ignored content
+/// ([`WRITTEN`], next to the stage) when only the listed paths (NUL-separated after it) may hold some.
 const WRITTEN_PATHS: &[u8] = b"paths\n";
 
 /// Why the stage could not be used.
@@ -253,7 +254,7 @@ impl Stage {
         let (mut dirty, mut ignored) = (Vec::new(), Vec::new());
         for status in statuses.iter() {
             let bytes = status.path_bytes();
-            let path = super::path_from_bytes(bytes.strip_suffix(b"/").unwrap_or(bytes));
+            let path = super::repo::path_from_bytes(bytes.strip_suffix(b"/").unwrap_or(bytes));
             if status.status().contains(git2::Status::IGNORED) {
                 ignored.push(path.into_owned());
             } else {
@@ -295,7 +296,7 @@ impl Stage {
                 }
             }
             // Git keeps no empty folder, tracked or not.
-            super::publish::remove_empty_parents(&self.path, path);
+            super::files::remove_empty_parents(&self.path, path);
         }
         Ok(())
     }
@@ -309,7 +310,7 @@ impl Stage {
             Some(list) => Touched::Paths(
                 list.split(|b| *b == 0)
                     .filter(|p| !p.is_empty())
-                    .map(|p| super::path_from_bytes(p).into_owned())
+                    .map(|p| super::repo::path_from_bytes(p).into_owned())
                     .collect(),
             ),
             None => Touched::Anything,
@@ -388,7 +389,7 @@ impl Stage {
         self.record_written(&Touched::Anything)?;
         let mut index = self.repo.index()?;
         for bytes in &candidates {
-            let path = super::path_from_bytes(bytes);
+            let path = super::repo::path_from_bytes(bytes);
             match std::fs::symlink_metadata(self.path.join(&path)) {
                 Ok(meta) if !meta.is_dir() => {
                     super::filters::add_path(&self.repo, &mut index, &self.path, &path)?;
@@ -440,12 +441,6 @@ fn remove_stage(repo: &Repository, path: &Path) -> Result<(), StageError> {
         std::fs::remove_dir_all(path)?;
     }
     Ok(())
-}
-
-/// Forgets where the last run may have left ignored content, so that the next reset scans the
-/// whole stage for it.
-pub(crate) fn forget_written(repo: &Repository) -> std::io::Result<()> {
-    std::fs::write(repo.commondir().join("loaf").join(WRITTEN), b"")
 }
 
 /// Marker: an apply is (or was, if it crashed) running in the stage, so the next reset must

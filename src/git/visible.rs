@@ -28,7 +28,7 @@ use git2::{ObjectType, Oid, Repository};
 use globset::{GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
-use super::path_from_bytes;
+use super::repo::path_from_bytes;
 
 /// Why ignored entries could not be listed, or extras recorded or moved.
 #[derive(Debug, thiserror::Error)]

@@ -328,7 +328,7 @@ fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result
             if git.uncommitted.len() == 1 { "that file" } else { "those files" }
         ));
     }
-    let summary = crate::git::commit::subject_summary(&result, &root, &changed);
+    let summary = crate::report::subject::subject_summary(&result, &root, &changed);
     let subject = config
         .commit_message_format
         .replace("{operation_summary}", &summary);
