@@ -246,20 +246,57 @@ pub(crate) fn write_files(
     checker: &Checker<'_>,
     mut swap: Option<&mut StageSwap>,
 ) -> Result<Vec<PathBuf>, git2::Error> {
-    let from_work = repo.find_tree(oid(&t.from_work)?)?;
-    let to_work = repo.find_tree(oid(&t.to_work)?)?;
+    let mut files = Files {
+        repo,
+        t,
+        checker,
+        from_work: repo.find_tree(oid(&t.from_work)?)?,
+        to_work: repo.find_tree(oid(&t.to_work)?)?,
+        keep: t.op.extras.folders_after(),
+        skipped: Vec::new(),
+    };
+    let (gone, written) = files.first_look(&paths.work);
+    let converted = files.converted(&written)?;
+    let movable = match swap.as_deref_mut() {
+        Some(stage) => files.movable(stage, &gone, &written, &converted)?,
+        None => Vec::new(),
+    };
+    // Between the first look at each file and the last one right before it is replaced: a
+    // test saves a file here to see the last look keep it.
+    crash_point("replacing");
+    files.delete(&gone, &movable, swap.as_deref_mut())?;
+    files.write(&written, &converted, &movable, swap)?;
+    crash_point("checkout");
+    // Skipped files still get their after index entry: the user's edit then shows as an
+    // unstaged change on top of the new HEAD, as if made after the operation.
     let to_index = repo.find_tree(oid(&t.to_index)?)?;
-    let conversions = &checker.conversions;
-    let mut skipped = Vec::new();
-    // Folders the operation leaves in place (the user's empty folders a reply wrote into):
-    // a deletion never removes them, even when it leaves them empty.
-    let keep = t.op.extras.folders_after();
-    // What a path may hold now for it to be replaced: its before content, or (done already)
-    // its after content.
-    let verdict = |path: &Path| {
-        let before = blob_at(&from_work, path).map(|b| b.0);
-        let after = blob_at(&to_work, path).map(|b| b.0);
-        let now = checker.id(path, &from_work);
+    for path in &paths.index {
+        let holds_it = !files.skipped.contains(path);
+        set_index_entry(index, &t.workdir, path, &to_index, &files.to_work, holds_it)?;
+    }
+    Ok(files.skipped)
+}
+
+/// One [`write_files`]: the trees it goes between and the files it left alone so far.
+struct Files<'a, 'r> {
+    repo: &'r Repository,
+    t: &'a Transition,
+    checker: &'a Checker<'r>,
+    from_work: Tree<'r>,
+    to_work: Tree<'r>,
+    /// Folders the operation leaves in place (the user's empty folders a reply wrote into):
+    /// a deletion never removes them, even when it leaves them empty.
+    keep: BTreeSet<PathBuf>,
+    skipped: Vec<PathBuf>,
+}
+
+impl<'a> Files<'a, '_> {
+    /// What a path may hold now for it to be replaced: its before content, or (done already)
+    /// its after content.
+    fn verdict(&self, path: &Path) -> Verdict {
+        let before = blob_at(&self.from_work, path).map(|b| b.0);
+        let after = blob_at(&self.to_work, path).map(|b| b.0);
+        let now = self.checker.id(path, &self.from_work);
         if now == after {
             Verdict::Done
         } else if now == before {
@@ -267,124 +304,139 @@ pub(crate) fn write_files(
         } else {
             Verdict::UserChanged
         }
-    };
-    let mut write: Vec<&PathBuf> = Vec::new();
-    for path in &paths.work {
-        match verdict(path) {
-            Verdict::Replace => write.push(path),
-            Verdict::UserChanged => skipped.push(path.clone()),
-            // A deletion a crash interrupted may have left its folders behind.
-            Verdict::Done if blob_at(&to_work, path).is_none() => {
-                remove_empty_parents_keeping(&t.workdir, path, &keep);
-            }
-            // The content is there; the mode may be what changed (or a crash came between).
-            Verdict::Done => {
-                if let Some((_, mode @ (0o100644 | 0o100755))) = blob_at(&to_work, path) {
-                    set_executable(&t.workdir.join(path), mode == 0o100755);
+    }
+
+    /// The first look at every changed path: those to delete and those to write (a path the
+    /// user changed is skipped; one already done has at most its mode or folders to finish).
+    fn first_look(&mut self, work: &'a [PathBuf]) -> (Vec<&'a PathBuf>, Vec<&'a PathBuf>) {
+        let mut write: Vec<&PathBuf> = Vec::new();
+        for path in work {
+            match self.verdict(path) {
+                Verdict::Replace => write.push(path),
+                Verdict::UserChanged => self.skipped.push(path.clone()),
+                // A deletion a crash interrupted may have left its folders behind.
+                Verdict::Done if blob_at(&self.to_work, path).is_none() => {
+                    remove_empty_parents_keeping(&self.t.workdir, path, &self.keep);
+                }
+                // The content is there; the mode may be what changed (or a crash came between).
+                Verdict::Done => {
+                    if let Some((_, mode @ (0o100644 | 0o100755))) = blob_at(&self.to_work, path) {
+                        set_executable(&self.t.workdir.join(path), mode == 0o100755);
+                    }
                 }
             }
         }
+        // Deletions by hand (checkout would judge "untracked" against HEAD, which has already
+        // moved); everything else by a checkout of just those paths, so filters (CRLF, eol)
+        // apply as git would apply them.
+        write
+            .into_iter()
+            .partition(|path| blob_at(&self.to_work, path).is_none())
     }
-    // Deletions by hand (checkout would judge "untracked" against HEAD, which has already
-    // moved); everything else by a checkout of just those paths, so filters (CRLF, eol)
-    // apply as git would apply them.
-    let (gone, written): (Vec<&PathBuf>, Vec<&PathBuf>) = write
-        .into_iter()
-        .partition(|path| blob_at(&to_work, path).is_none());
-    // A file no conversion applies to is its blob: written straight from it (or moved from
-    // the stage); the others come from a libgit2 checkout (below).
-    let mut converted: Vec<&PathBuf> = Vec::new();
-    for path in &written {
-        match blob_at(&to_work, path) {
-            Some((_, mode)) if mode != 0o160000 && !conversions.apply_to(repo, path)? => {}
-            _ => converted.push(path),
+
+    /// The files to write that a conversion applies to (or a submodule): they come from a
+    /// libgit2 checkout; a file no conversion applies to is its blob, written straight from
+    /// it (or moved from the stage).
+    fn converted(&self, written: &[&'a PathBuf]) -> Result<Vec<&'a PathBuf>, git2::Error> {
+        let mut converted = Vec::new();
+        for path in written {
+            match blob_at(&self.to_work, path) {
+                Some((_, mode))
+                    if mode != 0o160000
+                        && !self.checker.conversions.apply_to(self.repo, path)? => {}
+                _ => converted.push(*path),
+            }
         }
+        Ok(converted)
     }
-    // What may move between the stage and the user's tree: plain files where the stage's
-    // HEAD has what the publish writes (nothing, for a deletion). Recorded before any moves.
-    let mut movable: Vec<&PathBuf> = Vec::new();
-    if let Some(stage) = swap.as_deref_mut() {
-        let stage_tree = repo.find_tree(stage.tree())?;
-        for path in gone.iter().chain(&written) {
-            if blob_at(&stage_tree, path) == blob_at(&to_work, path)
+
+    /// What may move between the stage and the user's tree, sorted: plain files where the
+    /// stage's HEAD has what the publish writes (nothing, for a deletion). Recorded before any
+    /// moves; nothing moves when the record cannot be written.
+    fn movable(
+        &self,
+        stage: &mut StageSwap,
+        gone: &[&'a PathBuf],
+        written: &[&'a PathBuf],
+        converted: &[&'a PathBuf],
+    ) -> Result<Vec<&'a PathBuf>, git2::Error> {
+        let stage_tree = self.repo.find_tree(stage.tree())?;
+        let mut movable = Vec::new();
+        for path in gone.iter().chain(written) {
+            if blob_at(&stage_tree, path) == blob_at(&self.to_work, path)
                 && !converted.contains(path)
-                && !conversions.apply_to(repo, path)?
+                && !self.checker.conversions.apply_to(self.repo, path)?
             {
-                movable.push(path);
+                movable.push(*path);
             }
         }
         movable.sort();
-        if movable.is_empty() {
-            swap = None;
-        } else if let Err(e) = stage.record(&movable) {
-            tracing::debug!("stage files not moved: {e}");
-            swap = None;
-        }
-    }
-    let movable_path = |path: &PathBuf| movable.binary_search(&path).is_ok();
-    // Between the first look at each file and the last one right before it is replaced: a
-    // test saves a file here to see the last look keep it.
-    crash_point("replacing");
-    for path in gone {
-        if verdict(path) != Verdict::Replace || beyond_symlink(&t.workdir, path) {
-            skipped.push(path.clone());
-        } else if movable_path(path)
-            && swap
-                .as_deref_mut()
-                .is_some_and(|stage| stage.take_deleted(path, &t.workdir.join(path)))
+        if !movable.is_empty()
+            && let Err(e) = stage.record(&movable)
         {
-            remove_empty_parents_keeping(&t.workdir, path, &keep);
-        } else {
-            remove_file(&t.workdir, path, &keep)?;
+            tracing::debug!("stage files not moved: {e}");
+            movable.clear();
         }
+        Ok(movable)
     }
-    if !written.is_empty() {
-        // Each file is written under another name, then renamed into place: a file is always
-        // either its old or its new self, even if the process dies in the middle. The files
-        // conversions apply to come from a libgit2 checkout of just those paths into a folder
-        // next to the journal (filters applied, modes set), then their driver's smudge.
-        let mut staging = None;
-        let mut checkout_dir = PathBuf::new();
-        if !converted.is_empty() {
-            let loaf_dir = repo.commondir().join("loaf");
-            let dir = tempfile::Builder::new()
-                .prefix(STAGING_PREFIX)
-                .tempdir_in(&loaf_dir)
-                .map_err(|e| io_error("cannot create a folder in", &loaf_dir, e))?;
-            checkout_dir = dir.path().to_path_buf();
-            staging = Some(dir);
-            let mut checkout = CheckoutBuilder::new();
-            checkout
-                .force()
-                .update_index(false)
-                .disable_pathspec_match(true)
-                .target_dir(&checkout_dir);
-            for path in &converted {
-                checkout.path(path.as_path());
+
+    /// Deletes the files the transition deletes, each after a last look (moved into the stage
+    /// where it holds the same).
+    fn delete(
+        &mut self,
+        gone: &[&PathBuf],
+        movable: &[&PathBuf],
+        mut swap: Option<&mut StageSwap>,
+    ) -> Result<(), git2::Error> {
+        let workdir = &self.t.workdir;
+        for path in gone {
+            if self.verdict(path) != Verdict::Replace || beyond_symlink(workdir, path) {
+                self.skipped.push((*path).clone());
+            } else if movable.binary_search(path).is_ok()
+                && swap
+                    .as_deref_mut()
+                    .is_some_and(|stage| stage.take_deleted(path, &workdir.join(path)))
+            {
+                remove_empty_parents_keeping(workdir, path, &self.keep);
+            } else {
+                remove_file(workdir, path, &self.keep)?;
             }
-            repo.checkout_tree(to_work.as_object(), Some(&mut checkout))?;
-            filters::smudge_in_place(repo, &checkout_dir, &converted)?;
         }
-        for path in &written {
-            let to = t.workdir.join(path);
+        Ok(())
+    }
+
+    /// Writes the files the transition writes. Each file is written under another name, then
+    /// renamed into place: a file is always either its old or its new self, even if the
+    /// process dies in the middle. The files conversions apply to come from a checkout
+    /// ([`Files::checkout_converted`]); the others from their blob, or moved from the stage.
+    fn write(
+        &mut self,
+        written: &[&PathBuf],
+        converted: &[&PathBuf],
+        movable: &[&PathBuf],
+        mut swap: Option<&mut StageSwap>,
+    ) -> Result<(), git2::Error> {
+        if written.is_empty() {
+            return Ok(());
+        }
+        let staging = self.checkout_converted(converted)?;
+        let checkout_dir = staging
+            .as_ref()
+            .map(|dir| dir.path().to_path_buf())
+            .unwrap_or_default();
+        for path in written {
+            let to = self.t.workdir.join(path);
             // The last look before replacing: an edit saved since the first one wins; and
             // nothing is written through a link still standing where a folder goes.
-            if verdict(path) != Verdict::Replace || beyond_symlink(&t.workdir, path) {
-                skipped.push((*path).clone());
+            if self.verdict(path) != Verdict::Replace || beyond_symlink(&self.t.workdir, path) {
+                self.skipped.push((*path).clone());
                 continue;
             }
-            // A folder in the way of a file goes first.
-            if to.is_dir() && !to.is_symlink() {
-                std::fs::remove_dir_all(&to).map_err(|e| io_error("cannot remove", &to, e))?;
-            }
-            if let Some(parent) = to.parent() {
-                std::fs::create_dir_all(parent)
-                    .map_err(|e| io_error("cannot create", parent, e))?;
-            }
+            make_room(&to)?;
             let from = if converted.contains(path) {
                 checkout_dir.join(path)
-            } else if let Some((id, mode)) = blob_at(&to_work, path)
-                && movable_path(path)
+            } else if let Some((id, mode)) = blob_at(&self.to_work, path)
+                && movable.binary_search(path).is_ok()
                 && swap
                     .as_deref_mut()
                     .is_some_and(|swap| swap.take(path, &to, id, mode))
@@ -394,9 +446,9 @@ pub(crate) fn write_files(
                 // Written beside its target (a new file in a busy folder of the git dir
                 // costs the filesystem far more), under a name the journal determines, so
                 // that recovery removes it if the process dies before the rename.
-                let from = temp_beside(t, path);
-                if let Some((id, mode)) = blob_at(&to_work, path) {
-                    write_blob(repo, id, mode, &from)?;
+                let from = temp_beside(self.t, path);
+                if let Some((id, mode)) = blob_at(&self.to_work, path) {
+                    write_blob(self.repo, id, mode, &from)?;
                 }
                 from
             };
@@ -404,15 +456,49 @@ pub(crate) fn write_files(
             std::fs::rename(&from, &to).map_err(|e| io_error("cannot write", &to, e))?;
         }
         drop(staging);
+        Ok(())
     }
-    crash_point("checkout");
-    // Skipped files still get their after index entry: the user's edit then shows as an
-    // unstaged change on top of the new HEAD, as if made after the operation.
-    for path in &paths.index {
-        let holds_it = !skipped.contains(path);
-        set_index_entry(index, &t.workdir, path, &to_index, &to_work, holds_it)?;
+
+    /// A libgit2 checkout of just the `converted` paths into a folder next to the journal
+    /// (filters applied, modes set), then their driver's smudge; `None` when there are none.
+    fn checkout_converted(
+        &self,
+        converted: &[&PathBuf],
+    ) -> Result<Option<tempfile::TempDir>, git2::Error> {
+        if converted.is_empty() {
+            return Ok(None);
+        }
+        let loaf_dir = self.repo.commondir().join("loaf");
+        let dir = tempfile::Builder::new()
+            .prefix(STAGING_PREFIX)
+            .tempdir_in(&loaf_dir)
+            .map_err(|e| io_error("cannot create a folder in", &loaf_dir, e))?;
+        let mut checkout = CheckoutBuilder::new();
+        checkout
+            .force()
+            .update_index(false)
+            .disable_pathspec_match(true)
+            .target_dir(dir.path());
+        for path in converted {
+            checkout.path(path.as_path());
+        }
+        self.repo
+            .checkout_tree(self.to_work.as_object(), Some(&mut checkout))?;
+        filters::smudge_in_place(self.repo, dir.path(), converted)?;
+        Ok(Some(dir))
     }
-    Ok(skipped)
+}
+
+/// Makes room for a file at `to`: a folder in the way goes first, and its parent folders are
+/// made.
+fn make_room(to: &Path) -> Result<(), git2::Error> {
+    if to.is_dir() && !to.is_symlink() {
+        std::fs::remove_dir_all(to).map_err(|e| io_error("cannot remove", to, e))?;
+    }
+    if let Some(parent) = to.parent() {
+        std::fs::create_dir_all(parent).map_err(|e| io_error("cannot create", parent, e))?;
+    }
+    Ok(())
 }
 
 /// Where the new content of `path` is written before it is renamed over the user's file:
