@@ -15,6 +15,7 @@ pub mod commit;
 pub mod commits;
 pub mod durable;
 pub mod exclude;
+pub mod extras;
 mod files;
 pub mod filter_process;
 pub mod filters;

@@ -54,7 +54,7 @@ pub enum PublishError {
     Index(IndexLockError),
     /// Writing ignored files or folders failed.
     #[error("{0}")]
-    Visible(#[from] super::visible::VisibleError),
+    Visible(#[from] super::extras::VisibleError),
     /// git failed.
     #[error("{0}")]
     Git(#[from] git2::Error),
