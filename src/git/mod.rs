@@ -1,55 +1,54 @@
 //! Git plumbing, the only module that imports git2 (the user's operations that use it are in
-//! [`crate::ops`], which hold its [`Oid`]s but call no git2 themselves): the lock and crash
-//! recovery ([`session`], [`lock`]), the user's uncommitted work ([`checkpoint`]), the
-//! staging worktree ([`stage`]) and the ignored files shown through it ([`visible`]), trees
-//! built and compared ([`treebuild`], [`treediff`]), 3-way merges ([`merge`]), commits,
-//! trailers and notes ([`commit`]) and reading them back ([`commits`]), the refs operations
-//! move and keep ([`refs`]), moving the branch and files ([`publish`]) and the operation log
-//! ([`oplog`]).
-//! The repository's own git hooks run as `git commit` runs them ([`githooks`]), and commits
-//! are signed by git itself ([`sign`]).
+//! `ops`, which hold its [`Oid`]s but call no git2 themselves). It imports nothing from the
+//! layers above it (ops, report, cli, watch, run): what it records it takes as plain data.
+//!
+//! Two layers, imports going one way (down):
+//!
+//! - **Primitives**, in this folder, each one idea of git and none importing [`tx`]: the
+//!   repository found and its paths ([`repo`]), objects and trees built and compared
+//!   ([`treebuild`], [`treediff`]), the index file and its lock ([`index`], [`index_lock`]),
+//!   refs and HEAD ([`refs`]), commits, the user's identity and signing ([`commit`],
+//!   [`identity`], [`sign`]), notes and local reports ([`notes`], [`reports`]), conversions
+//!   and filter drivers ([`filters`], [`filter_process`]), files as git leaves them, the fast
+//!   dirty check ([`quickscan`]), what is ignored or not committed ([`visible`], [`extras`]),
+//!   repository states refused ([`states`]), durability and the repository lock ([`durable`],
+//!   [`lock`]).
+//! - **Transactions** ([`tx`]): the user's work recorded ([`checkpoint`]), the stage
+//!   ([`stage`]) and the repository's own hooks run in it ([`githooks`]), the transition and
+//!   its journal, publishing ([`publish`]) and crash recovery ([`recovery`]), the operation
+//!   log ([`oplog`]), and the session every command opens first ([`session`]).
 
-pub mod carry;
-pub mod checkpoint;
 pub mod commit;
-pub mod commits;
 pub mod durable;
 pub mod exclude;
 pub mod extras;
 mod files;
 pub mod filter_process;
 pub mod filters;
-#[cfg(unix)]
-mod fresh_checkout;
-pub mod githooks;
-pub mod head;
 pub mod identity;
 pub mod index;
 pub mod index_lock;
 pub mod lock;
-pub mod merge;
 pub mod notes;
-pub mod oplog;
-pub mod publish;
-mod publish_files;
 pub mod push;
 pub mod quickscan;
-pub mod recovery;
 pub mod refs;
 pub mod repo;
 pub mod reports;
-pub mod session;
 pub mod sign;
 pub mod squash;
-pub mod stage;
-mod stage_swap;
 pub mod states;
 #[cfg(test)]
 mod testing;
-mod transition;
 pub mod treebuild;
 pub mod treediff;
+pub mod tx;
 pub mod visible;
+
+// The transaction machinery, under the names the operations have always used.
+pub use tx::{
+    carry, checkpoint, commits, githooks, head, merge, oplog, publish, recovery, session, stage,
+};
 
 /// An object id, as the operations hold commits and trees between plumbing calls.
 pub use git2::Oid;

@@ -20,8 +20,6 @@ use std::path::{Path, PathBuf};
 
 use git2::{Index, Repository};
 
-use super::durable;
-use super::index_lock::{IndexLock, IndexLockError};
 use super::oplog::{self, OpEntry};
 use super::publish_files::{Checker, changed_by_user, write_files};
 use super::stage_swap::StageSwap;
@@ -30,6 +28,8 @@ pub use super::transition::{Attachment, Transition, crash_point, current, differ
 use super::transition::{
     Journal, Paths, Undecided, drop_journal, io_error, journal_path, oid, write_journal,
 };
+use crate::git::durable;
+use crate::git::index_lock::{IndexLock, IndexLockError};
 
 /// Why a transition was not published. Nothing of the user's was changed, except with
 /// [`PublishError::Unfinished`] (the change is published, the next command finishes it).
@@ -54,7 +54,7 @@ pub enum PublishError {
     Index(IndexLockError),
     /// Writing ignored files or folders failed.
     #[error("{0}")]
-    Visible(#[from] super::extras::VisibleError),
+    Visible(#[from] crate::git::extras::VisibleError),
     /// git failed.
     #[error("{0}")]
     Git(#[from] git2::Error),
@@ -159,7 +159,7 @@ fn detach_and_move(
     let old = t.old.as_deref().map(oid).transpose()?;
     let detached = match (&attachment.detach_from, old) {
         (Some(branch), Some(old)) => {
-            super::refs::detach(repo, old)?;
+            crate::git::refs::detach(repo, old)?;
             durable::sync_ref(repo, "HEAD")?;
             crash_point("detached");
             Some((branch, old))
@@ -170,7 +170,7 @@ fn detach_and_move(
     if moved.is_err()
         && let Some((branch, old)) = detached
     {
-        let _ = super::refs::attach(repo, branch, old);
+        let _ = crate::git::refs::attach(repo, branch, old);
     }
     moved?;
     durable::sync_ref(repo, &t.ref_name)?;
@@ -205,7 +205,7 @@ fn finish(
     }
     crash_point("index");
     lock.commit(index)?;
-    super::index::note_index_tree(repo, oid(&t.to_index)?);
+    crate::git::index::note_index_tree(repo, oid(&t.to_index)?);
     skipped.extend(publish_extras(repo, t)?);
     crash_point("files");
     log_durably(repo, &t.op)?;
@@ -234,7 +234,7 @@ pub(crate) fn attach_after(
     if on_branch {
         return Ok(true);
     }
-    let attached = super::refs::attach(repo, branch, oid(new)?)?;
+    let attached = crate::git::refs::attach(repo, branch, oid(new)?)?;
     durable::sync_ref(repo, "HEAD").map_err(|e| io_error("cannot sync", Path::new("HEAD"), e))?;
     Ok(attached)
 }

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
 
-use super::durable;
 use super::oplog::OpEntry;
+use crate::git::durable;
 
 /// The journal's file name in `<common git dir>/loaf/`.
 pub(crate) const JOURNAL: &str = "journal.json";
@@ -202,5 +202,5 @@ impl Paths {
 
 /// Paths whose entry differs between two trees (ids in hex).
 pub fn differing(repo: &Repository, a: &str, b: &str) -> Result<BTreeSet<PathBuf>, git2::Error> {
-    super::treediff::changed_paths(repo, Some(oid(a)?), Some(oid(b)?))
+    crate::git::treediff::changed_paths(repo, Some(oid(a)?), Some(oid(b)?))
 }

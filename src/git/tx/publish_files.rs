@@ -10,11 +10,11 @@ use std::path::{Path, PathBuf};
 use git2::build::CheckoutBuilder;
 use git2::{Index, ObjectType, Oid, Repository, Tree};
 
-use super::files::{remove_empty_parents_keeping, set_executable};
-use super::filters;
 use super::stage_swap::StageSwap;
 use super::transition::{Paths, STAGING_PREFIX, Transition, crash_point, io_error, oid};
-use super::treediff::blob_at;
+use crate::git::files::{remove_empty_parents_keeping, set_executable};
+use crate::git::filters;
+use crate::git::treediff::blob_at;
 
 /// The blob the user's file at `path` would be if added (filters such as CRLF conversion
 /// applied, the blob written), `None` when absent. A folder or unreadable file gives the null
@@ -452,7 +452,7 @@ impl<'a> Files<'a, '_> {
                 }
                 from
             };
-            super::files::keep_permissions(&to, &from);
+            crate::git::files::keep_permissions(&to, &from);
             std::fs::rename(&from, &to).map_err(|e| io_error("cannot write", &to, e))?;
         }
         drop(staging);
@@ -599,7 +599,12 @@ fn set_index_entry(
     let meta = same_as_file
         .then(|| std::fs::symlink_metadata(workdir.join(path)).ok())
         .flatten();
-    index.add(&super::index::entry(path, id, mode as u32, meta.as_ref()))
+    index.add(&crate::git::index::entry(
+        path,
+        id,
+        mode as u32,
+        meta.as_ref(),
+    ))
 }
 
 #[cfg(test)]

@@ -42,7 +42,7 @@ pub(crate) fn recorded(common_dir: &Path) -> Vec<PathBuf> {
     bytes
         .split(|b| *b == 0)
         .filter(|p| !p.is_empty())
-        .map(|p| super::repo::path_from_bytes(p).into_owned())
+        .map(|p| crate::git::repo::path_from_bytes(p).into_owned())
         .collect()
 }
 
@@ -155,7 +155,7 @@ impl StageSwap {
             Err(_) => return false,
         };
         if user {
-            super::files::keep_permissions(to, &from);
+            crate::git::files::keep_permissions(to, &from);
         } else {
             // A new file gets what a file created now gets (the stage's copy may have been
             // given any permissions by the code a reply ran).
@@ -252,7 +252,7 @@ impl StageSwap {
         // folder.
         for path in &moved {
             if from_work.get_path(path).is_err() {
-                super::files::remove_empty_parents(&root, path);
+                crate::git::files::remove_empty_parents(&root, path);
             }
         }
         // Usually the stage held the after tree and every changed file moved (the moved ones
@@ -260,15 +260,15 @@ impl StageSwap {
         // likewise when every path where it differs from the before tree moved.
         let all_moved = tree == to_work && moved.len() == changed.len();
         let tree = if all_moved
-            || super::treediff::changed_paths(repo, Some(tree), Some(from_work.id()))?
+            || crate::git::treediff::changed_paths(repo, Some(tree), Some(from_work.id()))?
                 .iter()
                 .all(|p| moved.binary_search(p).is_ok())
         {
             from_work.id()
         } else {
-            super::treebuild::tree_with_entries(repo, tree, from_work.id(), &moved)?
+            crate::git::treebuild::tree_with_entries(repo, tree, from_work.id(), &moved)?
         };
-        let commit = super::commit::write_commit(repo, tree, &[], "loaf: stage")?;
+        let commit = crate::git::commit::write_commit(repo, tree, &[], "loaf: stage")?;
         stage.set_head_detached(commit)
     }
 }

@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository, StatusOptions};
 
-use super::commit::write_commit;
-use super::index::known_index_tree;
-use super::refs::head_commit;
+use crate::git::commit::write_commit;
+use crate::git::index::known_index_tree;
+use crate::git::refs::head_commit;
 
 /// The recorded state of the user's working tree and index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,7 +108,7 @@ fn scan_with(
         return Ok(Scan::Staged);
     }
     if candidates {
-        match super::quickscan::candidates(repo)? {
+        match crate::git::quickscan::candidates(repo)? {
             Some(paths) if paths.is_empty() => return Ok(Scan::Clean),
             Some(paths) => {
                 tracing::debug!("checkpoint: {} paths may differ", paths.len());
@@ -116,7 +116,7 @@ fn scan_with(
             }
             None => tracing::debug!("checkpoint: the parallel scan cannot tell"),
         }
-    } else if super::quickscan::certainly_clean(repo)? {
+    } else if crate::git::quickscan::certainly_clean(repo)? {
         return Ok(Scan::Clean);
     }
     Ok(Scan::Files(workdir_changes(repo)?))
@@ -202,15 +202,15 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
         let paths: Vec<PathBuf> = files
             .iter()
             .filter(|p| !p.ends_with(b"/"))
-            .map(|p| super::repo::path_from_bytes(p).into_owned())
+            .map(|p| crate::git::repo::path_from_bytes(p).into_owned())
             .collect();
-        let source = super::treebuild::Source {
+        let source = crate::git::treebuild::Source {
             repo,
             base: index_tree,
             root,
             filters: repo,
         };
-        let work_tree = super::treebuild::tree_with_paths(&source, &paths)?;
+        let work_tree = crate::git::treebuild::tree_with_paths(&source, &paths)?;
         return Ok(Checkpoint {
             head,
             head_tree,
@@ -220,7 +220,7 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
     }
     // A sparse checkout's skip-worktree entries are absent from disk by design: git sees
     // them unchanged, and so must the working tree recorded here.
-    let sparse: Vec<git2::IndexEntry> = if super::states::may_skip_worktree(&index) {
+    let sparse: Vec<git2::IndexEntry> = if crate::git::states::may_skip_worktree(&index) {
         index
             .iter()
             .filter(|e| e.flags_extended & SKIP_WORKTREE != 0)
@@ -230,7 +230,7 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
     };
     // Add everything to the in-memory index to get the working tree as a tree, then drop
     // those changes: the index on disk is never written.
-    let added = super::filters::add_all(repo, &mut index)
+    let added = crate::git::filters::add_all(repo, &mut index)
         .and_then(|()| sparse.iter().try_for_each(|e| index.add(e)))
         .and_then(|()| index.write_tree_to(repo));
     index.read(true)?;
@@ -247,7 +247,7 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
 /// knows those cases; the status scan leaves them out).
 fn changes_apply_alone(repo: &Repository, index: &git2::Index) -> Result<bool, git2::Error> {
     const GITLINK: u32 = 0o160000;
-    if super::states::may_skip_worktree(index) || index.iter().any(|e| e.mode == GITLINK) {
+    if crate::git::states::may_skip_worktree(index) || index.iter().any(|e| e.mode == GITLINK) {
         return Ok(false);
     }
     Ok(repo.config()?.get_bool("core.fileMode").unwrap_or(true))

@@ -24,8 +24,6 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository};
 
-use super::durable;
-use super::index_lock::IndexLock;
 use super::oplog::{self, OpEntry, OpKind, UserState};
 use super::publish::{PublishError, attach_after, log_durably, publish_extras};
 use super::publish_files::{Checker, temp_beside, write_files};
@@ -33,6 +31,8 @@ use super::transition::{
     Attachment, Journal, Paths, STAGING_PREFIX, Transition, Undecided, current, drop_journal,
     journal_path, oid,
 };
+use crate::git::durable;
+use crate::git::index_lock::IndexLock;
 
 /// How many of the log's newest entries are searched for this working tree's last one.
 const LOOK_BACK: usize = 64;
@@ -154,7 +154,7 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
     let checker = Checker::new(&user, &t.workdir)?;
     let mut skipped = write_files(&user, &t, &paths, &mut index, &checker, None)?;
     lock.commit(&mut index)?;
-    super::index::note_index_tree(&user, oid(&t.to_index)?);
+    crate::git::index::note_index_tree(&user, oid(&t.to_index)?);
     skipped.extend(publish_extras(&user, &t)?);
     if oplog::newest_id(&user)?.as_deref() != Some(t.op.id.as_str()) {
         log_durably(&user, &t.op)?;
@@ -175,7 +175,7 @@ fn reattach(
         return Ok(());
     };
     if repo.head_detached().unwrap_or(false) && current(repo, "HEAD").as_ref() == Some(old) {
-        super::refs::attach(repo, branch, oid(old)?)?;
+        crate::git::refs::attach(repo, branch, oid(old)?)?;
         durable::sync_ref(repo, "HEAD")?;
     }
     Ok(())
@@ -302,7 +302,7 @@ mod tests {
     use crate::git::publish::move_ref;
     use crate::git::publish::tests::{ai_commit, journal_of, transition, tree_of};
     use crate::git::testing::{committed_repo as repo, git};
-    use crate::git::transition::write_journal;
+    use crate::git::tx::transition::write_journal;
 
     /// Killed after removing a file but before removing the folders it left empty: the
     /// roll-forward removes them (an undo must not leave empty folders behind).
