@@ -12,6 +12,7 @@ use crate::exec::Params;
 pub mod missing_end;
 pub mod near_miss;
 pub mod redact;
+pub mod subject;
 
 /// Everything an apply did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -69,7 +69,7 @@ pub fn run(_args: &InitArgs) -> Result<Outcome, CliError> {
         }
         Err(e) => return Err(cannot_write(&path.display().to_string(), &e)),
     }
-    match crate::git::commit::ensure_notes_rewrite(&repo) {
+    match crate::git::notes::ensure_notes_rewrite(&repo) {
         Ok(true) => done.push(
             "set notes.rewriteRef = refs/notes/loaf in this repository's config: `git commit --amend` and `git rebase` keep git-loaf's records".to_owned(),
         ),

@@ -10,7 +10,9 @@ use std::fs::OpenOptions;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use git2::{Index, IndexEntry, IndexTime, Oid, Repository};
+use git2::{Index, Repository};
+
+use super::index::index_identity;
 
 /// Indexes adopted by [`adopt`] in this process: git dir → the identity the real index had
 /// when it was copied.
@@ -37,7 +39,7 @@ pub(crate) fn scratch_lock_path(git_dir: &Path) -> PathBuf {
 /// real index has not changed since). Without it, publish copies and parses the index again.
 pub fn adopt(repo: &Repository) -> Result<(), IndexLockError> {
     let index = repo.path().join("index");
-    let Some(identity) = super::checkpoint::index_identity(repo) else {
+    let Some(identity) = index_identity(repo) else {
         return Ok(());
     };
     let scratch = scratch_path(repo);
@@ -125,10 +127,7 @@ impl IndexLock {
             .unwrap_or_else(|e| e.into_inner())
             .as_ref()
             .and_then(|a| a.get(repo.path()).cloned());
-        if adopted.is_some()
-            && adopted == super::checkpoint::index_identity(repo)
-            && self.scratch.exists()
-        {
+        if adopted.is_some() && adopted == index_identity(repo) && self.scratch.exists() {
             let mut index = repo.index()?;
             // Reread only if the copy's file changed (libgit2 knows its own writes).
             index.read(false)?;
@@ -166,51 +165,10 @@ impl Drop for IndexLock {
     }
 }
 
-/// An index entry for `path` holding blob `id`, with the stat data `meta` of the file when
-/// it holds exactly that content (git then sees it clean without re-reading it), or zeroed
-/// stat data otherwise (git re-hashes the file and sees the difference).
-pub fn entry(path: &Path, id: Oid, mode: u32, meta: Option<&std::fs::Metadata>) -> IndexEntry {
-    let bytes = path.as_os_str().as_encoded_bytes().to_vec();
-    let entry = IndexEntry {
-        ctime: IndexTime::new(0, 0),
-        mtime: IndexTime::new(0, 0),
-        dev: 0,
-        ino: 0,
-        mode,
-        uid: 0,
-        gid: 0,
-        file_size: 0,
-        id,
-        flags: bytes.len().min(0xfff) as u16,
-        flags_extended: 0,
-        path: bytes,
-    };
-    match meta {
-        Some(meta) => with_stat(entry, meta),
-        None => entry,
-    }
-}
-
-/// `entry` with the stat data of `meta` (the file it describes).
-pub fn with_stat(mut entry: IndexEntry, meta: &std::fs::Metadata) -> IndexEntry {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::MetadataExt as _;
-        // Index stat fields are 32 bits wide, truncated as git truncates them.
-        entry.ctime = IndexTime::new(meta.ctime() as i32, meta.ctime_nsec() as u32);
-        entry.mtime = IndexTime::new(meta.mtime() as i32, meta.mtime_nsec() as u32);
-        entry.dev = meta.dev() as u32;
-        entry.ino = meta.ino() as u32;
-        entry.uid = meta.uid();
-        entry.gid = meta.gid();
-    }
-    entry.file_size = meta.len() as u32;
-    entry
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::git::index::entry;
     use crate::git::testing::{committed_repo, git};
 
     #[test]

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use git2::{IndexEntry, ObjectType, Repository};
 
-use super::path_from_bytes;
+use super::repo::path_from_bytes;
 
 /// Index flags: stage (conflicts) and assume-unchanged; extended: skip-worktree,
 /// intent-to-add.
@@ -69,31 +69,106 @@ fn scan(repo: &Repository, collect: bool) -> Result<Found, git2::Error> {
     }) {
         return Ok(Found::Unknown);
     }
-    let mut files: HashSet<&[u8]> = HashSet::with_capacity(entries.len());
-    let mut dirs: HashSet<&[u8]> = HashSet::new();
-    dirs.insert(b"");
-    let mut submodules: HashSet<&[u8]> = HashSet::new();
-    for entry in &entries {
-        let path = entry.path.as_slice();
-        if entry.mode == GITLINK {
-            submodules.insert(path);
-        } else {
-            files.insert(path);
+    let tracked = Tracked::of(&entries);
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    let Some((stat_changed, racy)) = stat_changes(root, &entries, index_time, collect, threads)
+    else {
+        return Ok(Found::Unknown);
+    };
+    let mut candidates: Vec<Vec<u8>> = Vec::new();
+    for path in stat_changed {
+        // A file that became a folder: the full status knows what in it to take.
+        if root.join(path_from_bytes(path)).is_dir() {
+            return Ok(Found::Unknown);
         }
-        let mut end = path.len();
-        while let Some(slash) = path[..end].iter().rposition(|b| *b == b'/') {
-            if !dirs.insert(&path[..slash]) {
-                break;
+        candidates.push(path.to_vec());
+    }
+    // Racily clean entries (written in the same clock tick as the index, typically the files
+    // the last operation wrote): their content decides.
+    for entry in racy {
+        if !holds_its_blob(root, entry) {
+            if !collect {
+                return Ok(Found::Unknown);
             }
-            end = slash;
+            candidates.push(entry.path.clone());
         }
     }
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
+    let Some(untracked) = untracked_names(root, &tracked, threads) else {
+        return Ok(Found::Unknown);
+    };
+    for (path, is_dir) in untracked {
+        // libgit2 matches folder patterns (`target/`) only with the trailing slash.
+        let probe = if is_dir { path.join("") } else { path.clone() };
+        if !repo.is_path_ignored(&probe)? {
+            // An untracked folder (maybe another repository): the full status decides.
+            if !collect || is_dir {
+                return Ok(Found::Unknown);
+            }
+            candidates.push(path.as_os_str().as_encoded_bytes().to_vec());
+        }
+    }
+    Ok(if candidates.is_empty() {
+        Found::Clean
+    } else {
+        Found::Candidates(candidates)
+    })
+}
+
+/// The names the index tracks: files, the folders holding them (the root among them) and
+/// submodules.
+struct Tracked<'e> {
+    files: HashSet<&'e [u8]>,
+    dirs: HashSet<&'e [u8]>,
+    submodules: HashSet<&'e [u8]>,
+}
+
+impl<'e> Tracked<'e> {
+    fn of(entries: &'e [IndexEntry]) -> Tracked<'e> {
+        let mut files: HashSet<&[u8]> = HashSet::with_capacity(entries.len());
+        let mut dirs: HashSet<&[u8]> = HashSet::new();
+        dirs.insert(b"");
+        let mut submodules: HashSet<&[u8]> = HashSet::new();
+        for entry in entries {
+            let path = entry.path.as_slice();
+            if entry.mode == GITLINK {
+                submodules.insert(path);
+            } else {
+                files.insert(path);
+            }
+            let mut end = path.len();
+            while let Some(slash) = path[..end].iter().rposition(|b| *b == b'/') {
+                if !dirs.insert(&path[..slash]) {
+                    break;
+                }
+                end = slash;
+            }
+        }
+        Tracked {
+            files,
+            dirs,
+            submodules,
+        }
+    }
+
+    fn holds(&self, rel: &[u8]) -> bool {
+        self.files.contains(rel) || self.dirs.contains(rel) || self.submodules.contains(rel)
+    }
+}
+
+/// Tracked files whose stat data is not as recorded, and the racily clean entries, from a
+/// look at every entry on `threads` threads; `None` when the scan cannot tell (or, without
+/// `collect`, at the first difference).
+fn stat_changes<'e>(
+    root: &Path,
+    entries: &'e [IndexEntry],
+    index_time: (i64, u32),
+    collect: bool,
+    threads: usize,
+) -> Option<(Vec<&'e [u8]>, Vec<&'e IndexEntry>)> {
     // Set at the first difference when not collecting: the threads stop.
     let changed = AtomicBool::new(false);
     let racy: std::sync::Mutex<Vec<&IndexEntry>> = std::sync::Mutex::new(Vec::new());
     let stat_changed: std::sync::Mutex<Vec<&[u8]>> = std::sync::Mutex::new(Vec::new());
-    // Tracked files: stat data as recorded.
     std::thread::scope(|scope| {
         let chunk = entries.len().div_ceil(threads).max(1);
         for part in entries.chunks(chunk) {
@@ -123,44 +198,42 @@ fn scan(repo: &Repository, collect: bool) -> Result<Found, git2::Error> {
         }
     });
     if changed.load(Ordering::Relaxed) {
-        return Ok(Found::Unknown);
+        return None;
     }
-    let mut candidates: Vec<Vec<u8>> = Vec::new();
-    for path in stat_changed.into_inner().unwrap_or_default() {
-        // A file that became a folder: the full status knows what in it to take.
-        if root.join(path_from_bytes(path)).is_dir() {
-            return Ok(Found::Unknown);
-        }
-        candidates.push(path.to_vec());
-    }
-    // Racily clean entries (written in the same clock tick as the index, typically the files
-    // the last operation wrote): their content decides. Hashed without filters, so a file
-    // with CRLF conversion counts as changed (a candidate, or the full status decides).
-    for entry in racy.into_inner().unwrap_or_default() {
-        let path = root.join(path_from_bytes(&entry.path));
-        let content = if entry.mode & 0o170000 == 0o120000 {
-            std::fs::read_link(&path).ok().and_then(|t| {
-                git2::Oid::hash_object(ObjectType::Blob, t.as_os_str().as_encoded_bytes()).ok()
-            })
-        } else {
-            git2::Oid::hash_file(ObjectType::Blob, &path).ok()
-        };
-        if content != Some(entry.id) {
-            if !collect {
-                return Ok(Found::Unknown);
-            }
-            candidates.push(entry.path.clone());
-        }
-    }
-    // Untracked names in the folders that hold tracked files.
-    let dir_list: Vec<&[u8]> = dirs.iter().copied().collect();
+    Some((
+        stat_changed.into_inner().unwrap_or_default(),
+        racy.into_inner().unwrap_or_default(),
+    ))
+}
+
+/// Whether the file of `entry` holds its blob, hashed without filters (so a file with CRLF
+/// conversion counts as changed: a candidate, or the full status decides).
+fn holds_its_blob(root: &Path, entry: &IndexEntry) -> bool {
+    let path = root.join(path_from_bytes(&entry.path));
+    let content = if entry.mode & 0o170000 == 0o120000 {
+        std::fs::read_link(&path).ok().and_then(|t| {
+            git2::Oid::hash_object(ObjectType::Blob, t.as_os_str().as_encoded_bytes()).ok()
+        })
+    } else {
+        git2::Oid::hash_file(ObjectType::Blob, &path).ok()
+    };
+    content == Some(entry.id)
+}
+
+/// The names in the folders that hold tracked files which the index does not track (with
+/// whether each is a folder), read on `threads` threads; `None` when a folder cannot be read.
+fn untracked_names(
+    root: &Path,
+    tracked: &Tracked<'_>,
+    threads: usize,
+) -> Option<Vec<(PathBuf, bool)>> {
+    let dir_list: Vec<&[u8]> = tracked.dirs.iter().copied().collect();
     let found: std::sync::Mutex<Vec<(PathBuf, bool)>> = std::sync::Mutex::new(Vec::new());
     let unreadable = AtomicBool::new(false);
     std::thread::scope(|scope| {
         let chunk = dir_list.len().div_ceil(threads).max(1);
         for part in dir_list.chunks(chunk) {
-            let (found, unreadable, files, dirs, submodules) =
-                (&found, &unreadable, &files, &dirs, &submodules);
+            let (found, unreadable) = (&found, &unreadable);
             scope.spawn(move || {
                 let mut local = Vec::new();
                 for dir in part {
@@ -179,12 +252,11 @@ fn scan(repo: &Repository, collect: bool) -> Result<Found, git2::Error> {
                             rel.push(b'/');
                         }
                         rel.extend_from_slice(name);
-                        let rel = rel.as_slice();
-                        if files.contains(rel) || dirs.contains(rel) || submodules.contains(rel) {
+                        if tracked.holds(&rel) {
                             continue;
                         }
                         let is_dir = child.file_type().is_ok_and(|t| t.is_dir());
-                        local.push((path_from_bytes(rel).into_owned(), is_dir));
+                        local.push((path_from_bytes(&rel).into_owned(), is_dir));
                     }
                 }
                 if let Ok(mut all) = found.lock() {
@@ -194,25 +266,9 @@ fn scan(repo: &Repository, collect: bool) -> Result<Found, git2::Error> {
         }
     });
     if unreadable.load(Ordering::Relaxed) {
-        return Ok(Found::Unknown);
+        return None;
     }
-    let found = found.into_inner().unwrap_or_default();
-    for (path, is_dir) in found {
-        // libgit2 matches folder patterns (`target/`) only with the trailing slash.
-        let probe = if is_dir { path.join("") } else { path.clone() };
-        if !repo.is_path_ignored(&probe)? {
-            // An untracked folder (maybe another repository): the full status decides.
-            if !collect || is_dir {
-                return Ok(Found::Unknown);
-            }
-            candidates.push(path.as_os_str().as_encoded_bytes().to_vec());
-        }
-    }
-    Ok(if candidates.is_empty() {
-        Found::Clean
-    } else {
-        Found::Candidates(candidates)
-    })
+    Some(found.into_inner().unwrap_or_default())
 }
 
 /// How a tracked file's stat data compares with its index entry.

@@ -5,8 +5,6 @@
 
 use git2::{Oid, Repository};
 
-use super::checkpoint::head_commit;
-
 /// The ref an operation moves: the branch HEAD points at (existing or unborn), or `HEAD`
 /// itself when detached; and what it holds now.
 pub fn head_ref(repo: &Repository) -> Result<(String, Option<Oid>), git2::Error> {
@@ -15,6 +13,42 @@ pub fn head_ref(repo: &Repository) -> Result<(String, Option<Oid>), git2::Error>
         Some(branch) => Ok((branch.to_owned(), repo.refname_to_id(branch).ok())),
         None => Ok(("HEAD".to_owned(), head_commit(repo)?)),
     }
+}
+
+/// The commit HEAD points at, or `None` on an unborn branch.
+pub fn head_commit(repo: &Repository) -> Result<Option<Oid>, git2::Error> {
+    match repo.head() {
+        Ok(head) => Ok(Some(head.peel_to_commit()?.id())),
+        Err(e)
+            if e.code() == git2::ErrorCode::UnbornBranch
+                || e.code() == git2::ErrorCode::NotFound =>
+        {
+            Ok(None)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Detaches HEAD at `at`, the commit it already names: the branch, the index and the files
+/// stay as they are. Refuses (a git error) when HEAD names another commit.
+pub fn detach(repo: &Repository, at: Oid) -> Result<(), git2::Error> {
+    let now = repo.head()?.peel_to_commit()?.id();
+    if now != at {
+        return Err(git2::Error::from_str(&format!(
+            "HEAD moved while git-loaf ran (now {now}, expected {at})"
+        )));
+    }
+    repo.set_head_detached(at)
+}
+
+/// Points HEAD at `branch` (`refs/heads/<name>`) if the branch holds `at`, the commit HEAD
+/// is detached at; `false`, and nothing changed, when the branch holds something else.
+pub fn attach(repo: &Repository, branch: &str, at: Oid) -> Result<bool, git2::Error> {
+    if repo.refname_to_id(branch).ok() != Some(at) {
+        return Ok(false);
+    }
+    repo.set_head(branch)?;
+    Ok(true)
 }
 
 /// A kept commit.

@@ -104,8 +104,8 @@ pub fn write_signed_commit(
     message: &str,
     key: Option<&str>,
 ) -> Result<Oid, SignError> {
-    let author = super::commit::identity(repo, "AUTHOR")?;
-    let committer = super::commit::identity(repo, "COMMITTER")?;
+    let author = super::identity::identity(repo, "AUTHOR")?;
+    let committer = super::identity::identity(repo, "COMMITTER")?;
     let mut command = Command::new("git");
     command
         .arg("commit-tree")

@@ -9,14 +9,25 @@ use std::path::{Path, PathBuf};
 
 use git2::{Repository, RepositoryState};
 
-use super::session::TxError;
+pub use super::repo::discover;
+
+/// A state git-loaf refuses to work in: what is refused and why, and what to do next (an
+/// operation reports it as its refusal).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct Refused {
+    /// What was refused and why.
+    pub message: String,
+    /// What to do next.
+    pub hint: String,
+}
 
 /// Refuses `command` (`apply`, `undo`, `redo`) while the repository is in the middle of
 /// something only the user can finish, or its index cannot be read exactly; nothing is
 /// changed either way.
-pub fn refuse_in_progress(repo: &Repository, command: &str) -> Result<(), TxError> {
+pub fn refuse_in_progress(repo: &Repository, command: &str) -> Result<(), Refused> {
     if let Some((what, finish)) = in_progress(repo) {
-        return Err(TxError::Refused {
+        return Err(Refused {
             message: format!(
                 "{what} is in progress: git-loaf would commit on top of it or throw it away, so it does nothing until that is finished"
             ),
@@ -42,7 +53,7 @@ pub fn refuse_in_progress(repo: &Repository, command: &str) -> Result<(), TxErro
         } else {
             paths.join(", ")
         };
-        return Err(TxError::Refused {
+        return Err(Refused {
             message: format!("the index has unresolved conflicts ({shown})"),
             hint: format!(
                 "resolve them and `git add` the files (or `git checkout --ours`/`--theirs` them), then run `git loaf {command}` again"
@@ -120,7 +131,7 @@ fn pending_sequence(repo: &Repository) -> Option<(&'static str, &'static str)> {
 
 /// The refusal for an index libgit2 cannot read: named when it is a split index or a sparse
 /// index, which git can turn off; otherwise the error as it is.
-fn unreadable_index(repo: &Repository, error: &git2::Error, command: &str) -> TxError {
+fn unreadable_index(repo: &Repository, error: &git2::Error, command: &str) -> Refused {
     let config = repo.config().ok();
     let flag = |name: &str| {
         config
@@ -140,14 +151,14 @@ fn unreadable_index(repo: &Repository, error: &git2::Error, command: &str) -> Tx
             "`git sparse-checkout init --no-sparse-index` (the sparse checkout itself is fine)",
         )
     } else {
-        return TxError::Refused {
+        return Refused {
             message: format!("git-loaf cannot read this repository's index: {message}"),
             hint: format!(
                 "`git status` should show what is unusual about it; once git-loaf can read it, run `git loaf {command}` again"
             ),
         };
     };
-    TxError::Refused {
+    Refused {
         message: format!(
             "this repository uses {what}, which git-loaf cannot read or write exactly ({message})"
         ),
@@ -179,7 +190,7 @@ pub fn sparse_fences(repo: &Repository, stage_root: &Path) -> Vec<(PathBuf, Stri
     let mut folders: BTreeMap<PathBuf, (usize, usize)> = BTreeMap::new();
     let mut skipped_files = Vec::new();
     for entry in index.iter() {
-        let path = super::path_from_bytes(&entry.path).into_owned();
+        let path = super::repo::path_from_bytes(&entry.path).into_owned();
         let skipped =
             entry.flags_extended & git2::IndexEntryExtendedFlag::SKIP_WORKTREE.bits() != 0;
         for folder in path.ancestors().skip(1) {
@@ -289,15 +300,4 @@ pub fn git_dirs(dir: &Path) -> Vec<PathBuf> {
     let mut dirs = vec![repo.path().to_path_buf(), repo.commondir().to_path_buf()];
     dirs.dedup();
     dirs
-}
-
-/// The repository containing `dir`, found as git finds it. Not `Repository::discover`: that
-/// opens the git dir it finds on its own, so a working tree whose `.git` is a file pointing
-/// elsewhere (`git init --separate-git-dir`) gets the git dir's parent as its working tree.
-pub fn discover(dir: &Path) -> Result<Repository, git2::Error> {
-    Repository::open_ext(
-        dir,
-        git2::RepositoryOpenFlags::empty(),
-        [] as [&std::ffi::OsStr; 0],
-    )
 }

@@ -91,7 +91,7 @@ fn walk(
         if x == y {
             continue;
         }
-        let path = prefix.join(super::path_from_bytes(name));
+        let path = prefix.join(super::repo::path_from_bytes(name));
         let blob = |e: Option<Entry>| e.filter(|e| !e.tree);
         if blob(x) != blob(y) && (blob(x).is_some() || blob(y).is_some()) {
             out.insert(path.clone());
@@ -107,6 +107,14 @@ fn walk(
         }
     }
     Ok(())
+}
+
+/// The blob id a tree holds at `path`.
+pub(crate) fn blob_at(tree: &Tree<'_>, path: &Path) -> Option<(Oid, i32)> {
+    tree.get_path(path)
+        .ok()
+        .map(|e| (e.id(), e.filemode()))
+        .filter(|(_, mode)| *mode != 0o040000)
 }
 
 #[cfg(test)]

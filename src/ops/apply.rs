@@ -4,12 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
+use super::targets::{action_targets, through_symlink};
 use super::{new_id, now_secs};
-use crate::actions::Schema;
 use crate::config::Config;
 use crate::config::NotesOutputs;
+use crate::exec::PathMap;
 use crate::exec::sandbox::Sandbox;
-use crate::exec::{PathMap, bad_path};
 use crate::git::checkpoint::{self, Checkpoint};
 use crate::git::commit::{Trailers, message, write_commit, write_note_value, write_report_value};
 use crate::git::githooks::{self, GitHooks, Place, Planned, Refusal, Verify};
@@ -328,7 +328,7 @@ fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result
             if git.uncommitted.len() == 1 { "that file" } else { "those files" }
         ));
     }
-    let summary = crate::git::commit::subject_summary(&result, &root, &changed);
+    let summary = crate::report::subject::subject_summary(&result, &root, &changed);
     let subject = config
         .commit_message_format
         .replace("{operation_summary}", &summary);
@@ -551,88 +551,4 @@ fn write_targets(result: &ExecutionResult, root: &Path, stage: &Path) -> Vec<Pat
     paths.sort();
     paths.dedup();
     paths
-}
-
-/// [`write_targets`] of one action (nothing for an action that does not write).
-pub(crate) fn action_targets(
-    r: &crate::report::ActionResult,
-    root: &Path,
-    stage: &Path,
-) -> Vec<PathBuf> {
-    let schema = Schema::get();
-    let mut paths = Vec::new();
-    if schema.tool(&r.action).is_none_or(|t| t.kind != "write") {
-        return paths;
-    }
-    for key in ["path", "old_path", "new_path", "paths"] {
-        let Some(value) = r.params.get(key).and_then(|v| v.as_str()) else {
-            continue;
-        };
-        // Only `paths` is a list (one per line): any other value is one path, whole. Split,
-        // a path with a line break would name other files than the one written, which
-        // then would never be committed.
-        let targets: Vec<&str> = if key == "paths" {
-            value.lines().map(str::trim).collect()
-        } else {
-            vec![value]
-        };
-        for target in targets.into_iter().filter(|t| !t.is_empty()) {
-            // A path the actions refused as bad (see [`bad_path`]) was not written, and
-            // the stage cannot even look it up.
-            let path = Path::new(target);
-            if bad_path::check(path, &stage.join(path.strip_prefix(root).unwrap_or(path))).is_err()
-            {
-                continue;
-            }
-            if let Some(relative) = relative_to(root, path)
-                && !relative
-                    .components()
-                    .any(|c| c.as_os_str().eq_ignore_ascii_case(".git"))
-            {
-                paths.push(relative);
-            }
-        }
-    }
-    paths
-}
-
-/// Whether `path` or one of its folders is a symlink in the stage.
-pub(crate) fn through_symlink(stage: &Path, path: &Path) -> bool {
-    path.ancestors()
-        .filter(|p| !p.as_os_str().is_empty())
-        .any(|p| {
-            stage
-                .join(p)
-                .symlink_metadata()
-                .is_ok_and(|m| m.file_type().is_symlink())
-        })
-}
-
-/// `path` relative to `root`, `.` and `..` resolved lexically; `None` outside the root or for
-/// the root itself.
-fn relative_to(root: &Path, path: &Path) -> Option<PathBuf> {
-    let normal = crate::exec::guard::lexical(path);
-    let relative = normal.strip_prefix(root).ok()?;
-    (!relative.as_os_str().is_empty()).then(|| relative.to_path_buf())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn relative_paths_resolve_dots_and_stay_inside() {
-        let root = Path::new("/repo");
-        assert_eq!(
-            relative_to(root, Path::new("/repo/a/../b.txt")),
-            Some("b.txt".into())
-        );
-        assert_eq!(
-            relative_to(root, Path::new("/repo/./x/y")),
-            Some("x/y".into())
-        );
-        assert_eq!(relative_to(root, Path::new("/repo/../etc/passwd")), None);
-        assert_eq!(relative_to(root, Path::new("/repo")), None);
-        assert_eq!(relative_to(root, Path::new("/repository/a")), None);
-    }
 }

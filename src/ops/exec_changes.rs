@@ -22,7 +22,7 @@ use crate::git::{treebuild, treediff};
 use crate::report::ActionResult;
 use crate::run::{ChangeWatch, Changes};
 
-use super::apply::{action_targets, through_symlink};
+use super::targets::{action_targets, through_symlink};
 
 /// Watches `stage` for the run.
 pub struct StageWatch<'a> {

@@ -9,8 +9,9 @@ use std::time::{Duration, UNIX_EPOCH};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::git::commit::{parse_trailers, read_note, read_report};
+use crate::git::commit::parse_trailers;
 use crate::git::commits::{self, CommitInfo};
+use crate::git::notes::{read_note, read_report};
 use crate::git::oplog::{self, OpKind};
 use crate::git::refs;
 use crate::git::session::{self, TxError};

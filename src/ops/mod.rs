@@ -13,6 +13,7 @@ pub mod log;
 pub mod squash;
 pub mod step;
 pub mod take;
+mod targets;
 pub mod undo;
 
 use std::time::{SystemTime, UNIX_EPOCH};

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::now_secs;
 use crate::git::checkpoint;
-use crate::git::commit::{read_note, read_report, write_note, write_report};
 use crate::git::merge::{self, Overlap};
+use crate::git::notes::{read_note, read_report, write_note, write_report};
 use crate::git::oplog::{OpEntry, OpKind, UserState};
 use crate::git::publish::{self, Transition};
 use crate::git::refs::{self, KeptCommit};

@@ -6,8 +6,9 @@ use std::time::Duration;
 
 use git2::Repository;
 
-use super::lock::{LockError, RepoLock};
-use super::publish::{self, PublishError, Recovered};
+use super::publish::PublishError;
+use super::recovery::{self, Recovered};
+use crate::git::lock::{LockError, RepoLock};
 
 /// How long a command waits for another loaf operation to finish before giving up.
 pub const LOCK_WAIT: Duration = Duration::from_secs(3);
@@ -54,13 +55,22 @@ pub enum TxError {
     Stage(#[from] super::stage::StageError),
     /// Listing or writing ignored files failed.
     #[error(transparent)]
-    Visible(#[from] super::visible::VisibleError),
+    Visible(#[from] crate::git::extras::VisibleError),
     /// Publishing failed in a way that is not a refusal.
     #[error(transparent)]
     Publish(#[from] PublishError),
     /// git failed.
     #[error("git: {0}")]
     Git(#[from] git2::Error),
+}
+
+impl From<crate::git::states::Refused> for TxError {
+    fn from(refused: crate::git::states::Refused) -> Self {
+        TxError::Refused {
+            message: refused.message,
+            hint: refused.hint,
+        }
+    }
 }
 
 impl TxError {
@@ -162,7 +172,7 @@ impl Drop for Session {
     /// Long-running filter processes (git-lfs, git-crypt) started for this operation are
     /// told to finish and waited for, as git does at the end of a command.
     fn drop(&mut self) {
-        super::filters::finish();
+        crate::git::filter_process::finish();
     }
 }
 
@@ -182,15 +192,15 @@ impl Session {
     /// Opens the repository containing `cwd`, takes its lock for `command`, recovers from a
     /// crashed operation, and refuses while the user is in the middle of a merge, rebase,
     /// cherry-pick, revert or bisect, or has unresolved conflicts
-    /// ([`super::states::refuse_in_progress`]).
+    /// ([`crate::git::states::refuse_in_progress`]).
     pub fn begin(cwd: &Path, command: &str) -> Result<Session, TxError> {
-        let repo = super::states::discover(cwd).map_err(|_| TxError::NotARepository {
+        let repo = crate::git::repo::discover(cwd).map_err(|_| TxError::NotARepository {
             path: cwd.to_path_buf(),
             command: command.to_owned(),
         })?;
         let root: PathBuf = repo.workdir().ok_or(TxError::Bare)?.components().collect();
         let lock = RepoLock::acquire(repo.commondir(), command, LOCK_WAIT)?;
-        super::durable::mark_start();
+        crate::git::durable::mark_start();
         let mut notices = Vec::new();
         if let Some(dead) = lock.recovered() {
             let removed = remove_stale_git_locks(&repo, dead.since);
@@ -204,13 +214,13 @@ impl Session {
         }
         // A damaged log is refused before anything, recovery included, writes to it.
         super::oplog::check(&repo).map_err(|e| TxError::Publish(PublishError::DamagedLog(e)))?;
-        notices.extend(recovery_notice(publish::recover(&repo)?));
+        notices.extend(recovery_notice(recovery::recover(&repo)?));
         // After recovery, which only finishes git-loaf's own interrupted work: the user's
         // merge, rebase or conflicts are theirs to finish before anything else moves.
         // Parse the index once, into a private copy that publish can write under
         // index.lock (a failure only costs a second parse later).
-        let _ = super::index_lock::adopt(&repo);
-        super::states::refuse_in_progress(&repo, command)?;
+        let _ = crate::git::index_lock::adopt(&repo);
+        crate::git::states::refuse_in_progress(&repo, command)?;
         Ok(Session {
             repo,
             root,
@@ -237,10 +247,10 @@ fn recovery_notice(recovered: Recovered) -> Option<String> {
         }
         Recovered::Superseded { commit, now } => format!(
             "an earlier git-loaf operation was interrupted after it published commit {}, and the branch has moved on since (now {}) before its files and index were all written: check `git status`; `git diff {} {}` shows what the commit made after it differs",
-            super::short_id(&commit),
-            super::short_id(&now),
-            super::short_id(&commit),
-            super::short_id(&now),
+            crate::git::repo::short_id(&commit),
+            crate::git::repo::short_id(&now),
+            crate::git::repo::short_id(&commit),
+            crate::git::repo::short_id(&now),
         ),
         Recovered::RolledForward { skipped } => {
             let mut notice = "an earlier git-loaf operation was interrupted after it committed; its files are now written".to_owned();
@@ -264,8 +274,8 @@ fn recovery_notice(recovered: Recovered) -> Option<String> {
         } => {
             let mut notice = format!(
                 "an earlier git-loaf operation ({message}) was interrupted after it moved HEAD from {} to {}, and its journal was {what} (cut short, e.g. by a power loss): its files and index are now written",
-                super::short_id(&old),
-                super::short_id(&new),
+                crate::git::repo::short_id(&old),
+                crate::git::repo::short_id(&new),
             );
             if !skipped.is_empty() {
                 notice.push_str(&format!(
@@ -275,7 +285,7 @@ fn recovery_notice(recovered: Recovered) -> Option<String> {
             }
             notice.push_str(&format!(
                 "; it is not in git-loaf's log, so `git loaf undo` cannot take it back: `git reset --keep {}` does",
-                super::short_id(&old)
+                crate::git::repo::short_id(&old)
             ));
             notice
         }
@@ -285,7 +295,7 @@ fn recovery_notice(recovered: Recovered) -> Option<String> {
 /// Opens the repository containing `cwd` without the lock: for the commands that only read
 /// (`log`, `show`), which may run while another operation does.
 pub fn open(cwd: &Path, command: &str) -> Result<Repository, TxError> {
-    super::states::discover(cwd).map_err(|_| TxError::NotARepository {
+    crate::git::repo::discover(cwd).map_err(|_| TxError::NotARepository {
         path: cwd.to_path_buf(),
         command: command.to_owned(),
     })
@@ -308,7 +318,7 @@ fn remove_stale_git_locks(repo: &Repository, since: u64) -> Vec<String> {
         common.join("refs/heads/loaf-stage.lock"),
         // libgit2's lock on the private index copy (`index_lock::adopt`): killed while
         // writing it, the next operation could not write its copy ("index is locked").
-        super::index_lock::scratch_lock_path(git_dir),
+        crate::git::index_lock::scratch_lock_path(git_dir),
     ];
     for path in ours {
         if std::fs::remove_file(&path).is_ok() {

@@ -10,9 +10,8 @@ use std::path::{Path, PathBuf};
 
 use git2::{MergeFileInput, MergeFileOptions, Oid, Repository};
 
-use super::publish::blob_at;
-use super::treebuild::{Value, tree_with_values};
-use super::treediff::changed_paths;
+use crate::git::treebuild::{Value, tree_with_values};
+use crate::git::treediff::{blob_at, changed_paths};
 
 /// Two sides of uncommitted work: a working tree and an index, as trees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

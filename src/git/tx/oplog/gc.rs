@@ -64,7 +64,7 @@ pub struct Packed {
 
 /// Whether `name` is one of git-loaf's refs.
 fn is_ours(name: &str) -> bool {
-    name.starts_with("refs/loaf/") || name == super::super::commit::NOTES_REF
+    name.starts_with("refs/loaf/") || name == crate::git::notes::NOTES_REF
 }
 
 /// Packs the loose objects reachable from git-loaf's refs (`refs/loaf/…`, the notes) but

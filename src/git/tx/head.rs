@@ -12,28 +12,6 @@ use super::publish::{self, PublishError, Transition};
 /// than anyone steps by hand, and it bounds the walk on a long history.
 const CHAIN_LIMIT: usize = 100_000;
 
-/// Detaches HEAD at `at`, the commit it already names: the branch, the index and the files
-/// stay as they are. Refuses (a git error) when HEAD names another commit.
-pub fn detach(repo: &Repository, at: Oid) -> Result<(), git2::Error> {
-    let now = repo.head()?.peel_to_commit()?.id();
-    if now != at {
-        return Err(git2::Error::from_str(&format!(
-            "HEAD moved while git-loaf ran (now {now}, expected {at})"
-        )));
-    }
-    repo.set_head_detached(at)
-}
-
-/// Points HEAD at `branch` (`refs/heads/<name>`) if the branch holds `at`, the commit HEAD
-/// is detached at; `false`, and nothing changed, when the branch holds something else.
-pub fn attach(repo: &Repository, branch: &str, at: Oid) -> Result<bool, git2::Error> {
-    if repo.refname_to_id(branch).ok() != Some(at) {
-        return Ok(false);
-    }
-    repo.set_head(branch)?;
-    Ok(true)
-}
-
 /// How many first-parent steps lead from `tip` back to `commit` (0 when they are the same),
 /// `None` when `commit` is not on `tip`'s first-parent chain.
 pub fn first_parent_distance(
@@ -77,6 +55,7 @@ pub fn publish_across(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::git::refs::{attach, detach};
     use crate::git::testing::{committed_repo, git, write_file};
 
     fn oid(dir: &std::path::Path, rev: &str) -> Oid {

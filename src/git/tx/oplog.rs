@@ -22,7 +22,7 @@ pub use stacks::{StackWalk, redoable, undoable};
 use git2::{Oid, Repository, Signature};
 use serde::{Deserialize, Serialize};
 
-use super::visible::Extras;
+use crate::git::extras::Extras;
 
 /// The ref holding the newest entry.
 pub const OPLOG_REF: &str = "refs/loaf/oplog";
@@ -354,7 +354,7 @@ fn write_entry(
     let nodes = state.apply(repo, entry, entry_blob)?;
     state.write(repo, &mut tree, &nodes)?;
     let tree = repo.find_tree(tree.write()?)?;
-    let signature = super::commit::identity(repo, "COMMITTER")
+    let signature = crate::git::identity::identity(repo, "COMMITTER")
         .or_else(|_| Signature::now("git-loaf", "git-loaf@localhost"))?;
     // The first parent is always the previous entry, so the log is the first-parent chain;
     // the very first entry gets an empty root commit there, which ends the chain.

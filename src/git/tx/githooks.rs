@@ -301,14 +301,14 @@ pub fn pre_commit(
         return Ok(Err(Refusal::by("pre-commit", &run)));
     }
     let rewritten: Vec<PathBuf> =
-        super::treediff::changed_paths(repo, Some(planned.staged), Some(staged))?
+        crate::git::treediff::changed_paths(repo, Some(planned.staged), Some(staged))?
             .into_iter()
             .collect();
-    let added = super::treediff::changed_paths(repo, Some(planned.tree), Some(hook_tree))?;
+    let added = crate::git::treediff::changed_paths(repo, Some(planned.tree), Some(hook_tree))?;
     let tree = if rewritten.is_empty() {
         hook_tree
     } else {
-        super::treebuild::tree_with_entries(repo, hook_tree, staged, &rewritten)?
+        crate::git::treebuild::tree_with_entries(repo, hook_tree, staged, &rewritten)?
     };
     let mut changed = planned.changed;
     changed.extend(rewritten);
@@ -486,7 +486,7 @@ fn keep_trailers(original: &str, edited: String) -> String {
     let original_last = last(original);
     let ours: Vec<&str> = original_last
         .lines()
-        .filter(|line| !super::commit::parse_trailers(line).is_empty())
+        .filter(|line| !crate::git::commit::parse_trailers(line).is_empty())
         .collect();
     let edited_last = last(&edited);
     if ours
@@ -500,7 +500,7 @@ fn keep_trailers(original: &str, edited: String) -> String {
     let mut out = cleanup(&body.join("\n"));
     let body_last = last(&out);
     let trailers_only = !body_last.is_empty()
-        && super::commit::parse_trailers(&body_last).len() == body_last.lines().count();
+        && crate::git::commit::parse_trailers(&body_last).len() == body_last.lines().count();
     if !trailers_only && !out.is_empty() {
         out.push('\n');
     }

@@ -24,6 +24,16 @@ use crate::exec::fs::single_name;
 /// The record of the stage paths whose file may have come from the user's tree.
 const MOVED: &str = "stage-moved";
 
+/// The record of where the stage's last run left ignored content (the stage reads and writes
+/// it; a swap that moves a `.gitignore` empties it, see [`forget_written`]).
+pub(crate) const WRITTEN: &str = "stage-written";
+
+/// Forgets where the last run may have left ignored content, so that the next reset scans the
+/// whole stage for it.
+pub(crate) fn forget_written(repo: &Repository) -> std::io::Result<()> {
+    std::fs::write(repo.commondir().join("loaf").join(WRITTEN), b"")
+}
+
 /// The paths recorded as moved by a publish since the stage's last reset.
 pub(crate) fn recorded(common_dir: &Path) -> Vec<PathBuf> {
     let Ok(bytes) = std::fs::read(record_path(common_dir)) else {
@@ -32,7 +42,7 @@ pub(crate) fn recorded(common_dir: &Path) -> Vec<PathBuf> {
     bytes
         .split(|b| *b == 0)
         .filter(|p| !p.is_empty())
-        .map(|p| super::path_from_bytes(p).into_owned())
+        .map(|p| crate::git::repo::path_from_bytes(p).into_owned())
         .collect()
 }
 
@@ -145,7 +155,7 @@ impl StageSwap {
             Err(_) => return false,
         };
         if user {
-            super::filters::keep_permissions(to, &from);
+            crate::git::files::keep_permissions(to, &from);
         } else {
             // A new file gets what a file created now gets (the stage's copy may have been
             // given any permissions by the code a reply ran).
@@ -235,14 +245,14 @@ impl StageSwap {
             .iter()
             .any(|p| p.file_name().is_some_and(|n| n == ".gitignore"))
         {
-            super::stage::forget_written(repo)
+            forget_written(repo)
                 .map_err(|e| git2::Error::from_str(&format!("stage record: {e}")))?;
         }
         // A file moved out as new left its folders empty in the stage: git keeps no empty
         // folder.
         for path in &moved {
             if from_work.get_path(path).is_err() {
-                super::publish::remove_empty_parents(&root, path);
+                crate::git::files::remove_empty_parents(&root, path);
             }
         }
         // Usually the stage held the after tree and every changed file moved (the moved ones
@@ -250,15 +260,15 @@ impl StageSwap {
         // likewise when every path where it differs from the before tree moved.
         let all_moved = tree == to_work && moved.len() == changed.len();
         let tree = if all_moved
-            || super::treediff::changed_paths(repo, Some(tree), Some(from_work.id()))?
+            || crate::git::treediff::changed_paths(repo, Some(tree), Some(from_work.id()))?
                 .iter()
                 .all(|p| moved.binary_search(p).is_ok())
         {
             from_work.id()
         } else {
-            super::treebuild::tree_with_entries(repo, tree, from_work.id(), &moved)?
+            crate::git::treebuild::tree_with_entries(repo, tree, from_work.id(), &moved)?
         };
-        let commit = super::commit::write_commit(repo, tree, &[], "loaf: stage")?;
+        let commit = crate::git::commit::write_commit(repo, tree, &[], "loaf: stage")?;
         stage.set_head_detached(commit)
     }
 }

@@ -13,7 +13,9 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository, StatusOptions};
 
-use super::commit::write_commit;
+use crate::git::commit::write_commit;
+use crate::git::index::known_index_tree;
+use crate::git::refs::head_commit;
 
 /// The recorded state of the user's working tree and index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,7 +108,7 @@ fn scan_with(
         return Ok(Scan::Staged);
     }
     if candidates {
-        match super::quickscan::candidates(repo)? {
+        match crate::git::quickscan::candidates(repo)? {
             Some(paths) if paths.is_empty() => return Ok(Scan::Clean),
             Some(paths) => {
                 tracing::debug!("checkpoint: {} paths may differ", paths.len());
@@ -114,7 +116,7 @@ fn scan_with(
             }
             None => tracing::debug!("checkpoint: the parallel scan cannot tell"),
         }
-    } else if super::quickscan::certainly_clean(repo)? {
+    } else if crate::git::quickscan::certainly_clean(repo)? {
         return Ok(Scan::Clean);
     }
     Ok(Scan::Files(workdir_changes(repo)?))
@@ -133,69 +135,6 @@ fn workdir_changes(repo: &Repository) -> Result<Vec<Vec<u8>>, git2::Error> {
         .update_index(true);
     let statuses = repo.statuses(Some(&mut options))?;
     Ok(statuses.iter().map(|s| s.path_bytes().to_vec()).collect())
-}
-
-/// Where git-loaf notes which tree the index holds, after writing it.
-fn index_note_path(repo: &Repository) -> std::path::PathBuf {
-    let name = repo
-        .path()
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    repo.commondir()
-        .join("loaf")
-        .join(format!("index-tree-{name}"))
-}
-
-/// The identity of the index file: git and libgit2 replace it by rename on every write, so
-/// the same inode, size and mtime mean the same file.
-#[cfg(unix)]
-pub(crate) fn index_identity(repo: &Repository) -> Option<String> {
-    use std::os::unix::fs::MetadataExt as _;
-    let meta = std::fs::metadata(repo.path().join("index")).ok()?;
-    Some(format!(
-        "{} {} {} {}",
-        meta.ino(),
-        meta.len(),
-        meta.mtime(),
-        meta.mtime_nsec()
-    ))
-}
-
-#[cfg(not(unix))]
-pub(crate) fn index_identity(_repo: &Repository) -> Option<String> {
-    None
-}
-
-/// Records that the index file, just written, holds `tree`: the next dirty check then needs
-/// neither to rebuild the index's tree (~5 ms on 20,000 files) nor to trust anything else.
-pub fn note_index_tree(repo: &Repository, tree: Oid) {
-    if let Some(identity) = index_identity(repo) {
-        let _ = std::fs::write(index_note_path(repo), format!("{tree} {identity}"));
-    }
-}
-
-/// The tree the index holds, if the index file is still the one [`note_index_tree`] saw.
-fn known_index_tree(repo: &Repository) -> Option<Oid> {
-    let note = std::fs::read_to_string(index_note_path(repo)).ok()?;
-    let (tree, identity) = note.split_once(' ')?;
-    (Some(identity) == index_identity(repo).as_deref())
-        .then(|| Oid::from_str(tree).ok())
-        .flatten()
-}
-
-/// The commit HEAD points at, or `None` on an unborn branch.
-pub fn head_commit(repo: &Repository) -> Result<Option<Oid>, git2::Error> {
-    match repo.head() {
-        Ok(head) => Ok(Some(head.peel_to_commit()?.id())),
-        Err(e)
-            if e.code() == git2::ErrorCode::UnbornBranch
-                || e.code() == git2::ErrorCode::NotFound =>
-        {
-            Ok(None)
-        }
-        Err(e) => Err(e),
-    }
 }
 
 /// Paths staged with `git add -N` (intent to add). A checkpoint records the index as a tree,
@@ -263,15 +202,15 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
         let paths: Vec<PathBuf> = files
             .iter()
             .filter(|p| !p.ends_with(b"/"))
-            .map(|p| super::path_from_bytes(p).into_owned())
+            .map(|p| crate::git::repo::path_from_bytes(p).into_owned())
             .collect();
-        let source = super::treebuild::Source {
+        let source = crate::git::treebuild::Source {
             repo,
             base: index_tree,
             root,
             filters: repo,
         };
-        let work_tree = super::treebuild::tree_with_paths(&source, &paths)?;
+        let work_tree = crate::git::treebuild::tree_with_paths(&source, &paths)?;
         return Ok(Checkpoint {
             head,
             head_tree,
@@ -281,7 +220,7 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
     }
     // A sparse checkout's skip-worktree entries are absent from disk by design: git sees
     // them unchanged, and so must the working tree recorded here.
-    let sparse: Vec<git2::IndexEntry> = if super::states::may_skip_worktree(&index) {
+    let sparse: Vec<git2::IndexEntry> = if crate::git::states::may_skip_worktree(&index) {
         index
             .iter()
             .filter(|e| e.flags_extended & SKIP_WORKTREE != 0)
@@ -291,7 +230,7 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
     };
     // Add everything to the in-memory index to get the working tree as a tree, then drop
     // those changes: the index on disk is never written.
-    let added = super::filters::add_all(repo, &mut index)
+    let added = crate::git::filters::add_all(repo, &mut index)
         .and_then(|()| sparse.iter().try_for_each(|e| index.add(e)))
         .and_then(|()| index.write_tree_to(repo));
     index.read(true)?;
@@ -308,7 +247,7 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
 /// knows those cases; the status scan leaves them out).
 fn changes_apply_alone(repo: &Repository, index: &git2::Index) -> Result<bool, git2::Error> {
     const GITLINK: u32 = 0o160000;
-    if super::states::may_skip_worktree(index) || index.iter().any(|e| e.mode == GITLINK) {
+    if crate::git::states::may_skip_worktree(index) || index.iter().any(|e| e.mode == GITLINK) {
         return Ok(false);
     }
     Ok(repo.config()?.get_bool("core.fileMode").unwrap_or(true))

@@ -8,7 +8,7 @@
 //! worktree, which is deleted at once so that `git branch` lists only the user's branches.
 //!
 //! Ignored files are never the stage's own: the user's show through it (see
-//! [`super::visible`]), so whatever ignored content a run left in the stage (an ignored file
+//! [`crate::git::visible`]), so whatever ignored content a run left in the stage (an ignored file
 //! an action wrote, a cache exec made) is removed by the next reset, lest an old copy hide the
 //! user's current file. [`Stage::snapshot`] records where a run may have left some: the paths
 //! its actions wrote, or "anywhere" after exec or hooks, which costs the next reset one
@@ -19,12 +19,13 @@ use std::path::{Path, PathBuf};
 use git2::build::CheckoutBuilder;
 use git2::{BranchType, Oid, Repository, StatusOptions, WorktreeAddOptions};
 
+use super::stage_swap::WRITTEN;
+
 /// The worktree's name in `git worktree list`.
 const NAME: &str = "loaf-stage";
 
-/// The record of where the last run may have left ignored content, next to the stage.
-const WRITTEN: &str = "stage-written";
-/// Its first line when only the listed paths (NUL-separated after it) may hold some.
+/// The first line of the record of where the last run may have left ignored content
+/// ([`WRITTEN`], next to the stage) when only the listed paths (NUL-separated after it) may hold some.
 const WRITTEN_PATHS: &[u8] = b"paths\n";
 
 /// Why the stage could not be used.
@@ -96,7 +97,7 @@ impl Stage {
         // second step, where the checkout's options are ours: without content filters when
         // none can apply (libgit2 resolves every file's attributes otherwise, which was most
         // of the creation's time).
-        let empty = super::commit::write_commit(
+        let empty = crate::git::commit::write_commit(
             repo,
             super::checkpoint::empty_tree(repo)?,
             &[],
@@ -117,7 +118,7 @@ impl Stage {
         }
         detached?;
         let stage = Stage { repo: stage?, path };
-        let plain = !super::filters::may_convert_any(repo, start.tree_id())?;
+        let plain = !crate::git::filters::may_convert_any(repo, start.tree_id())?;
         // Without any conversion, the files are their blobs: written on several threads.
         #[cfg(unix)]
         let written =
@@ -136,7 +137,7 @@ impl Stage {
                 .checkout_tree(target.as_object(), Some(&mut checkout))?;
         }
         stage.repo.set_head_detached(start.id())?;
-        super::filters::smudge_whole_worktree(&stage.repo)?;
+        crate::git::filters::smudge_whole_worktree(&stage.repo)?;
         stage.record_written(&Touched::Paths(Vec::new()))?;
         super::stage_swap::clear(repo.commondir())?;
         std::fs::remove_file(&creating)?;
@@ -166,7 +167,7 @@ impl Stage {
     pub fn reset_to(&self, commit: Oid, scan: bool) -> Result<(), StageError> {
         let target = self.repo.find_commit(commit)?;
         let current = self.repo.head()?.peel_to_commit()?;
-        let mut paths = super::treediff::changed_paths(
+        let mut paths = crate::git::treediff::changed_paths(
             &self.repo,
             Some(current.tree_id()),
             Some(target.tree_id()),
@@ -217,7 +218,7 @@ impl Stage {
                 &self.path,
                 &target.tree()?,
                 &paths,
-                &super::filters::Conversions::of(&self.repo)?,
+                &crate::git::filters::Conversions::of(&self.repo)?,
             )?;
         #[cfg(not(unix))]
         let written = false;
@@ -232,7 +233,7 @@ impl Stage {
             }
             self.repo
                 .checkout_tree(target.as_object(), Some(&mut checkout))?;
-            super::filters::smudge_worktree(&self.repo, &paths)?;
+            crate::git::filters::smudge_worktree(&self.repo, &paths)?;
         }
         super::stage_swap::clear(&common_dir)?;
         Ok(())
@@ -253,7 +254,7 @@ impl Stage {
         let (mut dirty, mut ignored) = (Vec::new(), Vec::new());
         for status in statuses.iter() {
             let bytes = status.path_bytes();
-            let path = super::path_from_bytes(bytes.strip_suffix(b"/").unwrap_or(bytes));
+            let path = crate::git::repo::path_from_bytes(bytes.strip_suffix(b"/").unwrap_or(bytes));
             if status.status().contains(git2::Status::IGNORED) {
                 ignored.push(path.into_owned());
             } else {
@@ -295,7 +296,7 @@ impl Stage {
                 }
             }
             // Git keeps no empty folder, tracked or not.
-            super::publish::remove_empty_parents(&self.path, path);
+            crate::git::files::remove_empty_parents(&self.path, path);
         }
         Ok(())
     }
@@ -309,7 +310,7 @@ impl Stage {
             Some(list) => Touched::Paths(
                 list.split(|b| *b == 0)
                     .filter(|p| !p.is_empty())
-                    .map(|p| super::path_from_bytes(p).into_owned())
+                    .map(|p| crate::git::repo::path_from_bytes(p).into_owned())
                     .collect(),
             ),
             None => Touched::Anything,
@@ -352,20 +353,20 @@ impl Stage {
                 // out a tracked file that `.gitignore` matches if its entry were missing.
                 index.read_tree(&self.repo.head()?.peel_to_tree()?)?;
                 // As `git add -A` stores it: external clean filters included.
-                super::filters::add_all(&self.repo, &mut index)?;
+                crate::git::filters::add_all(&self.repo, &mut index)?;
                 let tree = index.write_tree()?;
                 index.write()?;
                 Ok(tree)
             }
             Touched::Paths(paths) => {
                 let base = self.repo.head()?.peel_to_tree()?.id();
-                let source = super::treebuild::Source {
+                let source = crate::git::treebuild::Source {
                     repo: &self.repo,
                     base,
                     root: &self.path,
                     filters: user,
                 };
-                Ok(super::treebuild::tree_with_paths(&source, paths)?)
+                Ok(crate::git::treebuild::tree_with_paths(&source, paths)?)
             }
         }
     }
@@ -379,7 +380,7 @@ impl Stage {
     /// `last` is that snapshot's tree: when nothing changed since, it is the answer, and
     /// neither the index nor a tree is written.
     pub fn snapshot_changed(&self, last: Oid) -> Result<Option<Oid>, StageError> {
-        let Some(candidates) = super::quickscan::candidates(&self.repo)? else {
+        let Some(candidates) = crate::git::quickscan::candidates(&self.repo)? else {
             return Ok(None);
         };
         if candidates.is_empty() {
@@ -388,10 +389,10 @@ impl Stage {
         self.record_written(&Touched::Anything)?;
         let mut index = self.repo.index()?;
         for bytes in &candidates {
-            let path = super::path_from_bytes(bytes);
+            let path = crate::git::repo::path_from_bytes(bytes);
             match std::fs::symlink_metadata(self.path.join(&path)) {
                 Ok(meta) if !meta.is_dir() => {
-                    super::filters::add_path(&self.repo, &mut index, &self.path, &path)?;
+                    crate::git::filters::add_path(&self.repo, &mut index, &self.path, &path)?;
                 }
                 Ok(_) => return Ok(None),
                 Err(_) => index.remove_path(&path)?,
@@ -440,12 +441,6 @@ fn remove_stage(repo: &Repository, path: &Path) -> Result<(), StageError> {
         std::fs::remove_dir_all(path)?;
     }
     Ok(())
-}
-
-/// Forgets where the last run may have left ignored content, so that the next reset scans the
-/// whole stage for it.
-pub(crate) fn forget_written(repo: &Repository) -> std::io::Result<()> {
-    std::fs::write(repo.commondir().join("loaf").join(WRITTEN), b"")
 }
 
 /// Marker: an apply is (or was, if it crashed) running in the stage, so the next reset must

@@ -12,8 +12,10 @@ use std::path::{Path, PathBuf};
 use git2::{MergeFileInput, Oid, Repository};
 
 use super::checkpoint::Checkpoint;
-use super::publish::{Transition, blob_at, file_blob};
-use super::treebuild::tree_with_values;
+use super::publish::Transition;
+use super::publish_files::file_blob;
+use crate::git::treebuild::tree_with_values;
+use crate::git::treediff::blob_at;
 
 /// Why the user's edits could not be merged: the commit is then kept, not published.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -183,14 +185,14 @@ pub fn replay(
     let message = commit.message().ok().unwrap_or_default().to_owned();
     // A replayed commit lands on the user's branch: signed when commit.gpgSign asks, as
     // the apply's own commit is.
-    let signed = super::sign::write_commit(
+    let signed = crate::git::sign::write_commit(
         repo,
         tree,
         &[onto.id()],
         &message,
-        &super::sign::SignRequest::AsConfigured,
+        &crate::git::sign::SignRequest::AsConfigured,
     );
-    Ok(Ok(signed.map_err(super::sign::SignError::into_git)?))
+    Ok(Ok(signed.map_err(crate::git::sign::SignError::into_git)?))
 }
 
 fn input(content: &[u8]) -> MergeFileInput<'_> {

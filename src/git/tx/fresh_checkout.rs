@@ -48,7 +48,7 @@ pub fn write_tree(repo: &Repository, root: &Path, tree: Oid) -> Result<bool, git
     let mut index = repo.index()?;
     index.clear()?;
     for (file, meta) in files.iter().zip(&written) {
-        index.add(&super::index_lock::entry(
+        index.add(&crate::git::index::entry(
             &file.path,
             file.id,
             file.mode as u32,
@@ -111,7 +111,7 @@ pub fn rewrite_paths(
     root: &Path,
     tree: &git2::Tree<'_>,
     paths: &std::collections::BTreeSet<PathBuf>,
-    conversions: &super::filters::Conversions,
+    conversions: &crate::git::filters::Conversions,
 ) -> Result<bool, git2::Error> {
     if conversions.anywhere() {
         return Ok(false);
@@ -123,7 +123,7 @@ pub fn rewrite_paths(
     for path in paths {
         for folder in path.ancestors().skip(1) {
             let has = *attributes.entry(folder).or_insert_with(|| {
-                let file = folder.join(super::filters::ATTRIBUTES_FILE);
+                let file = folder.join(crate::git::filters::ATTRIBUTES_FILE);
                 tree.get_path(&file).is_ok() || root.join(&file).symlink_metadata().is_ok()
             });
             if has {
@@ -153,7 +153,7 @@ pub fn rewrite_paths(
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 return Err(io_error(&root.join(path), e));
             }
-            _ => super::publish::remove_empty_parents(root, path),
+            _ => crate::git::files::remove_empty_parents(root, path),
         }
     }
     for file in &files {
@@ -184,7 +184,7 @@ fn plain_entries(repo: &Repository, tree: Oid) -> Result<Option<Entries>, git2::
                 plain = false;
                 return TreeWalkResult::Abort;
             }
-            let path = Path::new(parent).join(super::path_from_bytes(name));
+            let path = Path::new(parent).join(crate::git::repo::path_from_bytes(name));
             if mode == TREE {
                 folders.push(path);
             } else {
@@ -366,7 +366,7 @@ mod tests {
             .find_commit(Oid::from_str(git(root, &["rev-parse", "HEAD"]).trim()).expect("id"))
             .and_then(|c| c.tree())
             .expect("tree");
-        let conversions = super::super::filters::Conversions::of(&stage).expect("config");
+        let conversions = crate::git::filters::Conversions::of(&stage).expect("config");
         let set = |paths: &[&str]| paths.iter().map(PathBuf::from).collect();
         // Under a .gitattributes: libgit2's, nothing touched.
         let attr: std::collections::BTreeSet<PathBuf> = set(&["a.txt", "attr/t.txt"]);

@@ -1,0 +1,78 @@
+//! The repository as every other module meets it: found as git finds it, opened as git
+//! behaves, its paths as git stores them, its commit ids as the messages show them.
+
+use std::path::{Path, PathBuf};
+
+use git2::{Oid, Repository};
+
+/// The repository containing `dir`, found as git finds it. Not `Repository::discover`: that
+/// opens the git dir it finds on its own, so a working tree whose `.git` is a file pointing
+/// elsewhere (`git init --separate-git-dir`) gets the git dir's parent as its working tree.
+pub fn discover(dir: &Path) -> Result<Repository, git2::Error> {
+    Repository::open_ext(
+        dir,
+        git2::RepositoryOpenFlags::empty(),
+        [] as [&std::ffi::OsStr; 0],
+    )
+}
+
+/// A path as git stores it (index entries, tree entry names: bytes). On Unix any bytes are a
+/// path and nothing is copied; elsewhere a path that is not UTF-8 is converted lossily
+/// (repositories made there hold UTF-8).
+#[cfg(unix)]
+pub(crate) fn path_from_bytes(bytes: &[u8]) -> std::borrow::Cow<'_, Path> {
+    use std::os::unix::ffi::OsStrExt as _;
+    std::borrow::Cow::Borrowed(Path::new(std::ffi::OsStr::from_bytes(bytes)))
+}
+
+#[cfg(not(unix))]
+pub(crate) fn path_from_bytes(bytes: &[u8]) -> std::borrow::Cow<'_, Path> {
+    std::borrow::Cow::Owned(PathBuf::from(String::from_utf8_lossy(bytes).into_owned()))
+}
+
+/// A commit id abbreviated as the messages show it: its first 7 digits.
+pub fn short_id(id: &str) -> &str {
+    id.get(..7).unwrap_or(id)
+}
+
+/// [`short_id`] of an [`Oid`].
+pub fn short_oid(oid: Oid) -> String {
+    short_id(&oid.to_string()).to_owned()
+}
+
+/// Sets libgit2 up as git behaves: objects read from the database are not re-hashed to verify
+/// them (git leaves that to `git fsck`; libgit2 would spend a few milliseconds per tree walk).
+pub fn init() {
+    git2::opts::strict_hash_verification(false);
+}
+
+/// The working tree root of the repository containing `dir`, if any (a bare repository has
+/// none).
+pub fn worktree_root(dir: &Path) -> Option<PathBuf> {
+    let repo = discover(dir).ok()?;
+    let root = repo.workdir()?.to_path_buf();
+    // libgit2 keeps a trailing separator; the model should see `/repo`, not `/repo/`.
+    Some(root.components().collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn finds_the_root_from_a_subdirectory_and_nothing_outside() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = git2::Repository::init(dir.path()).expect("init");
+        let sub = dir.path().join("a/b");
+        std::fs::create_dir_all(&sub).expect("mkdir");
+        let root = repo.workdir().map(|p| p.canonicalize().expect("canonical"));
+        let found = worktree_root(&sub).map(|p| p.canonicalize().expect("canonical"));
+        assert_eq!(found, root);
+        let outside = tempfile::tempdir().expect("tempdir");
+        assert_eq!(
+            worktree_root(outside.path()),
+            None,
+            "the temp dir is not in a repository"
+        );
+    }
+}

@@ -1,0 +1,33 @@
+//! The transaction machinery, above the primitives of [`crate::git`] (which never import
+//! it), from the bottom up:
+//!
+//! - [`oplog`]: every loaf operation that changed something, newest last; [`commits`] reads
+//!   commits back through it.
+//! - [`checkpoint`]: the user's uncommitted work recorded as git objects; [`carry`] takes it
+//!   across a step.
+//! - the transition and its journal (`transition`), its files written (`publish_files`), the
+//!   stage's files moved instead (`stage_swap`), and a fresh stage's first checkout
+//!   (`fresh_checkout`).
+//! - [`stage`]: the linked worktree where actions, `exec` and hooks run; [`githooks`] runs the
+//!   repository's own hooks in it.
+//! - [`publish`]: moving the user's branch, index and files as one step; [`head`] and
+//!   [`merge`] publish steps and 3-way merges with it.
+//! - [`recovery`]: finishing or rolling back what a crash interrupted.
+//! - [`session`]: what every loaf command does first (repository, lock, recovery).
+
+pub mod carry;
+pub mod checkpoint;
+pub mod commits;
+#[cfg(unix)]
+mod fresh_checkout;
+pub mod githooks;
+pub mod head;
+pub mod merge;
+pub mod oplog;
+pub mod publish;
+mod publish_files;
+pub mod recovery;
+pub mod session;
+pub mod stage;
+mod stage_swap;
+mod transition;
