@@ -39,6 +39,7 @@ pub mod states;
 mod testing;
 pub mod treebuild;
 pub mod treediff;
+pub mod turn;
 pub mod visible;
 
 use std::path::{Path, PathBuf};
