@@ -248,9 +248,7 @@ fn end_turn(session: &Session, begun: &Turn) -> Result<Ended, TxError> {
 }
 
 /// The turn's paths and trees; `None` when it changed nothing that HEAD does not already
-/// hold (the agent changed nothing, or committed its change itself). Refuses when HEAD
-/// moved since begin and the new commits changed a path the turn changed too: which
-/// version the turn's commit should hold is for the user to say.
+/// hold (the agent changed nothing, or committed its change itself).
 fn plan(repo: &Repository, begun: &Turn, now: &Checkpoint) -> Result<Option<Plan>, TxError> {
     let work_before = begun.work_tree()?;
     let paths: Vec<PathBuf> =
@@ -260,28 +258,9 @@ fn plan(repo: &Repository, begun: &Turn, now: &Checkpoint) -> Result<Option<Plan
     if paths.is_empty() {
         return Ok(None);
     }
-    let head_before = begun.head_commit()?;
-    if head_before != now.head {
-        let tree_before = checkpoint::commit_tree(repo, begun.head.as_deref())?;
-        let moved = treediff::changed_paths(
-            repo,
-            Some(Oid::from_str(&tree_before)?),
-            Some(now.head_tree),
-        )?;
-        let both: Vec<String> = paths
-            .iter()
-            .filter(|p| moved.contains(*p))
-            .map(|p| p.display().to_string())
-            .collect();
-        if !both.is_empty() {
-            return Err(TxError::Refused {
-                message: format!(
-                    "the turn was not committed: commits made since it began also changed {}",
-                    both.join(", ")
-                ),
-                hint: "the agent's edits stay in your files, uncommitted: commit them yourself (`git commit`), or `git loaf record begin` to start the next turn".into(),
-            });
-        }
+    let paths = without_committed_since(repo, begun, now, paths)?;
+    if paths.is_empty() {
+        return Ok(None);
     }
     let tree = treebuild::tree_with_entries(repo, now.head_tree, now.work_tree, &paths)?;
     if tree == now.head_tree {
@@ -298,6 +277,49 @@ fn plan(repo: &Repository, begun: &Turn, now: &Checkpoint) -> Result<Option<Plan
         to_index,
         before,
     }))
+}
+
+/// `paths` without those that commits made since begin (HEAD moved: the user committed)
+/// already hold as they are now. Refuses when such a commit changed a path the turn changed
+/// and the file differs from it now: which version the turn's commit should hold is for the
+/// user to say.
+fn without_committed_since(
+    repo: &Repository,
+    begun: &Turn,
+    now: &Checkpoint,
+    paths: Vec<PathBuf>,
+) -> Result<Vec<PathBuf>, TxError> {
+    if begun.head_commit()? == now.head {
+        return Ok(paths);
+    }
+    let tree_before = Oid::from_str(&checkpoint::commit_tree(repo, begun.head.as_deref())?)?;
+    let moved = treediff::changed_paths(repo, Some(tree_before), Some(now.head_tree))?;
+    let entry = |tree: Oid, path: &Path| -> Result<Option<(Oid, i32)>, TxError> {
+        Ok(repo
+            .find_tree(tree)?
+            .get_path(path)
+            .ok()
+            .map(|e| (e.id(), e.filemode())))
+    };
+    let mut kept = Vec::new();
+    let mut both = Vec::new();
+    for path in paths {
+        if !moved.contains(&path) {
+            kept.push(path);
+        } else if entry(now.work_tree, &path)? != entry(now.head_tree, &path)? {
+            both.push(path.display().to_string());
+        }
+    }
+    if !both.is_empty() {
+        return Err(TxError::Refused {
+            message: format!(
+                "the turn was not committed: commits made since it began also changed {}",
+                both.join(", ")
+            ),
+            hint: "the agent's edits stay in your files, uncommitted: commit them yourself (`git commit`), or `git loaf record begin` to start the next turn".into(),
+        });
+    }
+    Ok(kept)
 }
 
 /// The checkpoint `begin` took, for [`checkpoint::carried_uncommitted`].
