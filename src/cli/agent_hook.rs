@@ -10,16 +10,19 @@ use crate::agents::Agent;
 use crate::agents::hook::{self, Step};
 use crate::ops::record::{self, BeginOptions};
 
-/// Run an agent's hook event as a record-mode step (for the agent's settings, see `git loaf
-/// init --agent`).
+/// Run an agent's hook event (JSON on stdin) as a record-mode step.
 ///
-/// Reads the event as JSON on standard input: a prompt submitted begins a turn, the end of
+/// The agent's settings run it (`git loaf init --agent AGENT` writes them). Reads the event as JSON on standard input: a prompt submitted begins a turn, the end of
 /// the agent's reply commits it (Claude Code `UserPromptSubmit`/`Stop`, Codex
 /// `UserPromptSubmit`/`Stop` or its `notify` payload as an argument, Cursor
 /// `beforeSubmitPrompt`/`stop`, Gemini CLI `BeforeAgent`/`AfterAgent`); other events are
 /// ignored. Exits 0 when done or ignored; 2 when the event cannot be read (nothing
 /// changed); 1 when the step failed (the reason on stderr; the agent goes on).
 #[derive(Debug, Args)]
+#[command(after_help = super::examples::examples(&[
+    ("Wire Claude Code's hooks, so each turn becomes a commit", &["git loaf init --agent claude-code"]),
+    ("What the Stop hook runs (the event on stdin)", &["git loaf agent-hook claude-code < stop.json"]),
+]))]
 pub struct AgentHookArgs {
     /// The agent: claude-code, codex, cursor or gemini.
     #[arg(value_parser = parse_agent)]

@@ -7,7 +7,7 @@ use super::{CliError, Outcome};
 use crate::git::short_oid;
 use crate::ops::record::{self, BeginOptions, Committed, Ended};
 
-/// Record the turns of an agent that edits files itself as undoable commits.
+/// Record an agent's turn (it edits files itself) as one undoable commit.
 ///
 /// `begin` takes a checkpoint of your working tree and index; `commit` makes one commit
 /// holding exactly the paths that changed since, on HEAD. Your uncommitted work from before
