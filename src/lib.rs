@@ -18,6 +18,7 @@
 #![warn(missing_docs)]
 
 pub mod actions;
+pub mod agents;
 pub mod cli;
 pub mod config;
 pub mod exec;

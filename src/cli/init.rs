@@ -5,6 +5,8 @@ use std::io::Write as _;
 use clap::Args;
 
 use super::{CliError, Outcome};
+use crate::agents::Agent;
+use crate::agents::settings::{self, Edit, SettingsError};
 use crate::config::{Config, FILE_NAME};
 use crate::git::exclude::{self, LOAF_DIR_PATTERN};
 
@@ -28,10 +30,24 @@ pub const LOAF_YML_EXAMPLE: &str = include_str!("../../loaf.yml.example");
         "git loaf instructions | xclip -selection clipboard",
     ]),
 ]))]
-pub struct InitArgs {}
+pub struct InitArgs {
+    /// Also wire AGENT's project settings (repeatable): its hooks run `git loaf agent-hook
+    /// AGENT`, so each turn becomes a commit, and its MCP servers list `git loaf mcp`
+    /// (claude-code: .claude/settings.json, .mcp.json; codex: .codex/hooks.json,
+    /// .codex/config.toml; cursor: .cursor/hooks.json, .cursor/mcp.json; gemini:
+    /// .gemini/settings.json). Merged into what the files hold; a file that is not valid
+    /// JSON is refused and left as it is.
+    #[arg(long = "agent", value_name = "AGENT", value_parser = parse_agent)]
+    agents: Vec<Agent>,
+}
+
+fn parse_agent(text: &str) -> Result<Agent, String> {
+    text.parse()
+        .map_err(|e: crate::agents::UnknownAgent| e.to_string())
+}
 
 /// Runs `git loaf init`.
-pub fn run(_args: &InitArgs) -> Result<Outcome, CliError> {
+pub fn run(args: &InitArgs) -> Result<Outcome, CliError> {
     let cwd = super::current_dir()?;
     let repo = crate::git::session::open(&cwd, "init").map_err(|_| {
         CliError::usage(
@@ -45,6 +61,8 @@ pub fn run(_args: &InitArgs) -> Result<Outcome, CliError> {
             "run it in a working tree of this repository (`git worktree add`)",
         ));
     };
+    // Checked first: a settings file that cannot be merged stops init before it writes.
+    let wiring = plan_agents(&root, &args.agents)?;
     let mut done = Vec::new();
     let path = root.join(FILE_NAME);
     let created = std::fs::OpenOptions::new()
@@ -83,6 +101,7 @@ pub fn run(_args: &InitArgs) -> Result<Outcome, CliError> {
         Ok(false) => done.push(format!("{LOAF_DIR_PATTERN} is already in .git/info/exclude")),
         Err(e) => return Err(cannot_write(&e.path.display().to_string(), &e.error)),
     }
+    done.extend(write_agents(&root, &wiring)?);
     let mut text = format!("git-loaf is set up in {}:\n", root.display());
     for line in &done {
         text.push_str(&format!("  - {line}\n"));
@@ -104,6 +123,54 @@ Next:
        git loaf apply < reply.md
   3. Look back and tidy up: git loaf log, git loaf undo, git loaf squash
 ";
+
+/// Every agent's settings edits, read and checked before anything is written.
+fn plan_agents(
+    root: &std::path::Path,
+    agents: &[Agent],
+) -> Result<Vec<(Agent, Vec<Edit>)>, CliError> {
+    let mut agents = agents.to_vec();
+    agents.sort();
+    agents.dedup();
+    agents
+        .into_iter()
+        .map(|agent| {
+            Ok((
+                agent,
+                settings::plan(root, agent).map_err(|e| settings_error(agent, &e))?,
+            ))
+        })
+        .collect()
+}
+
+/// Writes the planned settings; what was done, for the summary.
+fn write_agents(
+    root: &std::path::Path,
+    wiring: &[(Agent, Vec<Edit>)],
+) -> Result<Vec<String>, CliError> {
+    let mut done = Vec::new();
+    for (agent, edits) in wiring {
+        settings::write(root, edits).map_err(|e| settings_error(*agent, &e))?;
+        for edit in edits {
+            let path = edit.path.display();
+            done.push(match edit.text {
+                Some(_) => format!(
+                    "{agent}: wrote {path} (record-mode hooks `{}`, MCP server `git loaf mcp`)",
+                    settings::hook_command(*agent)
+                ),
+                None => format!("{agent}: {path} is already set up"),
+            });
+        }
+    }
+    Ok(done)
+}
+
+fn settings_error(agent: Agent, error: &SettingsError) -> CliError {
+    CliError::usage(
+        format!("cannot set up {agent}: {error}"),
+        "fix the file (or move it away), then run `git loaf init --agent` again; nothing was changed",
+    )
+}
 
 fn cannot_write(what: &str, error: &dyn std::fmt::Display) -> CliError {
     CliError::usage(

@@ -1,6 +1,7 @@
 //! The command line: one file per subcommand, each with an `Args` struct whose doc comment is
 //! its help text and one `run` function.
 
+mod agent_hook;
 mod apply;
 mod completions;
 mod error;
@@ -12,6 +13,7 @@ mod kept;
 mod log;
 mod man;
 mod parse;
+mod record;
 mod squash;
 mod step;
 pub mod style;
@@ -87,6 +89,8 @@ enum Command {
     StepBack(step::StepBackArgs),
     StepForward(step::StepForwardArgs),
     Squash(squash::SquashArgs),
+    Record(record::RecordArgs),
+    AgentHook(agent_hook::AgentHookArgs),
     Gc(gc::GcArgs),
     Instructions(instructions::InstructionsArgs),
     Completions(completions::CompletionsArgs),
@@ -132,6 +136,8 @@ pub fn main() -> ExitCode {
         Command::StepBack(args) => step::run_back(&args),
         Command::StepForward(args) => step::run_forward(&args),
         Command::Squash(args) => squash::run(&args),
+        Command::Record(args) => record::run(&args),
+        Command::AgentHook(args) => agent_hook::run(&args),
         Command::Gc(args) => gc::run(&args),
         Command::Instructions(args) => instructions::run(&args),
         Command::Completions(args) => completions::run(&args),

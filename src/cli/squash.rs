@@ -35,6 +35,10 @@ pub struct SquashArgs {
     /// of them; `""` matches every commit).
     #[arg(long, value_name = "TEXT")]
     containing: Vec<String>,
+    /// Only the turns record mode committed for session ID (`Loaf-Session: ID`; `git loaf
+    /// agent-hook` uses the agent's session id).
+    #[arg(long, value_name = "ID")]
+    session: Option<String>,
     /// Only commits made at or after DATE (`2026-01-01`, `2026-01-01T12:00:00+02:00`,
     /// `@<seconds>`, `3 days ago`; UTC unless a zone is given).
     #[arg(long, value_name = "DATE")]
@@ -101,6 +105,7 @@ fn options(args: &SquashArgs) -> Result<SquashOptions, CliError> {
     cutoffs.extend(args.days.map(|d| now - (d as i64).saturating_mul(86_400)));
     Ok(SquashOptions {
         containing: args.containing.clone(),
+        session: args.session.clone(),
         after: cutoffs.into_iter().max(),
         limit: args.limit,
         message: args.message.clone(),

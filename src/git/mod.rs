@@ -42,6 +42,7 @@ pub mod states;
 mod testing;
 pub mod treebuild;
 pub mod treediff;
+pub mod turn;
 pub mod tx;
 pub mod visible;
 

@@ -1,0 +1,549 @@
+//! Record mode (DESIGN §3b): the turns of an agent that edits files itself (Claude Code,
+//! Codex, Cursor, Gemini CLI) become commits that are applies for `undo`, `redo`, `log`,
+//! `show` and `squash`.
+//!
+//! `begin`: lock → finish the session's unfinished turn, if any → checkpoint (the same one
+//! apply takes) → keep it as the session's turn (`refs/loaf/record/<session>`).
+//!
+//! `commit`: lock → checkpoint again → the paths the turn changed (the two working trees
+//! compared) → the commit: HEAD's tree with those paths as they are now → the index: the
+//! user's, with those paths as committed → the note → publish (journal, compare-and-swap,
+//! operation-log entry, as an apply) → forget the turn.
+//!
+//! The operation-log entry's before state is the user's state now with the turn's paths as
+//! they were at `begin` (files and index): undo gives exactly those back, and leaves
+//! everything else the user has uncommitted as it is. Nothing runs code and no stage is
+//! used, so a hook costs two status scans' worth at most.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::{new_id, now_secs};
+use crate::git::checkpoint::{self, Checkpoint};
+use crate::git::commit::{write_note_value, write_report_value};
+use crate::git::oplog::{OpEntry, OpKind, UserState};
+use crate::git::publish::{self, PublishError, Transition, crash_point};
+use crate::git::session::{Session, TxError};
+use crate::git::sign::{self, SignRequest};
+use crate::git::turn::{self, Turn};
+use crate::git::{Oid, Repository, refs, short_oid, treebuild, treediff};
+use crate::report::{ExecutionResult, GitInfo};
+
+/// The session when none is named.
+pub const DEFAULT_SESSION: &str = "default";
+/// The trailer naming a record commit's session.
+pub const SESSION_TRAILER: &str = "Loaf-Session";
+/// git's convention for a subject line's length.
+const SUBJECT_MAX: usize = 72;
+
+/// What `record begin` records about the turn.
+#[derive(Debug, Clone, Default)]
+pub struct BeginOptions {
+    /// The session (`default` when `None`).
+    pub session: Option<String>,
+    /// `Assisted-by: <agent>`.
+    pub agent: Option<String>,
+    /// The user's prompt (its first line becomes the subject).
+    pub prompt: Option<String>,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// Committed.
+    Committed(Recorded),
+    /// Nothing changed since begin: no commit.
+    Unchanged,
+}
+
+/// A record commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    /// Its `Loaf-Apply` id.
+    pub id: String,
+    /// The commit.
+    pub commit: Oid,
+    /// Its subject.
+    pub subject: String,
+    /// The paths it holds.
+    pub paths: Vec<PathBuf>,
+    /// Those of them that held uncommitted work of the user's before the turn.
+    pub carried: Vec<String>,
+}
+
+/// What `begin` did.
+#[derive(Debug)]
+pub struct Begun {
+    /// The session.
+    pub session: String,
+    /// Things to tell the user (an unfinished turn finished or discarded).
+    pub notices: Vec<String>,
+}
+
+/// What `commit` did.
+#[derive(Debug)]
+pub struct Committed {
+    /// The session.
+    pub session: String,
+    /// The outcome; `None` when the session had no begun turn.
+    pub ended: Option<Ended>,
+    /// Things to tell the user.
+    pub notices: Vec<String>,
+}
+
+/// `git loaf record begin`: checkpoints the user's state as the session's turn. An earlier
+/// turn of the session that never ended (the agent crashed or was interrupted) is committed
+/// first, or, when it cannot be, forgotten: its files stay as they are either way.
+pub fn begin(cwd: &Path, options: &BeginOptions) -> Result<Begun, TxError> {
+    let session = Session::begin(cwd, "record begin")?;
+    crash_point("locked");
+    let name = options
+        .session
+        .clone()
+        .unwrap_or_else(|| DEFAULT_SESSION.to_owned());
+    let key = turn::session_key(&name);
+    let repo = &session.repo;
+    let mut notices = session.notices.clone();
+    if let Some(unfinished) = turn::load(repo, &key)? {
+        notices.push(finish_unfinished(&session, &key, &unfinished));
+    }
+    refuse_intent_to_add(repo, "record begin")?;
+    let cp = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
+    let begun = Turn {
+        session: name.clone(),
+        agent: options.agent.clone(),
+        prompt: options.prompt.clone(),
+        time: now_secs(),
+        head: cp.head.map(|h| h.to_string()),
+        work: cp.work_tree.to_string(),
+        index: cp.index_tree.to_string(),
+    };
+    turn::save(repo, &key, &begun)?;
+    Ok(Begun {
+        session: name,
+        notices,
+    })
+}
+
+/// Commits an unfinished turn, else forgets it; the notice saying which.
+fn finish_unfinished(session: &Session, key: &str, unfinished: &Turn) -> String {
+    let what = format!(
+        "the previous turn of session {} never ended (no `record commit`)",
+        unfinished.session
+    );
+    let outcome = end_turn(session, unfinished);
+    let forgotten = turn::forget(&session.repo, key);
+    match (outcome, forgotten) {
+        (Ok(Ended::Committed(r)), _) => format!(
+            "{what}: committed its changes as {} ({}); `git loaf undo` takes it back",
+            short_oid(r.commit),
+            r.subject
+        ),
+        (Ok(Ended::Unchanged), _) => format!("{what}: it changed nothing; forgotten"),
+        (Err(e), Ok(())) => format!(
+            "{what} and could not be committed ({e}): forgotten; its changes stay in your files, uncommitted"
+        ),
+        (Err(e), Err(f)) => format!(
+            "{what} and could not be committed ({e}) nor forgotten ({f}); its changes stay in your files"
+        ),
+    }
+}
+
+/// `git loaf record commit`: commits what changed since the session's `begin`.
+pub fn commit(cwd: &Path, session_name: Option<&str>) -> Result<Committed, TxError> {
+    let session = Session::begin(cwd, "record commit")?;
+    crash_point("locked");
+    let name = session_name.unwrap_or(DEFAULT_SESSION).to_owned();
+    let key = turn::session_key(&name);
+    let mut notices = session.notices.clone();
+    let Some(begun) = turn::load(&session.repo, &key)? else {
+        return Ok(Committed {
+            session: name,
+            ended: None,
+            notices,
+        });
+    };
+    let ended = end_turn(&session, &begun)?;
+    // After publish: a crash before this leaves a turn whose paths are committed, which the
+    // next begin finds unchanged and forgets.
+    turn::forget(&session.repo, &key)?;
+    if let Ended::Committed(r) = &ended
+        && !r.carried.is_empty()
+    {
+        notices.push(format!(
+            "the commit includes the uncommitted changes you had before the turn in {} (the agent changed them too); `git loaf undo` gives them back uncommitted",
+            r.carried.join(", ")
+        ));
+    }
+    Ok(Committed {
+        session: name,
+        ended: Some(ended),
+        notices,
+    })
+}
+
+/// A refusal when `git add -N` entries are staged (a checkpoint cannot hold them).
+fn refuse_intent_to_add(repo: &Repository, command: &str) -> Result<(), TxError> {
+    checkpoint::refuse_intent_to_add(repo).map_err(|paths| TxError::intent_to_add(&paths, command))
+}
+
+/// The turn's paths and the trees of its commit, index and undo.
+struct Plan {
+    /// What changed in the working tree between begin and now.
+    paths: Vec<PathBuf>,
+    /// The commit's tree: HEAD's with those paths as they are now.
+    tree: Oid,
+    /// The index after: the user's, with those paths as committed.
+    to_index: Oid,
+    /// What undo restores: the user's state now with those paths as at begin.
+    before: (Oid, Oid),
+}
+
+/// Commits the turn `begun` (see [`commit`]), with the lock held by `session`.
+fn end_turn(session: &Session, begun: &Turn) -> Result<Ended, TxError> {
+    let repo = &session.repo;
+    refuse_intent_to_add(repo, "record commit")?;
+    let (ref_name, head) = refs::head_ref(repo)?;
+    let now = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
+    crash_point("scanned");
+    let Some(plan) = plan(repo, begun, &now)? else {
+        return Ok(Ended::Unchanged);
+    };
+    let at_begin = checkpoint_at_begin(repo, begun)?;
+    let carried = checkpoint::carried_uncommitted(repo, &at_begin, &plan.paths)?;
+    let id = new_id(&begun.work);
+    let subject = subject(begun.prompt.as_deref(), &plan.paths);
+    let message = message(&subject, &id, &begun.session, begun.agent.as_deref());
+    let commit = sign::write_commit(
+        repo,
+        plan.tree,
+        &head.into_iter().collect::<Vec<_>>(),
+        &message,
+        &SignRequest::AsConfigured,
+    )
+    .map_err(sign::SignError::into_git)?;
+    crash_point("commit");
+    let recorded = Recorded {
+        id,
+        commit,
+        subject,
+        paths: plan.paths.clone(),
+        carried,
+    };
+    write_record(session, begun, &recorded, head, now.work_tree)?;
+    crash_point("committed");
+    let transition = transition(session, &ref_name, head, &now, &plan, &recorded);
+    publish::publish(repo, &transition, true).map_err(|e| match e {
+        PublishError::Changed(_) | PublishError::Moved { .. } | PublishError::IndexLocked(_) => {
+            TxError::Refused {
+                message: format!("the turn was not committed: {e}"),
+                hint: "run `git loaf record commit` again (the turn is kept until it commits)"
+                    .into(),
+            }
+        }
+        other => TxError::Publish(other),
+    })?;
+    Ok(Ended::Committed(recorded))
+}
+
+/// The turn's paths and trees; `None` when it changed nothing that HEAD does not already
+/// hold (the agent changed nothing, or committed its change itself).
+fn plan(repo: &Repository, begun: &Turn, now: &Checkpoint) -> Result<Option<Plan>, TxError> {
+    let work_before = begun.work_tree()?;
+    let paths: Vec<PathBuf> =
+        treediff::changed_paths(repo, Some(work_before), Some(now.work_tree))?
+            .into_iter()
+            .collect();
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let paths = without_committed_since(repo, begun, now, paths)?;
+    if paths.is_empty() {
+        return Ok(None);
+    }
+    let tree = treebuild::tree_with_entries(repo, now.head_tree, now.work_tree, &paths)?;
+    if tree == now.head_tree {
+        return Ok(None);
+    }
+    let to_index = treebuild::tree_with_entries(repo, now.index_tree, now.work_tree, &paths)?;
+    let before = (
+        treebuild::tree_with_entries(repo, now.work_tree, work_before, &paths)?,
+        treebuild::tree_with_entries(repo, now.index_tree, begun.index_tree()?, &paths)?,
+    );
+    Ok(Some(Plan {
+        paths,
+        tree,
+        to_index,
+        before,
+    }))
+}
+
+/// `paths` without those that commits made since begin (HEAD moved: the user committed)
+/// already hold as they are now. Refuses when such a commit changed a path the turn changed
+/// and the file differs from it now: which version the turn's commit should hold is for the
+/// user to say.
+fn without_committed_since(
+    repo: &Repository,
+    begun: &Turn,
+    now: &Checkpoint,
+    paths: Vec<PathBuf>,
+) -> Result<Vec<PathBuf>, TxError> {
+    if begun.head_commit()? == now.head {
+        return Ok(paths);
+    }
+    let tree_before = Oid::from_str(&checkpoint::commit_tree(repo, begun.head.as_deref())?)?;
+    let moved = treediff::changed_paths(repo, Some(tree_before), Some(now.head_tree))?;
+    let entry = |tree: Oid, path: &Path| -> Result<Option<(Oid, i32)>, TxError> {
+        Ok(repo
+            .find_tree(tree)?
+            .get_path(path)
+            .ok()
+            .map(|e| (e.id(), e.filemode())))
+    };
+    let mut kept = Vec::new();
+    let mut both = Vec::new();
+    for path in paths {
+        if !moved.contains(&path) {
+            kept.push(path);
+        } else if entry(now.work_tree, &path)? != entry(now.head_tree, &path)? {
+            both.push(path.display().to_string());
+        }
+    }
+    if !both.is_empty() {
+        return Err(TxError::Refused {
+            message: format!(
+                "the turn was not committed: commits made since it began also changed {}",
+                both.join(", ")
+            ),
+            hint: "the agent's edits stay in your files, uncommitted: commit them yourself (`git commit`), or `git loaf record begin` to start the next turn".into(),
+        });
+    }
+    Ok(kept)
+}
+
+/// The checkpoint `begin` took, for [`checkpoint::carried_uncommitted`].
+fn checkpoint_at_begin(repo: &Repository, begun: &Turn) -> Result<Checkpoint, TxError> {
+    Ok(Checkpoint {
+        head: begun.head_commit()?,
+        head_tree: Oid::from_str(&checkpoint::commit_tree(repo, begun.head.as_deref())?)?,
+        work_tree: begun.work_tree()?,
+        index_tree: begun.index_tree()?,
+    })
+}
+
+/// The move of the branch and index to the record commit; the working tree stays as it is.
+fn transition(
+    session: &Session,
+    ref_name: &str,
+    head: Option<Oid>,
+    now: &Checkpoint,
+    plan: &Plan,
+    recorded: &Recorded,
+) -> Transition {
+    let head = head.map(|o| o.to_string());
+    let (work, index) = (now.work_tree.to_string(), now.index_tree.to_string());
+    let to_index = plan.to_index.to_string();
+    Transition {
+        workdir: session.root.clone(),
+        ref_name: ref_name.to_owned(),
+        old: head.clone(),
+        new: Some(recorded.commit.to_string()),
+        from_work: work.clone(),
+        from_index: index,
+        to_work: work.clone(),
+        to_index: to_index.clone(),
+        message: format!("git-loaf record {}: {}", recorded.id, recorded.subject),
+        op: OpEntry {
+            id: recorded.id.clone(),
+            kind: OpKind::Apply,
+            target: None,
+            time: now_secs(),
+            workdir: session.root.display().to_string(),
+            ref_name: ref_name.to_owned(),
+            summary: recorded.subject.clone(),
+            before: UserState {
+                head,
+                work: plan.before.0.to_string(),
+                index: plan.before.1.to_string(),
+            },
+            after: UserState {
+                head: Some(recorded.commit.to_string()),
+                work,
+                index: to_index,
+            },
+            extras: Default::default(),
+            reply_key: None,
+        },
+    }
+}
+
+/// `AI: <first line of the prompt>`, or a summary of the paths without one; at most 72
+/// characters, cut with `…`.
+pub fn subject(prompt: Option<&str>, paths: &[PathBuf]) -> String {
+    let line = prompt
+        .and_then(|p| p.lines().map(str::trim).find(|l| !l.is_empty()))
+        .map(str::to_owned);
+    let text = line.unwrap_or_else(|| {
+        let names: Vec<String> = paths
+            .iter()
+            .take(3)
+            .map(|p| p.display().to_string())
+            .collect();
+        let more = paths.len().saturating_sub(names.len());
+        let mut text = format!("changed {}", names.join(", "));
+        if more > 0 {
+            text.push_str(&format!(" and {more} more"));
+        }
+        text
+    });
+    cut(&format!("AI: {text}"), SUBJECT_MAX)
+}
+
+/// `text` in at most `max` characters, ending with `…` when cut.
+fn cut(text: &str, max: usize) -> String {
+    if text.chars().count() <= max {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(max - 1).collect();
+    format!("{}…", kept.trim_end())
+}
+
+/// The commit message: the subject, then `Loaf-Apply`, `Loaf-Session` and `Assisted-by`.
+fn message(subject: &str, id: &str, session: &str, agent: Option<&str>) -> String {
+    let one_line = |v: &str| v.replace(['\r', '\n'], " ");
+    let mut text = format!(
+        "{subject}\n\nLoaf-Apply: {id}\n{SESSION_TRAILER}: {}\n",
+        one_line(session)
+    );
+    if let Some(agent) = agent {
+        text.push_str(&format!("Assisted-by: {}\n", one_line(agent)));
+    }
+    text
+}
+
+/// The note and local report of the commit: what `git loaf show` prints (the changed paths,
+/// the prompt, the paths that held the user's uncommitted work) and the record as JSON.
+fn write_record(
+    session: &Session,
+    begun: &Turn,
+    recorded: &Recorded,
+    base: Option<Oid>,
+    work_now: Oid,
+) -> Result<(), TxError> {
+    let repo = &session.repo;
+    let [created, changed, deleted] =
+        treediff::created_changed_deleted(repo, begun.work_tree()?, work_now)?;
+    let kinds = [
+        ("created", &created),
+        ("modified", &changed),
+        ("deleted", &deleted),
+    ];
+    let mut files: Vec<Value> = Vec::new();
+    for (kind, paths) in kinds {
+        for path in paths {
+            files.push(json!({"path": path.display().to_string(), "change": kind}));
+        }
+    }
+    files.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    let result = ExecutionResult {
+        success: true,
+        git: Some(GitInfo {
+            commit: Some(recorded.commit.to_string()),
+            base: base.map(|o| o.to_string()),
+            apply: recorded.id.clone(),
+            uncommitted: recorded.carried.clone(),
+            ..GitInfo::default()
+        }),
+        ..ExecutionResult::default()
+    };
+    let text = record_text(begun, recorded, &files);
+    let note = json!({
+        "text": text,
+        "result": result,
+        "record": {
+            "session": begun.session,
+            "agent": begun.agent,
+            "prompt": begun.prompt,
+            "files": files,
+            "uncommittedBefore": recorded.carried,
+        },
+    });
+    write_report_value(repo, recorded.commit, &session.root, note.clone())?;
+    write_note_value(repo, recorded.commit, &session.root, note)?;
+    Ok(())
+}
+
+/// The text `git loaf show` prints for a record commit.
+fn record_text(begun: &Turn, recorded: &Recorded, files: &[Value]) -> String {
+    let mut out = format!(
+        "=== LOAF RECORD === turn {} · commit {}\nsession {}",
+        recorded.id,
+        short_oid(recorded.commit),
+        begun.session
+    );
+    if let Some(agent) = &begun.agent {
+        out.push_str(&format!(" · agent {agent}"));
+    }
+    out.push('\n');
+    if let Some(prompt) = &begun.prompt {
+        out.push_str("prompt:\n");
+        for line in prompt.lines() {
+            out.push_str(&format!("  {line}\n"));
+        }
+    }
+    for file in files {
+        let mark = match file["change"].as_str() {
+            Some("created") => "A",
+            Some("deleted") => "D",
+            _ => "M",
+        };
+        out.push_str(&format!(
+            "{mark} {}\n",
+            file["path"].as_str().unwrap_or_default()
+        ));
+    }
+    if !recorded.carried.is_empty() {
+        out.push_str(&format!(
+            "uncommitted before the turn, committed as they are now: {}\n",
+            recorded.carried.join(", ")
+        ));
+    }
+    out.push_str("=== END ===\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn subjects_take_the_prompts_first_line_and_fit_72_characters() {
+        let paths = vec![PathBuf::from("a.rs")];
+        assert_eq!(
+            subject(Some("\n  Fix the parser \nand more"), &paths),
+            "AI: Fix the parser"
+        );
+        let long = subject(Some(&"word ".repeat(40)), &paths);
+        assert_eq!(long.chars().count(), 72, "{long}");
+        assert!(long.ends_with('…'));
+        let many: Vec<PathBuf> = ["a", "b", "c", "d", "e"]
+            .iter()
+            .map(PathBuf::from)
+            .collect();
+        assert_eq!(subject(None, &many), "AI: changed a, b, c and 2 more");
+        assert_eq!(subject(Some("   "), &paths), "AI: changed a.rs");
+    }
+
+    #[test]
+    fn the_message_carries_the_three_trailers() {
+        assert_eq!(
+            message("AI: x", "abc123", "s\n1", Some("claude-code")),
+            "AI: x\n\nLoaf-Apply: abc123\nLoaf-Session: s 1\nAssisted-by: claude-code\n"
+        );
+        assert_eq!(
+            message("AI: x", "abc123", "s", None),
+            "AI: x\n\nLoaf-Apply: abc123\nLoaf-Session: s\n"
+        );
+    }
+}
