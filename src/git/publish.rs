@@ -854,6 +854,8 @@ fn changed_by_user(
 /// holding neither its before nor its after content was changed by the user meanwhile and is
 /// left alone and returned — nothing of the user's is ever overwritten. With `swap`, a file
 /// the stage already holds is moved from there rather than written.
+// TODO(issue 24): split
+#[allow(clippy::too_many_lines)]
 fn write_files(
     repo: &Repository,
     t: &Transition,

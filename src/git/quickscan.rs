@@ -52,6 +52,8 @@ enum Found {
 
 /// One parallel pass over the index's entries and the folders holding them. Without
 /// `collect` it stops at the first difference.
+// TODO(issue 24): split
+#[allow(clippy::too_many_lines)]
 fn scan(repo: &Repository, collect: bool) -> Result<Found, git2::Error> {
     let Some(root) = repo.workdir() else {
         return Ok(Found::Unknown);
