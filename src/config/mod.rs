@@ -284,58 +284,10 @@ impl Config {
             config.max_file_size = size;
         }
         if let Some(exec) = raw.exec {
-            if exec.timeout == Some(0) {
-                return Err(invalid(format!(
-                    "{}exec.timeout: must be at least 1 (seconds)",
-                    line_in_section(text, "exec", |key, _| key == "timeout")
-                )));
-            }
-            config.exec.timeout = exec
-                .timeout
-                .map_or(DEFAULT_EXEC_TIMEOUT, Duration::from_secs);
-            config.exec.max_output = exec.max_output.unwrap_or(DEFAULT_MAX_OUTPUT);
-            config.exec.network = exec.network.unwrap_or(false);
-            config.exec.sandbox_off = match exec.sandbox.as_deref().map(str::trim) {
-                None | Some("on") => false,
-                Some("off") => true,
-                Some(other) => {
-                    return Err(invalid(format!(
-                        "{}exec.sandbox: '{other}' is not a choice; write `on` (the default) or `off` (run code without namespaces where they are unavailable)",
-                        line_in_section(text, "exec", |key, _| key == "sandbox")
-                    )));
-                }
-            };
-            for entry in &exec.writable {
-                let path = writable_path(entry, dir).map_err(|why| {
-                    invalid(format!("{}exec.writable: {why}", line_of(text, entry)))
-                })?;
-                config.exec.writable.push(path);
-            }
+            config.read_exec(text, dir, exec).map_err(invalid)?;
         }
         if let Some(stage) = raw.stage {
-            if let Some(isolate) = stage.isolate {
-                for pattern in &isolate {
-                    for form in crate::exec::isolate::forms(pattern) {
-                        crate::exec::isolate::glob(&form).map_err(|e| {
-                            invalid(format!(
-                                "{}stage.isolate: invalid pattern '{pattern}': {}",
-                                line_of(text, pattern),
-                                e.kind()
-                            ))
-                        })?;
-                    }
-                }
-                config.stage.isolate = isolate;
-                config.stage.isolate_built_in = false;
-            }
-            if let Some(share) = stage.share {
-                config.notices.push(format!(
-                    "{}: {}stage.share is deprecated and has no effect: every ignored file and folder is now visible in the stage; remove it, and list what to keep out under stage.isolate",
-                    dir.join(FILE_NAME).display(),
-                    line_of(text, "share:")
-                ));
-                config.stage.share = share;
-            }
+            config.read_stage(text, dir, stage).map_err(invalid)?;
         }
         if let Some(notes) = raw.notes {
             config.notes_outputs =
@@ -348,6 +300,65 @@ impl Config {
             };
         }
         Ok(config)
+    }
+
+    /// loaf.yml's `exec` section: an error names its line.
+    fn read_exec(&mut self, text: &str, dir: &Path, exec: RawExec) -> Result<(), String> {
+        if exec.timeout == Some(0) {
+            return Err(format!(
+                "{}exec.timeout: must be at least 1 (seconds)",
+                line_in_section(text, "exec", |key, _| key == "timeout")
+            ));
+        }
+        self.exec.timeout = exec
+            .timeout
+            .map_or(DEFAULT_EXEC_TIMEOUT, Duration::from_secs);
+        self.exec.max_output = exec.max_output.unwrap_or(DEFAULT_MAX_OUTPUT);
+        self.exec.network = exec.network.unwrap_or(false);
+        self.exec.sandbox_off = match exec.sandbox.as_deref().map(str::trim) {
+            None | Some("on") => false,
+            Some("off") => true,
+            Some(other) => {
+                return Err(format!(
+                    "{}exec.sandbox: '{other}' is not a choice; write `on` (the default) or `off` (run code without namespaces where they are unavailable)",
+                    line_in_section(text, "exec", |key, _| key == "sandbox")
+                ));
+            }
+        };
+        for entry in &exec.writable {
+            let path = writable_path(entry, dir)
+                .map_err(|why| format!("{}exec.writable: {why}", line_of(text, entry)))?;
+            self.exec.writable.push(path);
+        }
+        Ok(())
+    }
+
+    /// loaf.yml's `stage` section: an error names its line.
+    fn read_stage(&mut self, text: &str, dir: &Path, stage: RawStage) -> Result<(), String> {
+        if let Some(isolate) = stage.isolate {
+            for pattern in &isolate {
+                for form in crate::exec::isolate::forms(pattern) {
+                    crate::exec::isolate::glob(&form).map_err(|e| {
+                        format!(
+                            "{}stage.isolate: invalid pattern '{pattern}': {}",
+                            line_of(text, pattern),
+                            e.kind()
+                        )
+                    })?;
+                }
+            }
+            self.stage.isolate = isolate;
+            self.stage.isolate_built_in = false;
+        }
+        if let Some(share) = stage.share {
+            self.notices.push(format!(
+                "{}: {}stage.share is deprecated and has no effect: every ignored file and folder is now visible in the stage; remove it, and list what to keep out under stage.isolate",
+                dir.join(FILE_NAME).display(),
+                line_of(text, "share:")
+            ));
+            self.stage.share = share;
+        }
+        Ok(())
     }
 
     /// Whether a reply may run `action`: listed in `allowed-actions`, or, without that key,

@@ -1,25 +1,32 @@
 //! `git loaf apply` as one git transaction (DESIGN §2): lock → checkpoint → stage → hooks and
 //! actions → commit with trailers and note → publish → report.
+//!
+//! [`apply`] reads as that pipeline, one call a step; the steps live beside it, each over
+//! the transaction's shared state (`Tx`): `staging` (checkpoint, stage), `running` (the
+//! sandbox, hooks and actions), `committing` (snapshot, pre-commit, commit, note) and
+//! `publishing` (publish, report, keep).
+
+mod committing;
+mod publishing;
+mod running;
+mod staging;
 
 use std::path::{Path, PathBuf};
-use std::rc::Rc;
 
+use super::exec_changes::StageWatch;
 use super::targets::{action_targets, through_symlink};
-use super::{new_id, now_secs};
 use crate::config::Config;
 use crate::config::NotesOutputs;
-use crate::exec::PathMap;
-use crate::exec::sandbox::Sandbox;
-use crate::git::checkpoint::{self, Checkpoint};
-use crate::git::commit::{Trailers, message, write_commit, write_note_value, write_report_value};
-use crate::git::githooks::{self, GitHooks, Place, Planned, Refusal, Verify};
-use crate::git::oplog::{OpEntry, OpKind, UserState};
-use crate::git::publish::{self, PublishError, Transition, crash_point};
+use crate::git::Oid;
+use crate::git::commit::{write_note_value, write_report_value};
+use crate::git::githooks::{Place, Refusal};
+use crate::git::oplog::OpKind;
+use crate::git::publish::crash_point;
 use crate::git::session::{Session, TxError};
-use crate::git::sign::{self, SignError, SignRequest};
-use crate::git::stage::{self, Stage, Touched};
-use crate::git::{merge, refs, states, treebuild, treediff, visible};
+use crate::git::sign::SignRequest;
+use crate::git::stage::Touched;
 use crate::report::{ExecutionResult, GitInfo, redact};
+use running::RunEnv;
 
 /// What to record besides the reply.
 #[derive(Debug, Clone, Default)]
@@ -156,372 +163,96 @@ fn applied_as(repo: &crate::git::Repository, key: &str) -> Result<Option<String>
     Ok(None)
 }
 
-/// [`apply`] with the operation lock held (by `session`, released when it ends).
+/// [`apply`] with the operation lock held (by `session`, released when it ends): DESIGN §2's
+/// pipeline, one named step a call; each step's effects (and crash point) in this order.
 fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result<Applied, TxError> {
     crash_point("locked");
     // Every look at the reply (is there code to sandbox? which blocks run?) sees the same
     // text: a byte order mark is not part of it.
     let reply = crate::input::without_bom(reply);
-    let mut session_notices = session.notices.clone();
-    let repo = &session.repo;
-    let root = session.root.clone();
-    let config = Config::load(&root)?;
-    session_notices.extend(config.notices.iter().cloned());
-    let id = new_id(reply);
-    let (ref_name, old_head) = refs::head_ref(repo)?;
-    checkpoint::refuse_intent_to_add(repo)
-        .map_err(|paths| TxError::intent_to_add(&paths, "apply"))?;
-
-    let checkpoint = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
-    crash_point("checkpoint");
-    // The stage starts from what the user has (HEAD plus uncommitted work, as a commit that
-    // only the stage's HEAD refers to); an unborn branch with nothing gets an empty root.
-    let from_work = checkpoint.work_tree;
-    let from_index = checkpoint.index_tree;
-    let start = match old_head {
-        None if checkpoint.is_clean() => {
-            write_commit(repo, checkpoint.head_tree, &[], "loaf: empty start")?
-        }
-        _ => checkpoint.as_commit(repo, "loaf: stage start")?,
-    };
-    let stage = Stage::open_or_create(repo, start)?;
-    let marker = stage::in_flight_marker(repo);
-    let crashed = marker.exists();
-    if crashed {
-        // A crashed apply's exec may have left processes behind (without namespaces).
-        let _ = crate::exec::sandbox::kill_recorded(session.common_dir());
-    }
-    // Written before the reset, so that one a crash interrupts is scanned next time too.
-    std::fs::write(&marker, &id).map_err(stage::StageError::from)?;
-    stage.reset_to(start, crashed)?;
-    crash_point("stage");
-    // Ignored files (a virtualenv, node_modules, .env) are seen as in the user's tree: fs
-    // actions read through to them; exec and hooks get them mounted in place, which needs
-    // the list of them (a walk of the tree's folders: only when code will run).
-    let isolate = visible::isolate_set(&config.stage.isolate)?;
-    let runs_code = crate::run::runs_code(reply, &config, &root);
-    // The repository's own git hooks (a config read and a few stats); they are code too.
-    let verify = match (config.git_hooks, options.no_verify) {
-        (false, _) => Verify::None,
-        (true, true) => Verify::NoVerify,
-        (true, false) => Verify::All,
-    };
-    let git_hooks = GitHooks::take(repo, &root, verify).map_err(stage::StageError::from)?;
-    let runs_code = runs_code || git_hooks.any_before_commit();
-    let view = Rc::new(visible::Visibility::new(&root, isolate.clone()));
-    let paths = PathMap::redirect(&root, stage.path())
-        .scratch()
-        .showing(view.clone());
-    let sandbox = if runs_code {
-        let entries = visible::ignored_entries(repo, &isolate)?;
-        let sandbox = Sandbox::new(
-            &root,
-            stage.path(),
-            session.common_dir(),
-            entries.into_iter().map(|e| e.path).collect(),
-        )
-        .with_policy(crate::run::sandbox_policy(&config));
-        if let Some(notice) = crate::exec::sandbox::fallback_notice() {
-            session_notices.push(notice);
-        }
-        Some(sandbox)
-    } else {
-        None
-    };
-    crash_point("sandbox");
-    let mut fences = states::submodule_fences(repo, stage.path());
-    fences.extend(states::sparse_fences(repo, stage.path()));
-    crash_point("fences");
-    let watch = super::exec_changes::StageWatch::new(&stage, repo, from_work, &root);
-    let mut result = crate::run::execute_fenced(
-        reply,
-        &config,
-        &paths,
-        fences,
-        sandbox.as_ref(),
-        Some(&watch),
-    );
-    crash_point("executed");
-    if sandbox.as_ref().is_some_and(|s| !s.isolated()) {
-        report_escapes(&session, &checkpoint, &root, &mut result)?;
-    }
-    let mut git = GitInfo {
-        apply: id.clone(),
-        base: old_head.map(|o| o.to_string()),
-        ..GitInfo::default()
-    };
+    let mut tx = Tx::begin(session, reply, options)?;
+    let checkpoint = tx.checkpoint()?;
+    let staging = tx.stage(&checkpoint)?;
+    let env = tx.run_env(reply, &staging.stage)?;
+    let watch = StageWatch::new(&staging.stage, tx.repo(), checkpoint.work_tree, &tx.root);
+    let mut result = tx.run_actions(reply, &staging.stage, &env, &checkpoint, &watch)?;
+    let mut git = tx.git_info();
     if result.fatal_error.is_some() {
         // Before hooks failed (or loaf.yml's guard is unusable): nothing is committed, and
         // the marker stays so that the next apply scans what the hooks may have left.
-        return Ok(Applied::unrecorded(result, git, session_notices));
+        return Ok(Applied::unrecorded(result, git, tx.notices));
     }
-    let touched = touched(&result, &config, &root, stage.path());
-    // The scan after the last exec, when nothing wrote since, is the stage as it is now.
-    let staged = match watch.last_scan() {
-        Some(scanned) => scanned,
-        None => stage.snapshot(&touched, repo)?,
-    };
-    crash_point("snapshot");
-    // What the apply changed: the stage against the user's working tree. Only those paths
-    // go into the commit (on HEAD's tree) and into the index; everything else the user had
-    // uncommitted stays uncommitted.
-    let changed: Vec<PathBuf> = treediff::changed_paths(repo, Some(from_work), Some(staged))?
-        .into_iter()
-        .collect();
-    // With nothing uncommitted the stage started from HEAD's tree, so what it holds is
-    // already that tree with the apply's changes.
-    let tree = if changed.is_empty() {
-        checkpoint.head_tree
-    } else if from_work == checkpoint.head_tree {
-        staged
-    } else {
-        treebuild::tree_with_entries(repo, checkpoint.head_tree, staged, &changed)?
-    };
-    // pre-commit runs against exactly this commit, as `git commit` runs it; what it rewrites
-    // is committed too. A refusal publishes nothing (the marker stays: the next reset scans).
-    let place = Place {
-        root: &root,
-        paths: &paths,
-        sandbox: sandbox.as_ref(),
-        head: old_head,
-        branch: Some(&ref_name),
-    };
-    let planned = Planned {
-        tree,
-        staged,
-        changed,
-    };
-    let Planned {
-        tree,
-        staged,
-        changed,
-    } = match githooks::pre_commit(&git_hooks, repo, &stage, place, planned)? {
+    let planned = tx.snapshot(&staging.stage, &checkpoint, &result, &watch)?;
+    let planned = match tx.pre_commit(&staging.stage, &env, planned)? {
         Ok(planned) => planned,
-        Err(refusal) => return Ok(Applied::refused(result, git, session_notices, refusal)),
+        Err(refusal) => return Ok(Applied::refused(result, git, tx.notices, refusal)),
     };
-    // What git will not commit but the user's tree gets at publish: ignored files the
-    // actions wrote, folders dir_create made.
-    let extras = visible::extras(
-        repo,
-        stage.path(),
-        tree,
-        &write_targets(&result, &root, stage.path()),
-        &view.copied(),
-    )?;
-    if changed.is_empty() && extras.is_empty() {
+    let extras = tx.extras(&staging.stage, &env, &result, planned.tree)?;
+    if planned.changed.is_empty() && extras.is_empty() {
         // Nothing changed (reads only, or writes that changed nothing): no commit.
-        stage.set_head(start)?;
-        let _ = std::fs::remove_file(&marker);
-        return Ok(Applied::unrecorded(result, git, session_notices));
+        staging.unchanged()?;
+        return Ok(Applied::unrecorded(result, git, tx.notices));
     }
-    let to_index = if from_index == from_work {
-        staged
-    } else {
-        treebuild::tree_with_entries(repo, from_index, staged, &changed)?
+    let to_index = tx.index_tree(&checkpoint, &planned)?;
+    git.uncommitted = tx.carried_uncommitted(&checkpoint, &planned.changed)?;
+    let subject = tx.subject(&result, &planned.changed);
+    let commit = match tx.commit(&staging, &env, &planned, &subject, &result)? {
+        Ok(commit) => commit,
+        Err(refusal) => return Ok(Applied::refused(result, git, tx.notices, refusal)),
     };
-    git.uncommitted = checkpoint::carried_uncommitted(repo, &checkpoint, &changed)?;
-    if !git.uncommitted.is_empty() {
-        // The report tells the model; the user, at the terminal, is told too.
-        session_notices.push(format!(
-            "the commit includes the uncommitted changes you had in {} (the reply changed {}); `git loaf undo` gives them back uncommitted",
-            git.uncommitted.join(", "),
-            if git.uncommitted.len() == 1 { "that file" } else { "those files" }
-        ));
-    }
-    let summary = crate::report::subject::subject_summary(&result, &root, &changed);
-    let subject = config
-        .commit_message_format
-        .replace("{operation_summary}", &summary);
-    let parents: Vec<_> = old_head.into_iter().collect();
-    // Only ignored files or empty folders changed: nothing to commit, the branch stays.
-    let commit = if changed.is_empty() {
-        stage.set_head(start)?;
-        None
-    } else {
-        let trailers = Trailers {
-            apply: Some(id.clone()),
-            base: old_head,
-            result: Some(result.to_trailer_json()),
-            assisted_by: options.model.clone(),
-        };
-        let text = message(&subject, &trailers);
-        let text = match githooks::commit_message(&git_hooks, &stage, place, (tree, staged), text)?
-        {
-            Ok(text) => text,
-            Err(refusal) => return Ok(Applied::refused(result, git, session_notices, refusal)),
-        };
-        let commit = match sign::write_commit(repo, tree, &parents, &text, &options.sign) {
-            Ok(commit) => commit,
-            Err(SignError::Git(error)) => return Err(error.into()),
-            Err(error) => {
-                let refusal = Refusal::signing(&error.to_string());
-                return Ok(Applied::refused(result, git, session_notices, refusal));
-            }
-        };
-        crash_point("commit");
-        // The stage holds the user's work plus the apply's: record that as its HEAD, so the
-        // next apply moves it by the difference.
-        let stage_head = if staged == tree {
-            commit
-        } else {
-            write_commit(repo, staged, &[commit], "loaf: stage")?
-        };
-        stage.set_head(stage_head)?;
-        Some(commit)
-    };
-    let _ = std::fs::remove_file(&marker);
+    staging.finish();
     git.commit = commit.map(|c| c.to_string());
-    git.checkpoint = (!checkpoint.is_clean()).then(|| from_work.to_string());
+    git.checkpoint = (!checkpoint.is_clean()).then(|| checkpoint.work_tree.to_string());
     result.git = Some(git);
-    if let Some(commit) = commit {
-        record(repo, commit, &root, &result, config.notes_outputs)?;
-        // The note must follow the commit through `git commit --amend` and `git rebase`.
-        // A config that cannot be written costs the note's survival, not the apply.
-        if let Ok(true) = crate::git::commit::ensure_notes_rewrite(repo) {
-            session_notices.push(
-                "set notes.rewriteRef = refs/notes/loaf in this repository's config, so `git commit --amend` and `git rebase` keep the git-loaf records".to_owned(),
-            );
-        }
-    }
+    tx.note(commit, &result)?;
     crash_point("committed");
-    let new_head = commit.or(old_head).map(|o| o.to_string());
-    let (staged, to_index) = (staged.to_string(), to_index.to_string());
-    let transition = Transition {
-        workdir: root.clone(),
-        ref_name: ref_name.clone(),
-        old: old_head.map(|o| o.to_string()),
-        new: new_head.clone(),
-        from_work: from_work.to_string(),
-        from_index: from_index.to_string(),
-        to_work: staged.clone(),
-        to_index: to_index.clone(),
-        message: format!("git-loaf apply {id}: {subject}"),
-        op: OpEntry {
-            id: id.clone(),
-            kind: OpKind::Apply,
-            target: None,
-            time: now_secs(),
-            workdir: root.display().to_string(),
-            ref_name: ref_name.clone(),
-            summary: subject,
-            before: UserState {
-                head: old_head.map(|o| o.to_string()),
-                work: from_work.to_string(),
-                index: from_index.to_string(),
-            },
-            after: UserState {
-                head: new_head,
-                work: staged,
-                index: to_index,
-            },
-            extras,
-            reply_key: options.reply_key.clone(),
-        },
-    };
-    let mut transition = transition;
-    let mut notices = session_notices;
-    let mut attempts = 0;
-    let outcome = loop {
-        match publish::publish(repo, &transition, true) {
-            Ok(skipped) => break Ok(skipped),
-            // The user saved a file the apply changed while it ran: merge and try again (a
-            // few times: they may still be saving).
-            Err(PublishError::Changed(paths)) if attempts < 3 => {
-                attempts += 1;
-                match merge::merge_users_edits(repo, &mut transition, &paths)? {
-                    Ok(merged) => notices.push(format!(
-                        "you changed {} while git-loaf ran: merged with the reply's change (your edit stays uncommitted)",
-                        publish::list(&merged)
-                    )),
-                    Err(merge::Overlap(reason)) => break Err(reason),
-                }
-            }
-            Err(
-                error @ (PublishError::Moved { .. }
-                | PublishError::Changed(_)
-                | PublishError::IndexLocked(_)),
-            ) => break Err(error.to_string()),
-            Err(other) => return Err(other.into()),
-        }
-    };
-    let kept = match outcome {
-        Ok(skipped) => {
-            if !skipped.is_empty() {
-                let git = result.git.get_or_insert_with(GitInfo::default);
-                git.not_written = skipped.iter().map(|p| p.display().to_string()).collect();
-                if let Some(commit) = commit {
-                    record(repo, commit, &root, &result, config.notes_outputs)?;
-                }
-            }
-            if commit.is_some() {
-                notices.extend(githooks::post_commit(&git_hooks, &root));
-            }
-            None
-        }
-        Err(reason) => {
-            let kept_commit = match commit {
-                Some(commit) => commit,
-                // Only ignored files changed: keep a commit holding the stage's state so the
-                // kept ref names something (take then replays nothing but is harmless).
-                None => write_commit(repo, checkpoint.head_tree, &parents, "loaf: kept")?,
-            };
-            let refname = refs::keep(repo, &id, kept_commit)?;
-            if let Some(git) = result.git.as_mut() {
-                git.not_applied = Some(format!(
-                    "{reason}; the commit is kept as {refname}: `git loaf take {id}` applies it, `git loaf drop {id}` discards it"
-                ));
-            }
-            record(repo, kept_commit, &root, &result, config.notes_outputs)?;
-            Some(Kept { refname, reason })
-        }
-    };
-    Ok(Applied {
-        result,
-        kept,
-        notices,
-    })
+    let states = (planned.staged, to_index);
+    let transition = tx.transition(&checkpoint, states, commit, subject, extras);
+    let outcome = tx.publish(transition)?;
+    tx.report(result, outcome, commit, &checkpoint, &env)
 }
 
-/// Without namespaces, code could change the user's tree directly (the model knows its real
-/// path): compare the user's tree with the checkpoint taken before the run, and turn every
-/// code-running result into a failure naming what it changed, so nothing claims success for
-/// changes that are neither committed nor undoable.
-fn report_escapes(
-    session: &Session,
-    before: &Checkpoint,
-    root: &Path,
-    result: &mut ExecutionResult,
-) -> Result<(), TxError> {
-    let repo = &session.repo;
-    let now = checkpoint::take(repo)?;
-    if now.work_tree == before.work_tree && now.index_tree == before.index_tree {
-        return Ok(());
+/// One apply's transaction: what its steps share, from the lock to the report.
+struct Tx<'a> {
+    /// The lock, the repository, its root.
+    session: Session,
+    options: &'a ApplyOptions,
+    /// The repository's root as the model sees it.
+    root: PathBuf,
+    config: Config,
+    /// The apply's id.
+    id: String,
+    /// The ref the commit moves and where it was (`None`: unborn).
+    ref_name: String,
+    old_head: Option<Oid>,
+    /// Things to tell the user on stderr.
+    notices: Vec<String>,
+}
+
+impl Tx<'_> {
+    fn repo(&self) -> &crate::git::Repository {
+        &self.session.repo
     }
-    let mut paths: Vec<String> =
-        treediff::changed_paths(repo, Some(before.work_tree), Some(now.work_tree))?
-            .into_iter()
-            .map(|p| root.join(p).display().to_string())
-            .collect();
-    if paths.is_empty() {
-        paths.push("the index".to_owned());
+
+    /// The report's git part before anything is committed.
+    fn git_info(&self) -> GitInfo {
+        GitInfo {
+            apply: self.id.clone(),
+            base: self.old_head.map(|o| o.to_string()),
+            ..GitInfo::default()
+        }
     }
-    let message = format!(
-        "changed the user's files directly, outside the transaction (not committed, not undoable by git loaf): {}",
-        paths.join(", ")
-    );
-    for r in result.results.iter_mut().filter(|r| r.action == "exec") {
-        r.success = false;
-        r.error = Some(match &r.error {
-            Some(e) => format!("{e}; {message}"),
-            None => message.clone(),
-        });
+
+    /// Where the repository's git hooks run: in the stage, on the user's branch.
+    fn place<'p>(&'p self, env: &'p RunEnv) -> Place<'p> {
+        Place {
+            root: &self.root,
+            paths: &env.paths,
+            sandbox: env.sandbox.as_ref(),
+            head: self.old_head,
+            branch: Some(&self.ref_name),
+        }
     }
-    result.success = false;
-    let hooks = result.hook_errors.get_or_insert_with(Default::default);
-    hooks
-        .after
-        .push(format!("code run by this apply {message}"));
-    Ok(())
 }
 
 /// What the run may have changed in the stage: the targets of write actions, unless `exec`

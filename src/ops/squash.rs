@@ -10,25 +10,23 @@
 //! lease. No tree is rewritten and nothing is checked out: the cost follows the number of
 //! commits squashed, not the size of the repository.
 
+mod selecting;
+
 use std::path::Path;
-use std::time::{Duration, UNIX_EPOCH};
+use std::time::UNIX_EPOCH;
 
 use serde_json::{Value, json};
 
 use super::{new_id, now_secs};
-use crate::git::commit::{
-    ensure_notes_rewrite, parse_trailers, read_notes, read_report, write_note, write_report,
-};
-use crate::git::commits::{self, CommitInfo};
+use crate::git::commit::{ensure_notes_rewrite, read_notes, read_report, write_note, write_report};
+use crate::git::commits;
 use crate::git::oplog::{OpEntry, OpKind, UserState};
 use crate::git::publish::{self, PublishError, Transition, crash_point};
 use crate::git::push::{self, PushError, Upstream};
 use crate::git::session::{self, Session, TxError};
-use crate::git::{Oid, Repository, checkpoint, refs, short_id, short_oid};
+use crate::git::{Oid, Repository, checkpoint, short_id};
 use crate::report::redact;
-
-/// How far `--limit` keeps counting the commits it left out.
-const COUNT_LIMIT: usize = 10_000;
+use selecting::plan;
 
 /// The trailer naming a squash commit's id.
 pub const SQUASH_TRAILER: &str = "Loaf-Squash";
@@ -125,20 +123,12 @@ pub struct Squashed {
     pub notices: Vec<String>,
 }
 
-/// Squashes the run ending at HEAD in the repository containing `cwd`.
+/// Squashes the run ending at HEAD in the repository containing `cwd`: lock → plan (select
+/// the run, refuse what may not be squashed) → checkpoint → commit → merge the notes →
+/// publish → push.
 pub fn squash(cwd: &Path, options: &SquashOptions) -> Result<Squashed, TxError> {
     if options.dry_run {
-        // Only reads: no lock, no crash recovery, nothing written.
-        let repo = session::open(cwd, "squash")?;
-        let id = new_id("squash");
-        let plan = plan(&repo, options, &id)?;
-        return Ok(Squashed {
-            id,
-            plan,
-            commit: None,
-            pushed: None,
-            notices: Vec::new(),
-        });
+        return dry_run(cwd, options);
     }
     let session = Session::begin(cwd, "squash")?;
     crash_point("locked");
@@ -147,82 +137,13 @@ pub fn squash(cwd: &Path, options: &SquashOptions) -> Result<Squashed, TxError> 
     let id = new_id("squash");
     let plan = plan(repo, options, &id)?;
     crash_point("planned");
-    checkpoint::refuse_intent_to_add(repo)
-        .map_err(|paths| TxError::intent_to_add(&paths, "squash"))?;
-    // The user's uncommitted work, recorded so that undo can tell nothing changed since;
-    // squash leaves it exactly as it is.
-    let current = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
-    let (work, index) = (
-        current.work_tree.to_string(),
-        current.index_tree.to_string(),
-    );
-    crash_point("scanned");
-    let tree = commits::read(repo, plan.head)?.tree;
-    let parents: Vec<Oid> = plan.base.into_iter().collect();
-    // Signed as `git commit` would sign it (commit.gpgSign, --gpg-sign); a failure stops
-    // the squash before anything moves, with git's message.
-    let commit = crate::git::sign::write_commit(repo, tree, &parents, &plan.message, &options.sign)
-        .map_err(crate::git::sign::SignError::into_git)?;
-    crash_point("commit");
+    let (work, index) = checkpoint_work(repo)?;
+    let commit = commit(repo, &plan, options)?;
     record_merged(repo, &session.root, commit, &id, &plan.picked)?;
     crash_point("committed");
-    // Not worth failing the squash for: the notes still work, they just do not follow a
-    // rebase.
-    match ensure_notes_rewrite(repo) {
-        Ok(true) => notices.push(
-            "set notes.rewriteRef = refs/notes/loaf in this repository's config, so `git commit --amend` and `git rebase` keep the git-loaf records".to_owned(),
-        ),
-        Ok(false) => {}
-        Err(e) => notices.push(format!(
-            "could not set notes.rewriteRef = refs/notes/loaf in the repository's config ({}): `git rebase` will not carry the git-loaf notes",
-            e.message()
-        )),
-    }
-    let head = Some(plan.head.to_string());
-    let subject = plan.message.lines().next().unwrap_or("").to_owned();
-    let state = |head: Option<String>| UserState {
-        head,
-        work: work.clone(),
-        index: index.clone(),
-    };
-    let transition = Transition {
-        workdir: session.root.clone(),
-        ref_name: plan.ref_name.clone(),
-        old: head.clone(),
-        new: Some(commit.to_string()),
-        from_work: work.clone(),
-        from_index: index.clone(),
-        to_work: work.clone(),
-        to_index: index.clone(),
-        message: format!("git-loaf squash {id}: {subject}"),
-        op: OpEntry {
-            id: id.clone(),
-            kind: OpKind::Squash,
-            target: None,
-            time: now_secs(),
-            workdir: session.root.display().to_string(),
-            ref_name: plan.ref_name.clone(),
-            summary: subject,
-            before: state(head),
-            after: state(Some(commit.to_string())),
-            extras: Default::default(),
-            reply_key: None,
-        },
-    };
-    match publish::publish(repo, &transition, false) {
-        Ok(_) => {}
-        Err(PublishError::Moved { ref_name, now }) => {
-            return Err(TxError::Refused {
-                message: format!(
-                    "{} moved while git-loaf squashed it (now {}): nothing was changed",
-                    super::undo::display_ref(&ref_name),
-                    super::undo::short(Some(&now))
-                ),
-                hint: "run `git loaf squash` again".into(),
-            });
-        }
-        Err(other) => return Err(other.into()),
-    }
+    notices.extend(notes_rewrite_notice(repo));
+    let transition = transition(&session, &id, &plan, commit, (work, index));
+    publish_squash(repo, &transition)?;
     crash_point("published");
     let root = session.root.clone();
     // The lock is not needed to push, and a pre-push hook may run git-loaf itself.
@@ -240,275 +161,117 @@ pub fn squash(cwd: &Path, options: &SquashOptions) -> Result<Squashed, TxError> 
     })
 }
 
-/// Selects the run, checks it may be squashed and writes the message.
-fn plan(repo: &Repository, options: &SquashOptions, id: &str) -> Result<Plan, TxError> {
-    let (ref_name, head) = refs::head_ref(repo)?;
-    let Some(head) = head else {
-        return Err(TxError::Invalid {
-            message: "nothing to squash: this branch has no commits yet".into(),
-            hint: "`git loaf apply` makes commits; squash folds several into one".into(),
-        });
-    };
-    // Checked before anything changes: a squash that cannot be pushed is not made.
-    let upstream = if options.push {
-        Some(upstream_of(repo, &ref_name)?)
-    } else {
-        None
-    };
-    if options.limit.is_some_and(|n| n < 2) {
-        return Err(TxError::Invalid {
-            message: "--limit must be at least 2: squash folds two or more commits into one".into(),
-            hint: "leave --limit out to take the whole run".into(),
-        });
-    }
-    let (picked, more, end) = select(repo, options)?;
-    if picked.len() < 2 {
-        return Err(too_few(&picked, &end, options));
-    }
-    let oldest = picked.last().map(|p| p.commit).unwrap_or(head);
-    let base = commits::read(repo, oldest)?.parent;
-    if !options.force
-        && !options.push
-        && let Some((commit, remote)) = refs::first_pushed(repo, head, base)?
-    {
-        return Err(TxError::Refused {
-            message: format!(
-                "commit {} of the run to squash is already on {remote}: squashing rewrites published history",
-                short_oid(commit)
-            ),
-            hint: "`git loaf squash --push` squashes and force-pushes with a lease (refused if anyone pushed since your last fetch); `--force` squashes locally anyway".into(),
-        });
-    }
-    let mut picked = picked;
-    picked.reverse();
-    let files = crate::git::squash::files_changed(repo, base, head)?;
-    let message = message(id, &picked, files, options.message.as_deref())?;
-    Ok(Plan {
-        ref_name,
-        head,
-        base,
-        picked,
-        more,
-        end,
-        message,
-        upstream,
+/// `--dry-run`: what squash would do. Only reads: no lock, no crash recovery, nothing
+/// written.
+fn dry_run(cwd: &Path, options: &SquashOptions) -> Result<Squashed, TxError> {
+    let repo = session::open(cwd, "squash")?;
+    let id = new_id("squash");
+    let plan = plan(&repo, options, &id)?;
+    Ok(Squashed {
+        id,
+        plan,
+        commit: None,
+        pushed: None,
+        notices: Vec::new(),
     })
 }
 
-/// The run from HEAD, newest first; how many more beyond `--limit`; why it ended.
-fn select(
-    repo: &Repository,
-    options: &SquashOptions,
-) -> Result<(Vec<Picked>, usize, RunEnd), TxError> {
-    let mut picked = Vec::new();
-    let mut more = 0;
-    let Some(chain) = commits::first_parents(repo)? else {
-        return Ok((picked, more, RunEnd::Root));
-    };
-    let limit = options.limit.unwrap_or(usize::MAX);
-    for commit in chain {
-        let commit = commit?;
-        let end = if crate::git::squash::is_merge(repo, commit.id)? {
-            Some(RunEnd::Merge(commit.id))
-        } else if options.after.is_some_and(|after| commit.time < after) {
-            Some(RunEnd::TooOld(commit.id))
-        } else if !matches(&commit, &options.containing)
-            || !in_session(&commit, options.session.as_deref())
-        {
-            Some(RunEnd::NotMatching(commit.id, commit.summary.clone()))
-        } else {
-            None
-        };
-        if let Some(end) = end {
-            let end = if more > 0 { RunEnd::Limit } else { end };
-            return Ok((picked, more, end));
-        }
-        if picked.len() < limit {
-            picked.push(Picked {
-                commit: commit.id,
-                subject: commit.summary.clone(),
-                time: commit.time,
-                loaf_id: loaf_id(&commit.message),
-                message: commit.message,
-            });
-        } else {
-            more += 1;
-            if more >= COUNT_LIMIT {
-                break;
-            }
-        }
-    }
-    let end = if more > 0 {
-        RunEnd::Limit
-    } else {
-        RunEnd::Root
-    };
-    Ok((picked, more, end))
+/// The user's uncommitted work (working tree and index trees), recorded so that undo can
+/// tell nothing changed since; squash leaves it exactly as it is.
+fn checkpoint_work(repo: &Repository) -> Result<(String, String), TxError> {
+    checkpoint::refuse_intent_to_add(repo)
+        .map_err(|paths| TxError::intent_to_add(&paths, "squash"))?;
+    let current = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
+    let (work, index) = (
+        current.work_tree.to_string(),
+        current.index_tree.to_string(),
+    );
+    crash_point("scanned");
+    Ok((work, index))
 }
 
-/// Whether `commit` belongs in the run: its message contains one of `containing`, or, when
-/// none is given, it is a git-loaf apply (or an earlier squash of applies).
-fn matches(commit: &CommitInfo, containing: &[String]) -> bool {
-    if containing.is_empty() {
-        loaf_id(&commit.message).is_some()
-    } else {
-        containing.iter().any(|text| commit.message.contains(text))
-    }
+/// The squash commit: HEAD's tree on the run's base. Signed as `git commit` would sign it
+/// (commit.gpgSign, --gpg-sign); a failure stops the squash before anything moves, with
+/// git's message.
+fn commit(repo: &Repository, plan: &Plan, options: &SquashOptions) -> Result<Oid, TxError> {
+    let tree = commits::read(repo, plan.head)?.tree;
+    let parents: Vec<Oid> = plan.base.into_iter().collect();
+    let commit = crate::git::sign::write_commit(repo, tree, &parents, &plan.message, &options.sign)
+        .map_err(crate::git::sign::SignError::into_git)?;
+    crash_point("commit");
+    Ok(commit)
 }
 
-/// Whether `commit` is a turn of `session` (every commit when no session is asked for).
-fn in_session(commit: &CommitInfo, session: Option<&str>) -> bool {
-    session.is_none_or(|session| {
-        parse_trailers(&commit.message)
-            .iter()
-            .any(|(k, v)| k == super::record::SESSION_TRAILER && v == session)
-    })
-}
-
-/// The `Loaf-Apply` or `Loaf-Squash` id of a message.
-fn loaf_id(message: &str) -> Option<String> {
-    parse_trailers(message)
-        .into_iter()
-        .find(|(k, _)| k == "Loaf-Apply" || k == SQUASH_TRAILER)
-        .map(|(_, v)| v)
-}
-
-/// The refusal when the run holds fewer than two commits, saying why it ended there.
-fn too_few(picked: &[Picked], end: &RunEnd, options: &SquashOptions) -> TxError {
-    let found = match picked.len() {
-        0 => "no commit".to_owned(),
-        n => format!("only {n} commit"),
-    };
-    let what = if let Some(session) = &options.session {
-        format!("turn of session {session}")
-    } else if options.containing.is_empty() {
-        "git-loaf apply".to_owned()
-    } else {
-        format!(
-            "commit containing {}",
-            options
-                .containing
-                .iter()
-                .map(|t| format!("{t:?}"))
-                .collect::<Vec<_>>()
-                .join(" or ")
-        )
-    };
-    let why = match end {
-        RunEnd::NotMatching(commit, subject) => {
-            format!("{} (\"{subject}\") is not a {what}", short_oid(*commit))
-        }
-        RunEnd::Merge(commit) => {
-            format!(
-                "{} is a merge commit, which ends the run",
-                short_oid(*commit)
-            )
-        }
-        RunEnd::TooOld(commit) => {
-            format!("{} is older than the time asked for", short_oid(*commit))
-        }
-        RunEnd::Root | RunEnd::Limit => "the branch has no more commits".to_owned(),
-    };
-    TxError::Invalid {
-        message: format!(
-            "nothing to squash: {found} from HEAD in the run ({why}); squash needs at least two"
+/// Notes follow `git commit --amend` and `git rebase` once notes.rewriteRef is set. Not
+/// worth failing the squash for: the notes still work, they just do not follow a rebase.
+fn notes_rewrite_notice(repo: &Repository) -> Option<String> {
+    match ensure_notes_rewrite(repo) {
+        Ok(true) => Some(
+            "set notes.rewriteRef = refs/notes/loaf in this repository's config, so `git commit --amend` and `git rebase` keep the git-loaf records".to_owned(),
         ),
-        hint: "`git loaf squash --containing TEXT` selects commits by their message (`--containing \"\"` takes every commit up to a merge); `--dry-run` shows the selection".into(),
+        Ok(false) => None,
+        Err(e) => Some(format!(
+            "could not set notes.rewriteRef = refs/notes/loaf in the repository's config ({}): `git rebase` will not carry the git-loaf notes",
+            e.message()
+        )),
     }
 }
 
-/// The upstream `--push` pushes to, or why there is none.
-fn upstream_of(repo: &Repository, ref_name: &str) -> Result<Upstream, TxError> {
-    let Some(branch) = ref_name.strip_prefix("refs/heads/") else {
-        return Err(TxError::Invalid {
-            message: "--push needs a branch, but HEAD is detached".into(),
-            hint: "`git switch <branch>` first, or squash without --push".into(),
-        });
-    };
-    push::upstream(repo, ref_name)?.ok_or_else(|| TxError::Invalid {
-        message: format!("--push: branch {branch} has no upstream to push to; nothing was changed"),
-        hint: format!(
-            "set one (`git branch --set-upstream-to origin/{branch}`, or `git push -u origin {branch}` once), then run `git loaf squash --push` again"
-        ),
-    })
-}
-
-/// The squash commit's message: the generated subject (or the user's `-m`), the squashed
-/// subjects, then the trailers: `Loaf-Squash: <id>` and, for every apply folded in (those
-/// of an earlier squash included), `Loaf-Squashed: <apply id> <commit>` followed by its
-/// `Loaf-Result`.
-fn message(
+/// The branch's move from HEAD to the squash commit, as the operation log records it; the
+/// working tree and index (`work`, `index`) stay as they are.
+fn transition(
+    session: &Session,
     id: &str,
-    picked: &[Picked],
-    files: usize,
-    custom: Option<&str>,
-) -> Result<String, TxError> {
-    let mut trailers = vec![(SQUASH_TRAILER.to_owned(), id.to_owned())];
-    for p in picked {
-        let pairs = parse_trailers(&p.message);
-        if pairs.iter().any(|(k, _)| k == SQUASH_TRAILER) {
-            // An earlier squash: keep the records it carries, not itself.
-            trailers.extend(
-                pairs
-                    .into_iter()
-                    .filter(|(k, _)| k == SQUASHED_TRAILER || k == "Loaf-Result"),
-            );
-        } else if let Some(apply) = pairs.iter().find(|(k, _)| k == "Loaf-Apply") {
-            trailers.push((
-                SQUASHED_TRAILER.to_owned(),
-                format!("{} {}", apply.1, p.commit),
-            ));
-            trailers.extend(pairs.iter().find(|(k, _)| k == "Loaf-Result").cloned());
-        }
-    }
-    let body = match custom {
-        Some(text) if !text.trim().is_empty() => text.trim().to_owned(),
-        Some(_) => {
-            return Err(TxError::Invalid {
-                message: "the message given with -m is empty".into(),
-                hint: "give a message, or leave -m out for the generated one".into(),
-            });
-        }
-        None => {
-            let applies = trailers
-                .iter()
-                .filter(|(k, _)| k == SQUASHED_TRAILER)
-                .count();
-            let all_loaf = picked.iter().all(|p| p.loaf_id.is_some());
-            let what = if all_loaf {
-                format!("{applies} applies")
-            } else {
-                format!("{} commits", picked.len())
-            };
-            let range = date_range(picked);
-            let plural = if files == 1 { "" } else { "s" };
-            let mut text = format!("AI: squashed {what} ({range}): {files} file{plural} changed\n");
-            for p in picked {
-                text.push_str(&format!("\n- {}", p.subject));
-            }
-            text
-        }
+    plan: &Plan,
+    commit: Oid,
+    (work, index): (String, String),
+) -> Transition {
+    let head = Some(plan.head.to_string());
+    let subject = plan.message.lines().next().unwrap_or("").to_owned();
+    let state = |head: Option<String>| UserState {
+        head,
+        work: work.clone(),
+        index: index.clone(),
     };
-    let mut out = format!("{}\n\n", body.trim_end());
-    for (key, value) in trailers {
-        out.push_str(&format!("{key}: {}\n", value.replace(['\r', '\n'], " ")));
+    Transition {
+        workdir: session.root.clone(),
+        ref_name: plan.ref_name.clone(),
+        old: head.clone(),
+        new: Some(commit.to_string()),
+        from_work: work.clone(),
+        from_index: index.clone(),
+        to_work: work.clone(),
+        to_index: index.clone(),
+        message: format!("git-loaf squash {id}: {subject}"),
+        op: OpEntry {
+            id: id.to_owned(),
+            kind: OpKind::Squash,
+            target: None,
+            time: now_secs(),
+            workdir: session.root.display().to_string(),
+            ref_name: plan.ref_name.clone(),
+            summary: subject,
+            before: state(head),
+            after: state(Some(commit.to_string())),
+            extras: Default::default(),
+            reply_key: None,
+        },
     }
-    Ok(out)
 }
 
-/// `2026-01-01` or `2026-01-01 to 2026-01-03` (UTC).
-fn date_range(picked: &[Picked]) -> String {
-    let day = |seconds: i64| {
-        let time = UNIX_EPOCH + Duration::from_secs(seconds.max(0) as u64);
-        humantime::format_rfc3339_seconds(time).to_string()[..10].to_owned()
-    };
-    let first = picked.iter().map(|p| p.time).min().unwrap_or(0);
-    let last = picked.iter().map(|p| p.time).max().unwrap_or(0);
-    let (first, last) = (day(first), day(last));
-    if first == last {
-        first
-    } else {
-        format!("{first} to {last}")
+/// Publish: the branch moves by compare-and-swap; moved meanwhile, nothing changes.
+fn publish_squash(repo: &Repository, transition: &Transition) -> Result<(), TxError> {
+    match publish::publish(repo, transition, false) {
+        Ok(_) => Ok(()),
+        Err(PublishError::Moved { ref_name, now }) => Err(TxError::Refused {
+            message: format!(
+                "{} moved while git-loaf squashed it (now {}): nothing was changed",
+                super::undo::display_ref(&ref_name),
+                super::undo::short(Some(&now))
+            ),
+            hint: "run `git loaf squash` again".into(),
+        }),
+        Err(other) => Err(other.into()),
     }
 }
 
@@ -662,6 +425,7 @@ pub fn parse_date(text: &str, now: i64) -> Option<i64> {
 
 #[cfg(test)]
 mod tests {
+    use super::selecting::date_range;
     use super::*;
 
     #[test]

@@ -8,12 +8,12 @@
 
 mod since;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 pub use since::{Between, name_paths};
 
 use super::{new_id, now_secs};
-use crate::git::checkpoint;
+use crate::git::checkpoint::{self, Checkpoint};
 use crate::git::oplog::{self, OpEntry, OpKind, UserState};
 use crate::git::publish::{self, Transition, crash_point, differing};
 use crate::git::session::{Session, TxError};
@@ -272,7 +272,8 @@ pub fn state_ref(entry: &OpEntry, state: &UserState) -> String {
 }
 
 /// Moves from `target`'s after state to its before state (undo, undo --to of the `run`) or
-/// back (redo).
+/// back (redo): refuse if HEAD is on another ref → checkpoint → refuse anything changed
+/// since, or save it when forced → publish → report.
 fn walk(
     mut session: Session,
     target: OpEntry,
@@ -280,63 +281,150 @@ fn walk(
     force: bool,
     run: Run,
 ) -> Result<Walked, TxError> {
+    let way = Move::over(target, kind);
+    let (ref_name, head) = refs::head_ref(&session.repo)?;
+    way.refuse_other_ref(&ref_name)?;
     let repo = &session.repo;
-    let undoing = kind != OpKind::Redo;
-    let (expected, wanted) = if undoing {
-        (target.after.clone(), target.before.clone())
-    } else {
-        (target.before.clone(), target.after.clone())
+    checkpoint::refuse_intent_to_add(repo)
+        .map_err(|paths| TxError::intent_to_add(&paths, way.verb))?;
+    let id = new_id(&way.target.id);
+    let current = checkpoint::take(repo)?;
+    let now = UserState {
+        head: head.map(|o| o.to_string()),
+        work: current.work_tree.to_string(),
+        index: current.index_tree.to_string(),
     };
-    let (expected_ref, wanted_ref) = (state_ref(&target, &expected), state_ref(&target, &wanted));
-    let verb = if undoing { "undo" } else { "redo" };
-    let (ref_name, head) = refs::head_ref(repo)?;
-    if ref_name != expected_ref {
-        return Err(TxError::Refused {
+    crash_point("scanned");
+    let saved = way.refuse_or_save(&session, &run, force, &id, &current, &now)?;
+    let transition = way.transition(&session, &id, &ref_name, &now);
+    let (skipped, attached) = way.publish(repo, &transition, &ref_name)?;
+    let mut notices = std::mem::take(&mut session.notices);
+    notices.extend(publish::left_alone_notice(&skipped));
+    notices.extend(way.left_detached(attached));
+    let paths = differing(repo, &now.work, &way.wanted.work)?
+        .into_iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let restored_uncommitted = way.restored_uncommitted(repo, &now)?;
+    Ok(Walked {
+        restored_uncommitted,
+        target: way.target,
+        id,
+        ref_name,
+        from: now.head,
+        to: way.wanted.head,
+        paths,
+        saved,
+        notices,
+        run: run.ops,
+        attached: attached.then_some(way.wanted_ref),
+        between: run.between,
+    })
+}
+
+/// One walk over `target` (an operation, or the entry standing for an `undo --to` run):
+/// from the state it left to the state it found (undo), or back (redo).
+struct Move {
+    target: OpEntry,
+    kind: OpKind,
+    undoing: bool,
+    /// `undo` or `redo`, as the messages say it.
+    verb: &'static str,
+    /// The state the walk starts from, and the ref HEAD is on there.
+    expected: UserState,
+    expected_ref: String,
+    /// The state the walk ends in, and the ref HEAD is on there.
+    wanted: UserState,
+    wanted_ref: String,
+}
+
+impl Move {
+    fn over(target: OpEntry, kind: OpKind) -> Move {
+        let undoing = kind != OpKind::Redo;
+        let (expected, wanted) = if undoing {
+            (target.after.clone(), target.before.clone())
+        } else {
+            (target.before.clone(), target.after.clone())
+        };
+        let (expected_ref, wanted_ref) =
+            (state_ref(&target, &expected), state_ref(&target, &wanted));
+        Move {
+            target,
+            kind,
+            undoing,
+            verb: if undoing { "undo" } else { "redo" },
+            expected,
+            expected_ref,
+            wanted,
+            wanted_ref,
+        }
+    }
+
+    /// Whether the walk changes what HEAD is attached to (a step's): HEAD itself moves,
+    /// detached, and is attached to the branch afterwards.
+    fn across(&self) -> bool {
+        self.expected_ref != self.wanted_ref
+    }
+
+    /// The refusal when HEAD is on another ref than the operation left it on.
+    fn refuse_other_ref(&self, ref_name: &str) -> Result<(), TxError> {
+        if ref_name == self.expected_ref {
+            return Ok(());
+        }
+        let (verb, expected_ref) = (self.verb, &self.expected_ref);
+        Err(TxError::Refused {
             message: format!(
                 "the operation to {verb} ({}) left you on {}, but you are now on {}",
-                target.id,
-                display_ref(&expected_ref),
-                display_ref(&ref_name)
+                self.target.id,
+                display_ref(expected_ref),
+                display_ref(ref_name)
             ),
             hint: if expected_ref == "HEAD" {
                 format!(
                     "go back (`git switch --detach {}`), then run `git loaf {verb}` again",
-                    short(expected.head.as_deref())
+                    short(self.expected.head.as_deref())
                 )
             } else {
                 format!(
                     "switch back (`git switch {}`), then run `git loaf {verb}` again",
-                    display_ref(&expected_ref)
+                    display_ref(expected_ref)
                 )
             },
-        });
+        })
     }
-    let head = head.map(|o| o.to_string());
-    checkpoint::refuse_intent_to_add(repo).map_err(|paths| TxError::intent_to_add(&paths, verb))?;
 
-    let id = new_id(&target.id);
-    let current = checkpoint::take(repo)?;
-    let (work, index) = (
-        current.work_tree.to_string(),
-        current.index_tree.to_string(),
-    );
-    crash_point("scanned");
-    let changed_now = head != expected.head || work != expected.work || index != expected.index;
-    let mut saved = None;
-    if changed_now || !run.between.is_empty() {
+    /// When anything changed since the operation (`now` is not the state it left), or the
+    /// user worked between the operations of a run: refused, unless `force`; then what the
+    /// walk moves away from is saved first, and where is returned.
+    fn refuse_or_save(
+        &self,
+        session: &Session,
+        run: &Run,
+        force: bool,
+        id: &str,
+        current: &Checkpoint,
+        now: &UserState,
+    ) -> Result<Option<String>, TxError> {
+        let (repo, expected) = (&session.repo, &self.expected);
+        let changed_now =
+            now.head != expected.head || now.work != expected.work || now.index != expected.index;
+        if !changed_now && run.between.is_empty() {
+            return Ok(None);
+        }
         if !force && changed_now {
-            let paths = since::changed_paths(repo, &expected, &work, &index);
+            let paths = since::changed_paths(repo, expected, &now.work, &now.index);
+            let head = now.head.as_deref();
             return Err(refuse_changed(
-                &session,
-                &target,
-                kind,
-                head.as_deref(),
-                &expected,
+                session,
+                &self.target,
+                self.kind,
+                head,
+                expected,
                 &paths,
             ));
         }
         if !force {
-            return Err(refuse_between(&target, &run.between));
+            return Err(refuse_between(&self.target, &run.between));
         }
         // Keep what the forced undo moves away from: uncommitted work (as a commit whose
         // parent is HEAD, referenced only from refs/loaf/saved/) or commits made on top of
@@ -347,97 +435,114 @@ fn walk(
             Some(current.as_commit(repo, &format!("loaf: uncommitted work saved by {id}"))?)
         };
         // HEAD holds the commits made since, or between the operations of a run.
-        let keep = uncommitted.or(match &head {
-            Some(h) if head != expected.head || !run.between.is_empty() => Some(Oid::from_str(h)?),
+        let keep = uncommitted.or(match &now.head {
+            Some(h) if now.head != expected.head || !run.between.is_empty() => {
+                Some(Oid::from_str(h)?)
+            }
             _ => None,
         });
-        if let Some(commit) = keep {
-            saved = Some(refs::save(repo, &id, commit)?);
+        match keep {
+            Some(commit) => Ok(Some(refs::save(repo, id, commit)?)),
+            None => Ok(None),
         }
     }
-    // A step changes what HEAD is attached to: HEAD itself moves, detached, and is attached
-    // to the branch afterwards.
-    let across = expected_ref != wanted_ref;
-    let transition = Transition {
-        workdir: session.root.clone(),
-        ref_name: if across {
-            "HEAD".to_owned()
-        } else {
-            ref_name.clone()
-        },
-        old: head.clone(),
-        new: wanted.head.clone(),
-        from_work: work.clone(),
-        from_index: index.clone(),
-        to_work: wanted.work.clone(),
-        to_index: wanted.index.clone(),
-        message: format!("git-loaf {verb} {}", target.id),
-        op: OpEntry {
-            id: id.clone(),
-            kind,
-            target: Some(target.id.clone()),
-            time: now_secs(),
-            workdir: session.root.display().to_string(),
-            ref_name: ref_name.clone(),
-            summary: if kind == OpKind::UndoTo {
-                format!("undo --to {}: {}", target.id, target.summary)
+
+    /// The move publish makes from `now` (HEAD on `ref_name`) to the wanted state, as the
+    /// operation log records it.
+    fn transition(
+        &self,
+        session: &Session,
+        id: &str,
+        ref_name: &str,
+        now: &UserState,
+    ) -> Transition {
+        let (target, verb, kind) = (&self.target, self.verb, self.kind);
+        Transition {
+            workdir: session.root.clone(),
+            ref_name: if self.across() {
+                "HEAD".to_owned()
             } else {
-                format!("{verb} {}: {}", target.id, target.summary)
+                ref_name.to_owned()
             },
-            before: UserState {
-                head: head.clone(),
-                work: work.clone(),
-                index: index.clone(),
+            old: now.head.clone(),
+            new: self.wanted.head.clone(),
+            from_work: now.work.clone(),
+            from_index: now.index.clone(),
+            to_work: self.wanted.work.clone(),
+            to_index: self.wanted.index.clone(),
+            message: format!("git-loaf {verb} {}", target.id),
+            op: OpEntry {
+                id: id.to_owned(),
+                kind,
+                target: Some(target.id.clone()),
+                time: now_secs(),
+                workdir: session.root.display().to_string(),
+                ref_name: ref_name.to_owned(),
+                summary: if kind == OpKind::UndoTo {
+                    format!("undo --to {}: {}", target.id, target.summary)
+                } else {
+                    format!("{verb} {}: {}", target.id, target.summary)
+                },
+                before: now.clone(),
+                after: self.wanted.clone(),
+                // Undo takes back what the operation wrote outside git; redo writes it again.
+                extras: if self.undoing {
+                    target.extras.inverted()
+                } else {
+                    target.extras.clone()
+                },
+                reply_key: None,
             },
-            after: wanted.clone(),
-            // Undo takes back what the operation wrote outside git; redo writes it again.
-            extras: if undoing {
-                target.extras.inverted()
-            } else {
-                target.extras.clone()
-            },
-            reply_key: None,
-        },
-    };
-    let (skipped, attached) = if across {
-        let detach_from = (ref_name != "HEAD").then_some(ref_name.as_str());
-        let attach_to = (wanted_ref != "HEAD").then_some(wanted_ref.as_str());
-        head::publish_across(repo, &transition, false, detach_from, attach_to)?
-    } else {
-        (publish::publish(repo, &transition, false)?, false)
-    };
-    let mut notices = std::mem::take(&mut session.notices);
-    notices.extend(publish::left_alone_notice(&skipped));
-    if across && wanted_ref != "HEAD" && !attached {
-        notices.push(format!(
-            "{} moved since, so HEAD stays detached at {}: `git switch {}` goes to where it is now",
-            display_ref(&wanted_ref),
-            short(wanted.head.as_deref()),
-            display_ref(&wanted_ref)
-        ));
+        }
     }
-    let paths = differing(repo, &work, &wanted.work)?
-        .into_iter()
-        .map(|p| p.display().to_string())
-        .collect();
-    let head_tree = checkpoint::commit_tree(repo, wanted.head.as_deref())?;
-    Ok(Walked {
-        // Uncommitted work came back only if the files or index actually changed: undoing a
-        // squash with a dirty tree moves HEAD alone.
-        restored_uncommitted: (wanted.work != head_tree || wanted.index != head_tree)
-            && (wanted.work != work || wanted.index != index),
-        target,
-        id,
-        ref_name,
-        from: head,
-        to: wanted.head.clone(),
-        paths,
-        saved,
-        notices,
-        run: run.ops,
-        attached: attached.then_some(wanted_ref),
-        between: run.between,
-    })
+
+    /// Publish: the files left alone, and whether HEAD was attached to the wanted branch.
+    fn publish(
+        &self,
+        repo: &crate::git::Repository,
+        transition: &Transition,
+        ref_name: &str,
+    ) -> Result<(Vec<PathBuf>, bool), TxError> {
+        if !self.across() {
+            return Ok((publish::publish(repo, transition, false)?, false));
+        }
+        let detach_from = (ref_name != "HEAD").then_some(ref_name);
+        let attach_to = (self.wanted_ref != "HEAD").then_some(self.wanted_ref.as_str());
+        Ok(head::publish_across(
+            repo,
+            transition,
+            false,
+            detach_from,
+            attach_to,
+        )?)
+    }
+
+    /// The notice when HEAD should have been attached to the wanted branch but the branch
+    /// moved meanwhile.
+    fn left_detached(&self, attached: bool) -> Option<String> {
+        let wanted_ref = &self.wanted_ref;
+        (self.across() && wanted_ref != "HEAD" && !attached).then(|| {
+            format!(
+                "{} moved since, so HEAD stays detached at {}: `git switch {}` goes to where it is now",
+                display_ref(wanted_ref),
+                short(self.wanted.head.as_deref()),
+                display_ref(wanted_ref)
+            )
+        })
+    }
+
+    /// Uncommitted work came back only if the files or index actually changed: undoing a
+    /// squash with a dirty tree moves HEAD alone.
+    fn restored_uncommitted(
+        &self,
+        repo: &crate::git::Repository,
+        now: &UserState,
+    ) -> Result<bool, TxError> {
+        let wanted = &self.wanted;
+        let head_tree = checkpoint::commit_tree(repo, wanted.head.as_deref())?;
+        Ok((wanted.work != head_tree || wanted.index != head_tree)
+            && (wanted.work != now.work || wanted.index != now.index))
+    }
 }
 
 /// Why an undo or redo cannot go ahead when the repository is not as the operation left it,

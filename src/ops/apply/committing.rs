@@ -1,0 +1,228 @@
+//! The apply's commit (DESIGN §2): snapshot the stage → the commit's tree (HEAD's plus the
+//! paths the apply changed) → the repository's pre-commit hook → the commit with trailers,
+//! through commit-msg and signing → its note and report.
+
+use std::path::PathBuf;
+
+use super::running::RunEnv;
+use super::staging::Staging;
+use super::{Tx, record, write_targets};
+use crate::git::checkpoint::{self, Checkpoint};
+use crate::git::commit::{Trailers, message, write_commit};
+use crate::git::githooks::{self, Planned, Refusal};
+use crate::git::publish::crash_point;
+use crate::git::session::TxError;
+use crate::git::sign::{self, SignError};
+use crate::git::stage::Stage;
+use crate::git::visible::{self, Extras};
+use crate::git::{Oid, treebuild, treediff};
+use crate::ops::exec_changes::StageWatch;
+use crate::report::ExecutionResult;
+
+impl Tx<'_> {
+    /// The stage as the run left it, and the commit's tree: only the paths the apply
+    /// changed (the stage against the user's working tree) go into the commit, on HEAD's
+    /// tree, and into the index; everything else the user had uncommitted stays
+    /// uncommitted.
+    pub(super) fn snapshot(
+        &self,
+        stage: &Stage,
+        checkpoint: &Checkpoint,
+        result: &ExecutionResult,
+        watch: &StageWatch<'_>,
+    ) -> Result<Planned, TxError> {
+        let repo = self.repo();
+        let touched = super::touched(result, &self.config, &self.root, stage.path());
+        // The scan after the last exec, when nothing wrote since, is the stage as it is now.
+        let staged = match watch.last_scan() {
+            Some(scanned) => scanned,
+            None => stage.snapshot(&touched, repo)?,
+        };
+        crash_point("snapshot");
+        let from_work = checkpoint.work_tree;
+        let changed: Vec<PathBuf> = treediff::changed_paths(repo, Some(from_work), Some(staged))?
+            .into_iter()
+            .collect();
+        // With nothing uncommitted the stage started from HEAD's tree, so what it holds is
+        // already that tree with the apply's changes.
+        let tree = if changed.is_empty() {
+            checkpoint.head_tree
+        } else if from_work == checkpoint.head_tree {
+            staged
+        } else {
+            treebuild::tree_with_entries(repo, checkpoint.head_tree, staged, &changed)?
+        };
+        Ok(Planned {
+            tree,
+            staged,
+            changed,
+        })
+    }
+
+    /// pre-commit runs against exactly this commit, as `git commit` runs it; what it
+    /// rewrites is committed too. A refusal publishes nothing (the marker stays: the next
+    /// reset scans).
+    pub(super) fn pre_commit(
+        &self,
+        stage: &Stage,
+        env: &RunEnv,
+        planned: Planned,
+    ) -> Result<Result<Planned, Refusal>, TxError> {
+        let place = self.place(env);
+        Ok(githooks::pre_commit(
+            &env.git_hooks,
+            self.repo(),
+            stage,
+            place,
+            planned,
+        )?)
+    }
+
+    /// What git will not commit but the user's tree gets at publish: ignored files the
+    /// actions wrote, folders dir_create made.
+    pub(super) fn extras(
+        &self,
+        stage: &Stage,
+        env: &RunEnv,
+        result: &ExecutionResult,
+        tree: Oid,
+    ) -> Result<Extras, TxError> {
+        Ok(visible::extras(
+            self.repo(),
+            stage.path(),
+            tree,
+            &write_targets(result, &self.root, stage.path()),
+            &env.view.copied(),
+        )?)
+    }
+
+    /// The user's index after the apply: as it was, with the changed paths as staged.
+    pub(super) fn index_tree(
+        &self,
+        checkpoint: &Checkpoint,
+        planned: &Planned,
+    ) -> Result<Oid, TxError> {
+        if checkpoint.index_tree == checkpoint.work_tree {
+            return Ok(planned.staged);
+        }
+        let (from_index, staged) = (checkpoint.index_tree, planned.staged);
+        Ok(treebuild::tree_with_entries(
+            self.repo(),
+            from_index,
+            staged,
+            &planned.changed,
+        )?)
+    }
+
+    /// The files whose uncommitted edits the commit takes along (the reply changed them
+    /// too): the report tells the model; the user, at the terminal, is told too.
+    pub(super) fn carried_uncommitted(
+        &mut self,
+        checkpoint: &Checkpoint,
+        changed: &[PathBuf],
+    ) -> Result<Vec<String>, TxError> {
+        let uncommitted = checkpoint::carried_uncommitted(self.repo(), checkpoint, changed)?;
+        if !uncommitted.is_empty() {
+            self.notices.push(format!(
+                "the commit includes the uncommitted changes you had in {} (the reply changed {}); `git loaf undo` gives them back uncommitted",
+                uncommitted.join(", "),
+                if uncommitted.len() == 1 { "that file" } else { "those files" }
+            ));
+        }
+        Ok(uncommitted)
+    }
+
+    /// The commit's subject: loaf.yml's `commit_message_format` with the summary in it.
+    pub(super) fn subject(&self, result: &ExecutionResult, changed: &[PathBuf]) -> String {
+        let summary = crate::report::subject::subject_summary(result, &self.root, changed);
+        self.config
+            .commit_message_format
+            .replace("{operation_summary}", &summary)
+    }
+
+    /// The commit's parents: HEAD (none on an unborn branch).
+    pub(super) fn parents(&self) -> Vec<Oid> {
+        self.old_head.into_iter().collect()
+    }
+
+    /// Commit with trailers, through the commit-msg hooks and signing (either may refuse);
+    /// the stage's HEAD moves to it. Only ignored files or empty folders changed: nothing to
+    /// commit, the branch stays (`None`).
+    pub(super) fn commit(
+        &self,
+        staging: &Staging,
+        env: &RunEnv,
+        planned: &Planned,
+        subject: &str,
+        result: &ExecutionResult,
+    ) -> Result<Result<Option<Oid>, Refusal>, TxError> {
+        if planned.changed.is_empty() {
+            staging.reset_head()?;
+            return Ok(Ok(None));
+        }
+        let repo = self.repo();
+        let trailers = Trailers {
+            apply: Some(self.id.clone()),
+            base: self.old_head,
+            result: Some(result.to_trailer_json()),
+            assisted_by: self.options.model.clone(),
+        };
+        let text = message(subject, &trailers);
+        let place = self.place(env);
+        let hooked = (planned.tree, planned.staged);
+        let text =
+            match githooks::commit_message(&env.git_hooks, &staging.stage, place, hooked, text)? {
+                Ok(text) => text,
+                Err(refusal) => return Ok(Err(refusal)),
+            };
+        let signed = sign::write_commit(
+            repo,
+            planned.tree,
+            &self.parents(),
+            &text,
+            &self.options.sign,
+        );
+        let commit = match signed {
+            Ok(commit) => commit,
+            Err(SignError::Git(error)) => return Err(error.into()),
+            Err(error) => return Ok(Err(Refusal::signing(&error.to_string()))),
+        };
+        crash_point("commit");
+        // The stage holds the user's work plus the apply's: record that as its HEAD, so the
+        // next apply moves it by the difference.
+        let stage_head = if planned.staged == planned.tree {
+            commit
+        } else {
+            write_commit(repo, planned.staged, &[commit], "loaf: stage")?
+        };
+        staging.stage.set_head(stage_head)?;
+        Ok(Ok(Some(commit)))
+    }
+
+    /// The commit's note and local report ([`record`]), and the config that keeps the note
+    /// with it.
+    pub(super) fn note(
+        &mut self,
+        commit: Option<Oid>,
+        result: &ExecutionResult,
+    ) -> Result<(), TxError> {
+        let Some(commit) = commit else {
+            return Ok(());
+        };
+        record(
+            self.repo(),
+            commit,
+            &self.root,
+            result,
+            self.config.notes_outputs,
+        )?;
+        // The note must follow the commit through `git commit --amend` and `git rebase`.
+        // A config that cannot be written costs the note's survival, not the apply.
+        if let Ok(true) = crate::git::commit::ensure_notes_rewrite(self.repo()) {
+            self.notices.push(
+                "set notes.rewriteRef = refs/notes/loaf in this repository's config, so `git commit --amend` and `git rebase` keep the git-loaf records".to_owned(),
+            );
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,156 @@
+//! The apply's run (DESIGN §2): what the reply's actions, exec and hooks run with — paths
+//! redirected into the stage, the user's ignored files visible, the sandbox, the
+//! repository's git hooks — then before hooks → actions, in order → after hooks, and a
+//! check that no code reached the user's tree around the transaction.
+
+use std::path::Path;
+use std::rc::Rc;
+
+use globset::GlobSet;
+
+use super::Tx;
+use crate::exec::PathMap;
+use crate::exec::sandbox::Sandbox;
+use crate::git::checkpoint::{self, Checkpoint};
+use crate::git::githooks::{GitHooks, Verify};
+use crate::git::publish::crash_point;
+use crate::git::session::{Session, TxError};
+use crate::git::stage::{self, Stage};
+use crate::git::{states, treediff, visible};
+use crate::ops::exec_changes::StageWatch;
+use crate::report::ExecutionResult;
+
+/// What the reply's actions, exec and hooks run with.
+pub(super) struct RunEnv {
+    /// The repository's own git hooks (pre-commit, commit-msg, post-commit).
+    pub(super) git_hooks: GitHooks,
+    /// Which of the user's ignored files the stage shows, and which were copied in.
+    pub(super) view: Rc<visible::Visibility>,
+    /// The user's paths to the stage's, and back for output.
+    pub(super) paths: PathMap,
+    /// Where code runs; `None` when the apply runs none.
+    pub(super) sandbox: Option<Sandbox>,
+}
+
+impl Tx<'_> {
+    /// The run's surroundings. Ignored files (a virtualenv, node_modules, .env) are seen
+    /// as in the user's tree: fs actions read through to them; exec and hooks get them
+    /// mounted in place, which needs the list of them (a walk of the tree's folders: only
+    /// when code will run).
+    pub(super) fn run_env(&mut self, reply: &str, stage: &Stage) -> Result<RunEnv, TxError> {
+        let isolate = visible::isolate_set(&self.config.stage.isolate)?;
+        let runs_code = crate::run::runs_code(reply, &self.config, &self.root);
+        // The repository's own git hooks (a config read and a few stats); they are code too.
+        let verify = match (self.config.git_hooks, self.options.no_verify) {
+            (false, _) => Verify::None,
+            (true, true) => Verify::NoVerify,
+            (true, false) => Verify::All,
+        };
+        let git_hooks =
+            GitHooks::take(self.repo(), &self.root, verify).map_err(stage::StageError::from)?;
+        let runs_code = runs_code || git_hooks.any_before_commit();
+        let view = Rc::new(visible::Visibility::new(&self.root, isolate.clone()));
+        let paths = PathMap::redirect(&self.root, stage.path())
+            .scratch()
+            .showing(view.clone());
+        let sandbox = if runs_code {
+            Some(self.sandbox(stage, &isolate)?)
+        } else {
+            None
+        };
+        crash_point("sandbox");
+        Ok(RunEnv {
+            git_hooks,
+            view,
+            paths,
+            sandbox,
+        })
+    }
+
+    /// The sandbox for code: the stage at the repository's path, ignored entries mounted in.
+    fn sandbox(&mut self, stage: &Stage, isolate: &GlobSet) -> Result<Sandbox, TxError> {
+        let entries = visible::ignored_entries(self.repo(), isolate)?;
+        let sandbox = Sandbox::new(
+            &self.root,
+            stage.path(),
+            self.session.common_dir(),
+            entries.into_iter().map(|e| e.path).collect(),
+        )
+        .with_policy(crate::run::sandbox_policy(&self.config));
+        if let Some(notice) = crate::exec::sandbox::fallback_notice() {
+            self.notices.push(notice);
+        }
+        Ok(sandbox)
+    }
+
+    /// Before hooks → actions, in order → after hooks, in the stage, with submodules and
+    /// files outside the sparse set fenced off.
+    pub(super) fn run_actions(
+        &self,
+        reply: &str,
+        stage: &Stage,
+        env: &RunEnv,
+        checkpoint: &Checkpoint,
+        watch: &StageWatch<'_>,
+    ) -> Result<ExecutionResult, TxError> {
+        let repo = self.repo();
+        let mut fences = states::submodule_fences(repo, stage.path());
+        fences.extend(states::sparse_fences(repo, stage.path()));
+        crash_point("fences");
+        let mut result = crate::run::execute_fenced(
+            reply,
+            &self.config,
+            &env.paths,
+            fences,
+            env.sandbox.as_ref(),
+            Some(watch),
+        );
+        crash_point("executed");
+        if env.sandbox.as_ref().is_some_and(|s| !s.isolated()) {
+            report_escapes(&self.session, checkpoint, &self.root, &mut result)?;
+        }
+        Ok(result)
+    }
+}
+
+/// Without namespaces, code could change the user's tree directly (the model knows its real
+/// path): compare the user's tree with the checkpoint taken before the run, and turn every
+/// code-running result into a failure naming what it changed, so nothing claims success for
+/// changes that are neither committed nor undoable.
+fn report_escapes(
+    session: &Session,
+    before: &Checkpoint,
+    root: &Path,
+    result: &mut ExecutionResult,
+) -> Result<(), TxError> {
+    let repo = &session.repo;
+    let now = checkpoint::take(repo)?;
+    if now.work_tree == before.work_tree && now.index_tree == before.index_tree {
+        return Ok(());
+    }
+    let mut paths: Vec<String> =
+        treediff::changed_paths(repo, Some(before.work_tree), Some(now.work_tree))?
+            .into_iter()
+            .map(|p| root.join(p).display().to_string())
+            .collect();
+    if paths.is_empty() {
+        paths.push("the index".to_owned());
+    }
+    let message = format!(
+        "changed the user's files directly, outside the transaction (not committed, not undoable by git loaf): {}",
+        paths.join(", ")
+    );
+    for r in result.results.iter_mut().filter(|r| r.action == "exec") {
+        r.success = false;
+        r.error = Some(match &r.error {
+            Some(e) => format!("{e}; {message}"),
+            None => message.clone(),
+        });
+    }
+    result.success = false;
+    let hooks = result.hook_errors.get_or_insert_with(Default::default);
+    hooks
+        .after
+        .push(format!("code run by this apply {message}"));
+    Ok(())
+}

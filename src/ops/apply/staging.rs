@@ -1,0 +1,109 @@
+//! The apply's first steps (DESIGN §2): with the lock held, load loaf.yml and note where
+//! HEAD is → checkpoint the user's uncommitted work → bring the stage to it.
+
+use std::path::PathBuf;
+
+use super::{ApplyOptions, Tx};
+use crate::config::Config;
+use crate::git::checkpoint::{self, Checkpoint};
+use crate::git::commit::write_commit;
+use crate::git::publish::crash_point;
+use crate::git::session::{Session, TxError};
+use crate::git::stage::{self, Stage};
+use crate::git::{Oid, refs};
+use crate::ops::new_id;
+
+/// The stage, brought to the user's state for this apply.
+pub(super) struct Staging {
+    pub(super) stage: Stage,
+    /// The commit it started from (the user's HEAD plus uncommitted work).
+    start: Oid,
+    /// The in-flight marker: while it exists, the next apply scans the stage fully.
+    marker: PathBuf,
+}
+
+impl<'a> Tx<'a> {
+    /// The transaction, begun under `session`'s lock: loaf.yml read, an id drawn, HEAD noted.
+    pub(super) fn begin(
+        session: Session,
+        reply: &str,
+        options: &'a ApplyOptions,
+    ) -> Result<Self, TxError> {
+        let mut notices = session.notices.clone();
+        let root = session.root.clone();
+        let config = Config::load(&root)?;
+        notices.extend(config.notices.iter().cloned());
+        let id = new_id(reply);
+        let (ref_name, old_head) = refs::head_ref(&session.repo)?;
+        Ok(Tx {
+            session,
+            options,
+            root,
+            config,
+            id,
+            ref_name,
+            old_head,
+            notices,
+        })
+    }
+
+    /// Checkpoint: the user's uncommitted state, recorded as objects (never as a commit on
+    /// the branch), so that actions apply to exactly what the model saw.
+    pub(super) fn checkpoint(&self) -> Result<Checkpoint, TxError> {
+        let repo = self.repo();
+        checkpoint::refuse_intent_to_add(repo)
+            .map_err(|paths| TxError::intent_to_add(&paths, "apply"))?;
+        let checkpoint = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
+        crash_point("checkpoint");
+        Ok(checkpoint)
+    }
+
+    /// Stage: the linked worktree, reset to what the user has.
+    pub(super) fn stage(&self, checkpoint: &Checkpoint) -> Result<Staging, TxError> {
+        let repo = self.repo();
+        // The stage starts from what the user has (HEAD plus uncommitted work, as a commit
+        // that only the stage's HEAD refers to); an unborn branch with nothing gets an empty
+        // root.
+        let start = match self.old_head {
+            None if checkpoint.is_clean() => {
+                write_commit(repo, checkpoint.head_tree, &[], "loaf: empty start")?
+            }
+            _ => checkpoint.as_commit(repo, "loaf: stage start")?,
+        };
+        let stage = Stage::open_or_create(repo, start)?;
+        let marker = stage::in_flight_marker(repo);
+        let crashed = marker.exists();
+        if crashed {
+            // A crashed apply's exec may have left processes behind (without namespaces).
+            let _ = crate::exec::sandbox::kill_recorded(self.session.common_dir());
+        }
+        // Written before the reset, so that one a crash interrupts is scanned next time too.
+        std::fs::write(&marker, &self.id).map_err(stage::StageError::from)?;
+        stage.reset_to(start, crashed)?;
+        crash_point("stage");
+        Ok(Staging {
+            stage,
+            start,
+            marker,
+        })
+    }
+}
+
+impl Staging {
+    /// Nothing to commit: the stage's HEAD goes back to its start, and the run is over.
+    pub(super) fn unchanged(&self) -> Result<(), TxError> {
+        self.reset_head()?;
+        self.finish();
+        Ok(())
+    }
+
+    /// The stage's HEAD back to its start (no commit is made).
+    pub(super) fn reset_head(&self) -> Result<(), TxError> {
+        Ok(self.stage.set_head(self.start)?)
+    }
+
+    /// The stage holds what was committed: the next apply need not scan it fully.
+    pub(super) fn finish(&self) {
+        let _ = std::fs::remove_file(&self.marker);
+    }
+}
