@@ -87,7 +87,9 @@ fn select(
             Some(RunEnd::Merge(commit.id))
         } else if options.after.is_some_and(|after| commit.time < after) {
             Some(RunEnd::TooOld(commit.id))
-        } else if !matches(&commit, &options.containing) {
+        } else if !matches(&commit, &options.containing)
+            || !in_session(&commit, options.session.as_deref())
+        {
             Some(RunEnd::NotMatching(commit.id, commit.summary.clone()))
         } else {
             None
@@ -129,6 +131,15 @@ fn matches(commit: &CommitInfo, containing: &[String]) -> bool {
     }
 }
 
+/// Whether `commit` is a turn of `session` (every commit when no session is asked for).
+fn in_session(commit: &CommitInfo, session: Option<&str>) -> bool {
+    session.is_none_or(|session| {
+        parse_trailers(&commit.message)
+            .iter()
+            .any(|(k, v)| k == crate::ops::record::SESSION_TRAILER && v == session)
+    })
+}
+
 /// The `Loaf-Apply` or `Loaf-Squash` id of a message.
 fn loaf_id(message: &str) -> Option<String> {
     parse_trailers(message)
@@ -143,7 +154,9 @@ fn too_few(picked: &[Picked], end: &RunEnd, options: &SquashOptions) -> TxError 
         0 => "no commit".to_owned(),
         n => format!("only {n} commit"),
     };
-    let what = if options.containing.is_empty() {
+    let what = if let Some(session) = &options.session {
+        format!("turn of session {session}")
+    } else if options.containing.is_empty() {
         "git-loaf apply".to_owned()
     } else {
         format!(
