@@ -81,9 +81,9 @@ pub fn respond_log(cwd: &Path, max_count: usize) -> Result<Response, CliError> {
     let mut response = Response::text(out, Outcome::Success).with_json(json);
     // `-n 0` asks for nothing; only an unlimited look that found nothing means "none".
     if entries.is_empty() && max_count > 0 {
-        response.notices.push(
-            "no git-loaf commits on this branch (`git loaf apply` makes them)".to_owned(),
-        );
+        response
+            .notices
+            .push("no git-loaf commits on this branch (`git loaf apply` makes them)".to_owned());
     }
     Ok(response)
 }
@@ -106,9 +106,13 @@ pub fn respond_show(cwd: &Path, rev: Option<&str>) -> Result<Response, CliError>
         } => (text, result, notice),
         Shown::TrailerOnly { commit, result } => {
             let json = pretty(&result);
-            (json, result, Some(format!(
-                "the full record of {commit} is not here (fetch it: `git fetch origin refs/notes/loaf:refs/notes/loaf`); showing the commit's Loaf-Result trailer, in which file contents and outputs are hashes"
-            )))
+            (
+                json,
+                result,
+                Some(format!(
+                    "the full record of {commit} is not here (fetch it: `git fetch origin refs/notes/loaf:refs/notes/loaf`); showing the commit's Loaf-Result trailer, in which file contents and outputs are hashes"
+                )),
+            )
         }
     };
     Ok(Response::text(text, Outcome::Success)

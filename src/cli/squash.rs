@@ -85,8 +85,8 @@ pub fn run(args: &SquashArgs) -> Result<Outcome, CliError> {
 pub fn respond(cwd: &std::path::Path, args: &SquashArgs) -> Result<Response, CliError> {
     let options = options(args)?;
     let squashed = squash::squash(cwd, &options)?;
-    let mut response = Response::text(report(&squashed), Outcome::Success)
-        .with_notices(squashed.notices.clone());
+    let mut response =
+        Response::text(report(&squashed), Outcome::Success).with_notices(squashed.notices.clone());
     if let Some(Err(error)) = &squashed.pushed {
         response.outcome = Outcome::Failed;
         response.error = Some(push_failure(&squashed, error));

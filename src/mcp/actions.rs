@@ -24,7 +24,9 @@ pub enum ActionsError {
         index: usize,
     },
     /// A parameter name NESL cannot carry.
-    #[error("actions[{index}]: {key:?} is not a parameter name (letters, digits and _, not starting with a digit)")]
+    #[error(
+        "actions[{index}]: {key:?} is not a parameter name (letters, digits and _, not starting with a digit)"
+    )]
     BadKey {
         /// Its place in the array.
         index: usize,
