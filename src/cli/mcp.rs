@@ -8,7 +8,7 @@ use clap::Args;
 use super::examples::examples;
 use super::{CliError, Outcome};
 
-/// Serve this repository's git-loaf operations to an AI agent as an MCP server on stdio.
+/// Serve git-loaf's operations to an AI agent as an MCP server on stdio.
 ///
 /// An MCP client (Claude Code, Cursor, Codex, Gemini CLI, …) starts it and calls its tools:
 /// apply (a NESL reply or a list of actions, one commit per call), undo, redo, log, show,
@@ -17,8 +17,8 @@ use super::{CliError, Outcome};
 #[derive(Debug, Args)]
 #[command(after_help = examples(&[
     (
-        "Register it with Claude Code for this project (.mcp.json)",
-        &[r#"{"mcpServers":{"git-loaf":{"command":"git","args":["loaf","mcp"]}}}"#],
+        "What an MCP client runs (register it as command `git`, args `loaf mcp`: docs/mcp.md)",
+        &["git loaf mcp"],
     ),
     ("Serve another repository", &["git loaf mcp --repo ~/src/project"]),
 ]))]
