@@ -29,6 +29,7 @@ pub mod git;
 pub mod input;
 pub mod instructions;
 pub mod lorch;
+pub mod mcp;
 pub mod nesl;
 pub mod ops;
 pub mod progress;

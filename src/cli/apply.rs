@@ -6,7 +6,7 @@ use clap::Args;
 use serde_json::json;
 
 use super::examples::examples;
-use super::{CliError, Outcome};
+use super::{CliError, Outcome, Response};
 use crate::actions::{BlockError, ErrorType, Plan};
 use crate::config::Config;
 use crate::input::{Source, as_text, read_bytes};
@@ -66,59 +66,109 @@ pub struct ApplyArgs {
     no_gpg_sign: bool,
 }
 
+/// What `git loaf apply` is asked to do with a reply, whichever front door asked.
+#[derive(Debug, Clone, Default)]
+pub struct ApplyRequest {
+    /// Parse and validate only.
+    pub dry_run: bool,
+    /// Run in place, without a git transaction.
+    pub no_commit: bool,
+    /// The model that wrote the reply.
+    pub model: Option<String>,
+    /// Skip the repository's pre-commit and commit-msg hooks.
+    pub no_verify: bool,
+    /// Whether to sign the commit.
+    pub sign: crate::git::sign::SignRequest,
+}
+
+impl ApplyArgs {
+    fn request(&self) -> ApplyRequest {
+        ApplyRequest {
+            dry_run: self.dry_run,
+            no_commit: self.no_commit,
+            model: self.model.clone(),
+            no_verify: self.no_verify,
+            sign: crate::git::sign::SignRequest::from_flags(
+                self.gpg_sign.clone(),
+                self.no_gpg_sign,
+            ),
+        }
+    }
+}
+
 /// Runs `git loaf apply`.
 pub fn run(args: &ApplyArgs) -> Result<Outcome, CliError> {
     super::show_progress(!args.json);
     let cwd = super::current_dir()?;
-    let root = crate::git::worktree_root(&cwd).unwrap_or_else(|| cwd.clone());
     let source = Source::from_arg(args.file.as_deref());
     let bytes = read_bytes(&source)?;
     let text = as_text(&bytes, &source)?;
+    let response = respond(&cwd, text, &args.request())?;
+    response.print(args.json)?;
+    match response.error {
+        Some(error) => Err(error),
+        None => Ok(response.outcome),
+    }
+}
+
+/// Applies (or, with `dry_run`, checks) `text` in the repository (or folder) containing
+/// `cwd`, and says what came of it.
+pub fn respond(cwd: &Path, text: &str, request: &ApplyRequest) -> Result<Response, CliError> {
+    let root = crate::git::worktree_root(cwd).unwrap_or_else(|| cwd.to_path_buf());
     // The transaction reads loaf.yml itself (inside its lock); the others read it here.
-    let config = if args.dry_run || args.no_commit {
+    let config = if request.dry_run || request.no_commit {
         Some(load_config(&root)?)
     } else {
         None
     };
     let plan = run::check_reply(text, &root);
-    if args.dry_run {
-        let plan = refuse_disallowed(plan, config.as_ref());
-        let fatal = (plan.total_blocks == 0).then(|| run::no_block_message(text, &plan));
-        let report = if args.json {
-            dry_run_json(&plan, fatal.as_deref())
-        } else {
-            dry_run_text(&plan, fatal.as_deref())
-        };
-        print(&report)?;
-        return Ok(if plan.errors.is_empty() && fatal.is_none() {
-            Outcome::Success
-        } else {
-            Outcome::Failed
-        });
+    if request.dry_run {
+        return Ok(dry_run(plan, config.as_ref(), text));
     }
     // No block: nothing to run, so no transaction (no lock, no stage, no hooks, no apply
     // id). A repository git-loaf must not touch is still refused first, and outside a
     // repository the transaction says to use --no-commit.
     if let Some(result) = run::no_block_result(text, &plan) {
         if config.is_none() {
-            match crate::git::states::discover(&cwd) {
+            match crate::git::states::discover(cwd) {
                 Ok(repo) => crate::git::states::refuse_in_progress(&repo, "apply")?,
-                Err(_) => return transaction(args, &cwd, text),
+                Err(_) => return transaction(request, cwd, text),
             }
         }
-        print_result(&result, args.json)?;
-        return Ok(Outcome::Failed);
+        return Ok(result_response(&result));
     }
     let Some(config) = config else {
-        return transaction(args, &cwd, text);
+        return transaction(request, cwd, text);
     };
     let result = crate::Loaf::with_config(&root, config).execute(text);
-    print_result(&result, args.json)?;
-    Ok(if result.success {
+    Ok(result_response(&result))
+}
+
+/// The planned actions and every error, nothing changed.
+fn dry_run(plan: Plan, config: Option<&Config>, text: &str) -> Response {
+    let plan = refuse_disallowed(plan, config);
+    let fatal = (plan.total_blocks == 0).then(|| run::no_block_message(text, &plan));
+    let outcome = if plan.errors.is_empty() && fatal.is_none() {
         Outcome::Success
     } else {
         Outcome::Failed
-    })
+    };
+    Response::text(dry_run_text(&plan, fatal.as_deref()), outcome)
+        .with_json(dry_run_json(&plan, fatal.as_deref()))
+}
+
+/// A result's report; a failure is an error to a one-flag reader only when nothing of it
+/// was committed.
+fn result_response(result: &report::ExecutionResult) -> Response {
+    let outcome = if result.success {
+        Outcome::Success
+    } else {
+        Outcome::Failed
+    };
+    let committed = result.git.as_ref().is_some_and(|g| g.commit.is_some());
+    let mut response = Response::text(result.to_text(), outcome).with_json(result.to_json() + "\n");
+    response.is_error = !result.success && !committed;
+    response
 }
 
 /// loaf.yml of `root`; an unusable one stops the command (exit 2) with the reason.
@@ -155,40 +205,33 @@ fn refuse_disallowed(mut plan: Plan, config: Option<&Config>) -> Plan {
     plan
 }
 
-fn print_result(result: &report::ExecutionResult, json: bool) -> Result<(), CliError> {
-    print(&if json {
-        result.to_json() + "\n"
-    } else {
-        result.to_text()
-    })
-}
-
 /// The apply as a git transaction.
-fn transaction(args: &ApplyArgs, cwd: &std::path::Path, text: &str) -> Result<Outcome, CliError> {
+fn transaction(request: &ApplyRequest, cwd: &Path, text: &str) -> Result<Response, CliError> {
     let options = ApplyOptions {
-        model: args.model.clone(),
+        model: request.model.clone(),
         // Recorded so that a watcher never runs a reply already applied by hand.
         reply_key: crate::watch::reply::key(text),
-        no_verify: args.no_verify,
-        sign: crate::git::sign::SignRequest::from_flags(args.gpg_sign.clone(), args.no_gpg_sign),
+        no_verify: request.no_verify,
+        sign: request.sign.clone(),
     };
     let applied = apply::apply(cwd, text, &options)?;
-    super::print_notices(&applied.notices);
-    let result = &applied.result;
-    print_result(result, args.json)?;
+    let mut notices = applied.notices.clone();
     // loaf.yml's `gc` asks for pruning; it is due at most once a day. A failure costs
     // nothing of the apply, which is done: say it and go on.
     match crate::ops::gc::auto(cwd) {
-        Ok(Some(pruned)) => super::print_notices(&[format!(
+        Ok(Some(pruned)) => notices.push(format!(
             "pruned {} operation-log entries older than {} days (loaf.yml gc.keep-days)",
             pruned.dropped.len(),
             pruned.keep_days
-        )]),
+        )),
         Ok(None) => {}
-        Err(error) => super::print_notices(&[format!("automatic gc did not run: {error}")]),
+        Err(error) => notices.push(format!("automatic gc did not run: {error}")),
     }
+    let result = &applied.result;
+    let mut response = result_response(result).with_notices(notices);
     if let Some(kept) = &applied.kept {
-        return Err(CliError::refused(
+        response.is_error = true;
+        response.error = Some(CliError::refused(
             format!(
                 "NOT APPLIED: {}; nothing of yours was changed. The apply's commit is kept as {}",
                 kept.reason, kept.refname
@@ -203,15 +246,7 @@ fn transaction(args: &ApplyArgs, cwd: &std::path::Path, text: &str) -> Result<Ou
             ),
         ));
     }
-    Ok(if result.success {
-        Outcome::Success
-    } else {
-        Outcome::Failed
-    })
-}
-
-fn print(text: &str) -> Result<(), CliError> {
-    super::print_out(text)
+    Ok(response)
 }
 
 /// The planned actions and the blocks that would not run, in the reply's order.

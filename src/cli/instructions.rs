@@ -22,7 +22,13 @@ pub struct InstructionsArgs {}
 
 /// Runs `git loaf instructions`.
 pub fn run(_args: &InstructionsArgs) -> Result<Outcome, CliError> {
-    let cwd = super::current_dir()?;
+    super::print_out(&render(&super::current_dir()?)?)?;
+    Ok(Outcome::Success)
+}
+
+/// The instructions for the repository (or folder) containing `cwd`.
+pub fn render(cwd: &std::path::Path) -> Result<String, CliError> {
+    let cwd = cwd.to_path_buf();
     // The same root and configuration `apply` uses, so the text matches what it accepts.
     let root = crate::git::worktree_root(&cwd).unwrap_or(cwd);
     let config = Config::load(&root).map_err(|e| {
@@ -31,6 +37,5 @@ pub fn run(_args: &InstructionsArgs) -> Result<Outcome, CliError> {
             "fix loaf.yml (see loaf.yml.example for every key), or move it away to use the defaults",
         )
     })?;
-    super::print_out(&crate::instructions::render(&root, &config))?;
-    Ok(Outcome::Success)
+    Ok(crate::instructions::render(&root, &config))
 }

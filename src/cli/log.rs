@@ -1,9 +1,11 @@
 //! `git loaf log` and `git loaf show`: AI history read back.
 
+use std::path::Path;
+
 use clap::Args;
 
 use super::examples::examples;
-use super::{CliError, Outcome};
+use super::{CliError, Outcome, Response};
 use crate::ops::log::{self, Shown};
 
 /// List the git-loaf commits on the current branch, newest first.
@@ -52,11 +54,15 @@ pub struct ShowArgs {
 
 /// Runs `git loaf log`.
 pub fn run_log(args: &LogArgs) -> Result<Outcome, CliError> {
-    let entries = log::log(&super::current_dir()?, args.max_count)?;
-    if args.json {
-        let json = serde_json::to_string_pretty(&entries).unwrap_or_default();
-        return super::print_out(&(json + "\n")).map(|()| Outcome::Success);
-    }
+    let response = respond_log(&super::current_dir()?, args.max_count)?;
+    response.print(args.json)?;
+    Ok(response.outcome)
+}
+
+/// The newest `max_count` applies on the branch of the repository containing `cwd`.
+pub fn respond_log(cwd: &Path, max_count: usize) -> Result<Response, CliError> {
+    let entries = log::log(cwd, max_count)?;
+    let json = serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n";
     let mut out = String::new();
     for e in &entries {
         let counts = if e.kind == "kept" {
@@ -72,36 +78,48 @@ pub fn run_log(args: &LogArgs) -> Result<Outcome, CliError> {
             e.summary
         ));
     }
+    let mut response = Response::text(out, Outcome::Success).with_json(json);
     // `-n 0` asks for nothing; only an unlimited look that found nothing means "none".
-    if entries.is_empty() && args.max_count > 0 {
-        super::print_notices(&[
-            "no git-loaf commits on this branch (`git loaf apply` makes them)".to_owned(),
-        ]);
+    if entries.is_empty() && max_count > 0 {
+        response
+            .notices
+            .push("no git-loaf commits on this branch (`git loaf apply` makes them)".to_owned());
     }
-    super::print_out(&out).map(|()| Outcome::Success)
+    Ok(response)
 }
 
 /// Runs `git loaf show`.
 pub fn run_show(args: &ShowArgs) -> Result<Outcome, CliError> {
-    let shown = log::show(&super::current_dir()?, args.rev.as_deref())?;
-    if let Shown::Full {
-        notice: Some(notice),
-        ..
-    } = &shown
-    {
-        super::print_notices(std::slice::from_ref(notice));
-    }
-    let text = match (&shown, args.json) {
-        (Shown::Full { text, .. }, false) => text.clone(),
-        (Shown::Full { result, .. }, true) | (Shown::TrailerOnly { result, .. }, true) => {
-            serde_json::to_string_pretty(result).unwrap_or_default() + "\n"
-        }
-        (Shown::TrailerOnly { commit, result }, false) => {
-            super::print_notices(&[format!(
-                "the full record of {commit} is not here (fetch it: `git fetch origin refs/notes/loaf:refs/notes/loaf`); showing the commit's Loaf-Result trailer, in which file contents and outputs are hashes"
-            )]);
-            serde_json::to_string_pretty(result).unwrap_or_default() + "\n"
+    let response = respond_show(&super::current_dir()?, args.rev.as_deref())?;
+    response.print(args.json)?;
+    Ok(response.outcome)
+}
+
+/// What the apply at `rev` (default HEAD) recorded, in the repository containing `cwd`.
+pub fn respond_show(cwd: &Path, rev: Option<&str>) -> Result<Response, CliError> {
+    let shown = log::show(cwd, rev)?;
+    let (text, result, notice) = match shown {
+        Shown::Full {
+            text,
+            result,
+            notice,
+        } => (text, result, notice),
+        Shown::TrailerOnly { commit, result } => {
+            let json = pretty(&result);
+            (
+                json,
+                result,
+                Some(format!(
+                    "the full record of {commit} is not here (fetch it: `git fetch origin refs/notes/loaf:refs/notes/loaf`); showing the commit's Loaf-Result trailer, in which file contents and outputs are hashes"
+                )),
+            )
         }
     };
-    super::print_out(&text).map(|()| Outcome::Success)
+    Ok(Response::text(text, Outcome::Success)
+        .with_json(pretty(&result))
+        .with_notices(notice.into_iter().collect()))
+}
+
+fn pretty(value: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
 }

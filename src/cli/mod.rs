@@ -2,22 +2,24 @@
 //! its help text and one `run` function.
 
 mod agent_hook;
-mod apply;
+pub(crate) mod apply;
 mod completions;
 mod error;
 pub mod examples;
 mod gc;
 mod init;
-mod instructions;
+pub(crate) mod instructions;
 mod kept;
-mod log;
+pub(crate) mod log;
 mod man;
+mod mcp;
 mod parse;
 mod record;
-mod squash;
+mod response;
+pub(crate) mod squash;
 mod step;
 pub mod style;
-mod undo;
+pub(crate) mod undo;
 mod watch;
 
 use std::io::Write;
@@ -26,6 +28,7 @@ use std::process::ExitCode;
 use clap::{CommandFactory as _, Parser, Subcommand};
 
 pub use error::{CliError, ErrorKind};
+pub use response::Response;
 use style::{Paint, Stream};
 
 /// Apply, inspect, undo and tidy what an LLM wrote into your repository.
@@ -93,6 +96,7 @@ enum Command {
     AgentHook(agent_hook::AgentHookArgs),
     Gc(gc::GcArgs),
     Instructions(instructions::InstructionsArgs),
+    Mcp(mcp::McpArgs),
     Completions(completions::CompletionsArgs),
     InstallManPages(man::InstallManPagesArgs),
 }
@@ -140,6 +144,7 @@ pub fn main() -> ExitCode {
         Command::AgentHook(args) => agent_hook::run(&args),
         Command::Gc(args) => gc::run(&args),
         Command::Instructions(args) => instructions::run(&args),
+        Command::Mcp(args) => mcp::run(&args),
         Command::Completions(args) => completions::run(&args),
         Command::InstallManPages(args) => man::run(&args),
         Command::Init(args) => init::run(&args),

@@ -3,7 +3,7 @@
 use clap::Args;
 
 use super::examples::examples;
-use super::{CliError, Outcome};
+use super::{CliError, Outcome, Response};
 use crate::git::push::PushError;
 use crate::git::short_oid;
 use crate::ops::squash::{self, RunEnd, SquashOptions, Squashed};
@@ -34,59 +34,68 @@ pub struct SquashArgs {
     /// Select commits whose message contains TEXT instead of the applies (repeatable: any
     /// of them; `""` matches every commit).
     #[arg(long, value_name = "TEXT")]
-    containing: Vec<String>,
+    pub(crate) containing: Vec<String>,
     /// Only the turns record mode committed for session ID (`Loaf-Session: ID`; `git loaf
     /// agent-hook` uses the agent's session id).
     #[arg(long, value_name = "ID")]
-    session: Option<String>,
+    pub(crate) session: Option<String>,
     /// Only commits made at or after DATE (`2026-01-01`, `2026-01-01T12:00:00+02:00`,
     /// `@<seconds>`, `3 days ago`; UTC unless a zone is given).
     #[arg(long, value_name = "DATE")]
-    after: Option<String>,
+    pub(crate) after: Option<String>,
     /// Only commits of the last N hours.
     #[arg(long, value_name = "N")]
-    hours: Option<u64>,
+    pub(crate) hours: Option<u64>,
     /// Only commits of the last N days.
     #[arg(long, value_name = "N")]
-    days: Option<u64>,
+    pub(crate) days: Option<u64>,
     /// At most the N newest commits of the run (says how many more would have matched).
     #[arg(long, value_name = "N")]
-    limit: Option<usize>,
+    pub(crate) limit: Option<usize>,
     /// Use MESSAGE instead of the generated message (the git-loaf trailers are added).
     #[arg(short = 'm', long, value_name = "MESSAGE")]
-    message: Option<String>,
+    pub(crate) message: Option<String>,
     /// Print the commits and the message it would write; change nothing.
     #[arg(long)]
-    dry_run: bool,
+    pub(crate) dry_run: bool,
     /// Then push the branch to its upstream with --force-with-lease (refused if anyone
     /// pushed since your last fetch).
     #[arg(long)]
-    push: bool,
+    pub(crate) push: bool,
     /// Squash commits already pushed; with --push, push with --force.
     #[arg(long)]
-    force: bool,
+    pub(crate) force: bool,
     /// Sign the commit as `git commit -S` does (gpg.format, user.signingKey); KEY names the
     /// key. Default: as commit.gpgSign says.
     #[arg(long, short = 'S', value_name = "KEY", num_args = 0..=1, require_equals = true)]
-    gpg_sign: Option<Option<String>>,
+    pub(crate) gpg_sign: Option<Option<String>>,
     /// Do not sign the commit, whatever commit.gpgSign says.
     #[arg(long)]
-    no_gpg_sign: bool,
+    pub(crate) no_gpg_sign: bool,
 }
 
 /// Runs `git loaf squash`.
 pub fn run(args: &SquashArgs) -> Result<Outcome, CliError> {
-    let options = options(args)?;
-    let squashed = squash::squash(&super::current_dir()?, &options)?;
-    super::print_notices(&squashed.notices);
-    super::print_out(&report(&squashed))?;
-    match &squashed.pushed {
-        Some(Err(error)) => {
-            super::print_error(&push_failure(&squashed, error));
-            Ok(Outcome::Failed)
-        }
-        _ => Ok(Outcome::Success),
+    let response = respond(&super::current_dir()?, args)?;
+    response.print(false)?;
+    if let Some(error) = &response.error {
+        super::print_error(error);
     }
+    Ok(response.outcome)
+}
+
+/// Squashes (or, with `dry_run`, shows what it would squash) in the repository containing
+/// `cwd`; a push that failed after the squash is the response's error, the squash stays.
+pub fn respond(cwd: &std::path::Path, args: &SquashArgs) -> Result<Response, CliError> {
+    let options = options(args)?;
+    let squashed = squash::squash(cwd, &options)?;
+    let mut response =
+        Response::text(report(&squashed), Outcome::Success).with_notices(squashed.notices.clone());
+    if let Some(Err(error)) = &squashed.pushed {
+        response.outcome = Outcome::Failed;
+        response.error = Some(push_failure(&squashed, error));
+    }
+    Ok(response)
 }
 
 /// The options, with `--after`, `--hours` and `--days` turned into one cutoff (the latest).

@@ -3,7 +3,7 @@
 use clap::Args;
 
 use super::examples::examples;
-use super::{CliError, Outcome};
+use super::{CliError, Outcome, Response};
 use crate::ops::undo::{self, Walked, display_ref, short};
 
 /// Undo the most recent git-loaf operation (apply, squash, take, step).
@@ -44,22 +44,38 @@ pub struct RedoArgs {}
 
 /// Runs `git loaf undo`.
 pub fn run_undo(args: &UndoArgs) -> Result<Outcome, CliError> {
-    let cwd = super::current_dir()?;
-    let walked = match &args.to {
-        Some(to) => undo::undo_to(&cwd, to, args.force)?,
-        None => undo::undo(&cwd, args.force)?,
-    };
-    report("Undid", &walked)
+    let response = respond_undo(&super::current_dir()?, args.to.as_deref(), args.force)?;
+    response.print(false)?;
+    Ok(response.outcome)
 }
 
 /// Runs `git loaf redo`.
 pub fn run_redo(_args: &RedoArgs) -> Result<Outcome, CliError> {
-    let walked = undo::redo(&super::current_dir()?)?;
-    report("Redid", &walked)
+    let response = respond_redo(&super::current_dir()?)?;
+    response.print(false)?;
+    Ok(response.outcome)
 }
 
-fn report(verb: &str, walked: &Walked) -> Result<Outcome, CliError> {
-    super::print_notices(&walked.notices);
+/// Undoes the last operation (or back to `to`) in the repository containing `cwd`, and says
+/// what it restored.
+pub fn respond_undo(
+    cwd: &std::path::Path,
+    to: Option<&str>,
+    force: bool,
+) -> Result<Response, CliError> {
+    let walked = match to {
+        Some(to) => undo::undo_to(cwd, to, force)?,
+        None => undo::undo(cwd, force)?,
+    };
+    Ok(report("Undid", &walked))
+}
+
+/// Re-does what the last undo undid in the repository containing `cwd`, and says so.
+pub fn respond_redo(cwd: &std::path::Path) -> Result<Response, CliError> {
+    Ok(report("Redid", &undo::redo(cwd)?))
+}
+
+fn report(verb: &str, walked: &Walked) -> Response {
     let target = &walked.target;
     let mut out = format!(
         "{verb} {} ({}): {} {} -> {}\n",
@@ -108,8 +124,7 @@ fn report(verb: &str, walked: &Walked) -> Result<Outcome, CliError> {
             short_tree(&between.to_work),
         ));
     }
-    super::print_out(&out)?;
-    Ok(Outcome::Success)
+    Response::text(out, Outcome::Success).with_notices(walked.notices.clone())
 }
 
 /// A tree id shortened as the saved-work hint shows it (long enough to stay unambiguous).

@@ -29,6 +29,8 @@ mod init;
 mod input_details;
 mod instructions;
 mod man;
+mod mcp;
+mod mcp_python;
 mod nesl_conformance;
 mod nesl_differential;
 mod nesl_properties;
