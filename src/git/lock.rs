@@ -369,6 +369,58 @@ mod tests {
         assert!(taken.is_ok(), "{taken:?}");
     }
 
+    /// The lock of a dead process, with `path`'s recovery file present (written at
+    /// `written`); whether `acquire` takes the lock, run where a hang fails the test.
+    fn recovering(
+        dir: &Path,
+        written: SystemTime,
+        meanwhile: impl FnOnce() + Send + 'static,
+    ) -> Result<RepoLock, LockError> {
+        std::fs::create_dir_all(dir.join("loaf")).expect("mkdir");
+        let dead = Holder {
+            pid: u32::MAX - 1,
+            command: "apply".into(),
+            since: now_secs(),
+            started: None,
+        };
+        create(&dir.join("loaf/lock"), &dead).expect("a dead holder's lock");
+        let guard = std::fs::File::create(dir.join("loaf/lock.recover")).expect("create");
+        guard.set_modified(written).expect("set mtime");
+        let other = std::thread::spawn(meanwhile);
+        let (tx, rx) = std::sync::mpsc::channel();
+        let dir = dir.to_path_buf();
+        std::thread::spawn(move || {
+            let _ = tx.send(RepoLock::acquire(&dir, "undo", Duration::from_secs(60)));
+        });
+        let taken = rx
+            .recv_timeout(Duration::from_secs(120))
+            .expect("acquire returns instead of waiting forever");
+        other.join().expect("the other recovery");
+        taken
+    }
+
+    /// Another process is recovering the dead holder's lock: the next waits for it, then
+    /// takes the lock.
+    #[test]
+    fn a_recovery_in_progress_elsewhere_is_waited_for() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let guard = dir.path().join("loaf/lock.recover");
+        let taken = recovering(dir.path(), SystemTime::now(), move || {
+            std::thread::sleep(Duration::from_millis(200));
+            let _ = std::fs::remove_file(guard);
+        });
+        assert!(taken.is_ok(), "{taken:?}");
+    }
+
+    /// A recovery file left by a crash long ago is cleared, and the lock taken.
+    #[test]
+    fn a_recovery_file_left_by_a_crash_is_cleared() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let long_ago = SystemTime::now() - Duration::from_secs(600);
+        let taken = recovering(dir.path(), long_ago, || {});
+        assert!(taken.is_ok(), "{taken:?}");
+    }
+
     #[test]
     fn an_empty_lock_left_by_a_crash_is_recovered() {
         let dir = tempfile::tempdir().expect("tempdir");
