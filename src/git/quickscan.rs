@@ -527,6 +527,29 @@ mod tests {
         assert_eq!(found(), None);
     }
 
+    /// Entries the stat data cannot decide send the caller to the full status: one outside
+    /// the sparse checkout (skip-worktree: its absence is no deletion) and one added with
+    /// `git add -N` (intent-to-add: no blob yet).
+    #[test]
+    fn skip_worktree_and_intent_to_add_entries_defer_to_the_full_status() {
+        let dir = init_repo();
+        let root = dir.path();
+        write_file(root, "a.txt", "a\n");
+        write_file(root, "far/b.txt", "b\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        git(root, &["update-index", "--skip-worktree", "far/b.txt"]);
+        std::fs::remove_file(root.join("far/b.txt")).expect("rm");
+        let repo = Repository::open(root).expect("open");
+        assert_eq!(candidates(&repo).expect("scan"), None, "skip-worktree");
+        git(root, &["update-index", "--no-skip-worktree", "far/b.txt"]);
+        git(root, &["checkout", "--", "far/b.txt"]);
+        write_file(root, "new.txt", "new\n");
+        git(root, &["add", "-N", "new.txt"]);
+        let repo = Repository::open(root).expect("open");
+        assert_eq!(candidates(&repo).expect("scan"), None, "intent-to-add");
+    }
+
     /// Sets the modification time of `path` (the file's ctime becomes now: do it before the
     /// index records the file).
     fn set_mtime(path: &Path, time: std::time::SystemTime) {
