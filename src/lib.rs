@@ -24,7 +24,6 @@ pub mod exec;
 pub mod git;
 pub mod input;
 pub mod instructions;
-pub mod lorch;
 pub mod nesl;
 pub mod ops;
 pub mod progress;
