@@ -550,6 +550,54 @@ mod tests {
         assert_eq!(candidates(&repo).expect("scan"), None, "assume-unchanged");
     }
 
+    /// Many files in many folders, looked at by the same threads: each folder's files are
+    /// read in their own folder.
+    #[test]
+    fn files_in_many_folders_are_each_read_where_they_are() {
+        let dir = init_repo();
+        let root = dir.path();
+        for d in 0..12 {
+            for f in 0..4 {
+                write_file(root, &format!("d{d}/sub/f{f}.txt"), &format!("{d} {f}\n"));
+                write_file(root, &format!("d{d}/g{f}.txt"), &format!("{f}\n"));
+            }
+        }
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        git(root, &["update-index", "--really-refresh"]);
+        let repo = Repository::open(root).expect("open");
+        assert_eq!(candidates(&repo).expect("scan"), Some(vec![]));
+        write_file(root, "d7/sub/f2.txt", "changed\n");
+        assert_eq!(
+            candidates(&repo).expect("scan"),
+            Some(vec![b"d7/sub/f2.txt".to_vec()])
+        );
+    }
+
+    /// A tracked folder moved away and replaced by a symlink to where it went: its files'
+    /// stat data is unchanged behind the link, but git sees them deleted (it never follows a
+    /// symlink inside the tree); so must the scan.
+    #[test]
+    fn a_folder_replaced_by_a_symlink_is_not_followed() {
+        let dir = init_repo();
+        let root = dir.path();
+        write_file(root, "d/x.txt", "x\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        git(root, &["update-index", "--really-refresh"]);
+        let away = tempfile::tempdir().expect("tempdir");
+        let moved = away.path().join("d");
+        std::fs::rename(root.join("d"), &moved).expect("move the folder away");
+        std::os::unix::fs::symlink(&moved, root.join("d")).expect("symlink");
+        let repo = Repository::open(root).expect("open");
+        assert!(
+            !certainly_clean(&repo).expect("scan"),
+            "d/x.txt is gone for git"
+        );
+    }
+
     /// Sets the modification time of `path` (the file's ctime becomes now: do it before the
     /// index records the file).
     fn set_mtime(path: &Path, time: std::time::SystemTime) {
