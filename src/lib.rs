@@ -28,7 +28,6 @@ pub mod exec;
 pub mod git;
 pub mod input;
 pub mod instructions;
-pub mod lorch;
 pub mod mcp;
 pub mod nesl;
 pub mod ops;

@@ -37,7 +37,7 @@ pub(crate) const PIPE_GRACE: Duration = Duration::from_millis(500);
 
 /// What to run and within which limits.
 #[derive(Debug, Clone)]
-pub(crate) struct Job<'a> {
+pub struct Job<'a> {
     /// The program, looked up in PATH (the `path` below when set).
     pub program: &'a str,
     /// Its arguments.
@@ -60,7 +60,7 @@ pub(crate) struct Job<'a> {
 
 /// How the process ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Ending {
+pub enum Ending {
     /// It exited by itself with this code.
     Exited(i32),
     /// A signal ended it (not ours): the signal's name, e.g. `SIGSEGV`, or its number.
@@ -71,7 +71,7 @@ pub(crate) enum Ending {
 
 /// A signal as messages show it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct SignalName(pub i32);
+pub struct SignalName(pub i32);
 
 impl std::fmt::Display for SignalName {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -101,7 +101,7 @@ impl std::fmt::Display for SignalName {
 
 /// One output stream as captured.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Captured {
+pub struct Captured {
     /// The kept bytes, decoded as UTF-8 (invalid sequences replaced).
     pub text: String,
     /// How many bytes the stream carried in all.
@@ -127,7 +127,7 @@ impl Captured {
 
 /// The process's ending and its output.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Finished {
+pub struct Finished {
     /// How it ended.
     pub ending: Ending,
     /// Its standard output.
@@ -138,7 +138,7 @@ pub(crate) struct Finished {
 
 /// Why the process could not be started or followed.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum RunError {
+pub enum RunError {
     /// The program is not in PATH.
     #[error("{0} not found in PATH (ENOENT)")]
     NotFound(String),
@@ -157,7 +157,7 @@ pub(crate) enum RunError {
 
 /// Runs the job to its end, or kills its process group at the timeout; the progress line
 /// names it `exec <program>: <first line of the code>`.
-pub(crate) fn run(job: &Job) -> Result<Finished, RunError> {
+pub fn run(job: &Job) -> Result<Finished, RunError> {
     let code = job
         .args
         .last()

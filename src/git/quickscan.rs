@@ -114,27 +114,22 @@ fn scan(repo: &Repository, collect: bool) -> Result<Found, git2::Error> {
     })
 }
 
-/// The names the index tracks: files, the folders holding them (the root among them) and
-/// submodules.
+/// The names the index tracks: its entries (files, symlinks, submodules) and the folders
+/// holding them (the root among them). Only whether a name is tracked matters here, not as
+/// what.
 struct Tracked<'e> {
-    files: HashSet<&'e [u8]>,
+    entries: HashSet<&'e [u8]>,
     dirs: HashSet<&'e [u8]>,
-    submodules: HashSet<&'e [u8]>,
 }
 
 impl<'e> Tracked<'e> {
     fn of(entries: &'e [IndexEntry]) -> Tracked<'e> {
-        let mut files: HashSet<&[u8]> = HashSet::with_capacity(entries.len());
+        let mut names: HashSet<&[u8]> = HashSet::with_capacity(entries.len());
         let mut dirs: HashSet<&[u8]> = HashSet::new();
         dirs.insert(b"");
-        let mut submodules: HashSet<&[u8]> = HashSet::new();
         for entry in entries {
             let path = entry.path.as_slice();
-            if entry.mode == GITLINK {
-                submodules.insert(path);
-            } else {
-                files.insert(path);
-            }
+            names.insert(path);
             let mut end = path.len();
             while let Some(slash) = path[..end].iter().rposition(|b| *b == b'/') {
                 if !dirs.insert(&path[..slash]) {
@@ -144,14 +139,13 @@ impl<'e> Tracked<'e> {
             }
         }
         Tracked {
-            files,
+            entries: names,
             dirs,
-            submodules,
         }
     }
 
     fn holds(&self, rel: &[u8]) -> bool {
-        self.files.contains(rel) || self.dirs.contains(rel) || self.submodules.contains(rel)
+        self.entries.contains(rel) || self.dirs.contains(rel)
     }
 }
 
@@ -525,6 +519,35 @@ mod tests {
         );
         write("newdir/x", "untracked folder\n");
         assert_eq!(found(), None);
+    }
+
+    /// Entries the stat data cannot decide send the caller to the full status: one outside
+    /// the sparse checkout (skip-worktree: its absence is no deletion), one added with
+    /// `git add -N` (intent-to-add: no blob yet), one marked assume-unchanged.
+    #[test]
+    fn flagged_entries_defer_to_the_full_status() {
+        let dir = init_repo();
+        let root = dir.path();
+        write_file(root, "a.txt", "a\n");
+        write_file(root, "far/b.txt", "b\n");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        git(root, &["update-index", "--skip-worktree", "far/b.txt"]);
+        std::fs::remove_file(root.join("far/b.txt")).expect("rm");
+        let repo = Repository::open(root).expect("open");
+        assert_eq!(candidates(&repo).expect("scan"), None, "skip-worktree");
+        git(root, &["update-index", "--no-skip-worktree", "far/b.txt"]);
+        git(root, &["checkout", "--", "far/b.txt"]);
+        write_file(root, "new.txt", "new\n");
+        git(root, &["add", "-N", "new.txt"]);
+        let repo = Repository::open(root).expect("open");
+        assert_eq!(candidates(&repo).expect("scan"), None, "intent-to-add");
+        git(root, &["rm", "-q", "--cached", "new.txt"]);
+        std::fs::remove_file(root.join("new.txt")).expect("rm");
+        git(root, &["update-index", "--assume-unchanged", "a.txt"]);
+        write_file(root, "a.txt", "changed, said unchanged\n");
+        let repo = Repository::open(root).expect("open");
+        assert_eq!(candidates(&repo).expect("scan"), None, "assume-unchanged");
     }
 
     /// Sets the modification time of `path` (the file's ctime becomes now: do it before the

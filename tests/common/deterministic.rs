@@ -1,6 +1,6 @@
 //! The deterministic environment every git, git-loaf and lorch process of the integration
 //! tests runs in (no system or global config, fixed identity and dates, UTC, C locale), and
-//! git run with it. Shared by the `it` and `lorch` test binaries (`#[path]` modules).
+//! git run with it (lorch's tests have a copy in `lorch/tests/common/`).
 
 use std::path::Path;
 use std::process::Command;

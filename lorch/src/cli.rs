@@ -1,0 +1,232 @@
+//! The command line of §8.3: `lorch [run] [--task ID]`, `resume --run ID`,
+//! `validate --schemas`, `doctor`, `agent ROLE -- CMD…`.
+//!
+//! Parsing lives here, in the library, so tests can drive it in-process; `src/main.rs` only
+//! calls [`main`]. The top of the crate: it calls down into the scheduler, the checks and
+//! the agent shim (whose arguments, [`AgentArgs`], are the shim's own), none of which
+//! calls back. Each command is one `cmd_*` function. Exit codes: 0 the run completed,
+//! 1 it failed (an agent exhausted its retries, a checksum did not match on resume), 2 bad
+//! usage or configuration (nothing ran).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use super::agent::{self, AgentArgs};
+use super::checks;
+use super::config::{self, Config};
+use super::scheduler::{self, Orchestrator, RunError, Status};
+use super::validate::check_schemas;
+
+/// lorch: drives AI agents through implement → review → spec maintenance, over NDJSON on
+/// their stdio, each builder step applied through git-loaf as one commit.
+#[derive(Debug, Parser)]
+#[command(name = "lorch", version, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// What to do; none is `lorch run`.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// `lorch` alone takes `run`'s flags.
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Start a run.
+    Run(RunArgs),
+    /// Resume a run from its ledger and state.
+    Resume(ResumeArgs),
+    /// Check recorded agent IO against the protocol's JSON Schemas.
+    Validate(ValidateArgs),
+    /// Check the environment: agent commands found, workspace writable, git present.
+    Doctor,
+    /// Run as an agent: wrap an LLM command-line tool, speaking the protocol on stdio.
+    Agent(AgentArgs),
+}
+
+/// `lorch run`.
+#[derive(Debug, Clone, Default, Args)]
+pub struct RunArgs {
+    /// The task of lorch.json to run, e.g. T-0042 (natural-language intake without it is Phase 2).
+    #[arg(long, value_name = "ID")]
+    pub task: Option<String>,
+}
+
+/// `lorch resume`.
+#[derive(Debug, Clone, Args)]
+pub struct ResumeArgs {
+    /// The run to resume (its id, as in events/run-<id>.ndjson).
+    #[arg(long = "run", value_name = "ID")]
+    pub run_id: String,
+}
+
+/// `lorch validate`.
+#[derive(Debug, Clone, Args)]
+pub struct ValidateArgs {
+    /// Validate the agents' recorded messages against the command, event, heartbeat and log schemas.
+    #[arg(long, required = true)]
+    pub schemas: bool,
+}
+
+/// Exit code of bad usage or configuration: nothing ran (lorch.json, the task, the
+/// workspace, a missing `--task`).
+pub const USAGE: u8 = 2;
+
+/// Parses the process's arguments and runs the command.
+pub fn main() -> ExitCode {
+    run(Cli::parse())
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        None => cmd_run(&cli.run),
+        Some(Command::Run(args)) => cmd_run(&args),
+        Some(Command::Resume(args)) => cmd_resume(&args),
+        Some(Command::Validate(args)) => cmd_validate(&args),
+        Some(Command::Doctor) => cmd_doctor(),
+        Some(Command::Agent(args)) => cmd_agent(&args),
+    }
+}
+
+/// Exit code of a run that failed (an agent exhausted its retries, a persistent conflict).
+pub const RUN_FAILED: u8 = 1;
+
+fn ended(status: Result<Status, RunError>) -> ExitCode {
+    match status {
+        Ok(Status::Completed) => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(RUN_FAILED),
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            ExitCode::from(RUN_FAILED)
+        }
+    }
+}
+
+/// Loads lorch.json (creating it on the first run) and the workspace, or says why not.
+fn setup(create: bool) -> Result<(Config, PathBuf), ExitCode> {
+    let usage = |e: &dyn std::fmt::Display| {
+        eprintln!("lorch: {e}");
+        ExitCode::from(USAGE)
+    };
+    let base = scheduler::base_dir().map_err(|e| usage(&e))?;
+    let config = if create {
+        scheduler::load_config(&base).map_err(|e| usage(&e))?
+    } else {
+        match config::load(&base) {
+            Ok(Some(c)) => c,
+            Ok(None) => return Err(usage(&format!("no {} here", config::FILE_NAME))),
+            Err(e) => return Err(usage(&e)),
+        }
+    };
+    let workspace = config.workspace(&base);
+    if !workspace.is_dir() {
+        return Err(usage(&format!(
+            "workspace_root {} is not a folder",
+            workspace.display()
+        )));
+    }
+    Ok((config, workspace))
+}
+
+fn cmd_run(args: &RunArgs) -> ExitCode {
+    let Some(task_id) = &args.task else {
+        eprintln!(
+            "lorch: run needs --task ID (natural-language intake without a task is Phase 2, not built)"
+        );
+        return ExitCode::from(USAGE);
+    };
+    let (config, workspace) = match setup(true) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let task = match config.task(task_id) {
+        Ok(t) => t.clone(),
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    ended(Orchestrator::run(config, workspace, task))
+}
+
+fn cmd_resume(args: &ResumeArgs) -> ExitCode {
+    let (config, workspace) = match setup(false) {
+        Ok(x) => x,
+        Err(code) => return code,
+    };
+    let run_id = args.run_id.strip_prefix("run-").unwrap_or(&args.run_id);
+    ended(Orchestrator::resume(config, workspace, run_id))
+}
+
+fn cmd_validate(_args: &ValidateArgs) -> ExitCode {
+    if let Err(e) = check_schemas() {
+        eprintln!("lorch: {e}");
+        return ExitCode::from(RUN_FAILED);
+    }
+    let base = match scheduler::base_dir() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    let workspace = match config::load(&base) {
+        Ok(Some(c)) => c.workspace(&base),
+        _ => base,
+    };
+    let reports = match checks::validate_recorded(&workspace) {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            return ExitCode::from(RUN_FAILED);
+        }
+    };
+    let mut bad = 0;
+    for r in &reports {
+        println!(
+            "{}: {} valid, {} invalid",
+            r.file,
+            r.valid,
+            r.problems.len()
+        );
+        for p in &r.problems {
+            println!("  {p}");
+        }
+        bad += r.problems.len();
+    }
+    if reports.is_empty() {
+        println!("no recorded agent IO (events/run-*.ndjson, logs/*/run-*.ndjson)");
+    }
+    if bad == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(RUN_FAILED)
+    }
+}
+
+fn cmd_doctor() -> ExitCode {
+    let base = match scheduler::base_dir() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    let results = checks::doctor(&base);
+    for c in &results {
+        println!("{c}");
+    }
+    if results.iter().all(|c| c.ok) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(RUN_FAILED)
+    }
+}
+
+fn cmd_agent(args: &AgentArgs) -> ExitCode {
+    agent::main(args)
+}

@@ -1,0 +1,405 @@
+//! `lorch.json` (§8): created with the §8.2 defaults when absent, checked at startup against
+//! a JSON Schema of ours (`lorch/schemas/config.v1.json`, same validator as the protocol) so
+//! that a mistake is reported with the field and what is expected there, then read into
+//! typed settings.
+//!
+//! One deliberate change to §8.2: the default agent commands go through `lorch agent ROLE --
+//! claude -p`, since a bare `claude` does not speak the protocol.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::LazyLock;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::Value;
+use thiserror::Error;
+
+use super::protocol::{Action, AgentType};
+use super::safety;
+use super::validate::Violation;
+
+/// The file's name, in the folder lorch runs in.
+pub const FILE_NAME: &str = "lorch.json";
+
+/// The schema of `lorch.json`.
+pub const SCHEMA: &str = include_str!("../schemas/config.v1.json");
+
+/// At most this many restarts per agent per run (§7.2, §12).
+pub const MAX_RESTARTS: u32 = 5;
+
+/// Missed heartbeats before an agent is unhealthy (§7.1).
+pub const MISSED_HEARTBEATS: u32 = 3;
+
+/// What `lorch.json` holds when lorch creates it (§8.2).
+pub fn default_text() -> String {
+    let agent = |role: &str, timeouts: Value, hb: bool| {
+        let mut a = serde_json::json!({
+            "cmd": ["lorch", "agent", role, "--", "claude", "-p"],
+            "timeouts_s": timeouts,
+            "env": { "CLAUDE_AGENT_ROLE": role }
+        });
+        if hb {
+            a["heartbeat_interval_s"] = 10.into();
+        }
+        a
+    };
+    let value = serde_json::json!({
+        "version": "1.0",
+        "workspace_root": ".",
+        "policy": {
+            "concurrency": 1,
+            "message_max_bytes": 262144,
+            "artifact_max_bytes": 1073741824u64,
+            "retry": { "max_attempts": 3, "backoff": { "initial_ms": 1000, "max_ms": 60000, "multiplier": 2.0, "jitter": "full" } },
+            "strict_version_pinning": true,
+            "parallel_reviews": false,
+            "redact_secrets_in_logs": true
+        },
+        "agents": {
+            "builder": agent("builder", serde_json::json!({ "implement": 600, "implement_changes": 600 }), true),
+            "reviewer": agent("reviewer", serde_json::json!({ "review": 300 }), true),
+            "spec_maintainer": agent("spec_maintainer", serde_json::json!({ "update_spec": 180 }), false),
+        },
+        "tasks": [
+            { "id": "T-0042", "goal": "Implement sections 3.1–3.3 of /specs/MASTER-SPEC.md" }
+        ]
+    });
+    let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// Why `lorch.json` cannot be used.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// Reading or creating it failed.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// Not JSON.
+    #[error("{path}: not JSON: {message}")]
+    NotJson {
+        /// The file.
+        path: PathBuf,
+        /// serde_json's description, with line and column.
+        message: String,
+    },
+    /// JSON that the schema refuses: each violation names the field and what is expected.
+    #[error("{path}: invalid:\n{}", list(.violations))]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// Every violation.
+        violations: Vec<Violation>,
+    },
+    /// The task asked for is not in `tasks`.
+    #[error("task {0} is not in lorch.json's tasks")]
+    UnknownTask(String),
+}
+
+fn list(violations: &[Violation]) -> String {
+    let lines: Vec<String> = violations.iter().map(|v| format!("  {v}")).collect();
+    lines.join("\n")
+}
+
+/// The settings lorch uses.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Config {
+    /// Where the agents work and lorch keeps its records, relative to `lorch.json`'s folder.
+    #[serde(default = "dot")]
+    pub workspace_root: String,
+    /// §8.2's `policy`.
+    #[serde(default)]
+    pub policy: Policy,
+    /// The agents by role.
+    pub agents: Agents,
+    /// The tasks `lorch run --task` can run.
+    #[serde(default)]
+    pub tasks: Vec<Task>,
+}
+
+fn dot() -> String {
+    ".".to_owned()
+}
+
+/// §8.2's `policy`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Policy {
+    /// Largest protocol line.
+    pub message_max_bytes: usize,
+    /// Largest artifact.
+    pub artifact_max_bytes: u64,
+    /// Retries of a command and the backoff between restarts.
+    pub retry: RetryPolicy,
+    /// Redact `*_TOKEN`/`*_KEY`/`*_SECRET` values from what lorch records.
+    pub redact_secrets_in_logs: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Policy {
+            message_max_bytes: super::validate::MAX_LINE_BYTES,
+            artifact_max_bytes: 1 << 30,
+            retry: RetryPolicy::default(),
+            redact_secrets_in_logs: true,
+        }
+    }
+}
+
+/// `policy.retry`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct RetryPolicy {
+    /// Attempts of one command (same IK) before the run fails.
+    pub max_attempts: u32,
+    /// Backoff before restarting an agent.
+    pub backoff: Backoff,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        RetryPolicy {
+            max_attempts: 3,
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+/// `policy.retry.backoff`: exponential, with full jitter (§7.2).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(default)]
+pub struct Backoff {
+    /// First ceiling.
+    pub initial_ms: u64,
+    /// Largest ceiling.
+    pub max_ms: u64,
+    /// Growth per restart.
+    pub multiplier: f64,
+    /// `full` (a random delay up to the ceiling) or `none` (the ceiling).
+    pub jitter: String,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            initial_ms: 1000,
+            max_ms: 60_000,
+            multiplier: 2.0,
+            jitter: "full".to_owned(),
+        }
+    }
+}
+
+impl Backoff {
+    /// The delay before restart number `restart` (0 for the first): with full jitter a uniform
+    /// random value in `[0, min(max, initial × multiplier^restart)]`.
+    pub fn delay(&self, restart: u32, random: u64) -> Duration {
+        let ceiling = (self.initial_ms as f64 * self.multiplier.powi(restart as i32))
+            .min(self.max_ms as f64)
+            .max(0.0) as u64;
+        let ms = if self.jitter == "none" || ceiling == 0 {
+            ceiling
+        } else {
+            random % (ceiling + 1)
+        };
+        Duration::from_millis(ms)
+    }
+}
+
+/// The agents of Phase 1 (`orchestration` is Phase 2: accepted, not used).
+#[derive(Debug, Clone, Deserialize)]
+pub struct Agents {
+    /// Builder.
+    pub builder: AgentConfig,
+    /// Reviewer.
+    pub reviewer: AgentConfig,
+    /// Spec maintainer.
+    pub spec_maintainer: AgentConfig,
+}
+
+impl Agents {
+    /// The configuration of one role.
+    pub fn get(&self, agent: AgentType) -> &AgentConfig {
+        match agent {
+            AgentType::Reviewer => &self.reviewer,
+            AgentType::SpecMaintainer => &self.spec_maintainer,
+            _ => &self.builder,
+        }
+    }
+}
+
+/// One agent.
+#[derive(Debug, Clone, Deserialize)]
+pub struct AgentConfig {
+    /// The command line.
+    pub cmd: Vec<String>,
+    /// Heartbeats expected this often (§7.1: 10 s).
+    #[serde(default = "ten")]
+    pub heartbeat_interval_s: f64,
+    /// Per-action timeouts.
+    #[serde(default)]
+    pub timeouts_s: BTreeMap<String, f64>,
+    /// Environment added to the agent's.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+fn ten() -> f64 {
+    10.0
+}
+
+impl AgentConfig {
+    /// The heartbeat interval.
+    pub fn heartbeat_interval(&self) -> Duration {
+        Duration::from_secs_f64(self.heartbeat_interval_s)
+    }
+
+    /// The timeout of `action`: configured, else §18's default.
+    pub fn timeout(&self, action: Action) -> Duration {
+        let default = match action {
+            Action::Implement | Action::ImplementChanges => 600.0,
+            Action::Review => 300.0,
+            _ => 180.0,
+        };
+        Duration::from_secs_f64(
+            self.timeouts_s
+                .get(action.as_str())
+                .copied()
+                .unwrap_or(default),
+        )
+    }
+}
+
+/// One task.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Task {
+    /// `T-0042`.
+    pub id: String,
+    /// What to do.
+    pub goal: String,
+    /// Files the task is about, passed on to the builder.
+    #[serde(default)]
+    pub files: Vec<String>,
+}
+
+impl Config {
+    /// The workspace, `workspace_root` resolved against `base` (the folder of `lorch.json`).
+    pub fn workspace(&self, base: &Path) -> PathBuf {
+        base.join(&self.workspace_root)
+    }
+
+    /// The task `id`.
+    pub fn task(&self, id: &str) -> Result<&Task, ConfigError> {
+        self.tasks
+            .iter()
+            .find(|t| t.id == id)
+            .ok_or_else(|| ConfigError::UnknownTask(id.to_owned()))
+    }
+}
+
+static VALIDATOR: LazyLock<Result<jsonschema::Validator, String>> = LazyLock::new(|| {
+    let schema: Value = serde_json::from_str(SCHEMA).map_err(|e| e.to_string())?;
+    jsonschema::draft202012::options()
+        .build(&schema)
+        .map_err(|e| e.to_string())
+});
+
+/// Checks `text` as `lorch.json` and reads it.
+pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
+    let value: Value = serde_json::from_str(text).map_err(|e| ConfigError::NotJson {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    let invalid = |violations| ConfigError::Invalid {
+        path: path.to_owned(),
+        violations,
+    };
+    let validator = VALIDATOR.as_ref().map_err(|e| {
+        invalid(vec![Violation {
+            path: String::new(),
+            message: format!("the config schema does not compile: {e}"),
+        }])
+    })?;
+    let violations: Vec<Violation> = validator
+        .iter_errors(&value)
+        .map(|e| Violation {
+            path: e.instance_path().as_str().to_owned(),
+            message: e.to_string(),
+        })
+        .collect();
+    if !violations.is_empty() {
+        return Err(invalid(violations));
+    }
+    serde_json::from_value(value).map_err(|e| {
+        invalid(vec![Violation {
+            path: String::new(),
+            message: e.to_string(),
+        }])
+    })
+}
+
+/// Reads `dir/lorch.json`, or `None` when there is none.
+pub fn load(dir: &Path) -> Result<Option<Config>, ConfigError> {
+    let path = dir.join(FILE_NAME);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => parse(&path, &text).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(source) => Err(ConfigError::Io { path, source }),
+    }
+}
+
+/// Reads `dir/lorch.json`, creating it with the defaults first when absent (§8.1). The
+/// boolean says whether it was created.
+pub fn load_or_init(dir: &Path) -> Result<(Config, bool), ConfigError> {
+    if let Some(config) = load(dir)? {
+        return Ok((config, false));
+    }
+    let path = dir.join(FILE_NAME);
+    let text = default_text();
+    safety::atomic_write(&path, text.as_bytes()).map_err(|source| ConfigError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    parse(&path, &text).map(|c| (c, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_defaults_are_valid_and_say_what_8_2_says() {
+        let config = parse(Path::new("lorch.json"), &default_text()).expect("valid");
+        assert_eq!(config.policy.retry.max_attempts, 3);
+        assert_eq!(config.policy.message_max_bytes, 262_144);
+        assert_eq!(
+            config.agents.builder.timeout(Action::Implement),
+            Duration::from_secs(600)
+        );
+        assert_eq!(
+            config.agents.spec_maintainer.timeout(Action::UpdateSpec),
+            Duration::from_secs(180)
+        );
+        assert_eq!(config.tasks[0].id, "T-0042");
+    }
+
+    #[test]
+    fn backoff_grows_to_its_ceiling_and_jitter_stays_below_it() {
+        let b = Backoff::default();
+        let none = Backoff {
+            jitter: "none".into(),
+            ..Backoff::default()
+        };
+        assert_eq!(none.delay(0, 0), Duration::from_secs(1));
+        assert_eq!(none.delay(3, 0), Duration::from_secs(8));
+        assert_eq!(none.delay(20, 0), Duration::from_secs(60));
+        assert_eq!(b.delay(2, 4001), Duration::from_millis(4001 % 4001));
+        assert!(b.delay(2, u64::MAX) <= Duration::from_secs(4));
+    }
+}

@@ -1,0 +1,53 @@
+//! lorch: the local orchestrator of the seeds' MASTER-SPEC (issue 15), which drives AI agents
+//! (builder, reviewer, spec-maintainer) through implement → review → spec maintenance,
+//! talking NDJSON over their stdio.
+//!
+//! A crate of its own on top of git-loaf's library (the builder applies its replies through
+//! `git_loaf::ops::apply`); git-loaf never depends on lorch. The `lorch` binary is a thin
+//! `main` over [`cli::main`], so that tests can drive all of it in-process.
+//!
+//! So far, the foundation the orchestrator and the agent shim share:
+//!
+//! - [`protocol`]: the four envelopes of §3 (`command`, `event`, `heartbeat`, `log`) as
+//!   serde types, and [`protocol::Message`], one line of the wire;
+//! - [`validate`]: the spec's JSON Schemas (shipped in `lorch/schemas/`), compiled once, and
+//!   [`validate::validate`]`(line) -> Result<Message, ProtocolError>`;
+//! - [`ndjson`]: a line reader that never buffers more than the 256 KiB limit, and a writer;
+//! - [`canonical`]: canonical JSON, the idempotency key (§5.4) and `snapshot_id` (§5.3);
+//! - [`safety`]: atomic 0600 writes, 0700 folders, paths confined to the workspace, secret
+//!   values redacted (§5.5, §13);
+//! - [`cli`]: the command line of §8.3;
+//! - [`agent`]: `lorch agent ROLE -- CMD…`, the shim that wraps an LLM command-line tool;
+//! - [`git_exclude`]: lorch's record folders listed in `.git/info/exclude`, so that they
+//!   never make `git loaf undo` or `squash` refuse.
+//!
+//! The orchestrator on top of it:
+//!
+//! - [`config`]: `lorch.json` (§8), created with the defaults, checked against a schema;
+//! - [`store`]: the ledger, receipts, state and snapshots of §5;
+//! - [`supervisor`]: agent processes, their stdout drained and checked on threads (§7);
+//! - [`run_state`]: the run as a state machine over its ledger, and the order of §4.2;
+//! - [`scheduler`]: drives it: implement → review → spec maintenance, retries, restarts,
+//!   resume (§4, §5.6, §6, §14);
+//! - [`transcript`]: the console lines of §9;
+//! - [`checks`]: `lorch doctor` and `lorch validate --schemas`.
+#![warn(missing_docs)]
+
+pub mod agent;
+pub mod canonical;
+pub mod checks;
+pub mod cli;
+pub mod config;
+pub mod git_exclude;
+pub mod ndjson;
+pub mod protocol;
+pub mod run_state;
+pub mod safety;
+pub mod scheduler;
+pub mod store;
+pub mod supervisor;
+pub mod transcript;
+pub mod validate;
+
+pub use protocol::Message;
+pub use validate::{ProtocolError, validate};

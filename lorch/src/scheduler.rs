@@ -1,0 +1,771 @@
+//! The single-agent scheduler of §4, §6 and §14.1–14.2, and resume (§5.6, §7.5); the run's
+//! state and the rules it follows are in [`super::run_state`].
+//!
+//! The run is a state machine whose only input is the ledger: every command lorch sends,
+//! every event an agent sends and every decision lorch takes is recorded first, then applied
+//! to [`RunState`] by [`RunState::apply`]. A live run and a resumed one therefore go through
+//! the same code: resuming reads the ledger back through `apply` and carries on.
+//!
+//! ```text
+//! Implement → Review ──changes_requested──→ Implement Changes → Review …
+//!               └─approved→ Update Spec ──spec.changes_requested──→ Implement Changes → …
+//!                               └─spec.updated / spec.no_changes_needed→ Done
+//! ```
+//!
+//! A step's terminal event is checked (right event for the action, builder tests passing,
+//! artifacts confined to the workspace, within the size cap, their checksums matching the
+//! files) before it is accepted with `system.step_completed` and a receipt; otherwise the
+//! same command (same idempotency key) is retried, up to `policy.retry.max_attempts`.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, Sender, channel};
+use std::time::{Duration, Instant, SystemTime};
+
+use serde_json::{Value, json};
+use thiserror::Error;
+
+use super::canonical::idempotency_key;
+use super::config::{self, Config, MAX_RESTARTS, MISSED_HEARTBEATS, Task};
+use super::protocol::{
+    Action, AgentRef, AgentType, Artifact, Command, Event, EventType, ExpectedOutput, Message,
+    Object, Retry, Timestamp, Version,
+};
+use super::safety;
+use super::store::{self, Store};
+use super::supervisor::{self, Agent, Incoming, Item, Spawn};
+use super::transcript;
+
+use super::run_state::{AGENTS, agent_for, classify};
+pub use super::run_state::{
+    InFlight, MAX_STEPS, RunState, Status, StepDone, check_artifact, next_action,
+};
+
+/// Why lorch could not go on (a failed run is not an error: it is recorded and reported).
+#[derive(Debug, Error)]
+pub enum RunError {
+    /// Writing or reading lorch's records failed.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// No such run.
+    #[error("no run {0}: {1} does not exist")]
+    NoRun(String, String),
+    /// Files changed since their receipts, with no command in flight that could explain it.
+    #[error("checksums do not match the receipts:\n{0}")]
+    Checksums(String),
+}
+
+/// Where a run stands between two messages: the machinery around [`RunState`].
+pub struct Orchestrator {
+    config: Config,
+    store: Store,
+    state: RunState,
+    agents: HashMap<AgentType, Option<Agent>>,
+    started: HashMap<AgentType, u32>,
+    tx: Sender<Incoming>,
+    rx: Receiver<Incoming>,
+    sys_seq: u64,
+}
+
+fn secrets(config: &Config) -> Vec<String> {
+    if !config.policy.redact_secrets_in_logs {
+        return Vec::new();
+    }
+    let mut env: Vec<(String, String)> = std::env::vars().collect();
+    for agent in AGENTS {
+        env.extend(config.agents.get(agent).env.clone());
+    }
+    safety::secret_values(env)
+}
+
+impl Orchestrator {
+    fn new(config: Config, workspace: PathBuf, state: RunState) -> Self {
+        let (tx, rx) = channel();
+        let store = Store {
+            workspace,
+            run_id: state.run_id.clone(),
+            secrets: secrets(&config),
+        };
+        Orchestrator {
+            config,
+            store,
+            state,
+            agents: AGENTS.iter().map(|a| (*a, None)).collect(),
+            started: HashMap::new(),
+            tx,
+            rx,
+            sys_seq: 0,
+        }
+    }
+
+    /// Starts run of `task` in `workspace` and drives it to its end.
+    pub fn run(config: Config, workspace: PathBuf, task: Task) -> Result<Status, RunError> {
+        let _lock = store::lock_workspace(&workspace)?;
+        keep_records_out_of_git(&workspace)?;
+        let run_id = store::new_run_id();
+        let mut o = Orchestrator::new(config, workspace, RunState::new(&run_id, task.clone()));
+        let started = o.system(
+            "system.run_started",
+            None,
+            json!({"run_id": run_id, "goal": task.goal, "files": task.files}),
+        );
+        o.record(&started)?;
+        o.snapshot()?;
+        o.drive()
+    }
+
+    /// Resumes run `run_id` from its ledger (§5.6).
+    pub fn resume(config: Config, workspace: PathBuf, run_id: &str) -> Result<Status, RunError> {
+        // Above all, never two orchestrators for the agents of one run.
+        let _lock = store::lock_workspace(&workspace)?;
+        keep_records_out_of_git(&workspace)?;
+        let ledger = store::ledger_path(&workspace, run_id);
+        if !ledger.exists() {
+            return Err(RunError::NoRun(
+                run_id.to_owned(),
+                ledger.display().to_string(),
+            ));
+        }
+        store::repair_ledger(&ledger)?;
+        let messages = store::read_ledger(&ledger)?;
+        let Some(state) = RunState::from_ledger(&messages) else {
+            return Err(RunError::NoRun(
+                run_id.to_owned(),
+                format!("{} has no run_started", ledger.display()),
+            ));
+        };
+        let mut o = Orchestrator::new(config, workspace, state);
+        if o.state.status != Status::Running {
+            // A crash may have come between the last record and the files derived from it.
+            o.restore_receipts()?;
+            o.write_state()?;
+            o.say(&format!("[lorch] run {run_id} already ended"));
+            return Ok(o.state.status.clone());
+        }
+        // Before anything is recorded: recording rewrites state/run.json, where their pids are.
+        o.terminate_orphans()?;
+        let resumed = o.system("system.run_resumed", None, json!({"run_id": run_id}));
+        o.record(&resumed)?;
+        // Whatever was in flight went with the old process: send it again, same IK.
+        if let Some(cur) = o.state.current.as_mut() {
+            cur.sent_live = false;
+        }
+        o.restore_receipts()?;
+        o.drive()
+    }
+
+    /// Prints a transcript line, and keeps it in `transcripts/run-<id>.txt` (§9's optional
+    /// transcript: a convenience, so a failure to write it does not stop the run).
+    fn say(&self, line: &str) {
+        let line = self.store.redact(line);
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{line}");
+        let _ = out.flush();
+        let _ = safety::append_line(&self.store.transcript(), &line);
+    }
+
+    /// A `system.*` event of lorch's (§3.2: `from.agent_type` `system`).
+    fn system(&mut self, event: &str, status: Option<&str>, payload: Value) -> Message {
+        self.sys_seq += 1;
+        let correlation_id = self.state.current.as_ref().map_or_else(
+            || format!("run-{}", self.state.run_id),
+            |c| c.command.correlation_id.clone(),
+        );
+        Message::Event(Event {
+            message_id: format!("sys-{}-{}", self.state.run_id, self.sys_seq),
+            correlation_id,
+            task_id: self.state.task.id.clone(),
+            from: AgentRef {
+                agent_type: AgentType::System,
+                agent_id: None,
+            },
+            event: EventType::from(event),
+            status: status.map(str::to_owned),
+            payload: match payload {
+                Value::Object(map) => map,
+                _ => Object::new(),
+            },
+            artifacts: None,
+            observed_version: None,
+            occurred_at: Timestamp::now(),
+        })
+    }
+
+    /// Records a message (ledger first), prints its line, applies it; lorch's own records
+    /// also refresh `state/run.json`.
+    fn record(&mut self, message: &Message) -> Result<(), RunError> {
+        self.store.record(message)?;
+        if let Some(line) = transcript::render(message) {
+            self.say(&line);
+        }
+        self.state.apply(message);
+        let agent_event =
+            matches!(message, Message::Event(e) if e.from.agent_type != AgentType::System);
+        if !agent_event {
+            self.write_state()?;
+        }
+        Ok(())
+    }
+
+    fn write_state(&self) -> Result<(), RunError> {
+        let ws = &self.store.workspace;
+        self.store
+            .write_json(&store::state_path(ws), &self.state.to_json(&self.agents))?;
+        let index_path = ws.join("state").join("index.json");
+        let mut index = store::read_json(&index_path)
+            .ok()
+            .flatten()
+            .unwrap_or_else(|| json!({"runs": {}}));
+        let status = match self.state.status {
+            Status::Running => "running",
+            Status::Completed => "completed",
+            Status::Failed(_) => "failed",
+        };
+        let entry = json!({"task_id": self.state.task.id, "status": status});
+        if index["runs"].get(&self.state.run_id) != Some(&entry) {
+            index["runs"][&self.state.run_id] = entry;
+            self.store.write_json(&index_path, &index)?;
+        }
+        Ok(())
+    }
+
+    fn snapshot(&mut self) -> Result<String, RunError> {
+        let id = store::take_snapshot(&self.store)?;
+        if self.state.snapshots.last() != Some(&id) {
+            let m = self.system("system.snapshot", None, json!({"snapshot_id": id}));
+            self.record(&m)?;
+        }
+        Ok(id)
+    }
+
+    fn fail(&mut self, reason: String) -> Result<(), RunError> {
+        let m = self.system(
+            "system.run_completed",
+            Some("failed"),
+            json!({"reason": reason}),
+        );
+        self.record(&m)
+    }
+
+    /// The main loop of §14.1–14.2.
+    fn drive(&mut self) -> Result<Status, RunError> {
+        let result = self.drive_inner();
+        for agent in self.agents.values_mut().flatten() {
+            agent.stop(Duration::from_secs(2));
+        }
+        for slot in self.agents.values_mut() {
+            *slot = None;
+        }
+        let _ = self.write_state();
+        result
+    }
+
+    fn drive_inner(&mut self) -> Result<Status, RunError> {
+        for agent in AGENTS {
+            if let Err(reason) = self.ensure_agent(agent) {
+                self.fail(reason)?;
+                break;
+            }
+        }
+        while self.state.status == Status::Running {
+            let Some(cur) = self.state.current.clone() else {
+                match next_action(&self.state.steps) {
+                    Ok(Some(action)) => self.send_new(action)?,
+                    Ok(None) => {
+                        let m = self.system("system.run_completed", Some("completed"), json!({}));
+                        self.record(&m)?;
+                    }
+                    Err(reason) => self.fail(reason)?,
+                }
+                continue;
+            };
+            if cur.terminal.is_some() {
+                self.decide()?;
+            } else if !cur.sent_live {
+                self.resend()?;
+            } else {
+                self.wait()?;
+            }
+        }
+        Ok(self.state.status.clone())
+    }
+
+    fn send_new(&mut self, action: Action) -> Result<(), RunError> {
+        let snapshot_id = self.snapshot()?;
+        let step = self.state.steps.len() as u32 + 1;
+        let task = &self.state.task;
+        let mut inputs = json!({"goal": task.goal, "files": task.files, "step": step});
+        if let Some(last) = self.state.steps.last() {
+            inputs["after"] = json!({
+                "action": last.action.as_str(),
+                "result": last.result,
+                "artifacts": last.payload.get("artifacts").cloned().unwrap_or(Value::Null),
+            });
+        }
+        let expected_outputs = match action {
+            Action::Review => vec![ExpectedOutput {
+                path: format!("reviews/{}.json", task.id),
+                description: Some("the review".to_owned()),
+                required: None,
+            }],
+            Action::UpdateSpec => vec![ExpectedOutput {
+                path: format!("spec_notes/{}.json", task.id),
+                description: Some("spec notes".to_owned()),
+                required: Some(false),
+            }],
+            _ => Vec::new(),
+        };
+        let ik = idempotency_key(action, &task.id, &snapshot_id, &inputs, &expected_outputs);
+        let correlation_id = format!("{}-{step}", task.id);
+        let agent = agent_for(action);
+        let command = Command {
+            message_id: format!("{correlation_id}.1"),
+            correlation_id,
+            task_id: task.id.clone(),
+            idempotency_key: ik,
+            to: AgentRef {
+                agent_type: agent,
+                agent_id: None,
+            },
+            action,
+            inputs: match inputs {
+                Value::Object(map) => map,
+                _ => Object::new(),
+            },
+            expected_outputs,
+            version: Version {
+                snapshot_id,
+                specs_hash: None,
+                code_hash: None,
+            },
+            deadline: self.deadline(agent, action),
+            retry: Retry {
+                attempt: 0,
+                max_attempts: self.config.policy.retry.max_attempts,
+            },
+            priority: 0,
+        };
+        self.send(command)
+    }
+
+    fn deadline(&self, agent: AgentType, action: Action) -> Timestamp {
+        Timestamp(SystemTime::now() + self.config.agents.get(agent).timeout(action))
+    }
+
+    /// Sends the command in flight again, same IK (§5.6, §7.5); a new attempt when the
+    /// last one failed.
+    fn resend(&mut self) -> Result<(), RunError> {
+        let Some(cur) = self.state.current.clone() else {
+            return Ok(());
+        };
+        let mut command = cur.command.clone();
+        if cur.bump {
+            command.retry.attempt += 1;
+            if command.retry.attempt >= command.retry.max_attempts {
+                return self.fail(format!(
+                    "{} exhausted its {} attempts",
+                    command.action, command.retry.max_attempts
+                ));
+            }
+        }
+        if cur.resnapshot {
+            let snapshot_id = self.snapshot()?;
+            command.idempotency_key = idempotency_key(
+                command.action,
+                &command.task_id,
+                &snapshot_id,
+                &Value::Object(command.inputs.clone()),
+                &command.expected_outputs,
+            );
+            command.version.snapshot_id = snapshot_id;
+        }
+        command.message_id = format!("{}.{}", command.correlation_id, cur.sends + 1);
+        command.deadline = self.deadline(command.to.agent_type, command.action);
+        self.send(command)
+    }
+
+    fn send(&mut self, command: Command) -> Result<(), RunError> {
+        let agent = command.to.agent_type;
+        if let Err(reason) = self.ensure_agent(agent) {
+            return self.fail(reason);
+        }
+        let message = Message::Command(command);
+        let line = serde_json::to_string(&message).map_err(std::io::Error::other)?;
+        self.record(&message)?;
+        let sent = match self.agents.get_mut(&agent).and_then(Option::as_mut) {
+            Some(a) => a.send(&line),
+            None => Err(std::io::Error::other("not running")),
+        };
+        if let Err(e) = sent {
+            self.lost(agent, format!("cannot write to it: {e}"))?;
+        }
+        Ok(())
+    }
+
+    /// Starts `agent` if it is not running: the first start of this process is free, any
+    /// other is a restart (backoff with full jitter, at most [`MAX_RESTARTS`] per run).
+    fn ensure_agent(&mut self, agent: AgentType) -> Result<(), String> {
+        if self.agents.get(&agent).is_some_and(Option::is_some) {
+            return Ok(());
+        }
+        let generation = self.started.get(&agent).copied().unwrap_or(0);
+        if generation > 0 {
+            let restarts = self.state.restarts.get(&agent).copied().unwrap_or(0);
+            if restarts >= MAX_RESTARTS {
+                return Err(format!("{agent} needed more than {MAX_RESTARTS} restarts"));
+            }
+            let delay = self
+                .config
+                .policy
+                .retry
+                .backoff
+                .delay(restarts, supervisor::random());
+            std::thread::sleep(delay);
+            let m = self.system(
+                "system.agent_restarted",
+                None,
+                json!({"agent": agent.as_str(), "restart": restarts + 1, "delay_ms": delay.as_millis() as u64}),
+            );
+            self.record(&m).map_err(|e| e.to_string())?;
+        }
+        let ac = self.config.agents.get(agent).clone();
+        let spawned = Spawn {
+            agent_type: agent,
+            cmd: &ac.cmd,
+            env: &ac.env,
+            heartbeat_interval: ac.heartbeat_interval(),
+            workspace: &self.store.workspace,
+            run_id: &self.state.run_id,
+            log_dir: self.store.log_dir(agent.as_str()),
+            max_line: self.config.policy.message_max_bytes,
+            secrets: &self.store.secrets,
+            generation,
+        }
+        .start(&self.tx)
+        .map_err(|e| format!("cannot start {agent} ({}): {e}", ac.cmd.join(" ")))?;
+        self.started.insert(agent, generation + 1);
+        self.agents.insert(agent, Some(spawned));
+        self.write_state().map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// The agent is gone or unhealthy: stop it, record why; the command in flight, if it was
+    /// its, is resent (new attempt, same IK) by the main loop after a restart.
+    fn lost(&mut self, agent: AgentType, reason: String) -> Result<(), RunError> {
+        if let Some(mut a) = self.agents.get_mut(&agent).and_then(Option::take) {
+            a.kill();
+        }
+        let m = self.system(
+            "system.agent_unhealthy",
+            None,
+            json!({"agent": agent.as_str(), "reason": reason}),
+        );
+        self.record(&m)
+    }
+
+    /// Waits for the in-flight command's terminal event, recording what comes meanwhile, and
+    /// watching heartbeats (3 misses → unhealthy) and the command's deadline.
+    fn wait(&mut self) -> Result<(), RunError> {
+        let Some(cur) = self.state.current.clone() else {
+            return Ok(());
+        };
+        let target = cur.command.to.agent_type;
+        let timeout = self.config.agents.get(target).timeout(cur.command.action);
+        let until = Instant::now() + timeout;
+        let tick = AGENTS
+            .iter()
+            .map(|a| self.config.agents.get(*a).heartbeat_interval())
+            .min()
+            .unwrap_or(Duration::from_secs(10))
+            .min(Duration::from_millis(500))
+            / 4;
+        loop {
+            let current = self.state.current.as_ref();
+            if current.is_none_or(|c| c.terminal.is_some() || !c.sent_live) {
+                return Ok(());
+            }
+            // The clocks are checked after every message too: an agent flooding events must
+            // not keep its own timeout (or another's missing heartbeats) from being noticed.
+            if let Ok(incoming) = self.rx.recv_timeout(tick) {
+                self.take(incoming)?;
+            }
+            let now = Instant::now();
+            if now > until {
+                return self.lost(
+                    target,
+                    format!("{} timed out after {:?}", cur.command.action, timeout),
+                );
+            }
+            for agent in AGENTS {
+                let interval = self.config.agents.get(agent).heartbeat_interval();
+                let late = self
+                    .agents
+                    .get(&agent)
+                    .and_then(Option::as_ref)
+                    .is_some_and(|a| now - a.last_heartbeat > interval * MISSED_HEARTBEATS);
+                if late {
+                    self.lost(
+                        agent,
+                        format!("no heartbeat for {MISSED_HEARTBEATS} intervals of {interval:?}"),
+                    )?;
+                }
+            }
+        }
+    }
+
+    fn take(&mut self, incoming: Incoming) -> Result<(), RunError> {
+        let Incoming {
+            agent,
+            generation,
+            item,
+        } = incoming;
+        let live = self
+            .agents
+            .get(&agent)
+            .and_then(Option::as_ref)
+            .is_some_and(|a| a.generation == generation);
+        match item {
+            Item::Heartbeat if live => {
+                if let Some(a) = self.agents.get_mut(&agent).and_then(Option::as_mut) {
+                    a.last_heartbeat = Instant::now();
+                }
+            }
+            Item::Event(message) if live => {
+                // Agents are untrusted (§2.1): one may only speak for itself, and never as
+                // lorch (a `command`, or a `system` event, would steer the run).
+                let refused = match &*message {
+                    Message::Event(e) if e.from.agent_type == agent => None,
+                    Message::Event(e) => Some(format!(
+                        "an event from {} on {agent}'s stdout",
+                        e.from.agent_type
+                    )),
+                    other => Some(format!("agents do not send {}s", other.kind())),
+                };
+                match refused {
+                    None => self.record(&message)?,
+                    Some(error) => {
+                        let line = serde_json::to_string(&*message).unwrap_or_default();
+                        self.protocol_error(agent, error, line)?;
+                    }
+                }
+            }
+            Item::Bad(error, line) if live => {
+                self.protocol_error(agent, error.to_string(), line)?
+            }
+            Item::Eof if live => self.lost(agent, "exited".to_owned())?,
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn protocol_error(
+        &mut self,
+        agent: AgentType,
+        error: String,
+        mut line: String,
+    ) -> Result<(), RunError> {
+        // The start of the line is enough to find the fault; the ledger stays small.
+        if line.len() > 512 {
+            let mut end = 512;
+            while !line.is_char_boundary(end) {
+                end -= 1;
+            }
+            line.truncate(end);
+        }
+        let m = self.system(
+            "system.protocol_error",
+            None,
+            json!({"agent": agent.as_str(), "error": error, "line": line}),
+        );
+        self.record(&m)
+    }
+
+    /// Accepts or refuses the in-flight command's terminal event.
+    fn decide(&mut self) -> Result<(), RunError> {
+        let Some(cur) = self.state.current.clone() else {
+            return Ok(());
+        };
+        let Some(terminal) = cur.terminal.clone() else {
+            return Ok(());
+        };
+        let command = &cur.command;
+        let verdict = classify(command.action, &terminal).and_then(|result| {
+            let mut artifacts: Vec<Artifact> = Vec::new();
+            for e in &cur.events {
+                for a in e.artifacts.iter().flatten() {
+                    artifacts.retain(|x| x.path != a.path);
+                    artifacts.push(a.clone());
+                }
+            }
+            for a in &artifacts {
+                check_artifact(
+                    &self.store.workspace,
+                    a,
+                    self.config.policy.artifact_max_bytes,
+                )?;
+            }
+            for out in command.expected_outputs.iter().filter(|o| o.is_required()) {
+                let path =
+                    safety::confine(&self.store.workspace, &out.path).map_err(|e| e.to_string())?;
+                if !path.is_file() {
+                    return Err(format!("expected output {} is missing", out.path));
+                }
+            }
+            Ok((result, artifacts))
+        });
+        match verdict {
+            Ok((result, artifacts)) => {
+                let receipt_rel = format!("receipts/{}/step-{}.json", command.task_id, cur.step);
+                let receipt = json!({
+                    "task_id": command.task_id,
+                    "step": cur.step,
+                    "action": command.action.as_str(),
+                    "correlation_id": command.correlation_id,
+                    "idempotency_key": command.idempotency_key,
+                    "result": result,
+                    "artifacts": artifacts,
+                    "events": cur.events.iter().map(|e| e.message_id.clone()).collect::<Vec<_>>(),
+                    "created_at": Timestamp::now().to_string(),
+                });
+                self.store.write_json(
+                    &store::receipt_path(&self.store.workspace, &command.task_id, cur.step),
+                    &receipt,
+                )?;
+                let mut payload = receipt.clone();
+                payload["receipt_path"] = receipt_rel.into();
+                let m = self.system("system.step_completed", Some("ok"), payload);
+                self.record(&m)
+            }
+            Err(reason) => {
+                let last = command.retry.attempt + 1 >= command.retry.max_attempts;
+                let status = if last { "failed" } else { "retry" };
+                let resnapshot = terminal.event == EventType::Error
+                    && terminal.payload.get("code").and_then(Value::as_str)
+                        == Some("version_mismatch");
+                let m = self.system(
+                    "system.step_completed",
+                    Some(status),
+                    json!({"step": cur.step, "action": command.action.as_str(), "reason": reason, "resnapshot": resnapshot}),
+                );
+                self.record(&m)?;
+                if last {
+                    self.fail(format!(
+                        "{} failed after {} attempts: {reason}",
+                        command.action, command.retry.max_attempts
+                    ))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Orphaned agents of the crashed process (pids in `state/run.json`) are stopped: their
+    /// stdio went with the old lorch, so they cannot be adopted (§7.3).
+    fn terminate_orphans(&mut self) -> Result<(), RunError> {
+        let state = store::read_json(&store::state_path(&self.store.workspace))
+            .ok()
+            .flatten();
+        let Some(state) = state.filter(|s| s["run_id"] == self.state.run_id.as_str()) else {
+            return Ok(());
+        };
+        for agent in AGENTS {
+            let Some(pid) = state["agents"][agent.as_str()]["pid"].as_u64() else {
+                continue;
+            };
+            let pid = pid as u32;
+            if !supervisor::is_our_agent(pid, &self.state.run_id, agent) {
+                continue;
+            }
+            supervisor::kill_group(pid as i32, libc::SIGTERM);
+            let until = Instant::now() + Duration::from_secs(2);
+            while Instant::now() < until && supervisor::is_our_agent(pid, &self.state.run_id, agent)
+            {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            supervisor::kill_group(pid as i32, libc::SIGKILL);
+            let m = self.system(
+                "system.orphan_terminated",
+                None,
+                json!({"agent": agent.as_str(), "pid": pid}),
+            );
+            self.record(&m)?;
+        }
+        Ok(())
+    }
+
+    /// Rewrites receipts a crash left unwritten (the ledger has them) and checks every
+    /// file's latest receipt against the file. A mismatch with a command in flight is that
+    /// command's partial work: it is resent with the same IK (§7.5). Without one, something
+    /// outside lorch changed the workspace and a human decides.
+    fn restore_receipts(&mut self) -> Result<(), RunError> {
+        let ws = self.store.workspace.clone();
+        let mut latest: BTreeMap<String, Artifact> = BTreeMap::new();
+        for step in &self.state.steps {
+            let path = store::receipt_path(&ws, &self.state.task.id, step.step);
+            if !path.exists() {
+                let mut receipt = Value::Object(step.payload.clone());
+                if let Some(map) = receipt.as_object_mut() {
+                    map.remove("receipt_path");
+                }
+                self.store.write_json(&path, &receipt)?;
+            }
+            let artifacts: Vec<Artifact> = step
+                .payload
+                .get("artifacts")
+                .cloned()
+                .and_then(|a| serde_json::from_value(a).ok())
+                .unwrap_or_default();
+            for a in artifacts {
+                latest.insert(a.path.clone(), a);
+            }
+        }
+        let max = self.config.policy.artifact_max_bytes;
+        let problems: Vec<String> = latest
+            .values()
+            .filter_map(|a| check_artifact(&ws, a, max).err())
+            .collect();
+        if problems.is_empty() {
+            return Ok(());
+        }
+        if self.state.current.is_none() {
+            return Err(RunError::Checksums(problems.join("\n")));
+        }
+        for p in &problems {
+            self.say(&format!(
+                "[lorch] {p} (partial work of the command in flight; resent with the same IK)"
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The folder `lorch` works in: the current one.
+pub fn base_dir() -> std::io::Result<PathBuf> {
+    std::env::current_dir()
+}
+
+/// Loads (or creates) `lorch.json` in `base`, printing when created.
+pub fn load_config(base: &Path) -> Result<Config, config::ConfigError> {
+    let (config, created) = config::load_or_init(base)?;
+    if created {
+        println!("[lorch] created {} with the defaults", config::FILE_NAME);
+    }
+    Ok(config)
+}
+
+/// lorch's record folders, listed in the workspace repository's `.git/info/exclude`: the
+/// builder's steps are git-loaf applies, and untracked records would make `git loaf undo`
+/// and `squash` of a run refuse.
+const RECORD_FOLDERS: [&str; 6] = [
+    "/events/",
+    "/state/",
+    "/receipts/",
+    "/logs/",
+    "/snapshots/",
+    "/transcripts/",
+];
+
+fn keep_records_out_of_git(workspace: &std::path::Path) -> std::io::Result<()> {
+    crate::git_exclude::exclude(workspace, &RECORD_FOLDERS).map(|_| ())
+}

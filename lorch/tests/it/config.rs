@@ -1,0 +1,163 @@
+//! `lorch.json` (§8): created with the defaults on the first run, refused with the field and
+//! what is expected; `lorch doctor`; `lorch run` without a task.
+
+use std::os::unix::fs::PermissionsExt as _;
+
+use lorch::config::default_text;
+use serde_json::{Value, json};
+
+use crate::harness::{Ws, config, stderr, stdout};
+
+#[test]
+fn the_first_run_creates_lorch_json_with_the_defaults() {
+    let ws = Ws::new(&Value::Null);
+    // The default agents run `lorch agent …`; with no `lorch` on PATH they cannot start, so
+    // the run fails, recorded, after creating the file.
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[("PATH", "/usr/bin:/bin")]);
+    let text = std::fs::read_to_string(ws.path().join("lorch.json")).expect("created");
+    assert_eq!(text, default_text());
+    let mode = std::fs::metadata(ws.path().join("lorch.json"))
+        .expect("meta")
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o600);
+    let config: Value = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(
+        config["policy"]["retry"]["backoff"],
+        json!({"initial_ms": 1000, "max_ms": 60000, "multiplier": 2.0, "jitter": "full"})
+    );
+    assert_eq!(
+        config["agents"]["builder"]["cmd"],
+        json!(["lorch", "agent", "builder", "--", "claude", "-p"])
+    );
+    assert!(
+        stdout(&out).starts_with("[lorch] created lorch.json with the defaults\n"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out)
+            .contains("[lorch] FAILED: cannot start builder (lorch agent builder -- claude -p)"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn an_invalid_config_is_reported_with_each_field_and_what_is_expected() {
+    let mut c = config();
+    c["agents"]["builder"]["cmd"] = json!([]);
+    c["agents"]["reviewer"]["heartbeat_interval_s"] = json!("10");
+    c["policy"]["retry"]["max_attempts"] = json!(0);
+    c["agents"]
+        .as_object_mut()
+        .expect("agents")
+        .remove("spec_maintainer");
+    c["tasks"][0]["id"] = json!("../x");
+    let ws = Ws::new(&c);
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    for expected in [
+        "at /agents: \"spec_maintainer\" is a required property",
+        "at /agents/builder/cmd: [] has less than 1 item",
+        "at /agents/reviewer/heartbeat_interval_s: \"10\" is not of type \"number\"",
+        "at /policy/retry/max_attempts: 0 is less than the minimum of 1",
+        "at /tasks/0/id: \"../x\" does not match",
+    ] {
+        assert!(err.contains(expected), "{expected}\n{err}");
+    }
+    assert!(!ws.path().join("events").exists(), "nothing started");
+}
+
+#[test]
+fn run_without_a_task_or_with_an_unknown_one_is_a_usage_error_that_creates_nothing() {
+    let ws = Ws::new(&Value::Null);
+    let out = ws.lorch(&[], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("run needs --task ID"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!ws.path().join("lorch.json").exists());
+    let ws = Ws::new(&config());
+    let out = ws.lorch(&["run", "--task", "T-9"], &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        stderr(&out),
+        "lorch: task T-9 is not in lorch.json's tasks\n"
+    );
+}
+
+#[test]
+fn doctor_checks_agent_commands_workspace_and_git() {
+    let ws = Ws::new(&config());
+    let out = ws.lorch(&["doctor"], &[]);
+    // Not a git repository yet.
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("FAIL workspace is a git repository"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("ok   builder command `python3`"),
+        "{}",
+        stdout(&out)
+    );
+    git2::Repository::init(ws.path()).expect("git init");
+    let out = ws.lorch(&["doctor"], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(!stdout(&out).contains("FAIL"), "{}", stdout(&out));
+
+    let mut c = config();
+    c["agents"]["reviewer"]["cmd"] = json!(["no-such-agent-cli-42"]);
+    std::fs::write(ws.path().join("lorch.json"), c.to_string()).expect("write");
+    let out = ws.lorch(&["doctor"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("FAIL reviewer command `no-such-agent-cli-42`: not found"),
+        "{}",
+        stdout(&out)
+    );
+
+    std::fs::write(ws.path().join("lorch.json"), "{ not json").expect("write");
+    let out = ws.lorch(&["doctor"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout(&out).contains("FAIL lorch.json: "),
+        "{}",
+        stdout(&out)
+    );
+    assert!(stdout(&out).contains("not JSON"), "{}", stdout(&out));
+}
+
+#[test]
+fn doctor_checks_the_llm_command_behind_lorch_agent_too() {
+    let ws = Ws::new(&Value::Null);
+    git2::Repository::init(ws.path()).expect("git init");
+    // The defaults: `lorch agent ROLE -- claude -p`; neither is on this PATH.
+    let out = ws.lorch(&["doctor"], &[("PATH", "/usr/bin:/bin")]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(
+        text.contains("ok   lorch.json: absent: created with the defaults on the first run"),
+        "{text}"
+    );
+    for agent in ["builder", "reviewer", "spec_maintainer"] {
+        assert!(
+            text.contains(&format!("FAIL {agent} command `lorch`: not found")),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("FAIL {agent} command `claude`: not found")),
+            "{text}"
+        );
+    }
+    assert!(
+        !ws.path().join("lorch.json").exists(),
+        "doctor creates nothing"
+    );
+}

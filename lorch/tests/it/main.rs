@@ -1,0 +1,18 @@
+//! Integration tests of lorch (issue 15): the `lorch` binary and library, and the `git-loaf`
+//! binary on what lorch made (see [`binaries`]).
+
+mod agent;
+mod agent_builder;
+mod agent_roles;
+mod binaries;
+mod canonical;
+mod cli;
+mod config;
+#[path = "../common/deterministic.rs"]
+mod deterministic;
+mod end_to_end;
+mod harness;
+mod protocol;
+mod resume;
+mod run;
+mod supervise;

@@ -1,6 +1,0 @@
-//! The `lorch` binary: the orchestrator of issue 15. All of it is in `git_loaf::lorch`, so
-//! that tests drive it in-process; this only hands over the command line.
-
-fn main() -> std::process::ExitCode {
-    git_loaf::lorch::cli::main()
-}
