@@ -32,7 +32,7 @@ five() {
 }
 five | "$LOAF" apply >/dev/null
 subject=$(git log -1 --format=%s)
-echo "subject (5 blocks, long paths): ${#subject} chars: $subject"
+echo "subject (5 blocks, long paths): $(printf %s "$subject" | LC_ALL=C.UTF-8 wc -m) characters: $subject"
 echo "Loaf-Result, 5 blocks: $(git log -1 --format='%(trailers:key=Loaf-Result,valueonly)' | tr -d '\n' | wc -c) bytes"
 twenty() {
   for i in $(seq 4 19); do block "x$(printf %02d "$i")" file_replace_text path "$R/module_number_$i.rs" old_text "old();" new_text $'new();\nagain();'; done
@@ -43,7 +43,7 @@ twenty() {
 }
 twenty | "$LOAF" apply >/dev/null
 subject=$(git log -1 --format=%s)
-echo "subject (20 blocks): ${#subject} chars: $subject"
+echo "subject (20 blocks): $(printf %s "$subject" | LC_ALL=C.UTF-8 wc -m) characters: $subject"
 echo "Loaf-Result, 20 blocks: $(git log -1 --format='%(trailers:key=Loaf-Result,valueonly)' | tr -d '\n' | wc -c) bytes"
 base=$(git rev-parse HEAD)
 for i in $(seq 1 10); do
