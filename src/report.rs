@@ -13,6 +13,7 @@ pub mod missing_end;
 pub mod near_miss;
 pub mod redact;
 pub mod subject;
+pub mod trailer;
 
 /// Everything an apply did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -117,16 +118,6 @@ impl ExecutionResult {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self)
             .unwrap_or_else(|e| format!("{{\"fatalError\": \"cannot serialize: {e}\"}}"))
-    }
-
-    /// The result for the `Loaf-Result` trailer: one line of JSON in which every output (what
-    /// a block read or printed, however short: [`redact`]) and every bulky string (heredoc
-    /// parameters: longer than [`TRAILER_STRING_MAX`] bytes, or more than one line) is
-    /// replaced by `{"bytes": N, "sha256": "…"}`.
-    pub fn to_trailer_json(&self) -> String {
-        let mut value = serde_json::to_value(self.outputs_hashed()).unwrap_or(Value::Null);
-        compact(&mut value);
-        value.to_string()
     }
 
     /// The text report for the model.
@@ -335,24 +326,6 @@ pub fn block_error_line(error: &BlockError) -> String {
     )
 }
 
-/// Strings longer than this (in bytes) are replaced by their size and hash in the trailer.
-pub const TRAILER_STRING_MAX: usize = 200;
-
-/// Replaces bulky strings, at any depth, by `{bytes, sha256}`.
-fn compact(value: &mut Value) {
-    match value {
-        Value::String(s) if s.len() > TRAILER_STRING_MAX || s.contains('\n') => {
-            use sha2::Digest;
-            let digest = sha2::Sha256::digest(s.as_bytes());
-            let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
-            *value = serde_json::json!({"bytes": s.len(), "sha256": hex});
-        }
-        Value::Array(items) => items.iter_mut().for_each(compact),
-        Value::Object(map) => map.values_mut().for_each(compact),
-        _ => {}
-    }
-}
-
 /// Whether the report shows this result's data: reads always, exec unless it was asked not
 /// to, writes never.
 fn shows_output(result: &ActionResult) -> bool {
@@ -489,6 +462,7 @@ mod tests {
 
     use super::*;
     use crate::actions::ErrorType;
+    use std::path::Path;
 
     fn params(v: Value) -> Params {
         v.as_object().cloned().unwrap_or_default()
@@ -625,15 +599,37 @@ mod tests {
     }
 
     #[test]
-    fn the_trailer_keeps_facts_and_hashes_bulk() {
+    fn the_trailer_holds_each_blocks_action_paths_outcome_and_output_hashes() {
         let mut result = sample();
-        result.results.truncate(1);
         result.results[0]
             .params
             .insert("content".into(), json!("line 1\nline 2\n"));
-        result.parse_errors.clear();
-        // The hash is sha256sum of "line 1\nline 2\n".
-        assert_snapshot!(result.to_trailer_json(), @r#"{"success":false,"totalBlocks":4,"executedActions":3,"results":[{"seq":1,"blockId":"k7m","action":"file_write","params":{"path":"/repo/src/a.rs","content":{"bytes":14,"sha256":"9060554863a62b9db5f726216876654e561896071d2e6480f2048b70e0fdadb9"}},"success":true,"data":{"path":"/repo/src/a.rs","bytesWritten":9}}],"parseErrors":[],"git":{"commit":"1a2b3c4d5e6f","base":"0f0f0f0","apply":"3f2a1c"}}"#);
+        // Parameters, messages and the git facts are the note's; paths are the repository's.
+        assert_snapshot!(result.to_trailer_json(Path::new("/repo")), @r#"{"success":false,"totalBlocks":4,"results":[{"blockId":"k7m","action":"file_write","path":"src/a.rs","success":true},{"blockId":"x9z","action":"file_replace_text","path":"src/b.rs","success":false},{"blockId":"r2","action":"file_read","path":"README.md","success":true,"data":{"content":{"bytes":13,"sha256":"a6eeeee84833cde48abfc99acc5139b83d65385ac3132663313878bf7fcb64de"}}}],"parseErrors":[{"blockId":"q1w","action":"write_file","errorType":"validation"}]}"#);
+        let moved = ActionResult {
+            action: "file_move".into(),
+            params: params(json!({"old_path": "/repo/a", "new_path": "/elsewhere/b"})),
+            ..result.results[0].clone()
+        };
+        let listed = ActionResult {
+            action: "files_read".into(),
+            params: params(json!({"paths": "/repo/a\n/repo/./c/../b\n"})),
+            data: Some(json!({"paths": ["/repo/a", "/repo/b"], "content": ["A", "B"]})),
+            ..result.results[0].clone()
+        };
+        result.results = vec![moved, listed];
+        let trailer: Value =
+            serde_json::from_str(&result.to_trailer_json(Path::new("/repo"))).expect("JSON");
+        assert_eq!(trailer["results"][0]["old_path"], "a");
+        assert_eq!(
+            trailer["results"][0]["new_path"], "/elsewhere/b",
+            "outside: as given"
+        );
+        assert_eq!(trailer["results"][1]["paths"], json!(["a", "b"]));
+        assert_eq!(
+            trailer["results"][1]["data"],
+            json!({"content": [redact::digest("A"), redact::digest("B")]})
+        );
     }
 
     #[test]
@@ -651,7 +647,11 @@ mod tests {
             data: Some(json!({"stdout": "TOKEN=s3cr3t", "stderr": "", "exit_code": 0})),
             start_line: 60,
         });
-        assert!(!result.to_trailer_json().contains("s3cr3t"));
+        assert!(
+            !result
+                .to_trailer_json(Path::new("/repo"))
+                .contains("s3cr3t")
+        );
         let hashed = result.outputs_hashed();
         assert!(!hashed.to_json().contains("s3cr3t"));
         let text = hashed.to_text();

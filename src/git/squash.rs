@@ -1,7 +1,7 @@
 //! What squashing asks of a commit beyond [`super::commits::CommitInfo`]: whether it is a
-//! merge (which ends the run to squash), and how many files a run changed — found by
-//! comparing two trees, skipping identical subtrees, so the cost follows what changed and
-//! not the repository's size.
+//! merge (which ends the run to squash), and how many files a run changed, as `git diff
+//! --stat` counts them — found by comparing two trees, skipping identical subtrees, so the
+//! cost follows what changed and not the repository's size.
 
 use git2::{Oid, Repository};
 
@@ -11,13 +11,85 @@ pub fn is_merge(repo: &Repository, id: Oid) -> Result<bool, git2::Error> {
 }
 
 /// The number of files that differ between commit `base` (`None`: nothing, a root) and
-/// commit `head`.
+/// commit `head`, counted as `git diff --stat base head` counts them: a renamed file once
+/// (renames found as git finds them, by `diff.renames` and `diff.renameLimit`), a file that
+/// became a symlink once. The trees are compared first, skipping identical subtrees; only
+/// the paths that differ are handed to the rename detection.
 pub fn files_changed(
     repo: &Repository,
     base: Option<Oid>,
     head: Oid,
 ) -> Result<usize, git2::Error> {
-    let tree = |id: Oid| repo.find_commit(id).map(|c| c.tree_id());
-    let base = base.map(tree).transpose()?;
-    Ok(super::treediff::changed_paths(repo, base, Some(tree(head)?))?.len())
+    let tree = |id: Oid| repo.find_commit(id).and_then(|c| c.tree());
+    let old = base.map(tree).transpose()?;
+    let new = tree(head)?;
+    let paths = super::treediff::changed_paths(repo, old.as_ref().map(|t| t.id()), Some(new.id()))?;
+    if paths.is_empty() {
+        return Ok(0);
+    }
+    let mut options = git2::DiffOptions::new();
+    // The paths are exact names, not patterns: libgit2 then walks only the folders that
+    // hold them.
+    options
+        .disable_pathspec_match(true)
+        .include_typechange(true);
+    for path in &paths {
+        options.pathspec(path);
+    }
+    let mut diff = repo.diff_tree_to_tree(old.as_ref(), Some(&new), Some(&mut options))?;
+    // Default find options read `diff.renames` and `diff.renameLimit`, as git does.
+    diff.find_similar(Some(&mut git2::DiffFindOptions::new()))?;
+    Ok(diff.deltas().len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::testing::{git, init_repo};
+
+    /// `N files changed` as `git diff --stat` prints it.
+    fn stat_count(dir: &std::path::Path, range: &[&str]) -> usize {
+        let mut args = vec!["diff", "--stat"];
+        args.extend(range);
+        let out = git(dir, &args);
+        let last = out.lines().last().unwrap_or("");
+        last.split_whitespace()
+            .next()
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn files_changed_counts_as_git_diff_stat_a_rename_once() {
+        let dir = init_repo();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("deep/er")).expect("mkdir");
+        let body = "a line that makes the file worth detecting as renamed\n".repeat(5);
+        for name in ["deep/er/moved.txt", "kept.txt", "link", "gone.txt"] {
+            std::fs::write(root.join(name), &body).expect("write");
+        }
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-qm", "one"]);
+        let base = git(root, &["rev-parse", "HEAD"]).trim().to_owned();
+        git(root, &["mv", "deep/er/moved.txt", "deep/renamed.txt"]);
+        std::fs::write(root.join("kept.txt"), "changed\n").expect("write");
+        std::fs::remove_file(root.join("link")).expect("rm");
+        std::os::unix::fs::symlink("kept.txt", root.join("link")).expect("symlink");
+        std::fs::remove_file(root.join("gone.txt")).expect("rm");
+        std::fs::write(root.join("new.txt"), "new\n").expect("write");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-qm", "two"]);
+        let repo = Repository::open(root).expect("open");
+        let head = repo.head().and_then(|h| h.peel_to_commit()).expect("head");
+        let base = Oid::from_str(&base).expect("oid");
+        let counted = files_changed(&repo, Some(base), head.id()).expect("count");
+        assert_eq!(counted, stat_count(root, &[&base.to_string(), "HEAD"]));
+        assert_eq!(counted, 5, "rename, change, typechange, deletion, creation");
+        let from_root = files_changed(&repo, None, head.id()).expect("count");
+        assert_eq!(from_root, 4, "every file of HEAD");
+        assert_eq!(
+            files_changed(&repo, Some(head.id()), head.id()).expect("count"),
+            0
+        );
+    }
 }

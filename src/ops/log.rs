@@ -47,7 +47,10 @@ pub fn log(cwd: &Path, limit: usize) -> Result<Vec<LogEntry>, TxError> {
     // Kept commits first: they wait for the user to take or drop them.
     let mut kept = Vec::new();
     for k in refs::kept(&repo)? {
-        if let Some(mut e) = commits::read(&repo, k.commit).ok().as_ref().and_then(entry) {
+        if let Some(mut e) = commits::read(&repo, k.commit)
+            .ok()
+            .and_then(|c| entry(&repo, &c))
+        {
             e.kind = "kept";
             kept.push(e);
         }
@@ -61,12 +64,12 @@ pub fn log(cwd: &Path, limit: usize) -> Result<Vec<LogEntry>, TxError> {
         if out.len() >= limit {
             break;
         }
-        out.extend(entry(&commit?));
+        out.extend(entry(&repo, &commit?));
     }
     Ok(out)
 }
 
-fn entry(commit: &CommitInfo) -> Option<LogEntry> {
+fn entry(repo: &crate::git::Repository, commit: &CommitInfo) -> Option<LogEntry> {
     let trailers = parse_trailers(&commit.message);
     let get = |key: &str| {
         trailers
@@ -74,17 +77,25 @@ fn entry(commit: &CommitInfo) -> Option<LogEntry> {
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.clone())
     };
-    // A squash carries the result of every apply it folded in: its counts are their sums.
     let (kind, id) = match (get("Loaf-Apply"), get(SQUASH_TRAILER)) {
         (Some(id), _) => ("apply", id),
         (None, Some(id)) => ("squash", id),
         (None, None) => return None,
     };
-    let (succeeded, failed) = trailers
+    // A squash's counts are the sums of the applies it folded in. An older squash carries
+    // each one's `Loaf-Result` in its message; a newer one names them only, and its record
+    // (the local report, else the note) holds their results.
+    let mut results: Vec<Value> = trailers
         .iter()
         .filter(|(k, _)| k == "Loaf-Result")
         .filter_map(|(_, json)| serde_json::from_str::<Value>(json).ok())
-        .map(|v| counts(&v))
+        .collect();
+    if kind == "squash" && results.is_empty() {
+        results = squash_results(repo, commit.id);
+    }
+    let (succeeded, failed) = results
+        .iter()
+        .map(counts)
         .fold((0, 0), |(ok, bad), (o, b)| (ok + o, bad + b));
     Some(LogEntry {
         commit: commit.id.to_string(),
@@ -95,6 +106,17 @@ fn entry(commit: &CommitInfo) -> Option<LogEntry> {
         succeeded,
         failed,
     })
+}
+
+/// The results of the applies a squash folded in, from its record (none without one).
+fn squash_results(repo: &crate::git::Repository, commit: crate::git::Oid) -> Vec<Value> {
+    let record = read_report(repo, commit).or_else(|| read_note(repo, commit));
+    let record = record.and_then(|text| serde_json::from_str::<Value>(&text).ok());
+    record
+        .as_ref()
+        .and_then(|r| r["result"]["applies"].as_array())
+        .map(|applies| applies.iter().map(|a| a["result"].clone()).collect())
+        .unwrap_or_default()
 }
 
 /// ✅ and ❌ counts of a recorded result.

@@ -28,14 +28,13 @@ use crate::git::session::{Session, TxError};
 use crate::git::sign::{self, SignRequest};
 use crate::git::turn::{self, Turn};
 use crate::git::{Oid, Repository, refs, short_oid, treebuild, treediff};
+use crate::report::subject::fit_subject;
 use crate::report::{ExecutionResult, GitInfo};
 
 /// The session when none is named.
 pub const DEFAULT_SESSION: &str = "default";
 /// The trailer naming a record commit's session.
 pub const SESSION_TRAILER: &str = "Loaf-Session";
-/// git's convention for a subject line's length.
-const SUBJECT_MAX: usize = 72;
 
 /// What `record begin` records about the turn.
 #[derive(Debug, Clone, Default)]
@@ -379,7 +378,7 @@ fn transition(
 }
 
 /// `AI: <first line of the prompt>`, or a summary of the paths without one; at most 72
-/// characters, cut with `…`.
+/// characters, cut at a word with `…` (as an apply's subject is: [`fit_subject`]).
 pub fn subject(prompt: Option<&str>, paths: &[PathBuf]) -> String {
     let line = prompt
         .and_then(|p| p.lines().map(str::trim).find(|l| !l.is_empty()))
@@ -397,16 +396,7 @@ pub fn subject(prompt: Option<&str>, paths: &[PathBuf]) -> String {
         }
         text
     });
-    cut(&format!("AI: {text}"), SUBJECT_MAX)
-}
-
-/// `text` in at most `max` characters, ending with `…` when cut.
-fn cut(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
-        return text.to_owned();
-    }
-    let kept: String = text.chars().take(max - 1).collect();
-    format!("{}…", kept.trim_end())
+    fit_subject(&format!("AI: {text}"))
 }
 
 /// The commit message: the subject, then `Loaf-Apply`, `Loaf-Session` and `Assisted-by`.
@@ -525,8 +515,8 @@ mod tests {
             "AI: Fix the parser"
         );
         let long = subject(Some(&"word ".repeat(40)), &paths);
-        assert_eq!(long.chars().count(), 72, "{long}");
-        assert!(long.ends_with('…'));
+        assert!(long.chars().count() <= 72, "{long}");
+        assert!(long.ends_with("word…"), "cut at a word: {long}");
         let many: Vec<PathBuf> = ["a", "b", "c", "d", "e"]
             .iter()
             .map(PathBuf::from)

@@ -3,8 +3,8 @@
 //! select the run (first parents from HEAD; by default the git-loaf applies; a merge, a
 //! commit that does not match or one older than the cutoff ends it) → refuse fewer than two
 //! commits and already-pushed ones → write one commit with HEAD's tree on the oldest one's
-//! parent, its message listing the squashed subjects and keeping each apply's id and
-//! `Loaf-Result` as trailers → merge the applies' notes onto it → move the branch by
+//! parent, its message listing the squashed subjects and naming each apply (id and commit)
+//! in a trailer → merge the applies' notes (their results) onto it → move the branch by
 //! compare-and-swap, recorded in the operation log (the working tree and index are not
 //! touched: the tree is HEAD's, so undo only moves the branch back) → optionally push with a
 //! lease. No tree is rewritten and nothing is checked out: the cost follows the number of

@@ -35,7 +35,7 @@ pub fn as_digest(value: &Value) -> Option<(u64, &str)> {
 }
 
 /// Whether `action`'s data is output: what it read or printed.
-fn is_output(action: &str) -> bool {
+pub(super) fn is_output(action: &str) -> bool {
     Schema::get()
         .tool(action)
         .is_some_and(|t| t.output != OutputDisplay::Never)
@@ -95,7 +95,7 @@ pub fn drop_outputs_from_text(text: &str) -> String {
 }
 
 /// One action's output with its contents hashed (see the module's doc).
-fn hash_output(data: &Value) -> Value {
+pub(super) fn hash_output(data: &Value) -> Value {
     match data {
         Value::String(text) => digest(text),
         Value::Object(map) => {

@@ -11,12 +11,132 @@ use crate::exec::guard::lexical;
 
 use super::ExecutionResult;
 
+/// git's convention for a subject line's length (`git log --oneline`, `git shortlog`, and
+/// every tool that lists commits one per line, cut or wrap past it).
+pub const SUBJECT_MAX: usize = 72;
+
+/// How many of the reply's changes a subject names at most; the rest are counted.
+const NAMED_MAX: usize = 3;
+
 /// `{operation_summary}`, the commit subject's words: what the apply's successful writes did
 /// to the commit's `changed` paths (relative to `root`), each path named once (a file written
 /// then edited is `file_write a.rs`), at most three named. `exec` is named only when it can
 /// have made a change: some changed path no fs action accounts for (an `exec` that only ran
-/// tests is not news in the log).
+/// tests is not news in the log). No length limit: [`subject_line`] fits it to one.
 pub fn subject_summary(result: &ExecutionResult, root: &Path, changed: &[PathBuf]) -> String {
+    let items = items(result, root, changed);
+    summary(&items, NAMED_MAX, false)
+}
+
+/// The commit's subject: `format` (loaf.yml's `commit_message_format`) with
+/// `{operation_summary}` in it, in at most [`SUBJECT_MAX`] characters. What is dropped to
+/// fit, in order: changes named (three, two, then one, the rest counted as `and N more`),
+/// each tried first with whole paths and then with their middle folders as `…`
+/// (`src/…/subject.rs`); only when even that is too long is the line cut ([`fit_subject`]).
+pub fn subject_line(
+    format: &str,
+    result: &ExecutionResult,
+    root: &Path,
+    changed: &[PathBuf],
+) -> String {
+    let items = items(result, root, changed);
+    let line = |named: usize, short: bool| {
+        let text = format.replace("{operation_summary}", &summary(&items, named, short));
+        text.lines().next().unwrap_or("").trim().to_owned()
+    };
+    for named in (1..=items.len().min(NAMED_MAX)).rev() {
+        for short in [false, true] {
+            let text = line(named, short);
+            if text.chars().count() <= SUBJECT_MAX {
+                return text;
+            }
+        }
+    }
+    fit_subject(&line(1, true))
+}
+
+/// `text`'s first line in at most [`SUBJECT_MAX`] characters: cut at the last word boundary
+/// that fits, ending with `…` (a single word longer than that is cut inside it).
+pub fn fit_subject(text: &str) -> String {
+    let text = text.lines().next().unwrap_or("").trim();
+    if text.chars().count() <= SUBJECT_MAX {
+        return text.to_owned();
+    }
+    let kept: String = text.chars().take(SUBJECT_MAX - 1).collect();
+    // A boundary in the first half would throw away more than it keeps: cut the word.
+    let at_word = match kept.rfind(' ') {
+        Some(space) if kept[..space].chars().count() > SUBJECT_MAX / 2 => &kept[..space],
+        _ => kept.as_str(),
+    };
+    let trimmed = at_word.trim_end_matches([' ', ',', ';', ':', '-']);
+    format!("{trimmed}…")
+}
+
+/// One change a subject can name: an action and the paths it changed.
+struct Item {
+    /// `file_write`, `exec bash`, …
+    action: String,
+    /// The paths it changed, as the commit holds them.
+    paths: Vec<PathBuf>,
+    /// `old -> new` (a move) rather than a list.
+    moved: bool,
+    /// Paths it changed beyond those named.
+    more: usize,
+}
+
+impl Item {
+    fn render(&self, short: bool) -> String {
+        let shown: Vec<String> = self
+            .paths
+            .iter()
+            .map(|p| {
+                if short {
+                    shorten(p)
+                } else {
+                    p.display().to_string()
+                }
+            })
+            .collect();
+        let mut out = self.action.clone();
+        if !shown.is_empty() {
+            out.push(' ');
+            out.push_str(&shown.join(if self.moved { " -> " } else { " " }));
+        }
+        if self.more > 0 {
+            out.push_str(&format!(" (+{} more)", self.more));
+        }
+        out
+    }
+}
+
+/// `src/report/subject.rs` as `src/…/subject.rs`: the top folder and the file's name, which
+/// say where and what.
+fn shorten(path: &Path) -> String {
+    let parts: Vec<String> = path
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    match parts.as_slice() {
+        [first, _, .., last] => format!("{first}/…/{last}"),
+        _ => path.display().to_string(),
+    }
+}
+
+/// The first `named` items, then how many more, joined.
+fn summary(items: &[Item], named: usize, short: bool) -> String {
+    if items.is_empty() {
+        return "changes by hooks".to_owned();
+    }
+    let shown: Vec<String> = items.iter().take(named).map(|i| i.render(short)).collect();
+    let mut out = shown.join(", ");
+    if items.len() > shown.len() {
+        out.push_str(&format!(" and {} more", items.len() - shown.len()));
+    }
+    out
+}
+
+/// The changes of the commit, in the reply's order (see [`subject_summary`]).
+fn items(result: &ExecutionResult, root: &Path, changed: &[PathBuf]) -> Vec<Item> {
     let schema = Schema::get();
     let relative = |value: Option<&serde_json::Value>| -> Vec<PathBuf> {
         value
@@ -42,12 +162,12 @@ pub fn subject_summary(result: &ExecutionResult, root: &Path, changed: &[PathBuf
             .is_some_and(|c| c.starts_with(path))
     };
     let mut named: BTreeSet<PathBuf> = BTreeSet::new();
-    let mut items: Vec<String> = Vec::new();
-    let mut execs: Vec<String> = Vec::new();
+    let mut items: Vec<Item> = Vec::new();
+    let mut execs: Vec<Item> = Vec::new();
     for r in result.results.iter().filter(|r| r.success) {
         if r.action == "exec" {
             let lang = r.params.get("lang").and_then(|v| v.as_str()).unwrap_or("");
-            let item = format!("exec {lang}").trim_end().to_owned();
+            let action = format!("exec {lang}").trim_end().to_owned();
             // The files it changed, as the transaction recorded them in its data.
             let paths: Vec<PathBuf> = ["created", "changed", "deleted"]
                 .iter()
@@ -55,18 +175,30 @@ pub fn subject_summary(result: &ExecutionResult, root: &Path, changed: &[PathBuf
                 .flatten()
                 .flat_map(|p| relative(Some(p)))
                 .collect();
-            let new: Vec<String> = paths
+            let new: Vec<PathBuf> = paths
                 .iter()
                 .filter(|p| in_commit(p) && !named.contains(*p))
-                .map(|p| p.display().to_string())
+                .cloned()
                 .collect();
             named.extend(paths);
-            match new.len() {
-                0 if !execs.contains(&item) => execs.push(item),
-                0 => {}
-                1..=3 => items.push(format!("{item} {}", new.join(" "))),
-                n => items.push(format!("{item} {} (+{} more)", new[..3].join(" "), n - 3)),
+            if new.is_empty() {
+                if !execs.iter().any(|e| e.action == action) {
+                    execs.push(Item {
+                        action,
+                        paths: Vec::new(),
+                        moved: false,
+                        more: 0,
+                    });
+                }
+                continue;
             }
+            let more = new.len().saturating_sub(NAMED_MAX);
+            items.push(Item {
+                action,
+                paths: new.into_iter().take(NAMED_MAX).collect(),
+                moved: false,
+                more,
+            });
             continue;
         }
         if schema.tool(&r.action).is_none_or(|t| t.kind != "write") {
@@ -81,20 +213,20 @@ pub fn subject_summary(result: &ExecutionResult, root: &Path, changed: &[PathBuf
             "files_replace_all_text" => relative(r.params.get("paths")),
             _ => relative(r.params.get("path")),
         };
-        let new: Vec<&PathBuf> = paths
+        let new: Vec<PathBuf> = paths
             .iter()
             .filter(|p| in_commit(p) && !named.contains(*p))
+            .cloned()
             .collect();
         if new.is_empty() {
             continue;
         }
-        let shown = |p: &PathBuf| p.display().to_string();
-        items.push(match (r.action.as_str(), paths.as_slice()) {
-            ("file_move", [old, new]) => format!("file_move {} -> {}", shown(old), shown(new)),
-            (action, _) => format!(
-                "{action} {}",
-                new.iter().map(|p| shown(p)).collect::<Vec<_>>().join(" ")
-            ),
+        let moved = r.action == "file_move" && paths.len() == 2;
+        items.push(Item {
+            action: r.action.clone(),
+            paths: if moved { paths.clone() } else { new },
+            moved,
+            more: 0,
         });
         named.extend(paths);
     }
@@ -104,11 +236,7 @@ pub fn subject_summary(result: &ExecutionResult, root: &Path, changed: &[PathBuf
     if unexplained {
         items.extend(execs);
     }
-    match items.len() {
-        0 => "changes by hooks".to_owned(),
-        1..=3 => items.join(", "),
-        n => format!("{} and {} more", items[..3].join(", "), n - 3),
-    }
+    items
 }
 
 #[cfg(test)]
@@ -195,5 +323,78 @@ mod tests {
         );
         assert_eq!(many, "file_write 1, file_write 2, file_write 3 and 2 more");
         assert_eq!(summary(Vec::new(), &["fmt.rs"]), "changes by hooks");
+    }
+
+    fn line(results: Vec<ActionResult>, changed: &[&str]) -> String {
+        let result = ExecutionResult {
+            results,
+            ..ExecutionResult::default()
+        };
+        let changed: Vec<PathBuf> = changed.iter().map(PathBuf::from).collect();
+        subject_line(
+            "AI: {operation_summary}",
+            &result,
+            Path::new("/repo"),
+            &changed,
+        )
+    }
+
+    #[test]
+    fn a_subject_fits_72_characters_naming_fewer_changes_then_shorter_paths() {
+        use serde_json::json;
+        let deep: Vec<String> = (1..=5)
+            .map(|i| format!("src/report/rendering/module_number_{i}.rs"))
+            .collect();
+        let writes = |paths: &[String]| {
+            paths
+                .iter()
+                .map(|p| action("file_write", json!({"path": format!("/repo/{p}")}), true))
+                .collect::<Vec<_>>()
+        };
+        let changed: Vec<&str> = deep.iter().map(String::as_str).collect();
+        assert_eq!(
+            line(writes(&deep), &changed),
+            "AI: file_write src/report/rendering/module_number_1.rs and 4 more"
+        );
+        let deeper: Vec<String> = deep.iter().map(|p| format!("crates/core/{p}")).collect();
+        let changed: Vec<&str> = deeper.iter().map(String::as_str).collect();
+        assert_eq!(
+            line(writes(&deeper), &changed),
+            "AI: file_write crates/…/module_number_1.rs and 4 more",
+        );
+        let short = line(
+            writes(&["a.rs".to_owned(), "b.rs".to_owned()]),
+            &["a.rs", "b.rs"],
+        );
+        assert_eq!(
+            short, "AI: file_write a.rs, file_write b.rs",
+            "short enough: as it was"
+        );
+        let huge = format!("/repo/{}.rs", "x".repeat(100));
+        let cut = line(
+            vec![action("file_write", json!({"path": huge}), true)],
+            &[&huge[6..]],
+        );
+        assert_eq!(cut.chars().count(), 72, "{cut}");
+        assert!(
+            cut.starts_with("AI: file_write xxx") && cut.ends_with('…'),
+            "{cut}"
+        );
+    }
+
+    #[test]
+    fn a_long_line_is_cut_at_a_word_with_an_ellipsis() {
+        assert_eq!(fit_subject("AI: short\nsecond"), "AI: short");
+        let words = format!("AI: {}", "word, ".repeat(20));
+        let cut = fit_subject(&words);
+        assert!(cut.chars().count() <= SUBJECT_MAX, "{cut}");
+        assert!(
+            cut.ends_with("word…"),
+            "at a word, no comma before the ellipsis: {cut}"
+        );
+        let exact = "x".repeat(SUBJECT_MAX);
+        assert_eq!(fit_subject(&exact), exact);
+        let long = "é".repeat(100);
+        assert_eq!(fit_subject(&long).chars().count(), SUBJECT_MAX);
     }
 }

@@ -25,6 +25,7 @@ mod help;
 mod hints;
 mod history_cli;
 mod history_crash;
+mod history_log;
 mod init;
 mod input_details;
 mod instructions;

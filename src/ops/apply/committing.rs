@@ -132,12 +132,15 @@ impl Tx<'_> {
         Ok(uncommitted)
     }
 
-    /// The commit's subject: loaf.yml's `commit_message_format` with the summary in it.
+    /// The commit's subject: loaf.yml's `commit_message_format` with the summary in it,
+    /// fitted to git's 72 characters.
     pub(super) fn subject(&self, result: &ExecutionResult, changed: &[PathBuf]) -> String {
-        let summary = crate::report::subject::subject_summary(result, &self.root, changed);
-        self.config
-            .commit_message_format
-            .replace("{operation_summary}", &summary)
+        crate::report::subject::subject_line(
+            &self.config.commit_message_format,
+            result,
+            &self.root,
+            changed,
+        )
     }
 
     /// The commit's parents: HEAD (none on an unborn branch).
@@ -164,7 +167,7 @@ impl Tx<'_> {
         let trailers = Trailers {
             apply: Some(self.id.clone()),
             base: self.old_head,
-            result: Some(result.to_trailer_json()),
+            result: Some(result.to_trailer_json(&self.root)),
             assisted_by: self.options.model.clone(),
         };
         let text = message(subject, &trailers);

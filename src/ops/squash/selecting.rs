@@ -1,7 +1,7 @@
 //! Squash's plan: select the run (first parents from HEAD; by default the git-loaf
 //! applies; a merge, a commit that does not match or one older than the cutoff ends it) →
 //! refuse fewer than two commits and already-pushed ones → the message listing the squashed
-//! subjects and keeping each apply's id and `Loaf-Result` as trailers.
+//! subjects and naming each apply (id and commit) in a trailer.
 
 use std::time::{Duration, UNIX_EPOCH};
 
@@ -11,6 +11,7 @@ use crate::git::commits::{self, CommitInfo};
 use crate::git::push::{self, Upstream};
 use crate::git::session::TxError;
 use crate::git::{Repository, refs, short_oid};
+use crate::report::subject::fit_subject;
 
 /// How far `--limit` keeps counting the commits it left out.
 const COUNT_LIMIT: usize = 10_000;
@@ -209,9 +210,10 @@ fn upstream_of(repo: &Repository, ref_name: &str) -> Result<Upstream, TxError> {
 }
 
 /// The squash commit's message: the generated subject (or the user's `-m`), the squashed
-/// subjects, then the trailers: `Loaf-Squash: <id>` and, for every apply folded in (those
-/// of an earlier squash included), `Loaf-Squashed: <apply id> <commit>` followed by its
-/// `Loaf-Result`.
+/// subjects one per line, then the trailers: `Loaf-Squash: <id>` and, for every apply
+/// folded in (those of an earlier squash included), `Loaf-Squashed: <apply id> <commit>`.
+/// The applies' results are not repeated here: the squash's note and report hold each
+/// one's record ([`super::record_merged`]), as `git loaf show` prints them.
 fn message(
     id: &str,
     picked: &[Picked],
@@ -222,18 +224,13 @@ fn message(
     for p in picked {
         let pairs = parse_trailers(&p.message);
         if pairs.iter().any(|(k, _)| k == SQUASH_TRAILER) {
-            // An earlier squash: keep the records it carries, not itself.
-            trailers.extend(
-                pairs
-                    .into_iter()
-                    .filter(|(k, _)| k == SQUASHED_TRAILER || k == "Loaf-Result"),
-            );
+            // An earlier squash: keep the applies it names, not itself.
+            trailers.extend(pairs.into_iter().filter(|(k, _)| k == SQUASHED_TRAILER));
         } else if let Some(apply) = pairs.iter().find(|(k, _)| k == "Loaf-Apply") {
             trailers.push((
                 SQUASHED_TRAILER.to_owned(),
                 format!("{} {}", apply.1, p.commit),
             ));
-            trailers.extend(pairs.iter().find(|(k, _)| k == "Loaf-Result").cloned());
         }
     }
     let body = match custom {
@@ -257,9 +254,12 @@ fn message(
             };
             let range = date_range(picked);
             let plural = if files == 1 { "" } else { "s" };
-            let mut text = format!("AI: squashed {what} ({range}): {files} file{plural} changed\n");
+            let mut text = fit_subject(&format!(
+                "AI: squashed {what} ({range}): {files} file{plural} changed"
+            ));
+            text.push('\n');
             for p in picked {
-                text.push_str(&format!("\n- {}", p.subject));
+                text.push_str(&format!("\n- {}", fit_subject(&p.subject)));
             }
             text
         }
