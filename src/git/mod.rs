@@ -39,7 +39,7 @@ pub mod sign;
 pub mod squash;
 pub mod states;
 #[cfg(test)]
-mod testing;
+pub(crate) mod testing;
 pub mod treebuild;
 pub mod treediff;
 pub mod turn;

@@ -3,6 +3,8 @@
 //! a forced undo saves under `refs/loaf/saved/<id>`, and the remote-tracking refs that tell
 //! published history from local.
 
+use std::collections::{BinaryHeap, HashSet};
+
 use git2::{Oid, Repository};
 
 /// The ref an operation moves: the branch HEAD points at (existing or unborn), or `HEAD`
@@ -118,36 +120,40 @@ pub fn save(repo: &Repository, id: &str, commit: Oid) -> Result<String, git2::Er
 /// `after` back to `before` removes) that a remote-tracking ref already has, with that ref's
 /// short name: others may have it.
 ///
-/// The cost follows the operation, not the history: each remote-tracking ref is walked only
-/// down to `before` (what it has below that is not removed), so a remote behind the
-/// operation's base costs nothing and one that moved on costs the commits it gained.
+/// The cost follows the operation, not the history. A remote-tracking ref that has a removed
+/// commit has it among its commits dated no earlier than that commit (a commit is made after
+/// its parents), so each ref is walked newest first only down to the removed commits' oldest
+/// date, less [`CLOCK_SKEW`] of margin and [`SKEWED_COMMITS`] commits in a row below it (for
+/// clocks that disagree): a remote that has not moved since the operation costs a handful of
+/// commits however long its history. No ref is walked with `before` hidden: libgit2 marks
+/// what is hidden before it yields anything, which on a remote with an unrelated or older
+/// history walked all of it.
 pub fn first_pushed(
     repo: &Repository,
     after: Oid,
     before: Option<Oid>,
 ) -> Result<Option<(Oid, String)>, git2::Error> {
-    let between = |tip: Oid| -> Result<git2::Revwalk<'_>, git2::Error> {
-        let mut walk = repo.revwalk()?;
-        walk.push(tip)?;
-        if let Some(before) = before {
-            walk.hide(before)?;
-        }
-        Ok(walk)
+    let mut between = repo.revwalk()?;
+    between.push(after)?;
+    if let Some(before) = before {
+        between.hide(before)?;
+    }
+    let removed: Vec<Oid> = between.take(10_000).collect::<Result<_, _>>()?;
+    let Some(oldest) = removed
+        .iter()
+        .filter_map(|c| repo.find_commit(*c).ok())
+        .map(|c| c.time().seconds())
+        .min()
+    else {
+        return Ok(None);
     };
-    let removed: Vec<Oid> = between(after)?.take(10_000).collect::<Result<_, _>>()?;
-    let removed_set: std::collections::HashSet<Oid> = removed.iter().copied().collect();
+    let removed_set: HashSet<Oid> = removed.iter().copied().collect();
     for reference in repo.references_glob("refs/remotes/*")? {
         let reference = reference?;
         let Ok(tip) = reference.resolve().and_then(|r| r.peel_to_commit()) else {
             continue;
         };
-        let mut has = std::collections::HashSet::new();
-        for commit in between(tip.id())? {
-            let commit = commit?;
-            if removed_set.contains(&commit) {
-                has.insert(commit);
-            }
-        }
+        let has = removed_reachable_from(repo, tip.id(), &removed_set, oldest - CLOCK_SKEW)?;
         // The first in the order the removed commits were listed (newest first), as before.
         if let Some(commit) = removed.iter().find(|c| has.contains(c)) {
             let name = reference
@@ -160,10 +166,58 @@ pub fn first_pushed(
     Ok(None)
 }
 
+/// How much older than a removed commit a commit above it may be dated (clocks of different
+/// machines disagree) before [`first_pushed`] counts it as below the removed commits.
+const CLOCK_SKEW: i64 = 86_400;
+/// How many commits in a row dated below the cut-off end a remote's walk: one commit with a
+/// clock set back does not end it early.
+const SKEWED_COMMITS: usize = 5;
+
+/// Which of `removed` the commits reachable from `tip` include, read newest first down to
+/// `cutoff` (see [`first_pushed`]). The walk is our own date-ordered queue: libgit2's
+/// revwalk, once sorted or given a hidden commit, reads the whole history before it yields
+/// the first commit.
+fn removed_reachable_from(
+    repo: &Repository,
+    tip: Oid,
+    removed: &HashSet<Oid>,
+    cutoff: i64,
+) -> Result<HashSet<Oid>, git2::Error> {
+    let mut queue = BinaryHeap::new();
+    let mut queued = HashSet::new();
+    let first = repo.find_commit(tip)?;
+    queue.push((first.time().seconds(), tip));
+    queued.insert(tip);
+    let mut has = HashSet::new();
+    let mut below = 0;
+    while let Some((time, id)) = queue.pop() {
+        if removed.contains(&id) {
+            has.insert(id);
+            if has.len() == removed.len() {
+                break;
+            }
+        }
+        if time < cutoff {
+            below += 1;
+            if below >= SKEWED_COMMITS {
+                break;
+            }
+        } else {
+            below = 0;
+        }
+        for parent in repo.find_commit(id)?.parent_ids() {
+            if queued.insert(parent) {
+                queue.push((repo.find_commit(parent)?.time().seconds(), parent));
+            }
+        }
+    }
+    Ok(has)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::testing::{committed_repo, git, write_file};
+    use crate::git::testing::{committed_repo, git, git_dated, write_file};
 
     fn oid(dir: &std::path::Path, rev: &str) -> Oid {
         Oid::from_str(git(dir, &["rev-parse", rev]).trim()).expect("an id")
@@ -217,6 +271,79 @@ mod tests {
         );
         assert_eq!(
             first_pushed(&repo, second, Some(first)).expect("walks"),
+            None
+        );
+    }
+
+    /// Commits on `rev` changing `b.txt`, dated by the days after 2020-01-01 in `days`;
+    /// returns the last one.
+    fn dated_commits(root: &std::path::Path, days: &[i64]) -> Oid {
+        static WRITTEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        for day in days {
+            let n = WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            write_file(root, "b.txt", &format!("{day} {n}\n"));
+            git(root, &["add", "b.txt"]);
+            let date = format!("@{}", 1_577_836_800 + day * 86_400);
+            git_dated(root, &date, &["commit", "-q", "-m", &format!("day {day}")]);
+        }
+        oid(root, "HEAD")
+    }
+
+    /// A remote's history is read only down to the removed commit's date: a remote that
+    /// built on it with a few commits dated before it (a clock set back) still has it; one
+    /// whose next SKEWED_COMMITS commits are all dated more than a day before it is taken not
+    /// to, without reading further (the bound that keeps a long history's cost away); an
+    /// unrelated, older history is not walked to its root.
+    #[test]
+    fn remotes_are_read_down_to_the_removed_commits_date_only() {
+        let dir = committed_repo();
+        let root = dir.path();
+        let base = oid(root, "HEAD");
+        let removed = dated_commits(root, &[100]);
+        let skew = vec![10; SKEWED_COMMITS - 1];
+        let built = dated_commits(root, &[&skew[..], &[200]].concat());
+        git(
+            root,
+            &[
+                "update-ref",
+                "refs/remotes/origin/built",
+                &built.to_string(),
+            ],
+        );
+        git(root, &["reset", "-q", "--hard", &removed.to_string()]);
+        let repo = Repository::open(root).expect("open");
+        assert_eq!(
+            first_pushed(&repo, removed, Some(base)).expect("walks"),
+            Some((removed, "origin/built".to_owned()))
+        );
+        let skew = vec![10; SKEWED_COMMITS];
+        let too_skewed = dated_commits(root, &[&skew[..], &[200]].concat());
+        git(
+            root,
+            &[
+                "update-ref",
+                "refs/remotes/origin/built",
+                &too_skewed.to_string(),
+            ],
+        );
+        git(root, &["reset", "-q", "--hard", &removed.to_string()]);
+        assert_eq!(
+            first_pushed(&repo, removed, Some(base)).expect("walks"),
+            None
+        );
+        git(root, &["update-ref", "-d", "refs/remotes/origin/built"]);
+        git(root, &["switch", "-q", "--orphan", "todo"]);
+        let unrelated = dated_commits(root, &[1, 2, 3, 4, 5, 6, 7, 8]);
+        git(
+            root,
+            &[
+                "update-ref",
+                "refs/remotes/origin/todo",
+                &unrelated.to_string(),
+            ],
+        );
+        assert_eq!(
+            first_pushed(&repo, removed, Some(base)).expect("walks"),
             None
         );
     }

@@ -6,6 +6,11 @@ use std::process::Command;
 /// Runs `git args` in `dir` with fixed dates and identity, no system or global config, and
 /// returns its stdout; a failing command fails the test.
 pub fn git(dir: &Path, args: &[&str]) -> String {
+    git_dated(dir, "2026-01-01T00:00:00Z", args)
+}
+
+/// [`git`] with author and committer dated `date` (any form git reads, e.g. `@1577836800`).
+pub fn git_dated(dir: &Path, date: &str, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -15,8 +20,8 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
         .env("GIT_AUTHOR_EMAIL", "ada@example.com")
         .env("GIT_COMMITTER_NAME", "Ada")
         .env("GIT_COMMITTER_EMAIL", "ada@example.com")
-        .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+        .env("GIT_AUTHOR_DATE", date)
+        .env("GIT_COMMITTER_DATE", date)
         .env("TZ", "UTC")
         .env("LC_ALL", "C")
         .output()

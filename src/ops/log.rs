@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::git::commit::parse_trailers;
 use crate::git::commits::{self, CommitInfo};
-use crate::git::notes::{read_note, read_report};
+use crate::git::notes::{NOTES_REF, read_note, read_report};
 use crate::git::oplog::{self, OpKind};
 use crate::git::refs;
 use crate::git::session::{self, TxError};
@@ -20,6 +20,12 @@ use crate::report::redact;
 
 /// How far back `log` looks for loaf commits on the first-parent chain.
 const SCAN_LIMIT: usize = 100_000;
+
+/// How many commits in a row older than every loaf commit this repository knows of the walk
+/// reads before it stops: a few commits dated out of order (a skewed clock, a rebase that
+/// kept old dates) do not end it early, and the cost stays a handful of commits whatever the
+/// history's length.
+const PAST_OLDEST_KNOWN: usize = 64;
 
 /// One loaf commit.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -59,14 +65,90 @@ pub fn log(cwd: &Path, limit: usize) -> Result<Vec<LogEntry>, TxError> {
     let Some(chain) = commits::first_parents(&repo)? else {
         return Ok(kept);
     };
+    let mut end = WalkEnd::new(&repo);
     let mut out = kept;
     for commit in chain.take(SCAN_LIMIT) {
         if out.len() >= limit {
             break;
         }
-        out.extend(entry(&repo, &commit?));
+        let commit = commit?;
+        if end.reached(commit.time) {
+            break;
+        }
+        out.extend(entry(&repo, &commit));
     }
     Ok(out)
+}
+
+/// Where `log`'s walk down the first-parent chain may end early: more than
+/// [`PAST_OLDEST_KNOWN`] commits in a row older than the oldest commit holding a loaf note.
+/// The notes are read only once the walk is that long (a `log -n 5` that finds its five
+/// near the top never reads them); the commits' dates seen until then are replayed, so the
+/// walk ends exactly where it would had they been read first.
+struct WalkEnd<'r> {
+    repo: &'r crate::git::Repository,
+    /// `None` until read; then the oldest noted commit's time, if any commit has a note.
+    oldest_known: Option<Option<i64>>,
+    /// The dates walked before the notes were read.
+    seen: Vec<i64>,
+    /// Commits in a row older than `oldest_known`.
+    past_oldest: usize,
+}
+
+impl<'r> WalkEnd<'r> {
+    fn new(repo: &'r crate::git::Repository) -> Self {
+        Self {
+            repo,
+            oldest_known: None,
+            seen: Vec::new(),
+            past_oldest: 0,
+        }
+    }
+
+    /// Whether the walk ends at a commit dated `time` (before reading it).
+    fn reached(&mut self, time: i64) -> bool {
+        let oldest = match self.oldest_known {
+            Some(oldest) => oldest,
+            None if self.seen.len() < PAST_OLDEST_KNOWN => {
+                self.seen.push(time);
+                return false;
+            }
+            None => {
+                let oldest = oldest_known_loaf_commit(self.repo);
+                self.oldest_known = Some(oldest);
+                for earlier in std::mem::take(&mut self.seen) {
+                    self.count(oldest, earlier);
+                }
+                oldest
+            }
+        };
+        self.count(oldest, time);
+        self.past_oldest > PAST_OLDEST_KNOWN
+    }
+
+    fn count(&mut self, oldest: Option<i64>, time: i64) {
+        if oldest.is_some_and(|oldest| time < oldest) {
+            self.past_oldest += 1;
+        } else {
+            self.past_oldest = 0;
+        }
+    }
+}
+
+/// The commit time of the oldest commit holding a loaf note (every apply, squash and
+/// recorded turn gets one, and notes follow rebases), or `None` when there is none. Below it
+/// the first-parent chain holds no loaf commit this repository made or fetched the notes of,
+/// so `log` need not read the rest of a long history: with fewer loaf commits than asked
+/// for, it stops shortly past this time instead of walking every commit. Without any note
+/// (a clone without `refs/notes/loaf`) it reads the whole chain, finding loaf commits by
+/// their trailers. Costs one commit read per note, not per commit in the history.
+fn oldest_known_loaf_commit(repo: &crate::git::Repository) -> Option<i64> {
+    let notes = repo.notes(Some(NOTES_REF)).ok()?;
+    notes
+        .filter_map(Result::ok)
+        .filter_map(|(_, annotated)| repo.find_commit(annotated).ok())
+        .map(|commit| commit.time().seconds())
+        .min()
 }
 
 fn entry(repo: &crate::git::Repository, commit: &CommitInfo) -> Option<LogEntry> {
@@ -285,4 +367,67 @@ fn squash_trailers(trailers: &[(String, String)]) -> Value {
         }
     }
     serde_json::json!({ "squash": squash, "applies": applies })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::testing::{git, git_dated, init_repo, write_file};
+
+    /// A commit of one changed file, dated `day` days after 2020-01-01, with `message`.
+    fn commit_on_day(root: &Path, day: i64, message: &str) -> crate::git::Oid {
+        write_file(root, "f.txt", &format!("{day} {message}\n"));
+        let date = format!("@{}", 1_577_836_800 + day * 86_400);
+        git(root, &["add", "f.txt"]);
+        git_dated(root, &date, &["commit", "-q", "-m", message]);
+        crate::git::Oid::from_str(git(root, &["rev-parse", "HEAD"]).trim()).expect("an id")
+    }
+
+    fn loaf_message(id: &str) -> String {
+        format!("AI: {id}\n\nLoaf-Apply: {id}\n")
+    }
+
+    /// `plain` commits without trailers, one a day from `first_day`.
+    fn plain_commits(root: &Path, first_day: i64, plain: i64) {
+        for day in first_day..first_day + plain {
+            commit_on_day(root, day, &format!("plain {day}"));
+        }
+    }
+
+    fn ids(root: &Path) -> Vec<String> {
+        log(root, 10)
+            .expect("log")
+            .into_iter()
+            .map(|e| e.id)
+            .collect()
+    }
+
+    /// With fewer loaf commits than asked for, the walk ends a little past the oldest commit
+    /// holding a loaf note, not at the root: a loaf commit (found by its trailer alone) within
+    /// that margin is listed, one further down is not, and a commit dated after the oldest
+    /// noted one starts the count again (a skewed clock does not end the walk early).
+    #[test]
+    fn the_walk_ends_shortly_past_the_oldest_noted_loaf_commit() {
+        let dir = init_repo();
+        let root = dir.path();
+        let margin = PAST_OLDEST_KNOWN as i64;
+        commit_on_day(root, 0, &loaf_message("aaaaaa"));
+        plain_commits(root, 1, 10);
+        commit_on_day(root, 500, &loaf_message("bbbbbb"));
+        plain_commits(root, 501, margin - 1);
+        commit_on_day(root, 1_500, "a commit with a skewed clock");
+        plain_commits(root, 600, 30);
+        let noted = commit_on_day(root, 1_000, &loaf_message("cccccc"));
+        commit_on_day(root, 2_000, &loaf_message("dddddd"));
+        let repo = crate::git::Repository::open(root).expect("open");
+        let sig = git2::Signature::now("Ada", "ada@example.com").expect("signature");
+        repo.note(&sig, &sig, Some(NOTES_REF), noted, "{}", false)
+            .expect("note");
+        // bbbbbb is the margin's last commit past the noted one (counted from the skewed
+        // commit); aaaaaa lies 11 commits further.
+        assert_eq!(ids(root), ["dddddd", "cccccc", "bbbbbb"]);
+        // With no note at all, the whole chain is read.
+        git(root, &["update-ref", "-d", NOTES_REF]);
+        assert_eq!(ids(root), ["dddddd", "cccccc", "bbbbbb", "aaaaaa"]);
+    }
 }
