@@ -13,18 +13,24 @@ use std::time::{Duration, SystemTime};
 
 use git2::Repository;
 
-/// When the current operation started writing (its lock taken): loose objects modified
-/// since then are its own. Unset, every loose object is synced (slower, never wrong).
+/// When the current operation started writing (its lock taken), as the filesystem stamps
+/// files: loose objects modified since then are its own. Unset, every loose object is
+/// synced (slower, never wrong).
 static STARTED_AT: Mutex<Option<SystemTime>> = Mutex::new(None);
 
-/// The clock a filesystem stamps with may lag the precise one: objects this much older
-/// than the start are synced too.
+/// The clock a filesystem stamps with may lag the precise one: without a stamp of the
+/// filesystem's own to start from, objects this much older than the start are synced too.
 const CLOCK_SLACK: Duration = Duration::from_secs(2);
 
-/// Records the start of an operation (before it writes any object).
-pub fn mark_start() {
+/// Records the start of an operation (before it writes any object): `stamp` is the
+/// modification time the filesystem gave a file this operation just created (its lock), so
+/// that objects written from now on carry a stamp no older (the same clock, the same
+/// granularity) while the previous operation's, written before the lock, are left out. Without
+/// one, the precise clock less [`CLOCK_SLACK`].
+pub fn mark_start(stamp: Option<SystemTime>) {
+    let since = stamp.or_else(|| SystemTime::now().checked_sub(CLOCK_SLACK));
     if let Ok(mut at) = STARTED_AT.lock() {
-        *at = Some(SystemTime::now());
+        *at = since;
     }
 }
 
@@ -79,18 +85,24 @@ pub fn sync_ref(repo: &Repository, name: &str) -> std::io::Result<()> {
 }
 
 /// fsyncs the loose objects this process wrote (modified since [`mark_start`]) and their
-/// folders, so that a ref made durable next never names an object a power loss took.
-pub fn sync_new_objects(repo: &Repository) -> std::io::Result<()> {
+/// folders, so that a ref made durable next never names an object a power loss took;
+/// returns how many objects.
+pub fn sync_new_objects(repo: &Repository) -> std::io::Result<usize> {
     let since = STARTED_AT
         .lock()
         .ok()
         .and_then(|at| *at)
-        .and_then(|at| at.checked_sub(CLOCK_SLACK))
         .unwrap_or(SystemTime::UNIX_EPOCH);
+    sync_objects_since(repo, since)
+}
+
+/// [`sync_new_objects`] of the objects stamped `since` or later.
+fn sync_objects_since(repo: &Repository, since: SystemTime) -> std::io::Result<usize> {
     let objects = repo.commondir().join("objects");
     let Ok(folders) = std::fs::read_dir(&objects) else {
-        return Ok(());
+        return Ok(0);
     };
+    let mut synced = 0;
     for folder in folders.flatten() {
         let name = folder.file_name();
         // Only the 256 fan-out folders hold loose objects (not `pack`, `info`).
@@ -115,13 +127,15 @@ pub fn sync_new_objects(repo: &Repository) -> std::io::Result<()> {
             if recent {
                 write_out(&std::fs::File::open(object.path())?)?;
                 any = true;
+                synced += 1;
             }
         }
         if any {
             sync_dir(&folder.path())?;
         }
     }
-    sync_dir(&objects)
+    sync_dir(&objects)?;
+    Ok(synced)
 }
 
 #[cfg(test)]
@@ -131,7 +145,6 @@ mod tests {
 
     #[test]
     fn syncs_refs_and_new_objects_without_error() {
-        mark_start();
         let dir = committed_repo();
         let repo = Repository::open(dir.path()).expect("open");
         repo.blob(b"new object").expect("blob");
@@ -139,5 +152,26 @@ mod tests {
         sync_ref(&repo, "HEAD").expect("HEAD synced");
         sync_ref(&repo, "refs/heads/main").expect("branch synced");
         sync_ref(&repo, "refs/loaf/none").expect("an absent ref's folder");
+    }
+
+    /// Started from the stamp of a file made at the start (the lock), the objects written
+    /// before it (the previous operation's, already synced) are not synced again; those
+    /// written after are.
+    #[test]
+    fn only_the_objects_written_since_the_start_are_synced() {
+        let dir = committed_repo();
+        let repo = Repository::open(dir.path()).expect("open");
+        repo.blob(b"the previous operation's object").expect("blob");
+        // Past the filesystem clock's tick, so the two stamps differ.
+        std::thread::sleep(Duration::from_millis(50));
+        let lock = dir.path().join(".git/lock-for-the-test");
+        std::fs::write(&lock, "").expect("lock");
+        let stamp = std::fs::metadata(&lock)
+            .and_then(|m| m.modified())
+            .expect("stamp");
+        std::thread::sleep(Duration::from_millis(50));
+        repo.blob(b"this operation's first object").expect("blob");
+        repo.blob(b"this operation's second object").expect("blob");
+        assert_eq!(sync_objects_since(&repo, stamp).expect("synced"), 2);
     }
 }

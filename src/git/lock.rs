@@ -131,6 +131,14 @@ impl RepoLock {
         }
     }
 
+    /// When the filesystem says the lock file was made (its own clock and granularity), if
+    /// it can tell.
+    pub fn created_at(&self) -> Option<std::time::SystemTime> {
+        std::fs::metadata(&self.path)
+            .and_then(|m| m.modified())
+            .ok()
+    }
+
     /// Who holds it (this process).
     pub fn holder(&self) -> &Holder {
         &self.holder

@@ -200,7 +200,7 @@ impl Session {
         })?;
         let root: PathBuf = repo.workdir().ok_or(TxError::Bare)?.components().collect();
         let lock = RepoLock::acquire(repo.commondir(), command, LOCK_WAIT)?;
-        crate::git::durable::mark_start();
+        crate::git::durable::mark_start(lock.created_at());
         let mut notices = Vec::new();
         if let Some(dead) = lock.recovered() {
             let removed = remove_stale_git_locks(&repo, dead.since);
