@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::config::{self, Config};
-use super::protocol::{AgentType, Message};
+use super::protocol::Message;
+use super::run_state::AGENTS;
 use super::validate::{check_schemas, validate};
 
 /// One check: what, whether it passed, details.
@@ -87,11 +88,7 @@ pub fn doctor(base: &Path) -> Vec<Check> {
         }
     };
     if let Some(config) = &config {
-        for agent in [
-            AgentType::Builder,
-            AgentType::Reviewer,
-            AgentType::SpecMaintainer,
-        ] {
+        for agent in AGENTS {
             for program in programs(&config.agents.get(agent).cmd) {
                 checks.push(check(
                     format!("{agent} command `{program}`"),
@@ -103,15 +100,20 @@ pub fn doctor(base: &Path) -> Vec<Check> {
         }
         let ws = config.workspace(base);
         checks.push(check("workspace writable", writable(&ws)));
+        let shims = AGENTS.iter().any(|a| is_shim(&config.agents.get(*a).cmd));
         checks.push(check(
             "workspace is a git repository",
-            git2::Repository::discover(&ws)
-                .map(|r| {
-                    r.workdir()
-                        .map(|w| w.display().to_string())
-                        .unwrap_or_default()
-                })
-                .map_err(|e| e.message().to_owned()),
+            match git2::Repository::discover(&ws) {
+                Ok(r) => Ok(r
+                    .workdir()
+                    .map(|w| w.display().to_string())
+                    .unwrap_or_default()),
+                Err(e) if shims => Err(format!(
+                    "{}: `lorch agent` commits its work through git-loaf, which needs one (git init)",
+                    e.message()
+                )),
+                Err(_) => Ok("no (no agent is `lorch agent`, which would need one)".to_owned()),
+            },
         ));
     }
     checks.push(check(
@@ -127,17 +129,20 @@ pub fn doctor(base: &Path) -> Vec<Check> {
 /// the LLM command after `--` as well (the shim would only fail later, on the first command).
 fn programs(cmd: &[String]) -> Vec<&str> {
     let mut out: Vec<&str> = cmd.first().map(String::as_str).into_iter().collect();
-    let is_shim = cmd
-        .first()
-        .is_some_and(|p| p.rsplit('/').next() == Some("lorch"))
-        && cmd.get(1).is_some_and(|a| a == "agent");
-    if is_shim
+    if is_shim(cmd)
         && let Some(at) = cmd.iter().position(|a| a == "--")
         && let Some(llm) = cmd.get(at + 1)
     {
         out.push(llm);
     }
     out
+}
+
+/// Whether an agent command is lorch's own shim, `lorch agent ROLE …`.
+fn is_shim(cmd: &[String]) -> bool {
+    cmd.first()
+        .is_some_and(|p| p.rsplit('/').next() == Some("lorch"))
+        && cmd.get(1).is_some_and(|a| a == "agent")
 }
 
 fn writable(ws: &Path) -> Result<String, String> {

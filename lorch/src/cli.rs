@@ -5,8 +5,10 @@
 //! calls [`main`]. The top of the crate: it calls down into the scheduler, the checks and
 //! the agent shim (whose arguments, [`AgentArgs`], are the shim's own), none of which
 //! calls back. Each command is one `cmd_*` function. Exit codes: 0 the run completed,
-//! 1 it failed (an agent exhausted its retries, a checksum did not match on resume), 2 bad
-//! usage or configuration (nothing ran).
+//! 1 it failed (an agent exhausted its retries, a checksum did not match on resume;
+//! `lorch resume` continues it once the cause is fixed), 2 bad usage or configuration,
+//! nothing ran (lorch.json, the task, a run that does not exist, a check of `lorch doctor`
+//! that fails), 130 the run was aborted by SIGINT or SIGTERM (`lorch resume` continues it).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -95,15 +97,44 @@ pub fn run(cli: Cli) -> ExitCode {
 /// Exit code of a run that failed (an agent exhausted its retries, a persistent conflict).
 pub const RUN_FAILED: u8 = 1;
 
+/// Exit code of a run aborted by a signal (128 + SIGINT, as shells report Ctrl-C).
+pub const ABORTED: u8 = 130;
+
 fn ended(status: Result<Status, RunError>) -> ExitCode {
     match status {
         Ok(Status::Completed) => ExitCode::SUCCESS,
-        Ok(_) => ExitCode::from(RUN_FAILED),
+        Ok(Status::Aborted(_)) => ExitCode::from(ABORTED),
+        Ok(Status::Running | Status::Failed(_)) => ExitCode::from(RUN_FAILED),
         Err(e) => {
             eprintln!("lorch: {e}");
-            ExitCode::from(RUN_FAILED)
+            match e {
+                RunError::NoRun(..) => ExitCode::from(USAGE),
+                _ => ExitCode::from(RUN_FAILED),
+            }
         }
     }
+}
+
+/// `lorch doctor`'s checks before any agent starts: a run that doctor says cannot work is
+/// refused with the causes, before a model has run (and cost anything).
+fn preflight() -> Result<(), ExitCode> {
+    let base = scheduler::base_dir().map_err(|e| {
+        eprintln!("lorch: {e}");
+        ExitCode::from(USAGE)
+    })?;
+    let failed: Vec<checks::Check> = checks::doctor(&base)
+        .into_iter()
+        .filter(|c| !c.ok)
+        .collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    eprintln!("lorch: not starting (no agent ran): the checks of `lorch doctor` fail:");
+    for c in &failed {
+        eprintln!("  {c}");
+    }
+    eprintln!("lorch: fix these (lorch.json, PATH, the workspace), then run again");
+    Err(ExitCode::from(USAGE))
 }
 
 /// Loads lorch.json (creating it on the first run) and the workspace, or says why not.
@@ -150,6 +181,9 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(USAGE);
         }
     };
+    if let Err(code) = preflight() {
+        return code;
+    }
     ended(Orchestrator::run(config, workspace, task))
 }
 
@@ -159,6 +193,9 @@ fn cmd_resume(args: &ResumeArgs) -> ExitCode {
         Err(code) => return code,
     };
     let run_id = args.run_id.strip_prefix("run-").unwrap_or(&args.run_id);
+    if let Err(code) = preflight() {
+        return code;
+    }
     ended(Orchestrator::resume(config, workspace, run_id))
 }
 

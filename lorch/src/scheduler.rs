@@ -48,8 +48,8 @@ pub enum RunError {
     /// Writing or reading lorch's records failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
-    /// No such run.
-    #[error("no run {0}: {1} does not exist")]
+    /// No such run (a usage error: nothing ran).
+    #[error("no run {0}: {1}")]
     NoRun(String, String),
     /// Files changed since their receipts, with no command in flight that could explain it.
     #[error("checksums do not match the receipts:\n{0}")]
@@ -124,7 +124,11 @@ impl Orchestrator {
         if !ledger.exists() {
             return Err(RunError::NoRun(
                 run_id.to_owned(),
-                ledger.display().to_string(),
+                format!(
+                    "{} does not exist; {}",
+                    ledger.strip_prefix(&workspace).unwrap_or(&ledger).display(),
+                    store::known_runs(&workspace)
+                ),
             ));
         }
         store::repair_ledger(&ledger)?;
@@ -136,7 +140,7 @@ impl Orchestrator {
             ));
         };
         let mut o = Orchestrator::new(config, workspace, state);
-        if o.state.status != Status::Running {
+        if o.state.status == Status::Completed {
             // A crash may have come between the last record and the files derived from it.
             o.restore_receipts()?;
             o.write_state()?;
@@ -145,7 +149,14 @@ impl Orchestrator {
         }
         // Before anything is recorded: recording rewrites state/run.json, where their pids are.
         o.terminate_orphans()?;
-        let resumed = o.system("system.run_resumed", None, json!({"run_id": run_id}));
+        // A failed or aborted run goes on from where it stopped: the user fixed the cause.
+        let mut payload = json!({"run_id": run_id});
+        match &o.state.status {
+            Status::Failed(why) => payload["reopened"] = format!("it had failed: {why}").into(),
+            Status::Aborted(why) => payload["reopened"] = format!("it was aborted: {why}").into(),
+            Status::Running | Status::Completed => {}
+        }
+        let resumed = o.system("system.run_resumed", None, payload);
         o.record(&resumed)?;
         // Whatever was in flight went with the old process: send it again, same IK.
         if let Some(cur) = o.state.current.as_mut() {
@@ -217,11 +228,7 @@ impl Orchestrator {
             .ok()
             .flatten()
             .unwrap_or_else(|| json!({"runs": {}}));
-        let status = match self.state.status {
-            Status::Running => "running",
-            Status::Completed => "completed",
-            Status::Failed(_) => "failed",
-        };
+        let status = self.state.status.as_str();
         let entry = json!({"task_id": self.state.task.id, "status": status});
         if index["runs"].get(&self.state.run_id) != Some(&entry) {
             index["runs"][&self.state.run_id] = entry;
@@ -360,7 +367,9 @@ impl Orchestrator {
             return Ok(());
         };
         let mut command = cur.command.clone();
-        if cur.bump {
+        if cur.fresh {
+            command.retry.attempt = 0;
+        } else if cur.bump {
             command.retry.attempt += 1;
             if command.retry.attempt >= command.retry.max_attempts {
                 return self.fail(format!(

@@ -45,7 +45,10 @@ fn system(e: &Event) -> Option<String> {
     let p = &e.payload;
     let line = match e.event.as_str() {
         "system.run_started" => format!("[lorch] run {} task {}", text(p, "run_id"), e.task_id),
-        "system.run_resumed" => format!("[lorch] resuming run {}", text(p, "run_id")),
+        "system.run_resumed" => match p.get("reopened").and_then(Value::as_str) {
+            Some(how) => format!("[lorch] resuming run {} ({how})", text(p, "run_id")),
+            None => format!("[lorch] resuming run {}", text(p, "run_id")),
+        },
         "system.snapshot" => format!("[lorch] snapshot {}", text(p, "snapshot_id")),
         "system.protocol_error" => format!(
             "[lorch] protocol error from {}: {}",
@@ -86,6 +89,11 @@ fn system(e: &Event) -> Option<String> {
         },
         "system.run_completed" => match e.status.as_deref() {
             Some("completed") => "[lorch] DONE".to_owned(),
+            Some("aborted") => format!(
+                "[lorch] ABORTED: {}; `lorch resume --run {}` continues it",
+                text(p, "reason"),
+                text(p, "run_id")
+            ),
             _ => format!("[lorch] FAILED: {}", text(p, "reason")),
         },
         other => format!("[lorch] {other}"),
@@ -102,6 +110,13 @@ fn agent_event(e: &Event) -> String {
     if let Some(code) = e.payload.get("code").and_then(Value::as_str) {
         line.push(' ');
         line.push_str(code);
+    }
+    // An error says what failed (the program, the file): the code alone does not.
+    if e.event.as_str() == "error"
+        && let Some(message) = e.payload.get("message").and_then(Value::as_str)
+    {
+        line.push_str(": ");
+        line.push_str(&super::run_state::one_line(message, 300));
     }
     let artifacts = e.artifacts.as_deref().unwrap_or_default();
     if e.event.as_str() == "artifact.produced" {

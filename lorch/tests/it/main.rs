@@ -11,6 +11,7 @@ mod config;
 #[path = "../common/deterministic.rs"]
 mod deterministic;
 mod end_to_end;
+mod failures;
 mod harness;
 mod protocol;
 mod resume;

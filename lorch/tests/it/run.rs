@@ -201,7 +201,7 @@ fn a_builder_whose_tests_keep_failing_fails_the_run_after_its_attempts() {
         text.contains("[lorch] implement will be retried: builder.completed without passing tests"),
         "{text}"
     );
-    assert!(text.ends_with("[lorch] FAILED: implement failed after 3 attempts: builder.completed without passing tests (status failed)\n"), "{text}");
+    assert!(text.ends_with("[lorch] FAILED: implement failed after 3 attempts: builder.completed without passing tests (tests fail)\n"), "{text}");
     let state = ws.json("state/run.json");
     assert_eq!(state["status"], "failed");
     assert_eq!(state["steps"], json!([]));
