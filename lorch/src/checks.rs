@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 
 use super::config::{self, Config};
-use super::protocol::Message;
+use super::protocol::{AgentType, Message};
 use super::run_state::AGENTS;
 use super::validate::{check_schemas, validate};
 
@@ -98,6 +98,10 @@ pub fn doctor(base: &Path) -> Vec<Check> {
                 ));
             }
         }
+        let builder = &config.agents.get(AgentType::Builder).cmd;
+        if is_shim(builder) {
+            checks.push(check("builder runs checks", builder_checks(builder)));
+        }
         let ws = config.workspace(base);
         checks.push(check("workspace writable", writable(&ws)));
         let shims = AGENTS.iter().any(|a| is_shim(&config.agents.get(*a).cmd));
@@ -136,6 +140,29 @@ fn programs(cmd: &[String]) -> Vec<&str> {
         out.push(llm);
     }
     out
+}
+
+/// The `--check` commands of `lorch agent builder …`: lorch accepts a builder's step only
+/// with passing tests (§4.1.3, §14.2), so a builder that runs none could never finish one.
+fn builder_checks(cmd: &[String]) -> Result<String, String> {
+    let own = cmd
+        .iter()
+        .position(|a| a == "--")
+        .map_or(cmd, |at| &cmd[..at]);
+    let checks: Vec<&str> = own
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| match a.strip_prefix("--check") {
+            Some("") => own.get(i + 1).map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        })
+        .collect();
+    if checks.is_empty() {
+        Err("none: a step is accepted only with passing tests (§4); add `--check CMD` before `--` (e.g. --check 'cargo test')".to_owned())
+    } else {
+        Ok(checks.join("; "))
+    }
 }
 
 /// Whether an agent command is lorch's own shim, `lorch agent ROLE …`.

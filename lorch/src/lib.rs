@@ -29,6 +29,7 @@
 //! - [`run_state`]: the run as a state machine over its ledger, and the order of §4.2;
 //! - [`scheduler`]: drives it: implement → review → spec maintenance, retries, restarts,
 //!   resume (§4, §5.6, §6, §14);
+//! - [`signals`]: SIGINT and SIGTERM noted, for the scheduler to record the abort;
 //! - [`transcript`]: the console lines of §9;
 //! - [`checks`]: `lorch doctor` and `lorch validate --schemas`.
 #![warn(missing_docs)]
@@ -44,6 +45,7 @@ pub mod protocol;
 pub mod run_state;
 pub mod safety;
 pub mod scheduler;
+pub mod signals;
 pub mod store;
 pub mod supervisor;
 pub mod transcript;

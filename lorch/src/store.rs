@@ -203,12 +203,27 @@ pub struct ManifestEntry {
     pub mtime: String,
 }
 
-/// Takes a snapshot of the workspace: every file git would track (hidden files, ignored
-/// files and lorch's own folders left out), sorted by path; writes its manifest to
+/// Takes a snapshot of the workspace (see [`snapshot_of`]); writes its manifest to
 /// `snapshots/<id>.manifest.json` (the id is of the manifest's bytes, so one id, one
 /// content) and returns the id.
 pub fn take_snapshot(store: &Store) -> io::Result<String> {
-    let root = &store.workspace;
+    let (id, bytes) = snapshot_of(&store.workspace)?;
+    let path = store
+        .workspace
+        .join("snapshots")
+        .join(format!("{id}.manifest.json"));
+    if !path.exists() {
+        safety::atomic_write(&path, &bytes).map_err(naming(&path))?;
+        wrote();
+    }
+    Ok(id)
+}
+
+/// The snapshot of the workspace at `root` (§5.3): its id and its manifest's bytes. Every
+/// file git would track (hidden files, ignored files, lorch.json and lorch's own folders
+/// left out), sorted by path. lorch pins commands to it; an agent computes it again to
+/// find out whether it sees what the command was meant for (`version_mismatch`, §6.2).
+pub fn snapshot_of(root: &Path) -> io::Result<(String, Vec<u8>)> {
     let mut files = Vec::new();
     let walk = ignore::WalkBuilder::new(root)
         .hidden(true)
@@ -247,13 +262,7 @@ pub fn take_snapshot(store: &Store) -> io::Result<String> {
     let mut bytes = serde_json::to_vec_pretty(&serde_json::json!({ "files": files }))
         .map_err(io::Error::other)?;
     bytes.push(b'\n');
-    let id = snapshot_id(&bytes);
-    let path = root.join("snapshots").join(format!("{id}.manifest.json"));
-    if !path.exists() {
-        safety::atomic_write(&path, &bytes)?;
-        wrote();
-    }
-    Ok(id)
+    Ok((snapshot_id(&bytes), bytes))
 }
 
 /// A new run id: UTC date and time and a random suffix, `20251019-181000-3fa2`.

@@ -74,6 +74,17 @@ fn system(e: &Event) -> Option<String> {
             text(p, "agent"),
             p.get("pid").unwrap_or(&Value::Null)
         ),
+        "system.leftovers_killed" => format!(
+            "[lorch] killed what was left of the run's processes (pids {})",
+            p.get("pids")
+                .and_then(Value::as_array)
+                .map(|pids| pids
+                    .iter()
+                    .map(Value::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_default()
+        ),
         "system.step_completed" => match e.status.as_deref() {
             Some("ok") => return None,
             other => format!(

@@ -128,6 +128,21 @@ fn doctor_checks_agent_commands_workspace_and_git() {
     let out = ws.lorch(&["doctor"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(!stdout(&out).contains("FAIL"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("ok   builder runs checks: true\n"),
+        "{}",
+        stdout(&out)
+    );
+    // A builder that runs no check could never have a step accepted (§4).
+    c["agents"]["builder"]["cmd"] = json!([lorch, "agent", "builder", "--", "sh"]);
+    std::fs::write(ws.path().join("lorch.json"), c.to_string()).expect("write");
+    let out = ws.lorch(&["doctor"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("FAIL builder runs checks: none: a step is accepted only with passing tests (§4); add `--check CMD` before `--` (e.g. --check 'cargo test')\n"),
+        "{}",
+        stdout(&out)
+    );
 
     let mut c = config();
     c["agents"]["reviewer"]["cmd"] = json!(["no-such-agent-cli-42"]);

@@ -16,4 +16,5 @@ mod harness;
 mod protocol;
 mod resume;
 mod run;
+mod signals;
 mod supervise;
