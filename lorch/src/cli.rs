@@ -1,5 +1,5 @@
 //! The command line of §8.3: `lorch [run] [--task ID]`, `resume --run ID`,
-//! `validate --schemas`, `doctor`, `agent ROLE -- CMD…`.
+//! `validate --schemas`, `validate --run ID` (§11.1), `doctor`, `agent ROLE -- CMD…`.
 //!
 //! Parsing lives here, in the library, so tests can drive it in-process; `src/main.rs` only
 //! calls [`main`]. The top of the crate: it calls down into the scheduler, the checks and
@@ -18,6 +18,7 @@ use clap::{Args, Parser, Subcommand};
 use super::agent::{self, AgentArgs};
 use super::checks;
 use super::config::{self, Config};
+use super::finished;
 use super::scheduler::{self, Orchestrator, RunError, Status};
 use super::validate::check_schemas;
 
@@ -69,8 +70,13 @@ pub struct ResumeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ValidateArgs {
     /// Validate the agents' recorded messages against the command, event, heartbeat and log schemas.
-    #[arg(long, required = true)]
+    #[arg(long, required_unless_present = "run_id")]
     pub schemas: bool,
+    /// Check that a finished run passed (§11.1): completed, a terminal event for every
+    /// command, the last review approved, the spec maintainer's confirmation, every receipt
+    /// matching its files.
+    #[arg(long = "run", value_name = "ID")]
+    pub run_id: Option<String>,
 }
 
 /// Exit code of bad usage or configuration: nothing ran (lorch.json, the task, the
@@ -199,11 +205,7 @@ fn cmd_resume(args: &ResumeArgs) -> ExitCode {
     ended(Orchestrator::resume(config, workspace, run_id))
 }
 
-fn cmd_validate(_args: &ValidateArgs) -> ExitCode {
-    if let Err(e) = check_schemas() {
-        eprintln!("lorch: {e}");
-        return ExitCode::from(RUN_FAILED);
-    }
+fn cmd_validate(args: &ValidateArgs) -> ExitCode {
     let base = match scheduler::base_dir() {
         Ok(b) => b,
         Err(e) => {
@@ -211,11 +213,55 @@ fn cmd_validate(_args: &ValidateArgs) -> ExitCode {
             return ExitCode::from(USAGE);
         }
     };
-    let workspace = match config::load(&base) {
-        Ok(Some(c)) => c.workspace(&base),
-        _ => base,
-    };
-    let reports = match checks::validate_recorded(&workspace) {
+    let config = config::load(&base).ok().flatten();
+    let workspace = config
+        .as_ref()
+        .map_or_else(|| base.clone(), |c| c.workspace(&base));
+    let mut code = ExitCode::SUCCESS;
+    if args.schemas {
+        code = validate_schemas(&workspace);
+    }
+    if let Some(run) = &args.run_id {
+        let max = config.map_or(u64::MAX, |c| c.policy.artifact_max_bytes);
+        let run = run.strip_prefix("run-").unwrap_or(run);
+        let checked = validate_run(&workspace, run, max);
+        if checked != ExitCode::SUCCESS {
+            code = checked;
+        }
+    }
+    code
+}
+
+/// `lorch validate --run ID`: §11.1's checks, one line each.
+fn validate_run(workspace: &std::path::Path, run: &str, max: u64) -> ExitCode {
+    match finished::check_run(workspace, run, max) {
+        Ok(results) => {
+            for c in &results {
+                println!("{c}");
+            }
+            if results.iter().all(|c| c.ok) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(RUN_FAILED)
+            }
+        }
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            match e {
+                finished::FinishedError::NoRun(..) => ExitCode::from(USAGE),
+                finished::FinishedError::Io(_) => ExitCode::from(RUN_FAILED),
+            }
+        }
+    }
+}
+
+/// `lorch validate --schemas`.
+fn validate_schemas(workspace: &std::path::Path) -> ExitCode {
+    if let Err(e) = check_schemas() {
+        eprintln!("lorch: {e}");
+        return ExitCode::from(RUN_FAILED);
+    }
+    let reports = match checks::validate_recorded(workspace) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("lorch: {e}");

@@ -31,7 +31,8 @@
 //!   resume (§4, §5.6, §6, §14);
 //! - [`signals`]: SIGINT and SIGTERM noted, for the scheduler to record the abort;
 //! - [`transcript`]: the console lines of §9;
-//! - [`checks`]: `lorch doctor` and `lorch validate --schemas`.
+//! - [`checks`]: `lorch doctor` and `lorch validate --schemas`;
+//! - [`finished`]: `lorch validate --run ID`, §11.1's checks of a finished run.
 #![warn(missing_docs)]
 
 pub mod agent;
@@ -39,6 +40,7 @@ pub mod canonical;
 pub mod checks;
 pub mod cli;
 pub mod config;
+pub mod finished;
 pub mod git_exclude;
 pub mod ndjson;
 pub mod protocol;

@@ -12,6 +12,7 @@ mod config;
 mod deterministic;
 mod end_to_end;
 mod failures;
+mod finished;
 mod harness;
 mod protocol;
 mod resume;
