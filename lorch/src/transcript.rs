@@ -176,4 +176,16 @@ mod tests {
         );
         assert_eq!(size(800), "800 B");
     }
+
+    #[test]
+    fn an_error_names_what_failed_on_one_line() {
+        let line = r#"{"kind":"event","message_id":"m3","correlation_id":"c","task_id":"T-0042","from":{"agent_type":"spec_maintainer"},"event":"error","status":"failed","payload":{"code":"io_error","message":"read SPEC.md:\n  No such file or directory (os error 2)"},"occurred_at":"2025-10-19T18:09:58Z"}"#;
+        let m = super::super::validate(line.as_bytes()).expect("valid");
+        assert_eq!(
+            render(&m).as_deref(),
+            Some(
+                "[spec_maintainer] error failed io_error: read SPEC.md: No such file or directory (os error 2)"
+            )
+        );
+    }
 }
