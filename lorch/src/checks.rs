@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::config::{self, Config};
 use super::protocol::{AgentType, Message};
+use super::run_state::AGENTS;
 use super::validate::{check_schemas, validate};
 
 /// One check: what, whether it passed, details.
@@ -87,11 +88,7 @@ pub fn doctor(base: &Path) -> Vec<Check> {
         }
     };
     if let Some(config) = &config {
-        for agent in [
-            AgentType::Builder,
-            AgentType::Reviewer,
-            AgentType::SpecMaintainer,
-        ] {
+        for agent in AGENTS {
             for program in programs(&config.agents.get(agent).cmd) {
                 checks.push(check(
                     format!("{agent} command `{program}`"),
@@ -101,17 +98,26 @@ pub fn doctor(base: &Path) -> Vec<Check> {
                 ));
             }
         }
+        let builder = &config.agents.get(AgentType::Builder).cmd;
+        if is_shim(builder) {
+            checks.push(check("builder runs checks", builder_checks(builder)));
+        }
         let ws = config.workspace(base);
         checks.push(check("workspace writable", writable(&ws)));
+        let shims = AGENTS.iter().any(|a| is_shim(&config.agents.get(*a).cmd));
         checks.push(check(
             "workspace is a git repository",
-            git2::Repository::discover(&ws)
-                .map(|r| {
-                    r.workdir()
-                        .map(|w| w.display().to_string())
-                        .unwrap_or_default()
-                })
-                .map_err(|e| e.message().to_owned()),
+            match git2::Repository::discover(&ws) {
+                Ok(r) => Ok(r
+                    .workdir()
+                    .map(|w| w.display().to_string())
+                    .unwrap_or_default()),
+                Err(e) if shims => Err(format!(
+                    "{}: `lorch agent` commits its work through git-loaf, which needs one (git init)",
+                    e.message()
+                )),
+                Err(_) => Ok("no (no agent is `lorch agent`, which would need one)".to_owned()),
+            },
         ));
     }
     checks.push(check(
@@ -127,17 +133,43 @@ pub fn doctor(base: &Path) -> Vec<Check> {
 /// the LLM command after `--` as well (the shim would only fail later, on the first command).
 fn programs(cmd: &[String]) -> Vec<&str> {
     let mut out: Vec<&str> = cmd.first().map(String::as_str).into_iter().collect();
-    let is_shim = cmd
-        .first()
-        .is_some_and(|p| p.rsplit('/').next() == Some("lorch"))
-        && cmd.get(1).is_some_and(|a| a == "agent");
-    if is_shim
+    if is_shim(cmd)
         && let Some(at) = cmd.iter().position(|a| a == "--")
         && let Some(llm) = cmd.get(at + 1)
     {
         out.push(llm);
     }
     out
+}
+
+/// The `--check` commands of `lorch agent builder …`: lorch accepts a builder's step only
+/// with passing tests (§4.1.3, §14.2), so a builder that runs none could never finish one.
+fn builder_checks(cmd: &[String]) -> Result<String, String> {
+    let own = cmd
+        .iter()
+        .position(|a| a == "--")
+        .map_or(cmd, |at| &cmd[..at]);
+    let checks: Vec<&str> = own
+        .iter()
+        .enumerate()
+        .filter_map(|(i, a)| match a.strip_prefix("--check") {
+            Some("") => own.get(i + 1).map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        })
+        .collect();
+    if checks.is_empty() {
+        Err("none: a step is accepted only with passing tests (§4); add `--check CMD` before `--` (e.g. --check 'cargo test')".to_owned())
+    } else {
+        Ok(checks.join("; "))
+    }
+}
+
+/// Whether an agent command is lorch's own shim, `lorch agent ROLE …`.
+fn is_shim(cmd: &[String]) -> bool {
+    cmd.first()
+        .is_some_and(|p| p.rsplit('/').next() == Some("lorch"))
+        && cmd.get(1).is_some_and(|a| a == "agent")
 }
 
 fn writable(ws: &Path) -> Result<String, String> {

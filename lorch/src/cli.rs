@@ -1,12 +1,14 @@
 //! The command line of §8.3: `lorch [run] [--task ID]`, `resume --run ID`,
-//! `validate --schemas`, `doctor`, `agent ROLE -- CMD…`.
+//! `validate --schemas`, `validate --run ID` (§11.1), `doctor`, `agent ROLE -- CMD…`.
 //!
 //! Parsing lives here, in the library, so tests can drive it in-process; `src/main.rs` only
 //! calls [`main`]. The top of the crate: it calls down into the scheduler, the checks and
 //! the agent shim (whose arguments, [`AgentArgs`], are the shim's own), none of which
 //! calls back. Each command is one `cmd_*` function. Exit codes: 0 the run completed,
-//! 1 it failed (an agent exhausted its retries, a checksum did not match on resume), 2 bad
-//! usage or configuration (nothing ran).
+//! 1 it failed (an agent exhausted its retries, a checksum did not match on resume;
+//! `lorch resume` continues it once the cause is fixed), 2 bad usage or configuration,
+//! nothing ran (lorch.json, the task, a run that does not exist, a check of `lorch doctor`
+//! that fails), 130 the run was aborted by SIGINT or SIGTERM (`lorch resume` continues it).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,6 +18,7 @@ use clap::{Args, Parser, Subcommand};
 use super::agent::{self, AgentArgs};
 use super::checks;
 use super::config::{self, Config};
+use super::finished;
 use super::scheduler::{self, Orchestrator, RunError, Status};
 use super::validate::check_schemas;
 
@@ -67,8 +70,13 @@ pub struct ResumeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct ValidateArgs {
     /// Validate the agents' recorded messages against the command, event, heartbeat and log schemas.
-    #[arg(long, required = true)]
+    #[arg(long, required_unless_present = "run_id")]
     pub schemas: bool,
+    /// Check that a finished run passed (§11.1): completed, a terminal event for every
+    /// command, the last review approved, the spec maintainer's confirmation, every receipt
+    /// matching its files.
+    #[arg(long = "run", value_name = "ID")]
+    pub run_id: Option<String>,
 }
 
 /// Exit code of bad usage or configuration: nothing ran (lorch.json, the task, the
@@ -95,15 +103,44 @@ pub fn run(cli: Cli) -> ExitCode {
 /// Exit code of a run that failed (an agent exhausted its retries, a persistent conflict).
 pub const RUN_FAILED: u8 = 1;
 
+/// Exit code of a run aborted by a signal (128 + SIGINT, as shells report Ctrl-C).
+pub const ABORTED: u8 = 130;
+
 fn ended(status: Result<Status, RunError>) -> ExitCode {
     match status {
         Ok(Status::Completed) => ExitCode::SUCCESS,
-        Ok(_) => ExitCode::from(RUN_FAILED),
+        Ok(Status::Aborted(_)) => ExitCode::from(ABORTED),
+        Ok(Status::Running | Status::Failed(_)) => ExitCode::from(RUN_FAILED),
         Err(e) => {
             eprintln!("lorch: {e}");
-            ExitCode::from(RUN_FAILED)
+            match e {
+                RunError::NoRun(..) => ExitCode::from(USAGE),
+                _ => ExitCode::from(RUN_FAILED),
+            }
         }
     }
+}
+
+/// `lorch doctor`'s checks before any agent starts: a run that doctor says cannot work is
+/// refused with the causes, before a model has run (and cost anything).
+fn preflight() -> Result<(), ExitCode> {
+    let base = scheduler::base_dir().map_err(|e| {
+        eprintln!("lorch: {e}");
+        ExitCode::from(USAGE)
+    })?;
+    let failed: Vec<checks::Check> = checks::doctor(&base)
+        .into_iter()
+        .filter(|c| !c.ok)
+        .collect();
+    if failed.is_empty() {
+        return Ok(());
+    }
+    eprintln!("lorch: not starting (no agent ran): the checks of `lorch doctor` fail:");
+    for c in &failed {
+        eprintln!("  {c}");
+    }
+    eprintln!("lorch: fix these (lorch.json, PATH, the workspace), then run again");
+    Err(ExitCode::from(USAGE))
 }
 
 /// Loads lorch.json (creating it on the first run) and the workspace, or says why not.
@@ -150,6 +187,9 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
             return ExitCode::from(USAGE);
         }
     };
+    if let Err(code) = preflight() {
+        return code;
+    }
     ended(Orchestrator::run(config, workspace, task))
 }
 
@@ -159,14 +199,13 @@ fn cmd_resume(args: &ResumeArgs) -> ExitCode {
         Err(code) => return code,
     };
     let run_id = args.run_id.strip_prefix("run-").unwrap_or(&args.run_id);
+    if let Err(code) = preflight() {
+        return code;
+    }
     ended(Orchestrator::resume(config, workspace, run_id))
 }
 
-fn cmd_validate(_args: &ValidateArgs) -> ExitCode {
-    if let Err(e) = check_schemas() {
-        eprintln!("lorch: {e}");
-        return ExitCode::from(RUN_FAILED);
-    }
+fn cmd_validate(args: &ValidateArgs) -> ExitCode {
     let base = match scheduler::base_dir() {
         Ok(b) => b,
         Err(e) => {
@@ -174,11 +213,55 @@ fn cmd_validate(_args: &ValidateArgs) -> ExitCode {
             return ExitCode::from(USAGE);
         }
     };
-    let workspace = match config::load(&base) {
-        Ok(Some(c)) => c.workspace(&base),
-        _ => base,
-    };
-    let reports = match checks::validate_recorded(&workspace) {
+    let config = config::load(&base).ok().flatten();
+    let workspace = config
+        .as_ref()
+        .map_or_else(|| base.clone(), |c| c.workspace(&base));
+    let mut code = ExitCode::SUCCESS;
+    if args.schemas {
+        code = validate_schemas(&workspace);
+    }
+    if let Some(run) = &args.run_id {
+        let max = config.map_or(u64::MAX, |c| c.policy.artifact_max_bytes);
+        let run = run.strip_prefix("run-").unwrap_or(run);
+        let checked = validate_run(&workspace, run, max);
+        if checked != ExitCode::SUCCESS {
+            code = checked;
+        }
+    }
+    code
+}
+
+/// `lorch validate --run ID`: §11.1's checks, one line each.
+fn validate_run(workspace: &std::path::Path, run: &str, max: u64) -> ExitCode {
+    match finished::check_run(workspace, run, max) {
+        Ok(results) => {
+            for c in &results {
+                println!("{c}");
+            }
+            if results.iter().all(|c| c.ok) {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(RUN_FAILED)
+            }
+        }
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            match e {
+                finished::FinishedError::NoRun(..) => ExitCode::from(USAGE),
+                finished::FinishedError::Io(_) => ExitCode::from(RUN_FAILED),
+            }
+        }
+    }
+}
+
+/// `lorch validate --schemas`.
+fn validate_schemas(workspace: &std::path::Path) -> ExitCode {
+    if let Err(e) = check_schemas() {
+        eprintln!("lorch: {e}");
+        return ExitCode::from(RUN_FAILED);
+    }
+    let reports = match checks::validate_recorded(workspace) {
         Ok(r) => r,
         Err(e) => {
             eprintln!("lorch: {e}");

@@ -29,8 +29,10 @@
 //! - [`run_state`]: the run as a state machine over its ledger, and the order of §4.2;
 //! - [`scheduler`]: drives it: implement → review → spec maintenance, retries, restarts,
 //!   resume (§4, §5.6, §6, §14);
+//! - [`signals`]: SIGINT and SIGTERM noted, for the scheduler to record the abort;
 //! - [`transcript`]: the console lines of §9;
-//! - [`checks`]: `lorch doctor` and `lorch validate --schemas`.
+//! - [`checks`]: `lorch doctor` and `lorch validate --schemas`;
+//! - [`finished`]: `lorch validate --run ID`, §11.1's checks of a finished run.
 #![warn(missing_docs)]
 
 pub mod agent;
@@ -38,12 +40,14 @@ pub mod canonical;
 pub mod checks;
 pub mod cli;
 pub mod config;
+pub mod finished;
 pub mod git_exclude;
 pub mod ndjson;
 pub mod protocol;
 pub mod run_state;
 pub mod safety;
 pub mod scheduler;
+pub mod signals;
 pub mod store;
 pub mod supervisor;
 pub mod transcript;

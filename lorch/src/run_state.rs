@@ -34,6 +34,20 @@ pub enum Status {
     Completed,
     /// Failed, with the reason.
     Failed(String),
+    /// Stopped by the user (SIGINT, SIGTERM), with the signal.
+    Aborted(String),
+}
+
+impl Status {
+    /// The word `state/run.json` and `state/index.json` use.
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Status::Running => "running",
+            Status::Completed => "completed",
+            Status::Failed(_) => "failed",
+            Status::Aborted(_) => "aborted",
+        }
+    }
 }
 
 /// A step accepted.
@@ -69,6 +83,9 @@ pub struct InFlight {
     /// Whether the agent saw another workspace than the command's snapshot
     /// (`version_mismatch`): the next send pins a new snapshot, hence a new IK (§5.4).
     pub resnapshot: bool,
+    /// Whether the next send starts a new round of attempts: the run failed or was aborted
+    /// and the user resumed it (after fixing the cause).
+    pub fresh: bool,
 }
 
 /// Everything the ledger says about a run.
@@ -182,6 +199,7 @@ impl RunState {
                             sent_live: false,
                             bump: false,
                             resnapshot: false,
+                            fresh: false,
                         })
                     }
                 }
@@ -191,6 +209,7 @@ impl RunState {
                     cur.sent_live = true;
                     cur.bump = false;
                     cur.resnapshot = false;
+                    cur.fresh = false;
                 }
             }
             Message::Event(e) if e.from.agent_type == AgentType::System => {
@@ -236,9 +255,11 @@ impl RunState {
                     "system.run_completed" => {
                         self.status = match e.status.as_deref() {
                             Some("completed") => Status::Completed,
+                            Some("aborted") => Status::Aborted(text(p, "reason")),
                             _ => Status::Failed(text(p, "reason")),
                         }
                     }
+                    "system.run_resumed" if self.status != Status::Running => self.reopen(),
                     _ => {}
                 }
             }
@@ -255,6 +276,23 @@ impl RunState {
                 }
             }
             Message::Heartbeat(_) | Message::Log(_) => {}
+        }
+    }
+
+    /// A failed or aborted run resumed by the user, who fixed the cause: it runs again, the
+    /// command in flight is sent again on a fresh round of attempts (pinned to the
+    /// workspace as it is now: the same IK when nothing changed, §5.4), and the agents get
+    /// their restarts back.
+    fn reopen(&mut self) {
+        self.status = Status::Running;
+        self.restarts.clear();
+        if let Some(cur) = self.current.as_mut() {
+            cur.terminal = None;
+            cur.events.clear();
+            cur.sent_live = false;
+            cur.bump = false;
+            cur.resnapshot = true;
+            cur.fresh = true;
         }
     }
 
@@ -282,10 +320,10 @@ impl RunState {
                 "idempotency_key": c.command.idempotency_key,
             })
         });
-        let (status, failure) = match &self.status {
-            Status::Running => ("running", Value::Null),
-            Status::Completed => ("completed", Value::Null),
-            Status::Failed(r) => ("failed", Value::String(r.clone())),
+        let status = self.status.as_str();
+        let failure = match &self.status {
+            Status::Failed(r) | Status::Aborted(r) => Value::String(r.clone()),
+            Status::Running | Status::Completed => Value::Null,
         };
         let agents: serde_json::Map<String, Value> = AGENTS
             .iter()
@@ -352,33 +390,19 @@ pub fn classify(action: Action, e: &Event) -> Result<String, String> {
     });
     match (action, &e.event) {
         (_, EventType::Error) => Err(format!(
-            "error {}",
+            "error {}{}",
             e.payload
                 .get("code")
                 .and_then(Value::as_str)
-                .unwrap_or("(no code)")
+                .unwrap_or("(no code)"),
+            e.payload
+                .get("message")
+                .and_then(Value::as_str)
+                .map(|m| format!(": {}", one_line(m, 300)))
+                .unwrap_or_default()
         )),
         (Action::Implement | Action::ImplementChanges, EventType::BuilderCompleted) => {
-            let ok_status = matches!(
-                status.as_deref(),
-                None | Some("success" | "ok" | "completed" | "pass" | "passed")
-            );
-            let tests = e.payload.get("tests");
-            let tests_ok = tests.is_none_or(|t| {
-                t.get("allowed_failures").and_then(Value::as_bool) == Some(true)
-                    || matches!(
-                        t.get("status").and_then(Value::as_str),
-                        None | Some("pass" | "passed" | "skipped")
-                    )
-            });
-            if ok_status && tests_ok {
-                Ok("success".to_owned())
-            } else {
-                Err(format!(
-                    "builder.completed without passing tests (status {})",
-                    status.as_deref().unwrap_or("none")
-                ))
-            }
+            builder_result(status.as_deref(), &e.payload)
         }
         (Action::Review, EventType::ReviewCompleted) => match status.as_deref() {
             Some(s @ ("approved" | "changes_requested")) => Ok(s.to_owned()),
@@ -391,6 +415,74 @@ pub fn classify(action: Action, e: &Event) -> Result<String, String> {
         (Action::UpdateSpec, EventType::SpecChangesRequested) => Ok("changes_requested".to_owned()),
         (action, event) => Err(format!("{event} does not answer {action}")),
     }
+}
+
+/// The result of `builder.completed`: `success` only with passing tests (§4.1.3, §14.2:
+/// `tests.status == "pass"` or `tests.allowed_failures`); a step that failed is reported by
+/// what the builder says went wrong (`payload.problems`: an apply git-loaf refused is not
+/// a test failure).
+fn builder_result(status: Option<&str>, payload: &Object) -> Result<String, String> {
+    let ok_status = matches!(
+        status,
+        None | Some("success" | "ok" | "completed" | "pass" | "passed")
+    );
+    let problems: Vec<String> = payload
+        .get("problems")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(|p| one_line(p, 300))
+                .collect()
+        })
+        .unwrap_or_default();
+    if !ok_status && !problems.is_empty() {
+        return Err(format!(
+            "the builder's step failed: {}",
+            problems.join("; ")
+        ));
+    }
+    let tests = payload.get("tests");
+    let allowed = tests
+        .and_then(|t| t.get("allowed_failures"))
+        .and_then(Value::as_bool)
+        == Some(true);
+    let tests_status = tests.and_then(|t| t.get("status")).and_then(Value::as_str);
+    match tests_status {
+        _ if allowed => {}
+        Some("pass" | "passed") => {}
+        None | Some("skipped") => {
+            return Err(format!(
+                "builder.completed without test results (tests {}): a step is accepted only with passing tests (§4); give the builder a check: lorch agent builder --check CMD -- …",
+                tests_status.unwrap_or("absent")
+            ));
+        }
+        Some(other) => {
+            return Err(format!(
+                "builder.completed without passing tests (tests {other})"
+            ));
+        }
+    }
+    if ok_status {
+        Ok("success".to_owned())
+    } else {
+        Err(format!(
+            "builder.completed {} although its tests pass",
+            status.unwrap_or("none")
+        ))
+    }
+}
+
+/// `text` on one line (runs of whitespace as one space), cut to `max` characters: an agent's
+/// message on the console and in a failure's reason, where a CLI's whole stderr would drown
+/// the line.
+pub fn one_line(text: &str, max: usize) -> String {
+    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if joined.chars().count() <= max {
+        return joined;
+    }
+    let cut: String = joined.chars().take(max).collect();
+    format!("{cut}…")
 }
 
 /// Checks one artifact against the file: confined, within the cap, same size and SHA-256.

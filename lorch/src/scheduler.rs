@@ -33,6 +33,7 @@ use super::protocol::{
     Object, Retry, Timestamp, Version,
 };
 use super::safety;
+use super::signals;
 use super::store::{self, Store};
 use super::supervisor::{self, Agent, Incoming, Item, Spawn};
 use super::transcript;
@@ -48,8 +49,8 @@ pub enum RunError {
     /// Writing or reading lorch's records failed.
     #[error("{0}")]
     Io(#[from] std::io::Error),
-    /// No such run.
-    #[error("no run {0}: {1} does not exist")]
+    /// No such run (a usage error: nothing ran).
+    #[error("no run {0}: {1}")]
     NoRun(String, String),
     /// Files changed since their receipts, with no command in flight that could explain it.
     #[error("checksums do not match the receipts:\n{0}")]
@@ -102,6 +103,7 @@ impl Orchestrator {
     /// Starts run of `task` in `workspace` and drives it to its end.
     pub fn run(config: Config, workspace: PathBuf, task: Task) -> Result<Status, RunError> {
         let _lock = store::lock_workspace(&workspace)?;
+        signals::install();
         keep_records_out_of_git(&workspace)?;
         let run_id = store::new_run_id();
         let mut o = Orchestrator::new(config, workspace, RunState::new(&run_id, task.clone()));
@@ -124,7 +126,11 @@ impl Orchestrator {
         if !ledger.exists() {
             return Err(RunError::NoRun(
                 run_id.to_owned(),
-                ledger.display().to_string(),
+                format!(
+                    "{} does not exist; {}",
+                    ledger.strip_prefix(&workspace).unwrap_or(&ledger).display(),
+                    store::known_runs(&workspace)
+                ),
             ));
         }
         store::repair_ledger(&ledger)?;
@@ -136,16 +142,24 @@ impl Orchestrator {
             ));
         };
         let mut o = Orchestrator::new(config, workspace, state);
-        if o.state.status != Status::Running {
+        if o.state.status == Status::Completed {
             // A crash may have come between the last record and the files derived from it.
             o.restore_receipts()?;
             o.write_state()?;
             o.say(&format!("[lorch] run {run_id} already ended"));
             return Ok(o.state.status.clone());
         }
+        signals::install();
         // Before anything is recorded: recording rewrites state/run.json, where their pids are.
         o.terminate_orphans()?;
-        let resumed = o.system("system.run_resumed", None, json!({"run_id": run_id}));
+        // A failed or aborted run goes on from where it stopped: the user fixed the cause.
+        let mut payload = json!({"run_id": run_id});
+        match &o.state.status {
+            Status::Failed(why) => payload["reopened"] = format!("it had failed: {why}").into(),
+            Status::Aborted(why) => payload["reopened"] = format!("it was aborted: {why}").into(),
+            Status::Running | Status::Completed => {}
+        }
+        let resumed = o.system("system.run_resumed", None, payload);
         o.record(&resumed)?;
         // Whatever was in flight went with the old process: send it again, same IK.
         if let Some(cur) = o.state.current.as_mut() {
@@ -217,11 +231,7 @@ impl Orchestrator {
             .ok()
             .flatten()
             .unwrap_or_else(|| json!({"runs": {}}));
-        let status = match self.state.status {
-            Status::Running => "running",
-            Status::Completed => "completed",
-            Status::Failed(_) => "failed",
-        };
+        let status = self.state.status.as_str();
         let entry = json!({"task_id": self.state.task.id, "status": status});
         if index["runs"].get(&self.state.run_id) != Some(&entry) {
             index["runs"][&self.state.run_id] = entry;
@@ -249,16 +259,48 @@ impl Orchestrator {
     }
 
     /// The main loop of §14.1–14.2.
+    /// Every agent stopped (an aborted run's at once) and nothing of the run left running;
+    /// then an abort is recorded, last, with how to continue.
     fn drive(&mut self) -> Result<Status, RunError> {
         let result = self.drive_inner();
+        let aborted = signals::received().filter(|_| self.state.status == Status::Running);
         for agent in self.agents.values_mut().flatten() {
-            agent.stop(Duration::from_secs(2));
+            if aborted.is_some() {
+                agent.terminate(Duration::from_secs(1));
+            } else {
+                agent.stop(Duration::from_secs(2));
+            }
         }
         for slot in self.agents.values_mut() {
             *slot = None;
         }
+        let mut ended = self.sweep();
+        if let Some(signal) = aborted {
+            ended = ended.and_then(|()| self.abort(signal));
+        }
         let _ = self.write_state();
-        result
+        result.and(ended.map(|()| self.state.status.clone()))
+    }
+
+    /// Kills what is left of the run's processes (models and checks the agents started,
+    /// which can outlive them) and records their pids.
+    fn sweep(&mut self) -> Result<(), RunError> {
+        let pids = supervisor::kill_run_leftovers(&self.state.run_id);
+        if pids.is_empty() {
+            return Ok(());
+        }
+        let m = self.system("system.leftovers_killed", None, json!({"pids": pids}));
+        self.record(&m)
+    }
+
+    /// Records the run aborted by `signal` (the user's decision, §4.1.4).
+    fn abort(&mut self, signal: &str) -> Result<(), RunError> {
+        let m = self.system(
+            "system.run_completed",
+            Some("aborted"),
+            json!({"reason": format!("interrupted by {signal}"), "run_id": self.state.run_id}),
+        );
+        self.record(&m)
     }
 
     fn drive_inner(&mut self) -> Result<Status, RunError> {
@@ -269,6 +311,10 @@ impl Orchestrator {
             }
         }
         while self.state.status == Status::Running {
+            if signals::received().is_some() {
+                // `drive` stops everything, then records the abort.
+                break;
+            }
             let Some(cur) = self.state.current.clone() else {
                 match next_action(&self.state.steps) {
                     Ok(Some(action)) => self.send_new(action)?,
@@ -360,7 +406,9 @@ impl Orchestrator {
             return Ok(());
         };
         let mut command = cur.command.clone();
-        if cur.bump {
+        if cur.fresh {
+            command.retry.attempt = 0;
+        } else if cur.bump {
             command.retry.attempt += 1;
             if command.retry.attempt >= command.retry.max_attempts {
                 return self.fail(format!(
@@ -421,7 +469,7 @@ impl Orchestrator {
                 .retry
                 .backoff
                 .delay(restarts, supervisor::random());
-            std::thread::sleep(delay);
+            signals::sleep(delay);
             let m = self.system(
                 "system.agent_restarted",
                 None,
@@ -482,7 +530,9 @@ impl Orchestrator {
             / 4;
         loop {
             let current = self.state.current.as_ref();
-            if current.is_none_or(|c| c.terminal.is_some() || !c.sent_live) {
+            if current.is_none_or(|c| c.terminal.is_some() || !c.sent_live)
+                || signals::received().is_some()
+            {
                 return Ok(());
             }
             // The clocks are checked after every message too: an agent flooding events must
@@ -503,7 +553,10 @@ impl Orchestrator {
                     .agents
                     .get(&agent)
                     .and_then(Option::as_ref)
-                    .is_some_and(|a| now - a.last_heartbeat > interval * MISSED_HEARTBEATS);
+                    .is_some_and(|a| {
+                        now.saturating_duration_since(a.last_heartbeat())
+                            > interval * MISSED_HEARTBEATS
+                    });
                 if late {
                     self.lost(
                         agent,
@@ -526,11 +579,6 @@ impl Orchestrator {
             .and_then(Option::as_ref)
             .is_some_and(|a| a.generation == generation);
         match item {
-            Item::Heartbeat if live => {
-                if let Some(a) = self.agents.get_mut(&agent).and_then(Option::as_mut) {
-                    a.last_heartbeat = Instant::now();
-                }
-            }
             Item::Event(message) if live => {
                 // Agents are untrusted (§2.1): one may only speak for itself, and never as
                 // lorch (a `command`, or a `system` event, would steer the run).
@@ -640,9 +688,10 @@ impl Orchestrator {
             Err(reason) => {
                 let last = command.retry.attempt + 1 >= command.retry.max_attempts;
                 let status = if last { "failed" } else { "retry" };
-                let resnapshot = terminal.event == EventType::Error
-                    && terminal.payload.get("code").and_then(Value::as_str)
-                        == Some("version_mismatch");
+                // The agent finished (and may have changed files on its way to failing, or
+                // seen them changed: `version_mismatch`): the retry is pinned to the
+                // workspace as it is now, the same IK only if nothing changed (§5.4).
+                let resnapshot = true;
                 let m = self.system(
                     "system.step_completed",
                     Some(status),
@@ -667,7 +716,7 @@ impl Orchestrator {
             .ok()
             .flatten();
         let Some(state) = state.filter(|s| s["run_id"] == self.state.run_id.as_str()) else {
-            return Ok(());
+            return self.sweep();
         };
         for agent in AGENTS {
             let Some(pid) = state["agents"][agent.as_str()]["pid"].as_u64() else {
@@ -691,7 +740,8 @@ impl Orchestrator {
             );
             self.record(&m)?;
         }
-        Ok(())
+        // What the orphans started (their models) can outlive them.
+        self.sweep()
     }
 
     /// Rewrites receipts a crash left unwritten (the ledger has them) and checks every

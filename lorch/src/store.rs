@@ -56,6 +56,30 @@ pub fn ledger_path(workspace: &Path, run_id: &str) -> PathBuf {
         .join(format!("run-{run_id}.ndjson"))
 }
 
+/// What to tell someone who named a run that is not here: the runs that are (their ids,
+/// newest last), and how to resume one.
+pub fn known_runs(workspace: &Path) -> String {
+    let mut ids: Vec<String> = std::fs::read_dir(workspace.join("events"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let id = name.strip_prefix("run-")?.strip_suffix(".ndjson")?;
+            Some(id.to_owned())
+        })
+        .collect();
+    ids.sort();
+    if ids.is_empty() {
+        "there is no run in this workspace: start one with `lorch run --task ID`".to_owned()
+    } else {
+        format!(
+            "the runs here are {}: `lorch resume --run ID` with one of them",
+            ids.join(", ")
+        )
+    }
+}
+
 /// `state/run.json`.
 pub fn state_path(workspace: &Path) -> PathBuf {
     workspace.join("state").join("run.json")
@@ -101,7 +125,8 @@ impl Store {
     /// Appends `message` to the ledger, redacted, synced before returning.
     pub fn record(&self, message: &Message) -> io::Result<()> {
         let line = serde_json::to_string(message).map_err(io::Error::other)?;
-        safety::append_line(&self.ledger(), &self.redact(&line))?;
+        let ledger = self.ledger();
+        safety::append_line(&ledger, &self.redact(&line)).map_err(naming(&ledger))?;
         wrote();
         Ok(())
     }
@@ -110,7 +135,7 @@ impl Store {
     pub fn write_json<T: Serialize>(&self, path: &Path, value: &T) -> io::Result<()> {
         let mut text = serde_json::to_string_pretty(value).map_err(io::Error::other)?;
         text.push('\n');
-        safety::atomic_write(path, self.redact(&text).as_bytes())?;
+        safety::atomic_write(path, self.redact(&text).as_bytes()).map_err(naming(path))?;
         wrote();
         Ok(())
     }
@@ -119,6 +144,11 @@ impl Store {
     pub fn log_dir(&self, agent: &str) -> PathBuf {
         self.workspace.join("logs").join(agent)
     }
+}
+
+/// An I/O error that names the file it is about (the OS's message alone does not).
+pub fn naming(path: &Path) -> impl FnOnce(io::Error) -> io::Error + '_ {
+    move |e| io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
 /// Cuts a last line left incomplete by a crash in the middle of an append (a torn write),
@@ -173,12 +203,27 @@ pub struct ManifestEntry {
     pub mtime: String,
 }
 
-/// Takes a snapshot of the workspace: every file git would track (hidden files, ignored
-/// files and lorch's own folders left out), sorted by path; writes its manifest to
+/// Takes a snapshot of the workspace (see [`snapshot_of`]); writes its manifest to
 /// `snapshots/<id>.manifest.json` (the id is of the manifest's bytes, so one id, one
 /// content) and returns the id.
 pub fn take_snapshot(store: &Store) -> io::Result<String> {
-    let root = &store.workspace;
+    let (id, bytes) = snapshot_of(&store.workspace)?;
+    let path = store
+        .workspace
+        .join("snapshots")
+        .join(format!("{id}.manifest.json"));
+    if !path.exists() {
+        safety::atomic_write(&path, &bytes).map_err(naming(&path))?;
+        wrote();
+    }
+    Ok(id)
+}
+
+/// The snapshot of the workspace at `root` (§5.3): its id and its manifest's bytes. Every
+/// file git would track (hidden files, ignored files, lorch.json and lorch's own folders
+/// left out), sorted by path. lorch pins commands to it; an agent computes it again to
+/// find out whether it sees what the command was meant for (`version_mismatch`, §6.2).
+pub fn snapshot_of(root: &Path) -> io::Result<(String, Vec<u8>)> {
     let mut files = Vec::new();
     let walk = ignore::WalkBuilder::new(root)
         .hidden(true)
@@ -201,8 +246,8 @@ pub fn take_snapshot(store: &Store) -> io::Result<String> {
             .map_err(io::Error::other)?
             .to_string_lossy()
             .replace('\\', "/");
-        let bytes = std::fs::read(path)?;
-        let meta = std::fs::metadata(path)?;
+        let bytes = std::fs::read(path).map_err(naming(path))?;
+        let meta = std::fs::metadata(path).map_err(naming(path))?;
         files.push(ManifestEntry {
             path: relative,
             sha256: format!("sha256:{}", sha256_hex(&bytes)),
@@ -217,13 +262,7 @@ pub fn take_snapshot(store: &Store) -> io::Result<String> {
     let mut bytes = serde_json::to_vec_pretty(&serde_json::json!({ "files": files }))
         .map_err(io::Error::other)?;
     bytes.push(b'\n');
-    let id = snapshot_id(&bytes);
-    let path = root.join("snapshots").join(format!("{id}.manifest.json"));
-    if !path.exists() {
-        safety::atomic_write(&path, &bytes)?;
-        wrote();
-    }
-    Ok(id)
+    Ok((snapshot_id(&bytes), bytes))
 }
 
 /// A new run id: UTC date and time and a random suffix, `20251019-181000-3fa2`.

@@ -5,7 +5,10 @@
 //! and bad lines go to the scheduler, which records them in the ledger.
 //!
 //! Liveness, timeouts, backoff and the restart limit are decided by the scheduler with the
-//! numbers kept here ([`Agent::last_heartbeat`], [`Agent::generation`]).
+//! numbers kept here ([`Agent::last_heartbeat`], [`Agent::generation`]). A heartbeat is
+//! taken where it is read, on the agent's reader thread, not queued with the events: a
+//! flood of events that lorch records one by one (each synced to the ledger) must never
+//! hide that an agent, flooding or idle, is alive.
 //!
 //! An agent runs in the workspace with lorch.json's `env` for it plus `LORCH_AGENT_TYPE`,
 //! `LORCH_AGENT_ID` (`builder#1`, then `#2` after a restart), `LORCH_HEARTBEAT_INTERVAL_S`,
@@ -20,6 +23,7 @@ use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc::Sender;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::ndjson::LineReader;
@@ -41,10 +45,9 @@ pub struct Incoming {
 /// One item of an agent's stdout.
 #[derive(Debug)]
 pub enum Item {
-    /// A valid event (heartbeats and logs are only signalled, see [`Item::Heartbeat`]).
+    /// A valid event (heartbeats and logs go to the agent's log; a heartbeat also moves
+    /// [`Agent::last_heartbeat`], at once).
     Event(Box<Message>),
-    /// A valid heartbeat arrived (it is in the agent's log).
-    Heartbeat,
     /// A line that is not a valid message; `line` is its start, for the record.
     Bad(ProtocolError, String),
     /// Stdout closed: the agent exited or is about to.
@@ -62,8 +65,8 @@ pub struct Agent {
     pub stdin: Option<ChildStdin>,
     /// Which start this is (0 first).
     pub generation: u32,
-    /// When it last gave a heartbeat (or started).
-    pub last_heartbeat: Instant,
+    /// When it last gave a heartbeat (or started), set by its reader thread.
+    heartbeat: Arc<Mutex<Instant>>,
 }
 
 /// How to start an agent.
@@ -123,19 +126,19 @@ impl Spawn<'_> {
             .spawn()?;
         let stdout = child.stdout.take();
         let stderr = child.stderr.take();
+        let heartbeat = Arc::new(Mutex::new(Instant::now()));
         let log = self.log_dir.join(format!("run-{}.ndjson", self.run_id));
         let err_log = self.log_dir.join(format!("run-{}.stderr", self.run_id));
         if let Some(stdout) = stdout {
             let tx = tx.clone();
-            let (agent, generation, max, secrets) = (
-                self.agent_type,
-                self.generation,
-                self.max_line,
-                self.secrets.to_vec(),
-            );
-            std::thread::spawn(move || {
-                read_stdout(stdout, agent, generation, max, &log, &secrets, &tx)
-            });
+            let reader = Reader {
+                agent: self.agent_type,
+                generation: self.generation,
+                max: self.max_line,
+                secrets: self.secrets.to_vec(),
+                heartbeat: Arc::clone(&heartbeat),
+            };
+            std::thread::spawn(move || reader.read_stdout(stdout, &log, &tx));
         }
         if let Some(stderr) = stderr {
             let secrets = self.secrets.to_vec();
@@ -146,7 +149,7 @@ impl Spawn<'_> {
             stdin: child.stdin.take(),
             child,
             generation: self.generation,
-            last_heartbeat: Instant::now(),
+            heartbeat,
         })
     }
 }
@@ -161,55 +164,61 @@ fn open_log(path: &Path) -> Option<BufWriter<std::fs::File>> {
         .map(BufWriter::new)
 }
 
-/// Reads stdout to its end as fast as it comes: each line validated, heartbeats and logs
-/// written to the agent's log (buffered, not synced: liveness data, not the ledger).
-fn read_stdout(
-    stdout: impl Read,
+/// What reads one agent's stdout.
+struct Reader {
     agent: AgentType,
     generation: u32,
     max: usize,
-    log: &Path,
-    secrets: &[String],
-    tx: &Sender<Incoming>,
-) {
-    let mut log = open_log(log);
-    let send = |item| {
-        tx.send(Incoming {
-            agent,
-            generation,
-            item,
-        })
-    };
-    let mut reader = LineReader::with_limit(stdout, max);
-    while let Some(line) = reader.read_line() {
-        let item = match line {
-            Ok(bytes) => match validate(&bytes) {
-                Ok(message @ (Message::Heartbeat(_) | Message::Log(_))) => {
-                    if let Some(log) = log.as_mut() {
-                        let text = String::from_utf8_lossy(&bytes);
-                        let _ = writeln!(log, "{}", redact(&text, secrets));
-                        let _ = log.flush();
-                    }
-                    if matches!(message, Message::Heartbeat(_)) {
-                        Item::Heartbeat
-                    } else {
+    secrets: Vec<String>,
+    heartbeat: Arc<Mutex<Instant>>,
+}
+
+impl Reader {
+    /// Reads stdout to its end as fast as it comes: each line validated, heartbeats and logs
+    /// written to the agent's log (buffered, not synced: liveness data, not the ledger), a
+    /// heartbeat's time kept at once; events and bad lines sent to the scheduler.
+    fn read_stdout(&self, stdout: impl Read, log: &Path, tx: &Sender<Incoming>) {
+        let mut log = open_log(log);
+        let send = |item| {
+            tx.send(Incoming {
+                agent: self.agent,
+                generation: self.generation,
+                item,
+            })
+        };
+        let mut reader = LineReader::with_limit(stdout, self.max);
+        while let Some(line) = reader.read_line() {
+            let item = match line {
+                Ok(bytes) => match validate(&bytes) {
+                    Ok(message @ (Message::Heartbeat(_) | Message::Log(_))) => {
+                        if let Some(log) = log.as_mut() {
+                            let text = String::from_utf8_lossy(&bytes);
+                            let _ = writeln!(log, "{}", redact(&text, &self.secrets));
+                            let _ = log.flush();
+                        }
+                        if matches!(message, Message::Heartbeat(_)) {
+                            *self
+                                .heartbeat
+                                .lock()
+                                .unwrap_or_else(PoisonError::into_inner) = Instant::now();
+                        }
                         continue;
                     }
-                }
-                Ok(message) => Item::Event(Box::new(message)),
-                Err(e) => {
-                    let start = String::from_utf8_lossy(&bytes[..bytes.len().min(512)]);
-                    Item::Bad(e, start.into_owned())
-                }
-            },
-            Err(super::ndjson::ReadError::Protocol(e)) => Item::Bad(e, String::new()),
-            Err(_) => break,
-        };
-        if send(item).is_err() {
-            return;
+                    Ok(message) => Item::Event(Box::new(message)),
+                    Err(e) => {
+                        let start = String::from_utf8_lossy(&bytes[..bytes.len().min(512)]);
+                        Item::Bad(e, start.into_owned())
+                    }
+                },
+                Err(super::ndjson::ReadError::Protocol(e)) => Item::Bad(e, String::new()),
+                Err(_) => break,
+            };
+            if send(item).is_err() {
+                return;
+            }
         }
+        let _ = send(Item::Eof);
     }
-    let _ = send(Item::Eof);
 }
 
 fn drain_stderr(mut stderr: impl Read, path: &Path, secrets: &[String]) {
@@ -240,6 +249,14 @@ impl Agent {
         stdin.flush()
     }
 
+    /// When it last gave a heartbeat (or started).
+    pub fn last_heartbeat(&self) -> Instant {
+        *self
+            .heartbeat
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// The process id (also its process group).
     pub fn pid(&self) -> u32 {
         self.child.id()
@@ -265,6 +282,70 @@ impl Agent {
         }
         self.kill();
     }
+}
+
+impl Agent {
+    /// Stops the agent now (an abort): SIGTERM to its process group, up to `grace` for it to
+    /// go, then SIGKILL to the group.
+    pub fn terminate(&mut self, grace: Duration) {
+        self.stdin = None;
+        kill_group(self.pid() as i32, libc::SIGTERM);
+        let until = Instant::now() + grace;
+        while Instant::now() < until {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        self.kill();
+    }
+}
+
+/// Kills every process that still belongs to run `run_id` and returns their pids: the
+/// processes whose environment has `LORCH_RUN_ID=<run_id>`, which lorch gives its agents and
+/// they pass on to the models and checks they start, whatever process group those made
+/// for themselves (a model's helper outlives the model's group leader, which the agent's
+/// `PR_SET_PDEATHSIG` kills). lorch itself is never one: it does not have the variable.
+pub fn kill_run_leftovers(run_id: &str) -> Vec<u32> {
+    let marker = format!("LORCH_RUN_ID={run_id}");
+    let mut killed: Vec<u32> = Vec::new();
+    // A process may start another while it is being killed: look again until none is left
+    // (a few rounds; a killed process leaves /proc's environ readable no more).
+    for _ in 0..20 {
+        let found = processes_with(&marker);
+        if found.is_empty() {
+            break;
+        }
+        for pid in found {
+            // SAFETY: kill(2) has no memory effects.
+            unsafe {
+                libc::kill(pid as i32, libc::SIGKILL);
+            }
+            if !killed.contains(&pid) {
+                killed.push(pid);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    killed.sort_unstable();
+    killed
+}
+
+/// The processes (other than this one) whose environment holds `var` (`NAME=value`).
+fn processes_with(var: &str) -> Vec<u32> {
+    let me = std::process::id();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| *pid != me)
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|raw| raw.split(|b| *b == 0).any(|v| v == var.as_bytes()))
+        })
+        .collect()
 }
 
 /// Sends `signal` to process group `pgid`.

@@ -45,7 +45,10 @@ fn system(e: &Event) -> Option<String> {
     let p = &e.payload;
     let line = match e.event.as_str() {
         "system.run_started" => format!("[lorch] run {} task {}", text(p, "run_id"), e.task_id),
-        "system.run_resumed" => format!("[lorch] resuming run {}", text(p, "run_id")),
+        "system.run_resumed" => match p.get("reopened").and_then(Value::as_str) {
+            Some(how) => format!("[lorch] resuming run {} ({how})", text(p, "run_id")),
+            None => format!("[lorch] resuming run {}", text(p, "run_id")),
+        },
         "system.snapshot" => format!("[lorch] snapshot {}", text(p, "snapshot_id")),
         "system.protocol_error" => format!(
             "[lorch] protocol error from {}: {}",
@@ -71,6 +74,17 @@ fn system(e: &Event) -> Option<String> {
             text(p, "agent"),
             p.get("pid").unwrap_or(&Value::Null)
         ),
+        "system.leftovers_killed" => format!(
+            "[lorch] killed what was left of the run's processes (pids {})",
+            p.get("pids")
+                .and_then(Value::as_array)
+                .map(|pids| pids
+                    .iter()
+                    .map(Value::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", "))
+                .unwrap_or_default()
+        ),
         "system.step_completed" => match e.status.as_deref() {
             Some("ok") => return None,
             other => format!(
@@ -86,6 +100,11 @@ fn system(e: &Event) -> Option<String> {
         },
         "system.run_completed" => match e.status.as_deref() {
             Some("completed") => "[lorch] DONE".to_owned(),
+            Some("aborted") => format!(
+                "[lorch] ABORTED: {}; `lorch resume --run {}` continues it",
+                text(p, "reason"),
+                text(p, "run_id")
+            ),
             _ => format!("[lorch] FAILED: {}", text(p, "reason")),
         },
         other => format!("[lorch] {other}"),
@@ -102,6 +121,13 @@ fn agent_event(e: &Event) -> String {
     if let Some(code) = e.payload.get("code").and_then(Value::as_str) {
         line.push(' ');
         line.push_str(code);
+    }
+    // An error says what failed (the program, the file): the code alone does not.
+    if e.event.as_str() == "error"
+        && let Some(message) = e.payload.get("message").and_then(Value::as_str)
+    {
+        line.push_str(": ");
+        line.push_str(&super::run_state::one_line(message, 300));
     }
     let artifacts = e.artifacts.as_deref().unwrap_or_default();
     if e.event.as_str() == "artifact.produced" {
@@ -149,5 +175,17 @@ mod tests {
             Some("[reviewer] review.completed changes_requested (reviews/T-0042.json)")
         );
         assert_eq!(size(800), "800 B");
+    }
+
+    #[test]
+    fn an_error_names_what_failed_on_one_line() {
+        let line = r#"{"kind":"event","message_id":"m3","correlation_id":"c","task_id":"T-0042","from":{"agent_type":"spec_maintainer"},"event":"error","status":"failed","payload":{"code":"io_error","message":"read SPEC.md:\n  No such file or directory (os error 2)"},"occurred_at":"2025-10-19T18:09:58Z"}"#;
+        let m = super::super::validate(line.as_bytes()).expect("valid");
+        assert_eq!(
+            render(&m).as_deref(),
+            Some(
+                "[spec_maintainer] error failed io_error: read SPEC.md: No such file or directory (os error 2)"
+            )
+        );
     }
 }

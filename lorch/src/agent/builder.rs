@@ -70,6 +70,7 @@ pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
     if let Some(answer) = recover(shim, command, &key)? {
         return Ok(answer);
     }
+    super::check_version(shim, command)?;
     // The same text `git loaf instructions` prints here: the syntax and allowed actions.
     let config = Config::load(root).map_err(|e| StepError::Apply(e.to_string()))?;
     let instructions = git_loaf::instructions::render(root, &config);

@@ -31,6 +31,9 @@ pub struct Draft {
     pub payload: Object,
     /// The files it reports.
     pub artifacts: Option<Vec<Artifact>>,
+    /// The snapshot the agent saw, when it is not the command's (`version_mismatch`);
+    /// otherwise the command's, which the agent checked before doing anything.
+    pub observed: Option<String>,
 }
 
 impl Draft {
@@ -41,6 +44,7 @@ impl Draft {
             status: status.map(str::to_owned),
             payload,
             artifacts: None,
+            observed: None,
         }
     }
 }
@@ -126,7 +130,11 @@ impl Emitter {
             payload: draft.payload,
             artifacts: draft.artifacts,
             observed_version: Some(ObservedVersion {
-                snapshot_id: Some(command.version.snapshot_id.clone()),
+                snapshot_id: Some(
+                    draft
+                        .observed
+                        .unwrap_or_else(|| command.version.snapshot_id.clone()),
+                ),
                 ..ObservedVersion::default()
             }),
             occurred_at: Timestamp::now(),

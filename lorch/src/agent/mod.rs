@@ -65,6 +65,9 @@ pub struct Options {
     pub heartbeat: Duration,
     /// The instance id.
     pub agent_id: String,
+    /// The folder lorch started the agent in (its workspace): what the command's snapshot
+    /// is of, checked before any work (§6.2).
+    pub snapshot_root: PathBuf,
     /// Where the shim keeps its receipts: `<git common dir>/lorch/agent/<role>`, outside
     /// the working tree, so that they never show up as the user's changes (which would make
     /// `git loaf undo` refuse to take a builder step back); `<workspace>/.lorch/agent/<role>`
@@ -83,6 +86,7 @@ impl Options {
         let dir = given
             .canonicalize()
             .map_err(|e| format!("workspace {}: {e}", given.display()))?;
+        let snapshot_root = dir.clone();
         let root = git_loaf::git::worktree_root(&dir);
         if args.role == Role::Builder && root.is_none() {
             return Err(format!(
@@ -102,6 +106,7 @@ impl Options {
         .join("agent")
         .join(role);
         Ok(Options {
+            snapshot_root,
             state_dir,
             role: args.role,
             workspace,
@@ -173,6 +178,17 @@ pub enum StepError {
         /// Why, section by section.
         why: String,
     },
+    /// The workspace is not what the command was pinned to (§6.2): lorch takes a new
+    /// snapshot and sends the command again.
+    #[error(
+        "the workspace is at {observed}, not at the command's {expected}: it changed since lorch took its snapshot"
+    )]
+    VersionMismatch {
+        /// The command's snapshot.
+        expected: String,
+        /// The workspace's.
+        observed: String,
+    },
     /// A path is not usable (outside the workspace, …).
     #[error(transparent)]
     Path(#[from] super::safety::PathError),
@@ -197,6 +213,7 @@ impl StepError {
             StepError::Apply(_) => "apply_failed",
             StepError::NoVerdict(_) => "no_verdict",
             StepError::ForbiddenSpecEdit { .. } => "forbidden_spec_edit",
+            StepError::VersionMismatch { .. } => "version_mismatch",
             StepError::Path(_) => "path_not_allowed",
             StepError::Io { .. } => "io_error",
         }
@@ -211,7 +228,19 @@ impl StepError {
             payload.insert("file".into(), json!(file));
             payload.insert("sections".into(), json!(sections));
         }
+        if let StepError::VersionMismatch { expected, observed } = self {
+            payload.insert("expected_snapshot".into(), json!(expected));
+            payload.insert("observed_snapshot".into(), json!(observed));
+        }
         payload
+    }
+
+    /// The snapshot the agent saw, when it is not the command's.
+    pub fn observed(&self) -> Option<String> {
+        match self {
+            StepError::VersionMismatch { observed, .. } => Some(observed.clone()),
+            _ => None,
+        }
     }
 
     /// An I/O error about `what`.
@@ -408,11 +437,10 @@ fn handle(shim: &Shim, command: &Command) -> Result<(), WriteError> {
         Some(receipt) => receipts::replay(emitter, command, &receipt, &store.shown(ik)),
         None => {
             let answer = dispatch(shim, command).unwrap_or_else(|error| Answer {
-                drafts: vec![Draft::new(
-                    EventType::Error,
-                    Some("failed"),
-                    error.payload(),
-                )],
+                drafts: vec![Draft {
+                    observed: error.observed(),
+                    ..Draft::new(EventType::Error, Some("failed"), error.payload())
+                }],
                 keep: false,
             });
             let events: Vec<_> = answer
@@ -477,13 +505,38 @@ fn dispatch(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
             theirs: command.to.agent_type.as_str().to_owned(),
         });
     }
+    // The builder checks the version itself, after looking for a step it applied for this
+    // very command before it was stopped (that step is why the workspace moved).
     match (role, command.action) {
         (Role::Builder, Action::Implement | Action::ImplementChanges) => {
             builder::handle(shim, command)
         }
-        (Role::Reviewer, Action::Review) => reviewer::handle(shim, command),
-        (Role::SpecMaintainer, Action::UpdateSpec) => spec::handle(shim, command),
+        (Role::Reviewer, Action::Review) => {
+            check_version(shim, command)?;
+            reviewer::handle(shim, command)
+        }
+        (Role::SpecMaintainer, Action::UpdateSpec) => {
+            check_version(shim, command)?;
+            spec::handle(shim, command)
+        }
         (_, action) => Err(StepError::Unsupported { role: ours, action }),
+    }
+}
+
+/// Whether the workspace is the one the command was pinned to (§5.3, §6.2): the agent
+/// takes the snapshot again, as lorch does, and refuses with `version_mismatch` (naming
+/// both) when it differs, instead of working on files the command did not mean.
+pub fn check_version(shim: &Shim, command: &Command) -> Result<(), StepError> {
+    let root = &shim.options.snapshot_root;
+    let (observed, _) = crate::store::snapshot_of(root)
+        .map_err(StepError::io(format!("snapshot of {}", root.display())))?;
+    if observed == command.version.snapshot_id {
+        Ok(())
+    } else {
+        Err(StepError::VersionMismatch {
+            expected: command.version.snapshot_id.clone(),
+            observed,
+        })
     }
 }
 

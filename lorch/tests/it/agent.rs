@@ -86,6 +86,8 @@ impl Workspace {
 /// A running `lorch agent` and every line it printed so far.
 pub struct Agent {
     child: Child,
+    /// The workspace it was started in (what its commands' snapshots are of).
+    root: PathBuf,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
     /// Every message seen, in order.
@@ -145,6 +147,7 @@ impl Agent {
         Agent {
             stdin: child.stdin.take(),
             child,
+            root: ws.root.clone(),
             lines,
             seen: Vec::new(),
         }
@@ -158,8 +161,14 @@ impl Agent {
         stdin.flush().expect("flush");
     }
 
-    /// Sends a command.
+    /// Sends a command. One pinned to [`ANY_SNAPSHOT`] is pinned to the workspace as it is
+    /// now, as lorch would pin it (agents refuse a command for another snapshot, §6.2).
     pub fn send(&mut self, command: &Value) {
+        let mut command = command.clone();
+        if command["version"]["snapshot_id"] == ANY_SNAPSHOT {
+            let (id, _) = lorch::store::snapshot_of(&self.root).expect("snapshot");
+            command["version"]["snapshot_id"] = id.into();
+        }
         self.send_line(&command.to_string());
     }
 
@@ -231,6 +240,9 @@ pub fn is_terminal(message: &Value) -> bool {
     message["kind"] == "event" && message["event"] != "artifact.produced"
 }
 
+/// The snapshot of [`command`]s: [`Agent::send`] pins them to the workspace as it is.
+pub const ANY_SNAPSHOT: &str = "snap-0007abcd";
+
 /// A command for `role` due in `seconds`.
 pub fn command_due(
     role: &str,
@@ -250,7 +262,7 @@ pub fn command_due(
         "to": {"agent_type": role},
         "action": action,
         "inputs": inputs,
-        "version": {"snapshot_id": "snap-0007abcd"},
+        "version": {"snapshot_id": ANY_SNAPSHOT},
         "deadline": humantime::format_rfc3339_seconds(deadline).to_string(),
         "retry": {"attempt": 0, "max_attempts": 3},
         "priority": 0
@@ -517,4 +529,63 @@ fn a_killed_agent_takes_its_model_with_it() {
     if let Some(group) = rustix::process::Pid::from_raw(pid as i32) {
         let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
     }
+}
+
+#[test]
+fn an_agent_that_sees_another_workspace_than_the_commands_says_version_mismatch() {
+    let ws = Workspace::with(&[("a.txt", "a\n")]);
+    let review = ws.reply("review.md", REVIEW_APPROVED);
+    let build = ws.reply(
+        "build.md",
+        "#!nesl [@three-char-SHA-256: b1d]\naction = \"file_write\"\npath = \"@ROOT@/b.txt\"\ncontent = \"b\"\n#!end_b1d\n",
+    );
+    let head = ws.git(&["rev-parse", "HEAD"]);
+    for (role, action, reply) in [
+        ("reviewer", "review", &review),
+        ("builder", "implement", &build),
+    ] {
+        let mut agent = Agent::start(&ws, role, &[], reply, &[]);
+        let (now, _) = lorch::store::snapshot_of(&ws.root).expect("snapshot");
+        let mut stale = command(
+            role,
+            action,
+            "c-1",
+            &format!("ik-{role}-stale-0001"),
+            json!({}),
+        );
+        stale["version"]["snapshot_id"] = "snap-00000000".into();
+        agent.send(&stale);
+        let answer = agent.answer();
+        assert_eq!(answer.len(), 1, "{answer:#?}");
+        let error = &answer[0];
+        assert_eq!(error["event"], "error", "{error:#}");
+        assert_eq!(error["payload"]["code"], "version_mismatch");
+        assert_eq!(error["payload"]["expected_snapshot"], "snap-00000000");
+        assert_eq!(error["payload"]["observed_snapshot"], now.as_str());
+        assert_eq!(
+            error["observed_version"]["snapshot_id"],
+            now.as_str(),
+            "what it saw"
+        );
+        assert_eq!(ws.runs(), 0, "{role}: the model was not asked");
+        assert_eq!(
+            ws.git(&["rev-parse", "HEAD"]),
+            head,
+            "{role}: nothing applied"
+        );
+        let _ = agent.finish();
+    }
+    // Pinned to the workspace as it is, the command is done, and says what it saw.
+    let mut agent = Agent::start(&ws, "reviewer", &[], &review, &[]);
+    let (now, _) = lorch::store::snapshot_of(&ws.root).expect("snapshot");
+    agent.send(&command(
+        "reviewer",
+        "review",
+        "c-2",
+        "ik-reviewer-fresh-0001",
+        json!({}),
+    ));
+    let answer = agent.answer();
+    assert_eq!(answer[0]["event"], "review.completed", "{answer:#?}");
+    assert_eq!(answer[0]["observed_version"]["snapshot_id"], now.as_str());
 }

@@ -46,6 +46,7 @@ fn a_builder_step_is_one_git_loaf_commit_that_git_loaf_undo_reverts() {
         &reply,
         &[],
     );
+    let (pinned, _) = lorch::store::snapshot_of(&ws.root).expect("snapshot");
     agent.send(&implement("c-1", "ik-implement-T-0042-1"));
     let answer = agent.answer();
     let content = "hello from the builder\n";
@@ -60,7 +61,7 @@ fn a_builder_step_is_one_git_loaf_commit_that_git_loaf_undo_reverts() {
     assert_eq!(done["event"], "builder.completed");
     assert_eq!(done["status"], "success", "{done:#}");
     assert_eq!(done["correlation_id"], "c-1");
-    assert_eq!(done["observed_version"]["snapshot_id"], "snap-0007abcd");
+    assert_eq!(done["observed_version"]["snapshot_id"], pinned.as_str());
     let payload = &done["payload"];
     assert_eq!(payload["commit"], json!(head(&ws)));
     assert_eq!(

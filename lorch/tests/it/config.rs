@@ -12,7 +12,7 @@ use crate::harness::{Ws, config, stderr, stdout};
 fn the_first_run_creates_lorch_json_with_the_defaults() {
     let ws = Ws::new(&Value::Null);
     // The default agents run `lorch agent …`; with no `lorch` on PATH they cannot start, so
-    // the run fails, recorded, after creating the file.
+    // the run is refused (doctor's checks fail) after creating the file.
     let out = ws.lorch(&["run", "--task", "T-0042"], &[("PATH", "/usr/bin:/bin")]);
     let text = std::fs::read_to_string(ws.path().join("lorch.json")).expect("created");
     assert_eq!(text, default_text());
@@ -35,13 +35,13 @@ fn the_first_run_creates_lorch_json_with_the_defaults() {
         "{}",
         stdout(&out)
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
-        stdout(&out)
-            .contains("[lorch] FAILED: cannot start builder (lorch agent builder -- claude -p)"),
+        stderr(&out).contains("  FAIL builder command `lorch`: not found"),
         "{}",
-        stdout(&out)
+        stderr(&out)
     );
+    assert!(!ws.path().join("events").exists(), "no run started");
 }
 
 #[test]
@@ -95,10 +95,12 @@ fn run_without_a_task_or_with_an_unknown_one_is_a_usage_error_that_creates_nothi
 fn doctor_checks_agent_commands_workspace_and_git() {
     let ws = Ws::new(&config());
     let out = ws.lorch(&["doctor"], &[]);
-    // Not a git repository yet.
-    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    // Not a git repository: only `lorch agent` needs one.
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
-        stdout(&out).contains("FAIL workspace is a git repository"),
+        stdout(&out).contains(
+            "ok   workspace is a git repository: no (no agent is `lorch agent`, which would need one)"
+        ),
         "{}",
         stdout(&out)
     );
@@ -107,10 +109,40 @@ fn doctor_checks_agent_commands_workspace_and_git() {
         "{}",
         stdout(&out)
     );
+    let mut c = config();
+    let lorch = assert_cmd::cargo::cargo_bin("lorch").display().to_string();
+    c["agents"]["builder"]["cmd"] =
+        json!([lorch, "agent", "builder", "--check", "true", "--", "sh"]);
+    std::fs::write(ws.path().join("lorch.json"), c.to_string()).expect("write");
+    let out = ws.lorch(&["doctor"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("FAIL workspace is a git repository: ")
+            && stdout(&out).contains(
+                "`lorch agent` commits its work through git-loaf, which needs one (git init)"
+            ),
+        "{}",
+        stdout(&out)
+    );
     git2::Repository::init(ws.path()).expect("git init");
     let out = ws.lorch(&["doctor"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(!stdout(&out).contains("FAIL"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("ok   builder runs checks: true\n"),
+        "{}",
+        stdout(&out)
+    );
+    // A builder that runs no check could never have a step accepted (§4).
+    c["agents"]["builder"]["cmd"] = json!([lorch, "agent", "builder", "--", "sh"]);
+    std::fs::write(ws.path().join("lorch.json"), c.to_string()).expect("write");
+    let out = ws.lorch(&["doctor"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("FAIL builder runs checks: none: a step is accepted only with passing tests (§4); add `--check CMD` before `--` (e.g. --check 'cargo test')\n"),
+        "{}",
+        stdout(&out)
+    );
 
     let mut c = config();
     c["agents"]["reviewer"]["cmd"] = json!(["no-such-agent-cli-42"]);

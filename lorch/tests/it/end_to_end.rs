@@ -55,8 +55,21 @@ fn workspace(replies: &Path) -> (Ws, std::path::PathBuf) {
     }
     let lorch = assert_cmd::cargo::cargo_bin("lorch").display().to_string();
     let agent = |role: &str| {
+        // lorch accepts a builder's step only with passing tests (§4).
+        let checks: &[&str] = if role == "builder" {
+            &["--check", "test -f src/hello.txt"]
+        } else {
+            &[]
+        };
+        let llm = fake_llm();
+        let cmd = [
+            &[lorch.as_str(), "agent", role][..],
+            checks,
+            &["--", "sh", &llm],
+        ]
+        .concat();
         json!({
-            "cmd": [lorch, "agent", role, "--", "sh", fake_llm()],
+            "cmd": cmd,
             "heartbeat_interval_s": 1.0,
             "timeouts_s": {},
             "env": ENV

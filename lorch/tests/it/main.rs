@@ -11,8 +11,11 @@ mod config;
 #[path = "../common/deterministic.rs"]
 mod deterministic;
 mod end_to_end;
+mod failures;
+mod finished;
 mod harness;
 mod protocol;
 mod resume;
 mod run;
+mod signals;
 mod supervise;

@@ -233,7 +233,7 @@ fn a_file_changed_behind_a_receipt_stops_the_resume_unless_a_command_in_flight_e
 fn resume_of_an_unknown_run_says_so() {
     let ws = Ws::new(&config());
     let out = ws.lorch(&["resume", "--run", "20990101-000000-dead"], &[]);
-    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).starts_with("lorch: no run 20990101-000000-dead: "),
         "{}",
@@ -261,7 +261,11 @@ fn resuming_a_run_that_ended_changes_nothing_and_reports_how_it_ended() {
     let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
     assert_eq!(out.status.code(), Some(1));
     let out = ws.lorch(&["resume", "--run", &ws.run_id()], &[]);
-    assert_eq!(out.status.code(), Some(1), "a failed run stays failed");
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a failed run resumed without fixing its cause fails again"
+    );
 }
 
 #[test]

@@ -201,11 +201,12 @@ fn a_builder_whose_tests_keep_failing_fails_the_run_after_its_attempts() {
         text.contains("[lorch] implement will be retried: builder.completed without passing tests"),
         "{text}"
     );
-    assert!(text.ends_with("[lorch] FAILED: implement failed after 3 attempts: builder.completed without passing tests (status failed)\n"), "{text}");
+    assert!(text.ends_with("[lorch] FAILED: implement failed after 3 attempts: builder.completed without passing tests (tests fail)\n"), "{text}");
     let state = ws.json("state/run.json");
     assert_eq!(state["status"], "failed");
     assert_eq!(state["steps"], json!([]));
-    // The same IK on every attempt, attempts counted.
+    // Attempts counted; the IK changes only when the workspace does (§5.4): the first
+    // attempt wrote the files, the next two found them as they left them.
     let commands: Vec<Value> = ws
         .ledger()
         .into_iter()
@@ -213,10 +214,27 @@ fn a_builder_whose_tests_keep_failing_fails_the_run_after_its_attempts() {
         .collect();
     assert_eq!(commands.len(), 3);
     for (i, c) in commands.iter().enumerate() {
-        assert_eq!(c["idempotency_key"], commands[0]["idempotency_key"]);
         assert_eq!(c["retry"]["attempt"], i);
         assert_eq!(c["correlation_id"], "T-0042-1");
     }
+    assert_ne!(
+        commands[0]["idempotency_key"],
+        commands[1]["idempotency_key"]
+    );
+    assert_eq!(
+        commands[1]["idempotency_key"],
+        commands[2]["idempotency_key"]
+    );
+    assert_eq!(commands[1]["version"], commands[2]["version"]);
+}
+
+#[test]
+fn a_builder_step_without_test_results_is_refused() {
+    let ws = Ws::new(&with_plan("builder", "untested,untested,untested"));
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stdout(&out).ends_with("[lorch] FAILED: implement failed after 3 attempts: builder.completed without test results (tests skipped): a step is accepted only with passing tests (§4); give the builder a check: lorch agent builder --check CMD -- …\n"), "{}", stdout(&out));
+    assert_eq!(ws.json("state/run.json")["steps"], json!([]));
 }
 
 #[test]

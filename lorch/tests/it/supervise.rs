@@ -167,3 +167,27 @@ fn an_agent_flooding_events_still_times_out() {
             > 10
     );
 }
+
+#[test]
+fn a_burst_of_thousands_of_events_never_makes_a_live_agent_unhealthy() {
+    let mut c = with_builder("burst", 1);
+    // Three missed heartbeats of every agent fit many times in the time lorch takes to
+    // record the burst (each event is synced to the ledger): a heartbeat waiting behind the
+    // events would be seen too late, and the idle reviewer and spec maintainer (and the
+    // builder) declared unhealthy.
+    for agent in ["builder", "reviewer", "spec_maintainer"] {
+        c["agents"][agent]["heartbeat_interval_s"] = json!(0.5);
+    }
+    c["agents"]["builder"]["env"]["FAKE_BURST"] = json!("2000");
+    let ws = Ws::new(&c);
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
+    assert_eq!(reasons(&ws), Vec::<String>::new());
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert_eq!(
+        ws.ledger()
+            .iter()
+            .filter(|m| m["event"] == "builder.progress")
+            .count(),
+        2000
+    );
+}

@@ -6,12 +6,14 @@ idempotency key replays the events it sent the first time, rewriting nothing).
 Role: LORCH_AGENT_TYPE (set by lorch). Behaviour, from the agent's env in lorch.json:
   FAKE_PLAN   comma list of results, one per new command: for the reviewer
               approved|changes_requested, for the spec maintainer
-              updated|no_changes_needed|changes_requested, for the builder success|fail|error
+              updated|no_changes_needed|changes_requested, for the builder
+              success|fail|error|untested (success with tests skipped)
   FAKE_MODE   normal | bad_lines | silent (no heartbeats, no answer) | hang | die | chatty
               | bad_artifact | escape (an artifact outside the workspace) | leak (echoes
               API_TOKEN) | die_once | sticky (stays after stdin closes)
               | mismatch_once (version_mismatch on the first command)
               | flood (builder.progress events without end)
+              | burst (FAKE_BURST builder.progress events at once, then the work)
 """
 import hashlib, json, os, sys, threading, time
 
@@ -93,12 +95,12 @@ def work(cmd, index):
         if MODE == "bad_artifact":
             a = dict(a, sha256="sha256:" + "0" * 64)
             out = [event(cmd, 1, "artifact.produced", None, {}, [a])]
-        tests = "fail" if result == "fail" else "pass"
+        tests = {"fail": "fail", "untested": "skipped"}.get(result, "pass")
         payload = {"tests": {"status": tests}, "lint": {"status": "pass"}}
         if MODE == "leak":
             payload["env"] = os.environ.get("API_TOKEN", "")
             sys.stderr.write("token=%s\n" % os.environ.get("API_TOKEN", ""))
-        out.append(event(cmd, 9, "builder.completed", "success" if tests == "pass" else "failed", payload))
+        out.append(event(cmd, 9, "builder.completed", "failed" if tests == "fail" else "success", payload))
     elif ROLE == "reviewer":
         status = result or "approved"
         r = write("reviews/%s.json" % task, json.dumps({"task_id": task, "status": status, "findings": [], "summary": "step %s" % step}) + "\n")
@@ -135,6 +137,9 @@ def main():
             n = 0
             while True:
                 n += 1
+                emit(event(cmd, 100 + n, "builder.progress", None, {"percent": n % 100}))
+        if MODE == "burst":
+            for n in range(int(os.environ.get("FAKE_BURST", "3000"))):
                 emit(event(cmd, 100 + n, "builder.progress", None, {"percent": n % 100}))
         if MODE in ("hang", "silent"):
             time.sleep(3600)
