@@ -28,6 +28,9 @@ pub const SCHEMA: &str = include_str!("../schemas/config.v1.json");
 /// At most this many restarts per agent per run (§7.2, §12).
 pub const MAX_RESTARTS: u32 = 5;
 
+/// Turns of a builder step when `policy.max_turns` does not say.
+pub const DEFAULT_MAX_TURNS: u32 = 4;
+
 /// Missed heartbeats before an agent is unhealthy (§7.1).
 pub const MISSED_HEARTBEATS: u32 = 3;
 
@@ -54,7 +57,8 @@ pub fn default_text() -> String {
             "retry": { "max_attempts": 3, "backoff": { "initial_ms": 1000, "max_ms": 60000, "multiplier": 2.0, "jitter": "full" } },
             "strict_version_pinning": true,
             "parallel_reviews": false,
-            "redact_secrets_in_logs": true
+            "redact_secrets_in_logs": true,
+            "max_turns": DEFAULT_MAX_TURNS
         },
         "agents": {
             "builder": agent("builder", serde_json::json!({ "implement": 600, "implement_changes": 600 }), true),
@@ -139,6 +143,9 @@ pub struct Policy {
     pub retry: RetryPolicy,
     /// Redact `*_TOKEN`/`*_KEY`/`*_SECRET` values from what lorch records.
     pub redact_secrets_in_logs: bool,
+    /// The most turns of one builder step's conversation with its model (DESIGN §3c): each
+    /// reply applied, its report and failed checks sent back, until the step is done.
+    pub max_turns: u32,
 }
 
 impl Default for Policy {
@@ -148,6 +155,7 @@ impl Default for Policy {
             artifact_max_bytes: 1 << 30,
             retry: RetryPolicy::default(),
             redact_secrets_in_logs: true,
+            max_turns: DEFAULT_MAX_TURNS,
         }
     }
 }
@@ -377,6 +385,7 @@ mod tests {
     fn the_defaults_are_valid_and_say_what_8_2_says() {
         let config = parse(Path::new("lorch.json"), &default_text()).expect("valid");
         assert_eq!(config.policy.retry.max_attempts, 3);
+        assert_eq!(config.policy.max_turns, 4);
         assert_eq!(config.policy.message_max_bytes, 262_144);
         assert_eq!(
             config.agents.builder.timeout(Action::Implement),

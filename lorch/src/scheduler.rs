@@ -296,6 +296,9 @@ impl Orchestrator {
         let step = self.state.steps.len() as u32 + 1;
         let task = &self.state.task;
         let mut inputs = json!({"goal": task.goal, "files": task.files, "step": step});
+        if matches!(action, Action::Implement | Action::ImplementChanges) {
+            inputs["max_turns"] = json!(self.config.policy.max_turns);
+        }
         if let Some(last) = self.state.steps.last() {
             inputs["after"] = json!({
                 "action": last.action.as_str(),

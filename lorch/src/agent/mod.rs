@@ -61,6 +61,8 @@ pub struct Options {
     pub cmd: Vec<String>,
     /// Builder: test and lint commands, run with `sh -c`.
     pub checks: Vec<String>,
+    /// Builder: the most turns of a step when the command does not say.
+    pub max_turns: usize,
     /// Between heartbeats.
     pub heartbeat: Duration,
     /// The instance id.
@@ -107,6 +109,7 @@ impl Options {
             workspace,
             cmd: args.cmd.clone(),
             checks: args.checks.clone(),
+            max_turns: usize::from(args.max_turns),
             heartbeat: Duration::from_secs_f64(args.heartbeat_s),
             agent_id: args.agent_id.clone().unwrap_or_else(|| format!("{role}#1")),
         })
@@ -257,8 +260,19 @@ impl Shim {
 
     /// Runs the model for `command` with `prompt`, killed at the deadline.
     pub fn ask(&self, command: &Command, prompt: &str) -> Result<llm::Reply, StepError> {
+        self.ask_turn(command, prompt, 1)
+    }
+
+    /// [`Shim::ask`] for turn `turn` of the command's conversation (`LORCH_TURN`, from 1).
+    pub fn ask_turn(
+        &self,
+        command: &Command,
+        prompt: &str,
+        turn: usize,
+    ) -> Result<llm::Reply, StepError> {
         let left = time_left(command)?;
         let env = [
+            ("LORCH_TURN", turn.to_string()),
             ("LORCH_ROLE", self.options.role_name().to_owned()),
             ("LORCH_AGENT_ID", self.options.agent_id.clone()),
             ("LORCH_ACTION", command.action.as_str().to_owned()),

@@ -100,23 +100,121 @@ pub fn files_section(workspace: &Path, files: &[String]) -> String {
     out
 }
 
-/// The builder's prompt.
-pub fn builder(command: &Command, workspace: &Path, instructions: &str) -> String {
+/// Bytes of one earlier reply shown again in a later turn's prompt.
+const MAX_TURN_REPLY_BYTES: usize = 32 * 1024;
+/// Bytes of one earlier turn's git-loaf report shown again.
+const MAX_TURN_REPORT_BYTES: usize = 32 * 1024;
+
+/// One earlier turn of the builder's conversation, as the next prompt tells it.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// The model's reply.
+    pub reply: String,
+    /// git-loaf's report of its apply.
+    pub report: String,
+    /// Why the step was not done after it.
+    pub problems: Vec<String>,
+    /// The `--check` results that did not pass (command, exit code, output tail).
+    pub failed_checks: Vec<Value>,
+}
+
+/// Where the builder's conversation stands.
+#[derive(Debug, Clone, Copy)]
+pub struct Dialogue<'a> {
+    /// Why the last attempt at this command (same idempotency key) failed, when one did.
+    pub earlier: Option<&'a str>,
+    /// The turns so far, oldest first.
+    pub turns: &'a [Turn],
+    /// This turn's number, from 1.
+    pub number: usize,
+    /// The most turns.
+    pub max: usize,
+}
+
+/// The builder's prompt for turn `dialogue.number`: the task and the files as they are now,
+/// the conversation so far, git-loaf's instructions, and what to reply.
+pub fn builder(
+    command: &Command,
+    workspace: &Path,
+    instructions: &str,
+    dialogue: &Dialogue,
+) -> String {
     let mut out = String::from(
         "You are the builder agent of lorch. Implement the task below in the repository by \
-         writing NESL blocks, as the instructions at the end describe. All your blocks are \
-         applied as one git commit; tests and linters run afterwards.\n\n",
+         writing NESL blocks, as the instructions at the end describe. Your blocks are \
+         applied through git-loaf; tests and linters run afterwards. What happened comes back \
+         to you as the next message, until the task is done: the step ends as one git \
+         commit.\n\n",
     );
     out.push_str(&task_section(command));
     out.push_str(&files_section(workspace, &named_files(command)));
     if command.action == Action::ImplementChanges {
         out.push_str(&findings_section(workspace, &command.task_id));
     }
+    if let Some(earlier) = dialogue.earlier {
+        let _ = writeln!(
+            out,
+            "## An earlier attempt at this step failed\n\n\
+             Its changes were undone: the files shown above are as they are now. It failed \
+             because:\n\n````\n{}\n````\n",
+            super::clip(earlier, MAX_TURN_REPORT_BYTES)
+        );
+    }
+    out.push_str(&conversation_section(dialogue.turns));
     out.push_str(instructions);
-    out.push_str(
-        "\n## Your reply\n\nReply with the NESL blocks that implement the task, and a short \
-         explanation between them if you like. Nothing else is run.\n",
-    );
+    if dialogue.turns.is_empty() {
+        out.push_str(
+            "\n## Your reply\n\nReply with the NESL blocks that implement the task, and a \
+             short explanation between them if you like. Nothing else is run.\n",
+        );
+    } else {
+        let _ = write!(
+            out,
+            "\n## Your reply (turn {} of {})\n\nThe blocks of your earlier replies that \
+             succeeded are applied: the files shown above are as they are now. Reply with the \
+             NESL blocks that fix what failed or finish the task; do not repeat blocks that \
+             succeeded. Nothing else is run.\n",
+            dialogue.number, dialogue.max
+        );
+    }
+    out
+}
+
+/// The conversation so far: each earlier reply, git-loaf's report of it, and why the step
+/// was not done after it (with the failed checks' output).
+fn conversation_section(turns: &[Turn]) -> String {
+    if turns.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("## The conversation so far\n\n");
+    for (i, turn) in turns.iter().enumerate() {
+        let n = i + 1;
+        let reply = super::clip(&turn.reply, MAX_TURN_REPLY_BYTES);
+        let report = super::clip(&turn.report, MAX_TURN_REPORT_BYTES);
+        let _ = writeln!(
+            out,
+            "### Your reply {n}\n\n````\n{reply}\n````\n\n### git-loaf's report of reply {n}\n\n````\n{report}\n````\n"
+        );
+        if !turn.problems.is_empty() {
+            let _ = writeln!(out, "### Why the task is not done after reply {n}\n");
+            for problem in &turn.problems {
+                let _ = writeln!(out, "- {problem}");
+            }
+            out.push('\n');
+        }
+        for check in &turn.failed_checks {
+            let command = check["command"].as_str().unwrap_or_default();
+            let how = match check["exit_code"].as_i64() {
+                Some(code) => format!("exit code {code}"),
+                None => check["status"].as_str().unwrap_or("failed").to_owned(),
+            };
+            let output = check["output_tail"].as_str().unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "### Check `{command}` failed ({how})\n\n````\n{output}\n````\n"
+            );
+        }
+    }
     out
 }
 

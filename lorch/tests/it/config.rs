@@ -50,6 +50,7 @@ fn an_invalid_config_is_reported_with_each_field_and_what_is_expected() {
     c["agents"]["builder"]["cmd"] = json!([]);
     c["agents"]["reviewer"]["heartbeat_interval_s"] = json!("10");
     c["policy"]["retry"]["max_attempts"] = json!(0);
+    c["policy"]["max_turns"] = json!(0);
     c["agents"]
         .as_object_mut()
         .expect("agents")
@@ -64,6 +65,7 @@ fn an_invalid_config_is_reported_with_each_field_and_what_is_expected() {
         "at /agents/builder/cmd: [] has less than 1 item",
         "at /agents/reviewer/heartbeat_interval_s: \"10\" is not of type \"number\"",
         "at /policy/retry/max_attempts: 0 is less than the minimum of 1",
+        "at /policy/max_turns: 0 is less than the minimum of 1",
         "at /tasks/0/id: \"../x\" does not match",
     ] {
         assert!(err.contains(expected), "{expected}\n{err}");

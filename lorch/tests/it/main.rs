@@ -8,6 +8,7 @@ mod binaries;
 mod canonical;
 mod cli;
 mod config;
+mod conversation;
 #[path = "../common/deterministic.rs"]
 mod deterministic;
 mod end_to_end;
