@@ -299,6 +299,15 @@ impl Orchestrator {
         if matches!(action, Action::Implement | Action::ImplementChanges) {
             inputs["max_turns"] = json!(self.config.policy.max_turns);
         }
+        if matches!(action, Action::Review | Action::UpdateSpec) {
+            let (base, commits) = task_change(&self.store.workspace, &self.state.steps);
+            if let Some(base) = base {
+                inputs["base"] = json!(base);
+            }
+            if !commits.is_empty() {
+                inputs["commits"] = json!(commits);
+            }
+        }
         if let Some(last) = self.state.steps.last() {
             inputs["after"] = json!({
                 "action": last.action.as_str(),
@@ -620,7 +629,7 @@ impl Orchestrator {
         match verdict {
             Ok((result, artifacts)) => {
                 let receipt_rel = format!("receipts/{}/step-{}.json", command.task_id, cur.step);
-                let receipt = json!({
+                let mut receipt = json!({
                     "task_id": command.task_id,
                     "step": cur.step,
                     "action": command.action.as_str(),
@@ -631,6 +640,11 @@ impl Orchestrator {
                     "events": cur.events.iter().map(|e| e.message_id.clone()).collect::<Vec<_>>(),
                     "created_at": Timestamp::now().to_string(),
                 });
+                // The builder's commit: the reviewer and the spec-maintainer are shown the
+                // task's whole change from these (`inputs.base`, `inputs.commits`).
+                if let Some(commit) = terminal.payload.get("commit").filter(|c| c.is_string()) {
+                    receipt["commit"] = commit.clone();
+                }
                 self.store.write_json(
                     &store::receipt_path(&self.store.workspace, &command.task_id, cur.step),
                     &receipt,
@@ -741,6 +755,25 @@ impl Orchestrator {
         }
         Ok(())
     }
+}
+
+/// The task's change so far: the commits of its builder steps (from their receipts), oldest
+/// first, and the parent of the first as the base (`None` when there is none: no builder
+/// commit, or the first is a root commit).
+fn task_change(workspace: &Path, steps: &[StepDone]) -> (Option<String>, Vec<String>) {
+    let commits: Vec<String> = steps
+        .iter()
+        .filter(|s| matches!(s.action, Action::Implement | Action::ImplementChanges))
+        .filter_map(|s| s.payload.get("commit").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect();
+    let base = commits.first().and_then(|first| {
+        let repo = git2::Repository::discover(workspace).ok()?;
+        let oid = git2::Oid::from_str(first).ok()?;
+        let parent = repo.find_commit(oid).ok()?.parent_id(0).ok()?;
+        Some(parent.to_string())
+    });
+    (base, commits)
 }
 
 /// The folder `lorch` works in: the current one.

@@ -25,6 +25,7 @@
 
 mod args;
 pub mod builder;
+pub mod change;
 pub mod emit;
 pub mod llm;
 pub mod prompt;

@@ -19,6 +19,10 @@ use crate::safety;
 pub const MAX_FILE_BYTES: usize = 64 * 1024;
 /// Bytes of a diff shown to the reviewer.
 pub const MAX_DIFF_BYTES: usize = 512 * 1024;
+/// Bytes of a diff shown to the spec-maintainer (its prompt holds the whole spec too).
+pub const MAX_SPEC_DIFF_BYTES: usize = 128 * 1024;
+/// Paths of `git ls-files` listed in the builder's prompt.
+pub const MAX_LISTED_FILES: usize = 2000;
 
 /// The task: id, action, goal, inputs.
 pub fn task_section(command: &Command) -> String {
@@ -148,6 +152,7 @@ pub fn builder(
     );
     out.push_str(&task_section(command));
     out.push_str(&files_section(workspace, &named_files(command)));
+    out.push_str(&tracked_files_section(workspace));
     if command.action == Action::ImplementChanges {
         out.push_str(&findings_section(workspace, &command.task_id));
     }
@@ -218,6 +223,55 @@ fn conversation_section(turns: &[Turn]) -> String {
     out
 }
 
+/// The task's review (`reviews/<task>.json`), when there is one.
+pub fn review_section(workspace: &Path, task_id: &str) -> String {
+    let path = format!("reviews/{task_id}.json");
+    let Ok(full) = safety::confine(workspace, &path) else {
+        return String::new();
+    };
+    match std::fs::read_to_string(full) {
+        Ok(text) => format!(
+            "## The review ({path})\n\n```json\n{}\n```\n\n",
+            super::clip(&text, MAX_FILE_BYTES)
+        ),
+        Err(_) => String::new(),
+    }
+}
+
+/// The repository's tracked files (`git ls-files`), at most [`MAX_LISTED_FILES`], so that
+/// the builder knows what there is and can ask to read it.
+pub fn tracked_files_section(workspace: &Path) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "core.quotepath=off", "ls-files", "-z"])
+        .current_dir(workspace)
+        .output();
+    let listed = match out {
+        Ok(out) if out.status.success() => out.stdout,
+        _ => return String::new(),
+    };
+    let files: Vec<String> = listed
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    if files.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "## The repository's files (`git ls-files`)\n\nTo see one that is not shown above, \
+         reply with a block that reads it (`file_read`, `files_read`): its content comes back \
+         in the next message.\n\n```\n",
+    );
+    for file in files.iter().take(MAX_LISTED_FILES) {
+        let _ = writeln!(out, "{file}");
+    }
+    if files.len() > MAX_LISTED_FILES {
+        let _ = writeln!(out, "… and {} more", files.len() - MAX_LISTED_FILES);
+    }
+    out.push_str("```\n\n");
+    out
+}
+
 /// The review and spec notes of the task, when there are any: what implement_changes must
 /// address.
 pub fn findings_section(workspace: &Path, task_id: &str) -> String {
@@ -243,15 +297,15 @@ pub fn findings_section(workspace: &Path, task_id: &str) -> String {
     out
 }
 
-/// The reviewer's prompt: the task, the diff, and the verdict format.
-pub fn reviewer(command: &Command, diff: &str) -> String {
+/// The reviewer's prompt: the task, the change ([`super::change::section`]), and the
+/// verdict format.
+pub fn reviewer(command: &Command, change: &str) -> String {
     let mut out = String::from(
         "You are the reviewer agent of lorch. Review the builder's change below for \
          correctness, tests, and code quality against the task.\n\n",
     );
     out.push_str(&task_section(command));
-    let diff = super::clip(diff, MAX_DIFF_BYTES);
-    let _ = writeln!(out, "## The change\n\n````diff\n{diff}\n````\n");
+    out.push_str(change);
     out.push_str(
         "## Your reply\n\n\
          End your reply with your verdict as one JSON object in a ```json fenced block:\n\n\
@@ -267,14 +321,22 @@ pub fn reviewer(command: &Command, diff: &str) -> String {
     out
 }
 
-/// The spec-maintainer's prompt: the task, SPEC.md, the rules of §10.5 and the reply format.
-pub fn spec_maintainer(command: &Command, workspace: &Path, spec_path: &str, spec: &str) -> String {
+/// The spec-maintainer's prompt: the task, its change ([`super::change::section`]), the
+/// review, the spec, the rules of §10.5 and the reply format.
+pub fn spec_maintainer(
+    command: &Command,
+    workspace: &Path,
+    spec_path: &str,
+    spec: &str,
+    change: &str,
+) -> String {
     let mut out = String::from(
         "You are the spec-maintainer agent of lorch. Check that the task below is implemented \
          as the spec requires, and record its state in the spec.\n\n",
     );
     out.push_str(&task_section(command));
-    out.push_str(&findings_section(workspace, &command.task_id));
+    out.push_str(change);
+    out.push_str(&review_section(workspace, &command.task_id));
     let _ = writeln!(out, "## {spec_path}\n\n````markdown\n{spec}\n````\n");
     out.push_str(&format!(
         "## What you may change\n\n\
