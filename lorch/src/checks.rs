@@ -104,6 +104,10 @@ pub fn doctor(base: &Path) -> Vec<Check> {
         let ws = config.workspace(base);
         checks.push(check("workspace writable", writable(&ws)));
         checks.push(check(
+            format!("spec `{}` (spec_path)", config.spec_path),
+            spec_file(&ws, &config.spec_path),
+        ));
+        checks.push(check(
             "workspace is a git repository",
             git2::Repository::discover(&ws)
                 .map(|r| {
@@ -138,6 +142,20 @@ fn programs(cmd: &[String]) -> Vec<&str> {
         out.push(llm);
     }
     out
+}
+
+/// The spec file inside the workspace: the spec-maintainer reads and edits it at the end of
+/// every run, after all the builder's work.
+fn spec_file(ws: &Path, spec_path: &str) -> Result<String, String> {
+    let path = super::safety::confine(ws, spec_path).map_err(|e| e.to_string())?;
+    if path.is_file() {
+        Ok(path.display().to_string())
+    } else {
+        Err(format!(
+            "{} does not exist: write the spec there, or set spec_path in lorch.json to where it is",
+            path.display()
+        ))
+    }
 }
 
 fn writable(ws: &Path) -> Result<String, String> {

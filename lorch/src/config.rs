@@ -117,6 +117,9 @@ pub struct Config {
     /// Where the agents work and lorch keeps its records, relative to `lorch.json`'s folder.
     #[serde(default = "dot")]
     pub workspace_root: String,
+    /// The spec the spec-maintainer keeps, relative to the workspace (default `SPEC.md`).
+    #[serde(default = "default_spec_path")]
+    pub spec_path: String,
     /// §8.2's `policy`.
     #[serde(default)]
     pub policy: Policy,
@@ -129,6 +132,13 @@ pub struct Config {
 
 fn dot() -> String {
     ".".to_owned()
+}
+
+/// `spec_path` when lorch.json does not say.
+pub const DEFAULT_SPEC_PATH: &str = "SPEC.md";
+
+fn default_spec_path() -> String {
+    DEFAULT_SPEC_PATH.to_owned()
 }
 
 /// §8.2's `policy`.

@@ -299,6 +299,9 @@ impl Orchestrator {
         if matches!(action, Action::Implement | Action::ImplementChanges) {
             inputs["max_turns"] = json!(self.config.policy.max_turns);
         }
+        if action == Action::UpdateSpec {
+            inputs["spec"] = json!(self.config.spec_path);
+        }
         if matches!(action, Action::Review | Action::UpdateSpec) {
             let (base, commits) = task_change(&self.store.workspace, &self.state.steps);
             if let Some(base) = base {

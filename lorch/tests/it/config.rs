@@ -113,6 +113,27 @@ fn doctor_checks_agent_commands_workspace_and_git() {
     let out = ws.lorch(&["doctor"], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(!stdout(&out).contains("FAIL"), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains("ok   spec `specs/MASTER-SPEC.md` (spec_path): "),
+        "{}",
+        stdout(&out)
+    );
+
+    // The spec where lorch.json does not say: SPEC.md, absent here.
+    let mut c = config();
+    c.as_object_mut().expect("config").remove("spec_path");
+    std::fs::write(ws.path().join("lorch.json"), c.to_string()).expect("write");
+    let out = ws.lorch(&["doctor"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let root = ws.path().canonicalize().expect("canonical");
+    assert!(
+        stdout(&out).contains(&format!(
+            "FAIL spec `SPEC.md` (spec_path): {}/SPEC.md does not exist: write the spec there, or set spec_path in lorch.json to where it is",
+            root.display()
+        )),
+        "{}",
+        stdout(&out)
+    );
 
     let mut c = config();
     c["agents"]["reviewer"]["cmd"] = json!(["no-such-agent-cli-42"]);

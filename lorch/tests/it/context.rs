@@ -73,7 +73,7 @@ fn the_reviewer_sees_the_whole_change_and_approves_the_task_with_its_fix() {
     let builder = prompts_of(&log, "You are the builder");
     assert!(
         builder[0].contains("## The repository's files (`git ls-files`)\n")
-            && builder[0].contains("\nSPEC.md\ngreeting.txt\n"),
+            && builder[0].contains("\ngreeting.txt\nlorch.json\nspecs/MASTER-SPEC.md\n"),
         "{}",
         builder[0]
     );

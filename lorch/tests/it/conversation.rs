@@ -44,7 +44,8 @@ pub fn workspace(model: &str, env: &[(&str, &str)]) -> (Ws, PathBuf) {
     config["tasks"] =
         json!([{"id": "T-0042", "goal": "Greet lorch in greeting.txt", "files": ["greeting.txt"]}]);
     let ws = Ws::new(&config);
-    ws.write("SPEC.md", SPEC);
+    // Where the spec's own example keeps it (harness::config's spec_path).
+    ws.write("specs/MASTER-SPEC.md", SPEC);
     ws.write("greeting.txt", "Hello, world\n");
     let root = ws.path().canonicalize().expect("canonical");
     git(&root, &["init", "-q", "-b", "main"]);
@@ -89,6 +90,13 @@ fn a_model_that_slips_once_is_shown_the_report_and_the_step_ends_as_one_commit()
         " greeting.txt | 2 +-\n 1 file changed, 1 insertion(+), 1 deletion(-)\n"
     );
     assert_eq!(git(&root, &["status", "--porcelain"]), "");
+    assert!(
+        std::fs::read_to_string(root.join("specs/MASTER-SPEC.md"))
+            .expect("spec")
+            .contains("| T-0042 | done |"),
+        "the spec at lorch.json's spec_path is kept"
+    );
+    assert!(!root.join("SPEC.md").exists());
     let builder: Vec<Value> = ws
         .ledger()
         .into_iter()
