@@ -34,7 +34,11 @@ pub const DEFAULT_MAX_TURNS: u32 = 4;
 /// Missed heartbeats before an agent is unhealthy (§7.1).
 pub const MISSED_HEARTBEATS: u32 = 3;
 
-/// What `lorch.json` holds when lorch creates it (§8.2).
+/// The goal of the task in the `lorch.json` lorch writes: a placeholder that `lorch run`
+/// refuses to hand to a model.
+pub const PLACEHOLDER_GOAL: &str = "Describe your task here (and list the files it is about in `files`): lorch will not run this placeholder";
+
+/// What `lorch.json` holds when lorch creates it (§8.2), with a placeholder task.
 pub fn default_text() -> String {
     let agent = |role: &str, timeouts: Value, hb: bool| {
         let mut a = serde_json::json!({
@@ -50,6 +54,7 @@ pub fn default_text() -> String {
     let value = serde_json::json!({
         "version": "1.0",
         "workspace_root": ".",
+        "spec_path": DEFAULT_SPEC_PATH,
         "policy": {
             "concurrency": 1,
             "message_max_bytes": 262144,
@@ -66,7 +71,7 @@ pub fn default_text() -> String {
             "spec_maintainer": agent("spec_maintainer", serde_json::json!({ "update_spec": 180 }), false),
         },
         "tasks": [
-            { "id": "T-0042", "goal": "Implement sections 3.1–3.3 of /specs/MASTER-SPEC.md" }
+            { "id": "T-0042", "goal": PLACEHOLDER_GOAL, "files": [] }
         ]
     });
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
@@ -104,6 +109,24 @@ pub enum ConfigError {
     /// The task asked for is not in `tasks`.
     #[error("task {0} is not in lorch.json's tasks")]
     UnknownTask(String),
+    /// `lorch.json` was just written with the defaults: nothing is configured yet.
+    #[error(
+        "there was no lorch.json here: wrote {} with the defaults. Before a run, set in it:\n  \
+         - each agent's model command, after `--` in its `cmd` (now `claude -p`; docs/lorch.md \
+         has recipes for claude, codex, llm, ollama and gemini);\n  \
+         - your task: its `goal` and the `files` it is about (now a placeholder, T-0042);\n  \
+         - `spec_path`, where your spec is (now SPEC.md).\n\
+         Then `lorch doctor`, and `lorch run --task ID`. To watch a whole run with a scripted \
+         model first, no LLM needed: sh examples/lorch/try.sh (in a clone of git-loaf)",
+        .0.display()
+    )]
+    Created(PathBuf),
+    /// The task's goal is still the placeholder lorch wrote.
+    #[error(
+        "task {0}'s goal in lorch.json is still the placeholder lorch wrote: describe the task \
+         there (and the files it is about in `files`) before running it"
+    )]
+    PlaceholderTask(String),
 }
 
 fn list(violations: &[Violation]) -> String {
@@ -301,7 +324,9 @@ pub struct Task {
     pub id: String,
     /// What to do.
     pub goal: String,
-    /// Files the task is about, passed on to the builder.
+    /// The files the task is about, relative to the workspace: every command carries them
+    /// (`inputs.files`), and the builder's prompt shows their content (a file that does not
+    /// exist yet is shown as such).
     #[serde(default)]
     pub files: Vec<String>,
 }
@@ -312,12 +337,17 @@ impl Config {
         base.join(&self.workspace_root)
     }
 
-    /// The task `id`.
+    /// The task `id`, refused while its goal is the placeholder lorch wrote.
     pub fn task(&self, id: &str) -> Result<&Task, ConfigError> {
-        self.tasks
+        let task = self
+            .tasks
             .iter()
             .find(|t| t.id == id)
-            .ok_or_else(|| ConfigError::UnknownTask(id.to_owned()))
+            .ok_or_else(|| ConfigError::UnknownTask(id.to_owned()))?;
+        if task.goal == PLACEHOLDER_GOAL {
+            return Err(ConfigError::PlaceholderTask(id.to_owned()));
+        }
+        Ok(task)
     }
 }
 

@@ -784,11 +784,13 @@ pub fn base_dir() -> std::io::Result<PathBuf> {
     std::env::current_dir()
 }
 
-/// Loads (or creates) `lorch.json` in `base`, printing when created.
+/// Loads `lorch.json` in `base`. When there is none it is written with the defaults, and
+/// the answer is an error that says what to configure before a run: the defaults run
+/// `claude -p` on a placeholder task, which must never start silently.
 pub fn load_config(base: &Path) -> Result<Config, config::ConfigError> {
     let (config, created) = config::load_or_init(base)?;
     if created {
-        println!("[lorch] created {} with the defaults", config::FILE_NAME);
+        return Err(config::ConfigError::Created(base.join(config::FILE_NAME)));
     }
     Ok(config)
 }

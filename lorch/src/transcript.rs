@@ -103,6 +103,13 @@ fn agent_event(e: &Event) -> String {
         line.push(' ');
         line.push_str(code);
     }
+    // The builder's turns (`builder.progress`) say how each went.
+    if let Some(message) = e.payload.get("message").and_then(Value::as_str)
+        && e.event.as_str() == "builder.progress"
+    {
+        line.push_str(": ");
+        line.push_str(message);
+    }
     let artifacts = e.artifacts.as_deref().unwrap_or_default();
     if e.event.as_str() == "artifact.produced" {
         for a in artifacts {

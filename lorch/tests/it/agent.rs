@@ -228,7 +228,9 @@ impl Drop for Agent {
 
 /// Whether a message ends a command's answer.
 pub fn is_terminal(message: &Value) -> bool {
-    message["kind"] == "event" && message["event"] != "artifact.produced"
+    message["kind"] == "event"
+        && message["event"] != "artifact.produced"
+        && message["event"] != "builder.progress"
 }
 
 /// A command for `role` due in `seconds`.

@@ -9,11 +9,9 @@ use serde_json::{Value, json};
 use crate::harness::{Ws, config, stderr, stdout};
 
 #[test]
-fn the_first_run_creates_lorch_json_with_the_defaults() {
+fn the_first_run_writes_lorch_json_and_stops_to_say_what_to_configure() {
     let ws = Ws::new(&Value::Null);
-    // The default agents run `lorch agent …`; with no `lorch` on PATH they cannot start, so
-    // the run fails, recorded, after creating the file.
-    let out = ws.lorch(&["run", "--task", "T-0042"], &[("PATH", "/usr/bin:/bin")]);
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
     let text = std::fs::read_to_string(ws.path().join("lorch.json")).expect("created");
     assert_eq!(text, default_text());
     let mode = std::fs::metadata(ws.path().join("lorch.json"))
@@ -26,22 +24,34 @@ fn the_first_run_creates_lorch_json_with_the_defaults() {
         config["policy"]["retry"]["backoff"],
         json!({"initial_ms": 1000, "max_ms": 60000, "multiplier": 2.0, "jitter": "full"})
     );
+    assert_eq!(config["policy"]["max_turns"], 4);
+    assert_eq!(config["spec_path"], "SPEC.md");
     assert_eq!(
         config["agents"]["builder"]["cmd"],
         json!(["lorch", "agent", "builder", "--", "claude", "-p"])
     );
+    // No model runs: lorch says what to set first.
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert_eq!(stdout(&out), "");
+    let err = stderr(&out);
     assert!(
-        stdout(&out).starts_with("[lorch] created lorch.json with the defaults\n"),
-        "{}",
-        stdout(&out)
+        err.starts_with("lorch: there was no lorch.json here: wrote ")
+            && err.contains("each agent's model command, after `--` in its `cmd` (now `claude -p`")
+            && err.contains("your task: its `goal` and the `files` it is about")
+            && err.contains("sh examples/lorch/try.sh"),
+        "{err}"
     );
-    assert_eq!(out.status.code(), Some(1));
+    assert!(!ws.path().join("events").exists(), "nothing started");
+
+    // Run again without editing: the placeholder task is refused, still before any model.
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
+    assert_eq!(out.status.code(), Some(2));
     assert!(
-        stdout(&out)
-            .contains("[lorch] FAILED: cannot start builder (lorch agent builder -- claude -p)"),
+        stderr(&out).contains("task T-0042's goal in lorch.json is still the placeholder"),
         "{}",
-        stdout(&out)
+        stderr(&out)
     );
+    assert!(!ws.path().join("events").exists(), "nothing started");
 }
 
 #[test]

@@ -13,6 +13,7 @@ mod conversation;
 #[path = "../common/deterministic.rs"]
 mod deterministic;
 mod end_to_end;
+mod example;
 mod harness;
 mod protocol;
 mod resume;

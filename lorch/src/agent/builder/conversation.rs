@@ -22,12 +22,13 @@ use std::path::Path;
 use git_loaf::config::Config;
 use git_loaf::ops::apply::{Applied, ApplyOptions, apply};
 use git_loaf::ops::squash::{SquashOptions, squash as loaf_squash};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{Step, assess};
+use crate::agent::emit::Draft;
 use crate::agent::prompt::{self, Dialogue, Turn};
 use crate::agent::{Shim, StepError};
-use crate::protocol::{Command, LogLevel, Object};
+use crate::protocol::{Command, EventType, LogLevel, Message, Object};
 
 /// Turns per step when neither lorch.json (`policy.max_turns`) nor `--max-turns` says.
 pub const DEFAULT_MAX_TURNS: usize = 4;
@@ -128,18 +129,16 @@ fn talk(
         let (problems, checks) = assess(shim, command, apply_problems(&applied), !made.is_empty());
         let last = last_turn(&applied, problems, checks, number);
         let verdict = if last.problems.is_empty() {
-            "done".to_owned()
+            format!("done ({})", applied.result.tally())
+        } else if number < max && applied.kept.is_none() {
+            format!(
+                "{}; the report goes back to the model",
+                last.problems.join("; ")
+            )
         } else {
             last.problems.join("; ")
         };
-        let _ = shim.emitter.log(
-            LogLevel::Info,
-            &format!(
-                "builder turn {number} of {max}: {}: {verdict}",
-                applied.result.tally()
-            ),
-            Object::new(),
-        );
+        progress(shim, command, number, max, &verdict);
         if last.problems.is_empty() {
             return Ok((last, true));
         }
@@ -160,6 +159,21 @@ fn talk(
         });
     }
     Err(StepError::Apply("no turn was taken".into()))
+}
+
+/// Tells lorch how the turn went, as a `builder.progress` event (the console shows its
+/// `message`): the run's reader sees the conversation as it happens.
+fn progress(shim: &Shim, command: &Command, number: usize, max: usize, verdict: &str) {
+    let message = format!("turn {number} of {max}: {verdict}");
+    let mut payload = Object::new();
+    payload.insert("turn".into(), json!(number));
+    payload.insert("max_turns".into(), json!(max));
+    payload.insert("message".into(), json!(message));
+    let draft = Draft::new(EventType::BuilderProgress, None, payload);
+    // A failed write is found out by the command loop at its next write.
+    let _ = shim
+        .emitter
+        .send(&Message::Event(shim.emitter.event(command, draft)));
 }
 
 /// Why an apply falls short by itself.
