@@ -192,11 +192,12 @@ impl Agent {
         panic!("timed out; got {got:#?}");
     }
 
-    /// The events (no heartbeats or logs) up to and including the first terminal one.
+    /// The events (no heartbeats, logs or the builder's `builder.progress` of each turn, which
+    /// a receipt does not replay) up to and including the first terminal one.
     pub fn answer(&mut self) -> Vec<Value> {
         self.until(is_terminal)
             .into_iter()
-            .filter(|m| m["kind"] == "event")
+            .filter(|m| m["kind"] == "event" && m["event"] != "builder.progress")
             .collect()
     }
 
