@@ -380,3 +380,40 @@ fn an_agent_killed_before_squashing_its_turns_squashes_them_when_the_command_com
         json!(["greeting.txt", "notes.txt"])
     );
 }
+
+#[test]
+fn checks_that_leave_files_behind_do_not_keep_a_failed_step_from_being_undone() {
+    let ws = Workspace::with(&[("greeting.txt", "Hello, world\n")]);
+    let head = ws.git(&["rev-parse", "HEAD"]);
+    let reply = ws.reply(
+        "greet.md",
+        "#!nesl [@three-char-SHA-256: gr1]\naction = \"file_replace_text\"\npath = \"@ROOT@/greeting.txt\"\nold_text = \"Hello, world\"\nnew_text = \"Hello, lorch\"\n#!end_gr1\n",
+    );
+    // A build that leaves an output behind, and fails.
+    let check = "echo built > build.out; exit 1";
+    let mut agent = Agent::start(
+        &ws,
+        "builder",
+        &["--max-turns", "2", "--check", check],
+        &reply,
+        &[],
+    );
+    agent.send(&implement("c-1", "ik-implement-T-0042-1"));
+    let done = agent.answer().pop().expect("done");
+    assert_eq!(done["status"], "failed", "{done:#}");
+    let why = done["payload"]["problems"]
+        .as_array()
+        .and_then(|p| p.last())
+        .and_then(Value::as_str)
+        .expect("why");
+    assert!(
+        why.starts_with("not done after 2 turn(s): its 1 commit(s) were undone through git-loaf; what else changed in the files meanwhile (the checks' output) is saved as refs/loaf/saved/"),
+        "{why}"
+    );
+    assert_eq!(ws.git(&["rev-parse", "HEAD"]), head, "no commit left");
+    assert_eq!(ws.read("greeting.txt"), "Hello, world\n");
+    // Nothing is lost: the check's output is kept in git-loaf's saved ref.
+    let saved = why.rsplit(' ').next().expect("ref");
+    let kept = ws.git(&["ls-tree", "-r", "--name-only", saved]);
+    assert!(kept.lines().any(|f| f == "build.out"), "{saved}: {kept}");
+}

@@ -81,7 +81,7 @@ pub fn converse(
         Ok((last, false)) => Ok(give_up(shim, &made, last)),
         Err(error) => {
             // The model or git-loaf failed mid-step: what the earlier turns made goes too.
-            if let Some(why) = undo(root, &made) {
+            if let Err(why) = undo(root, &made) {
                 let _ = shim.emitter.log(LogLevel::Warn, &why, Object::new());
             }
             Err(error)
@@ -246,14 +246,18 @@ fn finish(shim: &Shim, made: Vec<Made>, last: Last) -> Result<Step, StepError> {
 /// The failed step: its commits undone, the last turn's problems and why it stopped.
 fn give_up(shim: &Shim, made: &[Made], last: Last) -> Step {
     let mut problems = last.problems;
+    let turns = last.turns;
     problems.push(match undo(&shim.options.workspace, made) {
-        None if made.is_empty() => format!("not done after {} turn(s)", last.turns),
-        None => format!(
-            "not done after {} turn(s): its {} commit(s) were undone through git-loaf",
-            last.turns,
+        Ok(_) if made.is_empty() => format!("not done after {turns} turn(s)"),
+        Ok(None) => format!(
+            "not done after {turns} turn(s): its {} commit(s) were undone through git-loaf",
             made.len()
         ),
-        Some(why) => format!("not done after {} turn(s); {why}", last.turns),
+        Ok(Some(saved)) => format!(
+            "not done after {turns} turn(s): its {} commit(s) were undone through git-loaf; {saved}",
+            made.len()
+        ),
+        Err(why) => format!("not done after {turns} turn(s); {why}"),
     });
     Step {
         report: last.report,
@@ -263,24 +267,35 @@ fn give_up(shim: &Shim, made: &[Made], last: Last) -> Step {
         apply_id: String::new(),
         commit: None,
         checks: last.checks,
-        turns: last.turns,
+        turns,
         notices: last.notices,
         recovered: false,
     }
 }
 
-/// Undoes the turns' commits through git-loaf (`git loaf undo --to <first apply>`); why
-/// not, when it could not.
-fn undo(root: &Path, made: &[Made]) -> Option<String> {
-    let first = made.first()?;
-    git_loaf::ops::undo::undo_to(root, &first.apply, false)
-        .err()
-        .map(|e| {
-            format!(
-                "its commits could not be undone ({e}): `git loaf undo --to {}` takes them back",
-                first.apply
-            )
-        })
+/// Undoes the turns' commits through git-loaf (`git loaf undo --to <first apply>`). Files
+/// changed since the first turn besides the turns' own (what the `--check` commands left, a
+/// build's output) make git-loaf refuse; the undo is then forced, which first saves those
+/// changes under `refs/loaf/saved/`: the answer says where. `Err`: why it could not undo.
+fn undo(root: &Path, made: &[Made]) -> Result<Option<String>, String> {
+    let Some(first) = made.first() else {
+        return Ok(None);
+    };
+    if git_loaf::ops::undo::undo_to(root, &first.apply, false).is_ok() {
+        return Ok(None);
+    }
+    match git_loaf::ops::undo::undo_to(root, &first.apply, true) {
+        Ok(walked) => Ok(Some(match walked.saved {
+            Some(saved) => format!(
+                "what else changed in the files meanwhile (the checks' output) is saved as {saved}"
+            ),
+            None => "the undo was forced".to_owned(),
+        })),
+        Err(e) => Err(format!(
+            "its commits could not be undone ({e}): `git loaf undo --to {}` takes them back",
+            first.apply
+        )),
+    }
 }
 
 /// Squashes the last `turns` git-loaf applies at HEAD into one commit, as `git loaf squash
