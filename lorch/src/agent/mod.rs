@@ -9,10 +9,12 @@
 //!    killed before writing the receipt ([`builder`]);
 //! 2. builds the role's prompt ([`prompt`]) and runs CMD with it on stdin, killed at the
 //!    command's deadline ([`llm`]); CMD's stdout is the model's reply;
-//! 3. does the role's work with the reply: the builder applies it through git-loaf as one
-//!    transaction and runs the `--check` commands ([`builder`]); the reviewer writes
-//!    `reviews/<task>.json` ([`reviewer`]); the spec-maintainer edits only the allowed
-//!    sections of SPEC.md, also as one git-loaf commit ([`spec`]);
+//! 3. does the role's work with the reply: the builder applies it through git-loaf, runs
+//!    the `--check` commands and sends the report back as the next turn until the step is
+//!    done, which ends as one commit ([`builder`]); the reviewer, shown the task's whole
+//!    change ([`change`]), writes `reviews/<task>.json` ([`reviewer`]); the spec-maintainer
+//!    edits only the allowed sections of the spec (`inputs.spec`), also as one git-loaf
+//!    commit ([`spec`]);
 //! 4. records a receipt, then sends the events (a failure is an `error` event with a
 //!    machine-readable `payload.code`).
 //!
