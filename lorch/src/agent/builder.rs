@@ -1,5 +1,5 @@
 //! The builder: a conversation with the model whose every reply is applied through
-//! git-loaf ([`conversation`]), ending as ONE commit, then `builder.completed`.
+//! git-loaf (`conversation`), ending as ONE commit, then `builder.completed`.
 //!
 //! Applying through git-loaf is what makes a lorch run reviewable and reversible: each
 //! builder step is one commit (with `Loaf-Apply` and `Assisted-by` trailers, or, when it
@@ -24,7 +24,7 @@
 //! same command. So every turn's apply carries `lorch-ik:<IK>` as its reply key in
 //! git-loaf's operation log ([`reply_key`]), written in the same publish step as the
 //! commit, and before asking the model the builder looks at what those applies left
-//! ([`recovery`]): a finished step is answered from its commit without asking the model; the
+//! (`recovery`): a finished step is answered from its commit without asking the model; the
 //! turns of an interrupted one are undone and the step made afresh.
 
 mod conversation;
