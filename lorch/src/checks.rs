@@ -106,6 +106,10 @@ pub fn doctor(base: &Path) -> Vec<Check> {
         checks.push(check("workspace writable", writable(&ws)));
         let shims = AGENTS.iter().any(|a| is_shim(&config.agents.get(*a).cmd));
         checks.push(check(
+            format!("spec `{}` (spec_path)", config.spec_path),
+            spec_file(&ws, &config.spec_path),
+        ));
+        checks.push(check(
             "workspace is a git repository",
             match git2::Repository::discover(&ws) {
                 Ok(r) => Ok(r
@@ -170,6 +174,20 @@ fn is_shim(cmd: &[String]) -> bool {
     cmd.first()
         .is_some_and(|p| p.rsplit('/').next() == Some("lorch"))
         && cmd.get(1).is_some_and(|a| a == "agent")
+}
+
+/// The spec file inside the workspace: the spec-maintainer reads and edits it at the end of
+/// every run, after all the builder's work.
+fn spec_file(ws: &Path, spec_path: &str) -> Result<String, String> {
+    let path = super::safety::confine(ws, spec_path).map_err(|e| e.to_string())?;
+    if path.is_file() {
+        Ok(path.display().to_string())
+    } else {
+        Err(format!(
+            "{} does not exist: write the spec there, or set spec_path in lorch.json to where it is",
+            path.display()
+        ))
+    }
 }
 
 fn writable(ws: &Path) -> Result<String, String> {

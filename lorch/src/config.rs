@@ -28,10 +28,17 @@ pub const SCHEMA: &str = include_str!("../schemas/config.v1.json");
 /// At most this many restarts per agent per run (§7.2, §12).
 pub const MAX_RESTARTS: u32 = 5;
 
+/// Turns of a builder step when `policy.max_turns` does not say.
+pub const DEFAULT_MAX_TURNS: u32 = 4;
+
 /// Missed heartbeats before an agent is unhealthy (§7.1).
 pub const MISSED_HEARTBEATS: u32 = 3;
 
-/// What `lorch.json` holds when lorch creates it (§8.2).
+/// The goal of the task in the `lorch.json` lorch writes: a placeholder that `lorch run`
+/// refuses to hand to a model.
+pub const PLACEHOLDER_GOAL: &str = "Describe your task here (and list the files it is about in `files`): lorch will not run this placeholder";
+
+/// What `lorch.json` holds when lorch creates it (§8.2), with a placeholder task.
 pub fn default_text() -> String {
     let agent = |role: &str, timeouts: Value, hb: bool| {
         let mut a = serde_json::json!({
@@ -47,6 +54,7 @@ pub fn default_text() -> String {
     let value = serde_json::json!({
         "version": "1.0",
         "workspace_root": ".",
+        "spec_path": DEFAULT_SPEC_PATH,
         "policy": {
             "concurrency": 1,
             "message_max_bytes": 262144,
@@ -54,7 +62,8 @@ pub fn default_text() -> String {
             "retry": { "max_attempts": 3, "backoff": { "initial_ms": 1000, "max_ms": 60000, "multiplier": 2.0, "jitter": "full" } },
             "strict_version_pinning": true,
             "parallel_reviews": false,
-            "redact_secrets_in_logs": true
+            "redact_secrets_in_logs": true,
+            "max_turns": DEFAULT_MAX_TURNS
         },
         "agents": {
             "builder": agent("builder", serde_json::json!({ "implement": 600, "implement_changes": 600 }), true),
@@ -62,7 +71,7 @@ pub fn default_text() -> String {
             "spec_maintainer": agent("spec_maintainer", serde_json::json!({ "update_spec": 180 }), false),
         },
         "tasks": [
-            { "id": "T-0042", "goal": "Implement sections 3.1–3.3 of /specs/MASTER-SPEC.md" }
+            { "id": "T-0042", "goal": PLACEHOLDER_GOAL, "files": [] }
         ]
     });
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();
@@ -100,6 +109,24 @@ pub enum ConfigError {
     /// The task asked for is not in `tasks`.
     #[error("task {0} is not in lorch.json's tasks")]
     UnknownTask(String),
+    /// `lorch.json` was just written with the defaults: nothing is configured yet.
+    #[error(
+        "there was no lorch.json here: wrote {} with the defaults. Before a run, set in it:\n  \
+         - each agent's model command, after `--` in its `cmd` (now `claude -p`; docs/lorch.md \
+         has recipes for claude, codex, llm, ollama and gemini);\n  \
+         - your task: its `goal` and the `files` it is about (now a placeholder, T-0042);\n  \
+         - `spec_path`, where your spec is (now SPEC.md).\n\
+         Then `lorch doctor`, and `lorch run --task ID`. To watch a whole run with a scripted \
+         model first, no LLM needed: sh examples/lorch/try.sh (in a clone of git-loaf)",
+        .0.display()
+    )]
+    Created(PathBuf),
+    /// The task's goal is still the placeholder lorch wrote.
+    #[error(
+        "task {0}'s goal in lorch.json is still the placeholder lorch wrote: describe the task \
+         there (and the files it is about in `files`) before running it"
+    )]
+    PlaceholderTask(String),
 }
 
 fn list(violations: &[Violation]) -> String {
@@ -113,6 +140,9 @@ pub struct Config {
     /// Where the agents work and lorch keeps its records, relative to `lorch.json`'s folder.
     #[serde(default = "dot")]
     pub workspace_root: String,
+    /// The spec the spec-maintainer keeps, relative to the workspace (default `SPEC.md`).
+    #[serde(default = "default_spec_path")]
+    pub spec_path: String,
     /// §8.2's `policy`.
     #[serde(default)]
     pub policy: Policy,
@@ -127,6 +157,13 @@ fn dot() -> String {
     ".".to_owned()
 }
 
+/// `spec_path` when lorch.json does not say.
+pub const DEFAULT_SPEC_PATH: &str = "SPEC.md";
+
+fn default_spec_path() -> String {
+    DEFAULT_SPEC_PATH.to_owned()
+}
+
 /// §8.2's `policy`.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
@@ -139,6 +176,9 @@ pub struct Policy {
     pub retry: RetryPolicy,
     /// Redact `*_TOKEN`/`*_KEY`/`*_SECRET` values from what lorch records.
     pub redact_secrets_in_logs: bool,
+    /// The most turns of one builder step's conversation with its model (DESIGN §3c): each
+    /// reply applied, its report and failed checks sent back, until the step is done.
+    pub max_turns: u32,
 }
 
 impl Default for Policy {
@@ -148,6 +188,7 @@ impl Default for Policy {
             artifact_max_bytes: 1 << 30,
             retry: RetryPolicy::default(),
             redact_secrets_in_logs: true,
+            max_turns: DEFAULT_MAX_TURNS,
         }
     }
 }
@@ -283,7 +324,9 @@ pub struct Task {
     pub id: String,
     /// What to do.
     pub goal: String,
-    /// Files the task is about, passed on to the builder.
+    /// The files the task is about, relative to the workspace: every command carries them
+    /// (`inputs.files`), and the builder's prompt shows their content (a file that does not
+    /// exist yet is shown as such).
     #[serde(default)]
     pub files: Vec<String>,
 }
@@ -294,12 +337,17 @@ impl Config {
         base.join(&self.workspace_root)
     }
 
-    /// The task `id`.
+    /// The task `id`, refused while its goal is the placeholder lorch wrote.
     pub fn task(&self, id: &str) -> Result<&Task, ConfigError> {
-        self.tasks
+        let task = self
+            .tasks
             .iter()
             .find(|t| t.id == id)
-            .ok_or_else(|| ConfigError::UnknownTask(id.to_owned()))
+            .ok_or_else(|| ConfigError::UnknownTask(id.to_owned()))?;
+        if task.goal == PLACEHOLDER_GOAL {
+            return Err(ConfigError::PlaceholderTask(id.to_owned()));
+        }
+        Ok(task)
     }
 }
 
@@ -377,6 +425,7 @@ mod tests {
     fn the_defaults_are_valid_and_say_what_8_2_says() {
         let config = parse(Path::new("lorch.json"), &default_text()).expect("valid");
         assert_eq!(config.policy.retry.max_attempts, 3);
+        assert_eq!(config.policy.max_turns, 4);
         assert_eq!(config.policy.message_max_bytes, 262_144);
         assert_eq!(
             config.agents.builder.timeout(Action::Implement),

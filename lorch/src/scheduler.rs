@@ -342,6 +342,21 @@ impl Orchestrator {
         let step = self.state.steps.len() as u32 + 1;
         let task = &self.state.task;
         let mut inputs = json!({"goal": task.goal, "files": task.files, "step": step});
+        if matches!(action, Action::Implement | Action::ImplementChanges) {
+            inputs["max_turns"] = json!(self.config.policy.max_turns);
+        }
+        if action == Action::UpdateSpec {
+            inputs["spec"] = json!(self.config.spec_path);
+        }
+        if matches!(action, Action::Review | Action::UpdateSpec) {
+            let (base, commits) = task_change(&self.store.workspace, &self.state.steps);
+            if let Some(base) = base {
+                inputs["base"] = json!(base);
+            }
+            if !commits.is_empty() {
+                inputs["commits"] = json!(commits);
+            }
+        }
         if let Some(last) = self.state.steps.last() {
             inputs["after"] = json!({
                 "action": last.action.as_str(),
@@ -665,7 +680,7 @@ impl Orchestrator {
         match verdict {
             Ok((result, artifacts)) => {
                 let receipt_rel = format!("receipts/{}/step-{}.json", command.task_id, cur.step);
-                let receipt = json!({
+                let mut receipt = json!({
                     "task_id": command.task_id,
                     "step": cur.step,
                     "action": command.action.as_str(),
@@ -676,6 +691,11 @@ impl Orchestrator {
                     "events": cur.events.iter().map(|e| e.message_id.clone()).collect::<Vec<_>>(),
                     "created_at": Timestamp::now().to_string(),
                 });
+                // The builder's commit: the reviewer and the spec-maintainer are shown the
+                // task's whole change from these (`inputs.base`, `inputs.commits`).
+                if let Some(commit) = terminal.payload.get("commit").filter(|c| c.is_string()) {
+                    receipt["commit"] = commit.clone();
+                }
                 self.store.write_json(
                     &store::receipt_path(&self.store.workspace, &command.task_id, cur.step),
                     &receipt,
@@ -790,16 +810,37 @@ impl Orchestrator {
     }
 }
 
+/// The task's change so far: the commits of its builder steps (from their receipts), oldest
+/// first, and the parent of the first as the base (`None` when there is none: no builder
+/// commit, or the first is a root commit).
+fn task_change(workspace: &Path, steps: &[StepDone]) -> (Option<String>, Vec<String>) {
+    let commits: Vec<String> = steps
+        .iter()
+        .filter(|s| matches!(s.action, Action::Implement | Action::ImplementChanges))
+        .filter_map(|s| s.payload.get("commit").and_then(Value::as_str))
+        .map(str::to_owned)
+        .collect();
+    let base = commits.first().and_then(|first| {
+        let repo = git2::Repository::discover(workspace).ok()?;
+        let oid = git2::Oid::from_str(first).ok()?;
+        let parent = repo.find_commit(oid).ok()?.parent_id(0).ok()?;
+        Some(parent.to_string())
+    });
+    (base, commits)
+}
+
 /// The folder `lorch` works in: the current one.
 pub fn base_dir() -> std::io::Result<PathBuf> {
     std::env::current_dir()
 }
 
-/// Loads (or creates) `lorch.json` in `base`, printing when created.
+/// Loads `lorch.json` in `base`. When there is none it is written with the defaults, and
+/// the answer is an error that says what to configure before a run: the defaults run
+/// `claude -p` on a placeholder task, which must never start silently.
 pub fn load_config(base: &Path) -> Result<Config, config::ConfigError> {
     let (config, created) = config::load_or_init(base)?;
     if created {
-        println!("[lorch] created {} with the defaults", config::FILE_NAME);
+        return Err(config::ConfigError::Created(base.join(config::FILE_NAME)));
     }
     Ok(config)
 }

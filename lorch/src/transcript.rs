@@ -122,12 +122,20 @@ fn agent_event(e: &Event) -> String {
         line.push(' ');
         line.push_str(code);
     }
-    // An error says what failed (the program, the file): the code alone does not.
-    if e.event.as_str() == "error"
-        && let Some(message) = e.payload.get("message").and_then(Value::as_str)
-    {
-        line.push_str(": ");
-        line.push_str(&super::run_state::one_line(message, 300));
+    // An error says what failed (the program, the file): the code alone does not; the
+    // builder's turns (`builder.progress`) say how each went.
+    if let Some(message) = e.payload.get("message").and_then(Value::as_str) {
+        match e.event.as_str() {
+            "error" => {
+                line.push_str(": ");
+                line.push_str(&super::run_state::one_line(message, 300));
+            }
+            "builder.progress" => {
+                line.push_str(": ");
+                line.push_str(message);
+            }
+            _ => {}
+        }
     }
     let artifacts = e.artifacts.as_deref().unwrap_or_default();
     if e.event.as_str() == "artifact.produced" {

@@ -22,6 +22,11 @@ pub struct AgentArgs {
     /// applied reply; repeatable; all must pass for `builder.completed` to say success.
     #[arg(long = "check", value_name = "COMMAND")]
     pub checks: Vec<String>,
+    /// Builder: the most turns of one step's conversation with the model (each turn's
+    /// reply applied, its report and failed checks sent back as the next turn). A command's
+    /// `inputs.max_turns` (lorch sends lorch.json's `policy.max_turns`) wins.
+    #[arg(long = "max-turns", value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
+    pub max_turns: u16,
     /// Seconds between heartbeats (§7.1: 10). Under lorch, the interval lorch.json sets for
     /// the agent (lorch passes it as LORCH_HEARTBEAT_INTERVAL_S), so that its supervisor
     /// never counts heartbeats as missed that the agent was never asked to send.

@@ -9,10 +9,12 @@
 //!    killed before writing the receipt ([`builder`]);
 //! 2. builds the role's prompt ([`prompt`]) and runs CMD with it on stdin, killed at the
 //!    command's deadline ([`llm`]); CMD's stdout is the model's reply;
-//! 3. does the role's work with the reply: the builder applies it through git-loaf as one
-//!    transaction and runs the `--check` commands ([`builder`]); the reviewer writes
-//!    `reviews/<task>.json` ([`reviewer`]); the spec-maintainer edits only the allowed
-//!    sections of SPEC.md, also as one git-loaf commit ([`spec`]);
+//! 3. does the role's work with the reply: the builder applies it through git-loaf, runs
+//!    the `--check` commands and sends the report back as the next turn until the step is
+//!    done, which ends as one commit ([`builder`]); the reviewer, shown the task's whole
+//!    change ([`change`]), writes `reviews/<task>.json` ([`reviewer`]); the spec-maintainer
+//!    edits only the allowed sections of the spec (`inputs.spec`), also as one git-loaf
+//!    commit ([`spec`]);
 //! 4. records a receipt, then sends the events (a failure is an `error` event with a
 //!    machine-readable `payload.code`).
 //!
@@ -25,6 +27,7 @@
 
 mod args;
 pub mod builder;
+pub mod change;
 pub mod emit;
 pub mod llm;
 pub mod prompt;
@@ -61,6 +64,8 @@ pub struct Options {
     pub cmd: Vec<String>,
     /// Builder: test and lint commands, run with `sh -c`.
     pub checks: Vec<String>,
+    /// Builder: the most turns of a step when the command does not say.
+    pub max_turns: usize,
     /// Between heartbeats.
     pub heartbeat: Duration,
     /// The instance id.
@@ -112,6 +117,7 @@ impl Options {
             workspace,
             cmd: args.cmd.clone(),
             checks: args.checks.clone(),
+            max_turns: usize::from(args.max_turns),
             heartbeat: Duration::from_secs_f64(args.heartbeat_s),
             agent_id: args.agent_id.clone().unwrap_or_else(|| format!("{role}#1")),
         })
@@ -286,8 +292,19 @@ impl Shim {
 
     /// Runs the model for `command` with `prompt`, killed at the deadline.
     pub fn ask(&self, command: &Command, prompt: &str) -> Result<llm::Reply, StepError> {
+        self.ask_turn(command, prompt, 1)
+    }
+
+    /// [`Shim::ask`] for turn `turn` of the command's conversation (`LORCH_TURN`, from 1).
+    pub fn ask_turn(
+        &self,
+        command: &Command,
+        prompt: &str,
+        turn: usize,
+    ) -> Result<llm::Reply, StepError> {
         let left = time_left(command)?;
         let env = [
+            ("LORCH_TURN", turn.to_string()),
             ("LORCH_ROLE", self.options.role_name().to_owned()),
             ("LORCH_AGENT_ID", self.options.agent_id.clone()),
             ("LORCH_ACTION", command.action.as_str().to_owned()),

@@ -19,6 +19,10 @@ use crate::safety;
 pub const MAX_FILE_BYTES: usize = 64 * 1024;
 /// Bytes of a diff shown to the reviewer.
 pub const MAX_DIFF_BYTES: usize = 512 * 1024;
+/// Bytes of a diff shown to the spec-maintainer (its prompt holds the whole spec too).
+pub const MAX_SPEC_DIFF_BYTES: usize = 128 * 1024;
+/// Paths of `git ls-files` listed in the builder's prompt.
+pub const MAX_LISTED_FILES: usize = 2000;
 
 /// The task: id, action, goal, inputs.
 pub fn task_section(command: &Command) -> String {
@@ -100,23 +104,171 @@ pub fn files_section(workspace: &Path, files: &[String]) -> String {
     out
 }
 
-/// The builder's prompt.
-pub fn builder(command: &Command, workspace: &Path, instructions: &str) -> String {
+/// Bytes of one earlier reply shown again in a later turn's prompt.
+const MAX_TURN_REPLY_BYTES: usize = 32 * 1024;
+/// Bytes of one earlier turn's git-loaf report shown again.
+const MAX_TURN_REPORT_BYTES: usize = 32 * 1024;
+
+/// One earlier turn of the builder's conversation, as the next prompt tells it.
+#[derive(Debug, Clone)]
+pub struct Turn {
+    /// The model's reply.
+    pub reply: String,
+    /// git-loaf's report of its apply.
+    pub report: String,
+    /// Why the step was not done after it.
+    pub problems: Vec<String>,
+    /// The `--check` results that did not pass (command, exit code, output tail).
+    pub failed_checks: Vec<Value>,
+}
+
+/// Where the builder's conversation stands.
+#[derive(Debug, Clone, Copy)]
+pub struct Dialogue<'a> {
+    /// Why the last attempt at this command (same idempotency key) failed, when one did.
+    pub earlier: Option<&'a str>,
+    /// The turns so far, oldest first.
+    pub turns: &'a [Turn],
+    /// This turn's number, from 1.
+    pub number: usize,
+    /// The most turns.
+    pub max: usize,
+}
+
+/// The builder's prompt for turn `dialogue.number`: the task and the files as they are now,
+/// the conversation so far, git-loaf's instructions, and what to reply.
+pub fn builder(
+    command: &Command,
+    workspace: &Path,
+    instructions: &str,
+    dialogue: &Dialogue,
+) -> String {
     let mut out = String::from(
         "You are the builder agent of lorch. Implement the task below in the repository by \
-         writing NESL blocks, as the instructions at the end describe. All your blocks are \
-         applied as one git commit; tests and linters run afterwards.\n\n",
+         writing NESL blocks, as the instructions at the end describe. Your blocks are \
+         applied through git-loaf; tests and linters run afterwards. What happened comes back \
+         to you as the next message, until the task is done: the step ends as one git \
+         commit.\n\n",
     );
     out.push_str(&task_section(command));
     out.push_str(&files_section(workspace, &named_files(command)));
+    out.push_str(&tracked_files_section(workspace));
     if command.action == Action::ImplementChanges {
         out.push_str(&findings_section(workspace, &command.task_id));
     }
+    if let Some(earlier) = dialogue.earlier {
+        let _ = writeln!(
+            out,
+            "## An earlier attempt at this step failed\n\n\
+             Its changes were undone: the files shown above are as they are now. It failed \
+             because:\n\n````\n{}\n````\n",
+            super::clip(earlier, MAX_TURN_REPORT_BYTES)
+        );
+    }
+    out.push_str(&conversation_section(dialogue.turns));
     out.push_str(instructions);
-    out.push_str(
-        "\n## Your reply\n\nReply with the NESL blocks that implement the task, and a short \
-         explanation between them if you like. Nothing else is run.\n",
+    if dialogue.turns.is_empty() {
+        out.push_str(
+            "\n## Your reply\n\nReply with the NESL blocks that implement the task, and a \
+             short explanation between them if you like. Nothing else is run.\n",
+        );
+    } else {
+        let _ = write!(
+            out,
+            "\n## Your reply (turn {} of {})\n\nThe blocks of your earlier replies that \
+             succeeded are applied: the files shown above are as they are now. Reply with the \
+             NESL blocks that fix what failed or finish the task; do not repeat blocks that \
+             succeeded. Nothing else is run.\n",
+            dialogue.number, dialogue.max
+        );
+    }
+    out
+}
+
+/// The conversation so far: each earlier reply, git-loaf's report of it, and why the step
+/// was not done after it (with the failed checks' output).
+fn conversation_section(turns: &[Turn]) -> String {
+    if turns.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("## The conversation so far\n\n");
+    for (i, turn) in turns.iter().enumerate() {
+        let n = i + 1;
+        let reply = super::clip(&turn.reply, MAX_TURN_REPLY_BYTES);
+        let report = super::clip(&turn.report, MAX_TURN_REPORT_BYTES);
+        let _ = writeln!(
+            out,
+            "### Your reply {n}\n\n````\n{reply}\n````\n\n### git-loaf's report of reply {n}\n\n````\n{report}\n````\n"
+        );
+        if !turn.problems.is_empty() {
+            let _ = writeln!(out, "### Why the task is not done after reply {n}\n");
+            for problem in &turn.problems {
+                let _ = writeln!(out, "- {problem}");
+            }
+            out.push('\n');
+        }
+        for check in &turn.failed_checks {
+            let command = check["command"].as_str().unwrap_or_default();
+            let how = match check["exit_code"].as_i64() {
+                Some(code) => format!("exit code {code}"),
+                None => check["status"].as_str().unwrap_or("failed").to_owned(),
+            };
+            let output = check["output_tail"].as_str().unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "### Check `{command}` failed ({how})\n\n````\n{output}\n````\n"
+            );
+        }
+    }
+    out
+}
+
+/// The task's review (`reviews/<task>.json`), when there is one.
+pub fn review_section(workspace: &Path, task_id: &str) -> String {
+    let path = format!("reviews/{task_id}.json");
+    let Ok(full) = safety::confine(workspace, &path) else {
+        return String::new();
+    };
+    match std::fs::read_to_string(full) {
+        Ok(text) => format!(
+            "## The review ({path})\n\n```json\n{}\n```\n\n",
+            super::clip(&text, MAX_FILE_BYTES)
+        ),
+        Err(_) => String::new(),
+    }
+}
+
+/// The repository's tracked files (`git ls-files`), at most [`MAX_LISTED_FILES`], so that
+/// the builder knows what there is and can ask to read it.
+pub fn tracked_files_section(workspace: &Path) -> String {
+    let out = std::process::Command::new("git")
+        .args(["-c", "core.quotepath=off", "ls-files", "-z"])
+        .current_dir(workspace)
+        .output();
+    let listed = match out {
+        Ok(out) if out.status.success() => out.stdout,
+        _ => return String::new(),
+    };
+    let files: Vec<String> = listed
+        .split(|b| *b == 0)
+        .filter(|p| !p.is_empty())
+        .map(|p| String::from_utf8_lossy(p).into_owned())
+        .collect();
+    if files.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from(
+        "## The repository's files (`git ls-files`)\n\nTo see one that is not shown above, \
+         reply with a block that reads it (`file_read`, `files_read`): its content comes back \
+         in the next message.\n\n```\n",
     );
+    for file in files.iter().take(MAX_LISTED_FILES) {
+        let _ = writeln!(out, "{file}");
+    }
+    if files.len() > MAX_LISTED_FILES {
+        let _ = writeln!(out, "… and {} more", files.len() - MAX_LISTED_FILES);
+    }
+    out.push_str("```\n\n");
     out
 }
 
@@ -145,15 +297,15 @@ pub fn findings_section(workspace: &Path, task_id: &str) -> String {
     out
 }
 
-/// The reviewer's prompt: the task, the diff, and the verdict format.
-pub fn reviewer(command: &Command, diff: &str) -> String {
+/// The reviewer's prompt: the task, the change ([`super::change::section`]), and the
+/// verdict format.
+pub fn reviewer(command: &Command, change: &str) -> String {
     let mut out = String::from(
         "You are the reviewer agent of lorch. Review the builder's change below for \
          correctness, tests, and code quality against the task.\n\n",
     );
     out.push_str(&task_section(command));
-    let diff = super::clip(diff, MAX_DIFF_BYTES);
-    let _ = writeln!(out, "## The change\n\n````diff\n{diff}\n````\n");
+    out.push_str(change);
     out.push_str(
         "## Your reply\n\n\
          End your reply with your verdict as one JSON object in a ```json fenced block:\n\n\
@@ -169,14 +321,22 @@ pub fn reviewer(command: &Command, diff: &str) -> String {
     out
 }
 
-/// The spec-maintainer's prompt: the task, SPEC.md, the rules of §10.5 and the reply format.
-pub fn spec_maintainer(command: &Command, workspace: &Path, spec_path: &str, spec: &str) -> String {
+/// The spec-maintainer's prompt: the task, its change ([`super::change::section`]), the
+/// review, the spec, the rules of §10.5 and the reply format.
+pub fn spec_maintainer(
+    command: &Command,
+    workspace: &Path,
+    spec_path: &str,
+    spec: &str,
+    change: &str,
+) -> String {
     let mut out = String::from(
         "You are the spec-maintainer agent of lorch. Check that the task below is implemented \
          as the spec requires, and record its state in the spec.\n\n",
     );
     out.push_str(&task_section(command));
-    out.push_str(&findings_section(workspace, &command.task_id));
+    out.push_str(change);
+    out.push_str(&review_section(workspace, &command.task_id));
     let _ = writeln!(out, "## {spec_path}\n\n````markdown\n{spec}\n````\n");
     out.push_str(&format!(
         "## What you may change\n\n\

@@ -1,9 +1,8 @@
 //! The reviewer: the task and the diff of the builder's work → model → verdict →
 //! `reviews/<task>.json` (§16.2) written atomically → `review.completed`.
 //!
-//! Which work: `inputs.commits` (commit ids, e.g. the `commit` of each `builder.completed`)
-//! each shown with its patch; else `inputs.base` (a revision) diffed against HEAD; else
-//! HEAD's own commit. Read with the git CLI (`git show` / `git diff`), as a reviewer would.
+//! Which work: the task's whole change, `inputs.base..HEAD` with `inputs.commits` named
+//! ([`super::change`]).
 //!
 //! `reviews/` is listed in the repository's `info/exclude` ([`crate::git_exclude`]): a review
 //! must not stop `git loaf undo` from taking back the step it reviewed.
@@ -14,7 +13,7 @@ use serde_json::{Value, json};
 
 use super::emit::Draft;
 use super::verdict::parse_review;
-use super::{Answer, Shim, StepError, input_str};
+use super::{Answer, Shim, StepError};
 use crate::protocol::{Command, EventType, Object, Timestamp};
 use crate::safety;
 
@@ -24,8 +23,8 @@ const MAX_SUMMARY_BYTES: usize = 16 * 1024;
 /// Handles `review`.
 pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
     let root = &shim.options.workspace;
-    let diff = work_diff(root, command)?;
-    let prompt = super::prompt::reviewer(command, &diff);
+    let change = super::change::section(root, command, super::prompt::MAX_DIFF_BYTES)?;
+    let prompt = super::prompt::reviewer(command, &change);
     let reply = shim.ask(command, &prompt)?;
     let review = parse_review(&reply.text).map_err(StepError::NoVerdict)?;
     let relative = format!("reviews/{}.json", command.task_id);
@@ -68,54 +67,4 @@ pub fn write_json(path: &Path, mut value: Value, secrets: &[String]) -> Result<(
     text.push('\n');
     safety::atomic_write(path, text.as_bytes())
         .map_err(StepError::io(format!("write {}", path.display())))
-}
-
-/// The diff the reviewer sees.
-fn work_diff(root: &Path, command: &Command) -> Result<String, StepError> {
-    let commits: Vec<&str> = command
-        .inputs
-        .get("commits")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    if !commits.is_empty() {
-        let mut out = String::new();
-        for commit in commits {
-            out.push_str(&git(root, "show", &[commit])?);
-            out.push('\n');
-        }
-        return Ok(out);
-    }
-    match input_str(command, "base") {
-        Some(base) => git(root, "diff", &[base, "HEAD"]),
-        None => git(root, "show", &["HEAD"]),
-    }
-}
-
-/// `git <sub> --stat --patch <revs>`'s stdout. A revision that starts with `-` is refused:
-/// git would take it for an option.
-fn git(root: &Path, sub: &str, revs: &[&str]) -> Result<String, StepError> {
-    let shown = format!("git {sub} {}", revs.join(" "));
-    if revs.iter().any(|r| r.starts_with('-')) {
-        return Err(StepError::Io {
-            what: shown,
-            source: std::io::Error::other("a revision may not start with `-`"),
-        });
-    }
-    let out = std::process::Command::new("git")
-        .args(["-c", "core.quotepath=off", "--no-pager", sub])
-        .args(["--no-color", "--no-ext-diff", "--stat", "--patch"])
-        .args(revs)
-        .current_dir(root)
-        .output()
-        .map_err(StepError::io("run git"))?;
-    if !out.status.success() {
-        return Err(StepError::Io {
-            what: shown,
-            source: std::io::Error::other(String::from_utf8_lossy(&out.stderr).trim().to_owned()),
-        });
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }

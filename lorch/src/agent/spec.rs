@@ -269,7 +269,8 @@ pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
         .to_owned();
     let path = safety::confine(root, &spec_file)?;
     let old = std::fs::read_to_string(&path).map_err(StepError::io(format!("read {spec_file}")))?;
-    let prompt = super::prompt::spec_maintainer(command, root, &spec_file, &old);
+    let change = super::change::section(root, command, super::prompt::MAX_SPEC_DIFF_BYTES)?;
+    let prompt = super::prompt::spec_maintainer(command, root, &spec_file, &old, &change);
     let reply = shim.ask(command, &prompt)?;
     let answer = parse_reply(&reply.text).map_err(|e| StepError::NoVerdict(e.to_owned()))?;
     // Redacted before the edit: a secret the old text happens to hold is not "changed".

@@ -201,11 +201,12 @@ impl Agent {
         panic!("timed out; got {got:#?}");
     }
 
-    /// The events (no heartbeats or logs) up to and including the first terminal one.
+    /// The events (no heartbeats, logs or the builder's `builder.progress` of each turn, which
+    /// a receipt does not replay) up to and including the first terminal one.
     pub fn answer(&mut self) -> Vec<Value> {
         self.until(is_terminal)
             .into_iter()
-            .filter(|m| m["kind"] == "event")
+            .filter(|m| m["kind"] == "event" && m["event"] != "builder.progress")
             .collect()
     }
 
@@ -237,7 +238,9 @@ impl Drop for Agent {
 
 /// Whether a message ends a command's answer.
 pub fn is_terminal(message: &Value) -> bool {
-    message["kind"] == "event" && message["event"] != "artifact.produced"
+    message["kind"] == "event"
+        && message["event"] != "artifact.produced"
+        && message["event"] != "builder.progress"
 }
 
 /// The snapshot of [`command`]s: [`Agent::send`] pins them to the workspace as it is.

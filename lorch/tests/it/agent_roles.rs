@@ -24,9 +24,9 @@ fn prompt(ws: &Workspace) -> String {
 #[test]
 fn the_reviewer_reads_the_verdict_and_writes_the_review_file() {
     let ws = Workspace::with(&[("src/a.rs", "fn a() {}\n")]);
-    let first = ws.git(&["rev-parse", "HEAD"]).trim().to_owned();
     ws.write("src/a.rs", "fn a() {}\nfn b() {}\n");
     ws.git(&["commit", "-q", "-am", "add b"]);
+    let add_b = ws.git(&["rev-parse", "HEAD"]).trim().to_owned();
     let dir = replies(
         &ws,
         &[
@@ -80,25 +80,29 @@ fn the_reviewer_reads_the_verdict_and_writes_the_review_file() {
     assert_eq!(mode & 0o777, 0o600);
     let seen = prompt(&ws);
     assert!(seen.contains("# Task T-0042 (review)"), "{seen}");
-    assert!(seen.contains("+fn b() {}"), "HEAD's diff: {seen}");
+    assert!(
+        seen.contains("+fn b() {}") && seen.contains("below is HEAD's own commit"),
+        "HEAD's diff, said to be only that: {seen}"
+    );
     assert!(
         seen.contains("\"status\": \"approved\""),
         "the verdict format: {seen}"
     );
 
-    // The commits to review can be named; the VERDICT line is read too.
+    // The task's commits can be named: its change is from the first one's parent to HEAD;
+    // the VERDICT line is read too.
     agent.send(&command(
         "reviewer",
         "review",
         "c-2",
         "ik-review-T-0042-002",
-        json!({"commits": [first]}),
+        json!({"commits": [add_b]}),
     ));
     let approved = agent.answer();
     assert_eq!(approved[0]["status"], "approved");
     let seen = prompt(&ws);
     assert!(
-        seen.contains("+fn a() {}") && !seen.contains("+fn b() {}"),
+        seen.contains("+fn b() {}") && !seen.contains("+fn a() {}"),
         "{seen}"
     );
     let review: Value = serde_json::from_str(&ws.read("reviews/T-0042.json")).expect("json");

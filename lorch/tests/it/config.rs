@@ -9,11 +9,9 @@ use serde_json::{Value, json};
 use crate::harness::{Ws, config, stderr, stdout};
 
 #[test]
-fn the_first_run_creates_lorch_json_with_the_defaults() {
+fn the_first_run_writes_lorch_json_and_stops_to_say_what_to_configure() {
     let ws = Ws::new(&Value::Null);
-    // The default agents run `lorch agent …`; with no `lorch` on PATH they cannot start, so
-    // the run is refused (doctor's checks fail) after creating the file.
-    let out = ws.lorch(&["run", "--task", "T-0042"], &[("PATH", "/usr/bin:/bin")]);
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
     let text = std::fs::read_to_string(ws.path().join("lorch.json")).expect("created");
     assert_eq!(text, default_text());
     let mode = std::fs::metadata(ws.path().join("lorch.json"))
@@ -26,22 +24,34 @@ fn the_first_run_creates_lorch_json_with_the_defaults() {
         config["policy"]["retry"]["backoff"],
         json!({"initial_ms": 1000, "max_ms": 60000, "multiplier": 2.0, "jitter": "full"})
     );
+    assert_eq!(config["policy"]["max_turns"], 4);
+    assert_eq!(config["spec_path"], "SPEC.md");
     assert_eq!(
         config["agents"]["builder"]["cmd"],
         json!(["lorch", "agent", "builder", "--", "claude", "-p"])
     );
+    // No model runs: lorch says what to set first.
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    assert_eq!(stdout(&out), "");
+    let err = stderr(&out);
     assert!(
-        stdout(&out).starts_with("[lorch] created lorch.json with the defaults\n"),
-        "{}",
-        stdout(&out)
+        err.starts_with("lorch: there was no lorch.json here: wrote ")
+            && err.contains("each agent's model command, after `--` in its `cmd` (now `claude -p`")
+            && err.contains("your task: its `goal` and the `files` it is about")
+            && err.contains("sh examples/lorch/try.sh"),
+        "{err}"
     );
+    assert!(!ws.path().join("events").exists(), "nothing started");
+
+    // Run again without editing: the placeholder task is refused, still before any model.
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("  FAIL builder command `lorch`: not found"),
+        stderr(&out).contains("task T-0042's goal in lorch.json is still the placeholder"),
         "{}",
         stderr(&out)
     );
-    assert!(!ws.path().join("events").exists(), "no run started");
+    assert!(!ws.path().join("events").exists(), "nothing started");
 }
 
 #[test]
@@ -50,6 +60,7 @@ fn an_invalid_config_is_reported_with_each_field_and_what_is_expected() {
     c["agents"]["builder"]["cmd"] = json!([]);
     c["agents"]["reviewer"]["heartbeat_interval_s"] = json!("10");
     c["policy"]["retry"]["max_attempts"] = json!(0);
+    c["policy"]["max_turns"] = json!(0);
     c["agents"]
         .as_object_mut()
         .expect("agents")
@@ -64,6 +75,7 @@ fn an_invalid_config_is_reported_with_each_field_and_what_is_expected() {
         "at /agents/builder/cmd: [] has less than 1 item",
         "at /agents/reviewer/heartbeat_interval_s: \"10\" is not of type \"number\"",
         "at /policy/retry/max_attempts: 0 is less than the minimum of 1",
+        "at /policy/max_turns: 0 is less than the minimum of 1",
         "at /tasks/0/id: \"../x\" does not match",
     ] {
         assert!(err.contains(expected), "{expected}\n{err}");
@@ -140,6 +152,27 @@ fn doctor_checks_agent_commands_workspace_and_git() {
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     assert!(
         stdout(&out).contains("FAIL builder runs checks: none: a step is accepted only with passing tests (§4); add `--check CMD` before `--` (e.g. --check 'cargo test')\n"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        stdout(&out).contains("ok   spec `specs/MASTER-SPEC.md` (spec_path): "),
+        "{}",
+        stdout(&out)
+    );
+
+    // The spec where lorch.json does not say: SPEC.md, absent here.
+    let mut c = config();
+    c.as_object_mut().expect("config").remove("spec_path");
+    std::fs::write(ws.path().join("lorch.json"), c.to_string()).expect("write");
+    let out = ws.lorch(&["doctor"], &[]);
+    assert_eq!(out.status.code(), Some(1));
+    let root = ws.path().canonicalize().expect("canonical");
+    assert!(
+        stdout(&out).contains(&format!(
+            "FAIL spec `SPEC.md` (spec_path): {}/SPEC.md does not exist: write the spec there, or set spec_path in lorch.json to where it is",
+            root.display()
+        )),
         "{}",
         stdout(&out)
     );

@@ -80,6 +80,7 @@ fn workspace(replies: &Path) -> (Ws, std::path::PathBuf) {
         })
     };
     let mut config = crate::harness::config();
+    config["spec_path"] = json!("SPEC.md");
     config["agents"] = json!({
         "builder": agent("builder"),
         "reviewer": agent("reviewer"),

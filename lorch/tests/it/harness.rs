@@ -31,6 +31,7 @@ pub fn config() -> Value {
     json!({
         "version": "1.0",
         "workspace_root": ".",
+        "spec_path": "specs/MASTER-SPEC.md",
         "policy": {
             "retry": { "max_attempts": 3, "backoff": { "initial_ms": 10, "max_ms": 80, "multiplier": 2.0, "jitter": "full" } }
         },

@@ -8,9 +8,12 @@ mod binaries;
 mod canonical;
 mod cli;
 mod config;
+mod context;
+mod conversation;
 #[path = "../common/deterministic.rs"]
 mod deterministic;
 mod end_to_end;
+mod example;
 mod failures;
 mod finished;
 mod harness;

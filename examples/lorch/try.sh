@@ -1,0 +1,67 @@
+#!/bin/sh
+# Watch lorch do a whole run without any LLM:  sh examples/lorch/try.sh [DIR]
+#
+# Copies examples/lorch/project/ into DIR (default: a new temporary folder), makes it a git
+# repository, writes a lorch.json whose three agents run the scripted model model.sh, and
+# runs `lorch run --task T-0001` there. The lorch used is $LORCH, else `lorch` on PATH, else
+# the one `cargo build -p lorch` builds from this clone.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+dir=${1:-$(mktemp -d "${TMPDIR:-/tmp}/lorch-try.XXXXXX")}
+
+lorch=${LORCH:-}
+if [ -z "$lorch" ] && command -v lorch >/dev/null 2>&1; then
+  lorch=$(command -v lorch)
+fi
+if [ -z "$lorch" ]; then
+  manifest="$here/../../Cargo.toml"
+  echo "== building lorch (cargo build -p lorch)"
+  cargo build --quiet -p lorch --manifest-path "$manifest"
+  target=$(cargo metadata --format-version 1 --no-deps --manifest-path "$manifest" |
+    sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
+  lorch="$target/debug/lorch"
+fi
+
+mkdir -p "$dir"
+if [ -n "$(ls -A "$dir")" ]; then
+  echo "try.sh: $dir is not empty" >&2
+  exit 2
+fi
+cp -R "$here/project/." "$dir/"
+cd "$dir"
+git init -q -b main
+git add -A
+git -c user.name=example -c user.email=example@example.invalid commit -q -m "the example project"
+
+agent() {
+  printf '["%s", "agent", "%s", "--", "sh", "%s/model.sh"]' "$lorch" "$1" "$here"
+}
+cat > lorch.json <<JSON
+{
+  "version": "1.0",
+  "workspace_root": ".",
+  "spec_path": "SPEC.md",
+  "policy": { "max_turns": 4 },
+  "agents": {
+    "builder": { "cmd": $(agent builder), "heartbeat_interval_s": 2 },
+    "reviewer": { "cmd": $(agent reviewer), "heartbeat_interval_s": 2 },
+    "spec_maintainer": { "cmd": $(agent spec_maintainer), "heartbeat_interval_s": 2 }
+  },
+  "tasks": [
+    { "id": "T-0001", "goal": "Greet lorch in greeting.txt, as SPEC.md requires.", "files": ["greeting.txt", "SPEC.md"] }
+  ]
+}
+JSON
+# lorch.json is the run's configuration, not the project's work.
+echo "/lorch.json" >> .git/info/exclude
+
+echo "== lorch run --task T-0001 in $dir"
+status=0
+"$lorch" run --task T-0001 || status=$?
+echo
+echo "== git log (one commit per builder step, and the spec update)"
+git --no-pager log --format='%h %s'
+echo
+echo "Look around in $dir: the ledger events/run-*.ndjson, reviews/T-0001.json,"
+echo "git loaf log, git loaf show. The agents' view: logs/<role>/."
+exit $status
