@@ -33,8 +33,11 @@ git init -q -b main
 git add -A
 git -c user.name=example -c user.email=example@example.invalid commit -q -m "the example project"
 
+# An agent's command; the builder's step is accepted only when its check passes (§4).
 agent() {
-  printf '["%s", "agent", "%s", "--", "sh", "%s/model.sh"]' "$lorch" "$1" "$here"
+  checks=""
+  [ "$1" = builder ] && checks='"--check", "grep -q lorch greeting.txt", '
+  printf '["%s", "agent", "%s", %s"--", "sh", "%s/model.sh"]' "$lorch" "$1" "$checks" "$here"
 }
 cat > lorch.json <<JSON
 {

@@ -23,7 +23,12 @@ pub fn workspace(model: &str, env: &[(&str, &str)]) -> (Ws, PathBuf) {
     let lorch = assert_cmd::cargo::cargo_bin("lorch").display().to_string();
     let agent = |role: &str| {
         json!({
-            "cmd": [lorch, "agent", role, "--", "sh", model],
+            // The builder's step is accepted only when a check passes (§4): the greeting's.
+            "cmd": if role == "builder" {
+                json!([lorch, "agent", role, "--check", "grep -q lorch greeting.txt", "--", "sh", model])
+            } else {
+                json!([lorch, "agent", role, "--", "sh", model])
+            },
             "heartbeat_interval_s": 1.0,
             "timeouts_s": {},
             "env": ENV
@@ -281,8 +286,12 @@ fn an_agent_killed_mid_conversation_undoes_its_turns_before_the_step_is_made_afr
         .copied()
         .chain([("SLIP_HANG_AT_TURN", "2")])
         .collect();
+    // lorch resends the same command, pinned to the workspace as it was before the step.
+    let mut command = implement("c-1", "ik-implement-T-0042-1");
+    let (before, _) = lorch::store::snapshot_of(&ws.root).expect("snapshot");
+    command["version"]["snapshot_id"] = before.into();
     let mut agent = Agent::start_cmd(&ws, "builder", &[], &model, &ws.scratch("unused"), &hanging);
-    agent.send(&implement("c-1", "ik-implement-T-0042-1"));
+    agent.send(&command);
     wait_for_prompts(&prompts, 2);
     agent.kill();
     assert_eq!(
@@ -292,7 +301,9 @@ fn an_agent_killed_mid_conversation_undoes_its_turns_before_the_step_is_made_afr
     );
 
     let mut agent = Agent::start_cmd(&ws, "builder", &[], &model, &ws.scratch("unused"), &env);
-    agent.send(&implement("c-2", "ik-implement-T-0042-1"));
+    command["correlation_id"] = "c-2".into();
+    command["message_id"] = "m-c-2".into();
+    agent.send(&command);
     let done = agent.answer().pop().expect("done");
     assert_eq!(done["status"], "success", "{done:#}");
     assert_eq!(done["payload"]["turns"], 2);
