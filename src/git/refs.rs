@@ -275,7 +275,7 @@ mod tests {
         );
     }
 
-    /// Commits on `rev` changing `b.txt`, dated by the days after 2020-01-01 in `days`;
+    /// Commits on HEAD changing `b.txt`, dated by the days after 2020-01-01 in `days`;
     /// returns the last one.
     fn dated_commits(root: &std::path::Path, days: &[i64]) -> Oid {
         static WRITTEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
