@@ -300,7 +300,7 @@ mod tests {
         let root = dir.path();
         let base = oid(root, "HEAD");
         let removed = dated_commits(root, &[100]);
-        let skew = vec![10; SKEWED_COMMITS - 1];
+        let skew = [10; SKEWED_COMMITS - 1];
         let built = dated_commits(root, &[&skew[..], &[200]].concat());
         git(
             root,
@@ -316,7 +316,7 @@ mod tests {
             first_pushed(&repo, removed, Some(base)).expect("walks"),
             Some((removed, "origin/built".to_owned()))
         );
-        let skew = vec![10; SKEWED_COMMITS];
+        let skew = [10; SKEWED_COMMITS];
         let too_skewed = dated_commits(root, &[&skew[..], &[200]].concat());
         git(
             root,
