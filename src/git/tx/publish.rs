@@ -227,7 +227,9 @@ pub(crate) fn no_longer_kept(repo: &Repository, op: &OpEntry) -> Result<(), git2
 }
 
 /// Attaches HEAD to `attachment.attach_to` when that branch holds `t.new` and HEAD is
-/// detached there; whether HEAD is on it now.
+/// detached there; whether HEAD is on it now. HEAD on another branch, or detached at another
+/// commit, is the user's doing since (a checkout after a crash, before recovery): left as it
+/// is, since moving it would leave the files and index of one commit under another.
 pub(crate) fn attach_after(
     repo: &Repository,
     t: &Transition,
@@ -236,13 +238,11 @@ pub(crate) fn attach_after(
     let (Some(branch), Some(new)) = (&attachment.attach_to, &t.new) else {
         return Ok(false);
     };
-    let on_branch = repo
-        .find_reference("HEAD")
-        .ok()
-        .and_then(|h| h.symbolic_target().ok().flatten().map(str::to_owned))
-        .is_some_and(|b| &b == branch);
-    if on_branch {
-        return Ok(true);
+    let head = repo.find_reference("HEAD")?;
+    match head.symbolic_target().ok().flatten() {
+        Some(on) => return Ok(on == branch),
+        None if head.target() != Some(oid(new)?) => return Ok(false),
+        None => {}
     }
     let attached = crate::git::refs::attach(repo, branch, oid(new)?)?;
     durable::sync_ref(repo, "HEAD").map_err(|e| io_error("cannot sync", Path::new("HEAD"), e))?;
@@ -320,6 +320,49 @@ pub(crate) fn move_ref(repo: &Repository, t: &Transition) -> Result<(), PublishE
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// HEAD detached at the commit the branch holds is attached to it; on the branch it
+    /// stays; on another branch, or detached elsewhere (the user's checkouts since), it is
+    /// left alone.
+    #[test]
+    fn attach_after_attaches_only_a_head_detached_where_the_branch_is() {
+        let dir = repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let mut t = ai_commit(&repo, root, &[]);
+        let main = git(root, &["rev-parse", "main"]).trim().to_owned();
+        t.new = Some(main.clone());
+        let attachment = Attachment {
+            detach_from: None,
+            attach_to: Some("refs/heads/main".to_owned()),
+        };
+        let head = || git(root, &["rev-parse", "--symbolic-full-name", "HEAD"]);
+        git(root, &["switch", "-q", "-c", "other"]);
+        assert!(!attach_after(&repo, &t, &attachment).expect("attach"));
+        assert_eq!(head(), "refs/heads/other\n");
+        git(root, &["switch", "-q", "--detach", "HEAD"]);
+        git(root, &["commit", "-q", "--allow-empty", "-m", "elsewhere"]);
+        assert!(!attach_after(&repo, &t, &attachment).expect("attach"));
+        assert_eq!(head(), "HEAD\n");
+        git(root, &["switch", "-q", "--detach", &main]);
+        assert!(attach_after(&repo, &t, &attachment).expect("attach"));
+        assert_eq!(head(), "refs/heads/main\n");
+        assert!(attach_after(&repo, &t, &attachment).expect("attach"));
+        assert_eq!(head(), "refs/heads/main\n");
+    }
+
+    #[test]
+    fn the_left_alone_notice_names_every_path_and_is_absent_without_one() {
+        assert_eq!(left_alone_notice(&[]), None);
+        let notice = left_alone_notice(&[PathBuf::from("a.txt"), PathBuf::from("docs/b.md")])
+            .expect("a notice");
+        assert!(
+            notice.starts_with("left as you changed them just now (not overwritten): ")
+                && notice.contains("a.txt")
+                && notice.contains("docs/b.md"),
+            "{notice}"
+        );
+    }
     use crate::git::checkpoint;
     use crate::git::oplog::{OpKind, UserState};
     use crate::git::testing::{committed_repo as repo, git, make_dirty, user_state};
