@@ -351,6 +351,39 @@ pub(crate) mod tests {
         assert_eq!(head(), "refs/heads/main\n");
     }
 
+    /// The branch's compare-and-swap losing to another writer (it moved from `old`, or an
+    /// unborn branch was born meanwhile) is the ref having moved, said as such, not a git
+    /// error: the apply is then kept, not failed.
+    #[test]
+    fn a_lost_compare_and_swap_is_the_ref_having_moved() {
+        let dir = repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let mut t = ai_commit(&repo, root, &[("new.txt", b"new\n", 0o100644)]);
+        git(
+            root,
+            &[
+                "commit",
+                "-q",
+                "--allow-empty",
+                "-m",
+                "the user's, meanwhile",
+            ],
+        );
+        let now = git(root, &["rev-parse", "HEAD"]).trim().to_owned();
+        match move_ref(&repo, &t) {
+            Err(PublishError::Moved { now: said, .. }) => assert_eq!(said, now),
+            other => panic!("not Moved: {other:?}"),
+        }
+        t.ref_name = "refs/heads/born-meanwhile".to_owned();
+        t.old = None;
+        git(root, &["branch", "born-meanwhile"]);
+        match move_ref(&repo, &t) {
+            Err(PublishError::Moved { now: said, .. }) => assert_eq!(said, now),
+            other => panic!("not Moved: {other:?}"),
+        }
+    }
+
     #[test]
     fn the_left_alone_notice_names_every_path_and_is_absent_without_one() {
         assert_eq!(left_alone_notice(&[]), None);
