@@ -135,34 +135,6 @@ fn sync_objects_since(repo: &Repository, since: SystemTime) -> std::io::Result<u
         }
     }
     sync_dir(&objects)?;
-    Ok(synced + sync_new_packs(&objects.join("pack"), since)?)
-}
-
-/// fsyncs the pack files (`.pack`, `.idx`) stamped `since` or later in `packs` (see
-/// [`super::packed`]), then the folder; returns how many files.
-fn sync_new_packs(packs: &Path, since: SystemTime) -> std::io::Result<usize> {
-    let changed = std::fs::metadata(packs)
-        .and_then(|m| m.modified())
-        .is_ok_and(|t| t >= since);
-    if !changed {
-        return Ok(0);
-    }
-    let mut synced = 0;
-    for file in std::fs::read_dir(packs)?.flatten() {
-        let recent = file
-            .metadata()
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t >= since);
-        let path = file.path();
-        let ours = path.extension().is_some_and(|e| e == "pack" || e == "idx");
-        if recent && ours {
-            write_out(&std::fs::File::open(&path)?)?;
-            synced += 1;
-        }
-    }
-    if synced > 0 {
-        sync_dir(packs)?;
-    }
     Ok(synced)
 }
 

@@ -30,7 +30,6 @@ pub mod index;
 pub mod index_lock;
 pub mod lock;
 pub mod notes;
-pub mod packed;
 pub mod push;
 pub mod quickscan;
 pub mod refs;

@@ -168,22 +168,6 @@ const MAX_THREADS: usize = 4;
 /// handle per extra thread on the same object database (a handle is not shared between
 /// threads).
 fn plain_blobs(repo: &Repository, root: &Path, paths: &[&Path]) -> Result<Vec<Oid>, git2::Error> {
-    plain_blobs_within(repo, root, paths, PACK_BUDGET)
-}
-
-/// [`plain_blobs`], at most `budget` bytes read into memory to be written as one pack.
-fn plain_blobs_within(
-    repo: &Repository,
-    root: &Path,
-    paths: &[&Path],
-    budget: u64,
-) -> Result<Vec<Oid>, git2::Error> {
-    if paths.len() >= super::packed::PACK_FROM
-        && let Some(contents) = read_within(root, paths, budget)?
-    {
-        let slices: Vec<&[u8]> = contents.iter().map(Vec::as_slice).collect();
-        return super::packed::write_blobs(repo, &slices);
-    }
     let write = |repo: &Repository, path: &Path| -> Result<Oid, git2::Error> {
         let full = root.join(path);
         let content = std::fs::read(&full)
@@ -220,36 +204,6 @@ fn plain_blobs_within(
         }
         Ok(ids)
     })
-}
-
-/// The most bytes of plain files read into memory at once to be written as one pack; more
-/// are written loose, file by file, as before.
-const PACK_BUDGET: u64 = 64 << 20;
-
-/// The contents of `paths` (relative to `root`), or `None` when together they pass `budget`
-/// bytes (by their sizes on disk, checked before any is read).
-fn read_within(
-    root: &Path,
-    paths: &[&Path],
-    budget: u64,
-) -> Result<Option<Vec<Vec<u8>>>, git2::Error> {
-    let failed = |path: &Path, e: std::io::Error| {
-        git2::Error::from_str(&format!("{}: {e}", root.join(path).display()))
-    };
-    let mut total = 0u64;
-    for path in paths {
-        total += std::fs::symlink_metadata(root.join(path))
-            .map_err(|e| failed(path, e))?
-            .len();
-        if total > budget {
-            return Ok(None);
-        }
-    }
-    let contents = paths
-        .iter()
-        .map(|path| std::fs::read(root.join(path)).map_err(|e| failed(path, e)))
-        .collect::<Result<_, _>>()?;
-    Ok(Some(contents))
 }
 
 /// [`from_disk`]'s decision for `path`, without hashing a plain file.
@@ -502,32 +456,5 @@ mod tests {
         let repo = Repository::open(root).expect("open");
         assert_matches_git_add(&repo, root, &base, &touched);
         git(root, &["fsck", "--no-dangling"]);
-    }
-
-    /// Past the memory budget, the blobs are written loose on several threads: the same
-    /// ids as `git hash-object`.
-    #[test]
-    fn files_past_the_budget_are_written_loose_on_threads() {
-        let dir = init_repo();
-        let root = dir.path();
-        let paths: Vec<PathBuf> = (0..PARALLEL_FROM * 2)
-            .map(|i| {
-                let path = PathBuf::from(format!("d{}/f{i}.md", i % 5));
-                write_file(root, path.to_str().expect("utf-8"), &format!("loose {i}\n"));
-                path
-            })
-            .collect();
-        let refs: Vec<&Path> = paths.iter().map(PathBuf::as_path).collect();
-        let repo = Repository::open(root).expect("open");
-        let ids = plain_blobs_within(&repo, root, &refs, 0).expect("written");
-        for (path, id) in paths.iter().zip(&ids) {
-            let git_id = git(root, &["hash-object", path.to_str().expect("utf-8")]);
-            assert_eq!(id.to_string(), git_id.trim());
-        }
-        let loose = git(root, &["count-objects"]);
-        assert!(
-            loose.starts_with(&format!("{} objects", paths.len())),
-            "{loose}"
-        );
     }
 }
