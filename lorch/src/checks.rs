@@ -135,7 +135,7 @@ pub fn doctor(base: &Path) -> Vec<Check> {
 
 /// The programs an agent command runs: its first word, and for `lorch agent ROLE -- CMD…`
 /// the LLM command after `--` as well (the shim would only fail later, on the first command).
-fn programs(cmd: &[String]) -> Vec<&str> {
+pub(crate) fn programs(cmd: &[String]) -> Vec<&str> {
     let mut out: Vec<&str> = cmd.first().map(String::as_str).into_iter().collect();
     if is_shim(cmd)
         && let Some(at) = cmd.iter().position(|a| a == "--")
@@ -148,7 +148,7 @@ fn programs(cmd: &[String]) -> Vec<&str> {
 
 /// The `--check` commands of `lorch agent builder …`: lorch accepts a builder's step only
 /// with passing tests (§4.1.3, §14.2), so a builder that runs none could never finish one.
-fn builder_checks(cmd: &[String]) -> Result<String, String> {
+pub(crate) fn builder_checks(cmd: &[String]) -> Result<String, String> {
     let own = cmd
         .iter()
         .position(|a| a == "--")
@@ -170,7 +170,7 @@ fn builder_checks(cmd: &[String]) -> Result<String, String> {
 }
 
 /// Whether an agent command is lorch's own shim, `lorch agent ROLE …`.
-fn is_shim(cmd: &[String]) -> bool {
+pub(crate) fn is_shim(cmd: &[String]) -> bool {
     cmd.first()
         .is_some_and(|p| p.rsplit('/').next() == Some("lorch"))
         && cmd.get(1).is_some_and(|a| a == "agent")

@@ -1,5 +1,6 @@
 //! The command line of §8.3: `lorch [run] [--task ID]`, `resume --run ID`,
-//! `validate --schemas`, `validate --run ID` (§11.1), `doctor`, `agent ROLE -- CMD…`.
+//! `validate --schemas`, `validate --run ID` (§11.1), `doctor`, `config` (Phase 3),
+//! `agent ROLE -- CMD…`.
 //!
 //! Parsing lives here, in the library, so tests can drive it in-process; `src/main.rs` only
 //! calls [`main`]. The top of the crate: it calls down into the scheduler, the checks and
@@ -18,6 +19,7 @@ use clap::{Args, Parser, Subcommand};
 use super::agent::{self, AgentArgs};
 use super::checks;
 use super::config::{self, Config};
+use super::configure;
 use super::finished;
 use super::scheduler::{self, Orchestrator, RunError, Status};
 use super::validate::check_schemas;
@@ -46,6 +48,9 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Check the environment: agent commands found, workspace writable, git present.
     Doctor,
+    /// Edit lorch.json interactively: agent commands, spec_path, policy.max_turns, tasks;
+    /// every answer checked, written only when you confirm (answers may be piped on stdin).
+    Config,
     /// Run as an agent: wrap an LLM command-line tool, speaking the protocol on stdio.
     Agent(AgentArgs),
 }
@@ -96,6 +101,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Resume(args)) => cmd_resume(&args),
         Some(Command::Validate(args)) => cmd_validate(&args),
         Some(Command::Doctor) => cmd_doctor(),
+        Some(Command::Config) => cmd_config(),
         Some(Command::Agent(args)) => cmd_agent(&args),
     }
 }
@@ -307,6 +313,31 @@ fn cmd_doctor() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(RUN_FAILED)
+    }
+}
+
+fn cmd_config() -> ExitCode {
+    use std::io::IsTerminal as _;
+    let base = match scheduler::base_dir() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    let stdin = std::io::stdin();
+    // Piped answers are not echoed by a terminal: repeat them, so the transcript reads.
+    let echo = !stdin.is_terminal();
+    let mut out = std::io::stdout().lock();
+    match configure::edit(&base, &mut stdin.lock(), &mut out, echo) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lorch config: {e}");
+            match e {
+                configure::ConfigureError::Terminal(_) => ExitCode::from(RUN_FAILED),
+                _ => ExitCode::from(USAGE),
+            }
+        }
     }
 }
 

@@ -24,6 +24,7 @@
 //! The orchestrator on top of it:
 //!
 //! - [`config`]: `lorch.json` (§8), created with the defaults, checked against a schema;
+//! - [`configure`]: `lorch config`, the interactive editor of `lorch.json` (Phase 3);
 //! - [`store`]: the ledger, receipts, state and snapshots of §5;
 //! - [`supervisor`]: agent processes, their stdout drained and checked on threads (§7);
 //! - [`run_state`]: the run as a state machine over its ledger, and the order of §4.2;
@@ -40,6 +41,7 @@ pub mod canonical;
 pub mod checks;
 pub mod cli;
 pub mod config;
+pub mod configure;
 pub mod finished;
 pub mod git_exclude;
 pub mod ndjson;

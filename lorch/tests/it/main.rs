@@ -8,6 +8,7 @@ mod binaries;
 mod canonical;
 mod cli;
 mod config;
+mod configure;
 mod context;
 mod conversation;
 #[path = "../common/deterministic.rs"]
