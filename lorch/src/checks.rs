@@ -9,7 +9,6 @@ use serde_json::Value;
 
 use super::config::{self, Config};
 use super::protocol::{AgentType, Message};
-use super::run_state::AGENTS;
 use super::validate::{check_schemas, validate};
 
 /// One check: what, whether it passed, details.
@@ -88,7 +87,7 @@ pub fn doctor(base: &Path) -> Vec<Check> {
         }
     };
     if let Some(config) = &config {
-        for agent in AGENTS {
+        for agent in config.configured_agents() {
             for program in programs(&config.agents.get(agent).cmd) {
                 checks.push(check(
                     format!("{agent} command `{program}`"),
@@ -104,7 +103,10 @@ pub fn doctor(base: &Path) -> Vec<Check> {
         }
         let ws = config.workspace(base);
         checks.push(check("workspace writable", writable(&ws)));
-        let shims = AGENTS.iter().any(|a| is_shim(&config.agents.get(*a).cmd));
+        let shims = config
+            .configured_agents()
+            .iter()
+            .any(|a| is_shim(&config.agents.get(*a).cmd));
         checks.push(check(
             format!("spec `{}` (spec_path)", config.spec_path),
             spec_file(&ws, &config.spec_path),

@@ -1,6 +1,7 @@
 //! `lorch config` (§8.3, Phase 3): the interactive editor of `lorch.json`.
 //!
-//! It shows the current values, then asks, one line each, for every agent's command,
+//! It shows the current values, then asks, one line each, for every agent's command (the
+//! orchestration agent's too, which `lorch run` without `--task` needs),
 //! `spec_path`, `policy.max_turns` and the tasks to add or edit (id, goal, files); Enter keeps
 //! a value. Each answer is checked as it is given (the second tier of §8.1: programs found,
 //! paths inside the workspace, [`answers`]) and asked again with the reason when it does not
@@ -23,8 +24,9 @@ use thiserror::Error;
 use super::config::{self, ConfigError, DEFAULT_MAX_TURNS, DEFAULT_SPEC_PATH, FILE_NAME};
 use super::safety;
 
-/// The agents whose commands `lorch config` asks for, in lorch.json's order.
-const ROLES: [&str; 3] = ["builder", "reviewer", "spec_maintainer"];
+/// The agents whose commands `lorch config` asks for, in lorch.json's order (the
+/// orchestration agent is optional: only `lorch run` without `--task` needs it).
+const ROLES: [&str; 4] = ["builder", "reviewer", "spec_maintainer", "orchestration"];
 
 /// How an edit ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -336,6 +338,10 @@ fn command_of(value: &Value, role: &str) -> String {
         .flatten()
         .map(|w| str_of(w).to_owned())
         .collect();
+    if cmd.is_empty() {
+        // Not configured (the orchestration agent): Enter leaves it so.
+        return "-".to_owned();
+    }
     words::join(&cmd)
 }
 

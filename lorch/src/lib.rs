@@ -31,6 +31,7 @@
 //! - [`scheduler`]: drives it: implement → review → spec maintenance, retries, restarts,
 //!   resume (§4, §5.6, §6, §14);
 //! - [`signals`]: SIGINT and SIGTERM noted, for the scheduler to record the abort;
+//! - [`intake`]: the user's side of natural-language intake (`lorch run` without a task);
 //! - [`transcript`]: the console lines of §9;
 //! - [`checks`]: `lorch doctor` and `lorch validate --schemas`;
 //! - [`finished`]: `lorch validate --run ID`, §11.1's checks of a finished run.
@@ -44,6 +45,7 @@ pub mod config;
 pub mod configure;
 pub mod finished;
 pub mod git_exclude;
+pub mod intake;
 pub mod ndjson;
 pub mod protocol;
 pub mod run_state;

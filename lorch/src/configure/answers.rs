@@ -79,19 +79,9 @@ pub fn max_turns(answer: &str) -> Result<u32, String> {
     }
 }
 
-/// A task's id: a letter or digit, then letters, digits, `.`, `_` or `-` (the schema's
-/// pattern: it names files such as `reviews/<id>.json`).
+/// A task's id ([`crate::config::check_task_id`]).
 pub fn task_id(answer: &str) -> Result<String, String> {
-    let mut chars = answer.chars();
-    let ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
-        && chars.all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
-    if ok {
-        Ok(answer.to_owned())
-    } else {
-        Err(format!(
-            "`{answer}` is not a task id: a letter or digit, then letters, digits, `.`, `_` or `-` (e.g. T-0042)"
-        ))
-    }
+    crate::config::check_task_id(answer).map(|()| answer.to_owned())
 }
 
 /// A task's goal: what to build, in words (not the placeholder lorch writes).

@@ -39,6 +39,8 @@ fn config_asks_again_on_each_bad_answer_and_writes_the_good_ones_on_yes() {
         "sh -c 'echo hi'",                 // builder: accepted
         "",                                // reviewer: kept
         "",                                // spec maintainer: kept
+        "lorch agent builder -- sh",       // orchestration: the builder's shim
+        "",                                // orchestration: left unset
         "../SPEC.md",                      // spec_path: outside
         "docs/nope.md",                    // spec_path: absent
         "docs/SPEC.md",                    // accepted
@@ -67,6 +69,7 @@ lorch config: WS/lorch.json
   builder command: python3 AGENT
   reviewer command: python3 AGENT
   spec_maintainer command: python3 AGENT
+  orchestration command: -
   spec_path: specs/MASTER-SPEC.md
   policy.max_turns: 4
   task T-0042: Implement sections 3.1–3.3 of /specs/MASTER-SPEC.md
@@ -81,6 +84,9 @@ builder command [python3 AGENT]: python3 'unclosed
 builder command [python3 AGENT]: sh -c 'echo hi'
 reviewer command [python3 AGENT]: 
 spec_maintainer command [python3 AGENT]: 
+orchestration command [-]: lorch agent builder -- sh
+  not accepted: `lorch agent builder` is not the orchestration: write `lorch agent orchestration … -- MODEL COMMAND`. Try again.
+orchestration command [-]: 
 spec_path [specs/MASTER-SPEC.md]: ../SPEC.md
   not accepted: ../SPEC.md: `..` is not allowed in an artifact path: the spec must be inside the workspace. Try again.
 spec_path [specs/MASTER-SPEC.md]: docs/nope.md
@@ -158,7 +164,7 @@ fn config_writes_nothing_when_the_user_says_no_or_the_answers_end() {
     let ws = Ws::new(&config());
     let before = std::fs::read(ws.path().join("lorch.json")).expect("lorch.json");
 
-    let out = ws.lorch_typing(&["config"], "\n\n\n\n7\n\nn\n");
+    let out = ws.lorch_typing(&["config"], "\n\n\n\n\n7\n\nn\n");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     let text = shown(&ws, &stdout(&out));
     assert!(
@@ -173,7 +179,7 @@ fn config_writes_nothing_when_the_user_says_no_or_the_answers_end() {
     );
 
     // The answers end before the confirmation: exit 2, nothing written.
-    let out = ws.lorch_typing(&["config"], "\n\n\n\n7\n");
+    let out = ws.lorch_typing(&["config"], "\n\n\n\n\n7\n");
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(
         shown(&ws, &stderr(&out)),
@@ -185,7 +191,7 @@ fn config_writes_nothing_when_the_user_says_no_or_the_answers_end() {
     );
 
     // Every answer Enter: nothing changed, nothing asked.
-    let out = ws.lorch_typing(&["config"], "\n\n\n\n\n\n");
+    let out = ws.lorch_typing(&["config"], "\n\n\n\n\n\n\n");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         shown(&ws, &stdout(&out)).ends_with("No changes: WS/lorch.json is as it was.\n"),
@@ -201,7 +207,7 @@ fn config_writes_nothing_when_the_user_says_no_or_the_answers_end() {
 #[test]
 fn config_without_lorch_json_starts_from_the_defaults_and_creates_it_on_yes() {
     let ws = Ws::new(&Value::Null);
-    let out = ws.lorch_typing(&["config"], "\n\n\nspecs/MASTER-SPEC.md\n\n\nn\n");
+    let out = ws.lorch_typing(&["config"], "\n\n\n\nspecs/MASTER-SPEC.md\n\n\nn\n");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         shown(&ws, &stdout(&out)).starts_with(
@@ -212,7 +218,7 @@ fn config_without_lorch_json_starts_from_the_defaults_and_creates_it_on_yes() {
     );
     assert!(!ws.path().join("lorch.json").exists(), "not created on no");
 
-    let out = ws.lorch_typing(&["config"], "\n\n\nspecs/MASTER-SPEC.md\n\n\ny\n");
+    let out = ws.lorch_typing(&["config"], "\n\n\n\nspecs/MASTER-SPEC.md\n\n\ny\n");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stdout(&out).contains(

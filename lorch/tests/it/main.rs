@@ -18,6 +18,7 @@ mod example;
 mod failures;
 mod finished;
 mod harness;
+mod intake;
 mod protocol;
 mod resume;
 mod run;
