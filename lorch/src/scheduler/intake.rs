@@ -144,6 +144,22 @@ impl Orchestrator {
                 return Ok(None);
             };
             match cur.terminal {
+                // An error (a reply with no usable task, a model that did not answer) is
+                // retried as a failed step is, until the attempts run out.
+                Some(t)
+                    if t.event == EventType::Error
+                        && cur.command.retry.attempt + 1 < cur.command.retry.max_attempts =>
+                {
+                    let reason = proposal(&t, &self.store.workspace)
+                        .err()
+                        .unwrap_or_default();
+                    let m = self.system(
+                        "system.step_completed",
+                        Some("retry"),
+                        json!({"step": 0, "action": "intake", "reason": reason, "resnapshot": true}),
+                    );
+                    self.record(&m)?;
+                }
                 Some(terminal) => break terminal,
                 None if !cur.sent_live => self.resend()?,
                 None => self.wait()?,

@@ -194,6 +194,18 @@ fn a_proposal_naming_a_file_outside_the_workspace_is_never_shown_nor_written() {
         console.contains("[orchestration] error failed no_proposal: the reply proposes no usable task: task T-0100: ../outside.txt"),
         "{console}"
     );
+    // Retried as a failed step is, then the run fails.
+    assert_eq!(
+        console
+            .matches("[lorch→orchestration] command intake")
+            .count(),
+        3,
+        "{console}"
+    );
+    assert!(
+        console.contains("[lorch] intake will be retried: intake failed: no_proposal"),
+        "{console}"
+    );
     assert!(!console.contains("proposes:"), "{console}");
     assert!(events(&ws.ledger(), "system.user_decision").is_empty());
     assert_eq!(
