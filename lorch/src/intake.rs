@@ -80,6 +80,21 @@ impl User for Terminal<'_> {
     fn keep(&mut self, tasks: &[Task]) -> Result<(), String> {
         add_tasks(&self.base, tasks).map(|_| ())
     }
+
+    fn answer(&mut self, questions: &[String]) -> Option<String> {
+        let _ = writeln!(self.out, "lorch: the orchestration agent asks:");
+        for q in questions {
+            let _ = writeln!(self.out, "  {q}");
+        }
+        loop {
+            match self.ask("lorch> Your answer:")? {
+                a if a.is_empty() => {
+                    let _ = writeln!(self.out, "  an answer is needed (or end the input to stop)");
+                }
+                a => return Some(a),
+            }
+        }
+    }
 }
 
 /// Adds `tasks` to `base/lorch.json`, written whole (temp file + rename) after the schema

@@ -50,6 +50,9 @@ fn system(e: &Event) -> Option<String> {
             None => format!("[lorch] resuming run {}", text(p, "run_id")),
         },
         "system.snapshot" => format!("[lorch] snapshot {}", text(p, "snapshot_id")),
+        "system.user_decision" if e.status.as_deref() == Some("clarified") => {
+            format!("[lorch] user_decision clarified: {}", text(p, "prompt"))
+        }
         "system.user_decision" => format!(
             "[lorch] user_decision {}: {}",
             e.status.as_deref().unwrap_or(""),

@@ -63,9 +63,12 @@ pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
             )
         }
     };
+    // Questions get no receipt: lorch sends the user's answers with the same key (§14.1),
+    // and they must reach the model.
+    let keep = draft.event != EventType::OrchestrationNeedsClarification;
     Ok(Answer {
         drafts: vec![draft],
-        keep: true,
+        keep,
     })
 }
 

@@ -1,7 +1,9 @@
 //! Natural-language intake (Phase 2: §4.1.2, §14.1): a run started without a task asks the
 //! orchestration agent (`intake`) to turn the user's words into tasks, shows them to the
 //! user, records the answer as `system.user_decision`, and on approval runs the first task
-//! in the same run (its ledger holds the intake before `system.run_started`).
+//! in the same run (its ledger holds the intake before `system.run_started`). When the agent
+//! asks questions instead (`orchestration.needs_clarification`), the user's answers are
+//! recorded too and sent back with the same idempotency key, as §14.1 says.
 //!
 //! The user's side (the terminal, lorch.json) is a [`User`] the command line provides, so
 //! that the scheduler never reads a terminal itself. lorch checks the proposal again (the
@@ -49,7 +51,13 @@ pub trait User {
     fn decide(&mut self, proposal: &Proposal) -> Decision;
     /// Keeps the approved tasks (in lorch.json), or says why it cannot.
     fn keep(&mut self, tasks: &[Task]) -> Result<(), String>;
+    /// Shows the orchestration agent's questions and reads the answer; `None` when there
+    /// is none (the input ended).
+    fn answer(&mut self, questions: &[String]) -> Option<String>;
 }
+
+/// Rounds of questions before lorch gives up on an orchestration agent that keeps asking.
+pub const MAX_CLARIFICATIONS: u32 = 5;
 
 impl Orchestrator {
     /// Runs intake for `instruction`, then, on approval, the first approved task. Returns how
@@ -71,7 +79,7 @@ impl Orchestrator {
         };
         let mut o = Orchestrator::new(config, workspace, RunState::new(&run_id, intake));
         o.agents.insert(AgentType::Orchestration, None);
-        let proposal = o.intake(instruction);
+        let proposal = o.intake(instruction, user);
         if let Some(mut agent) = o
             .agents
             .get_mut(&AgentType::Orchestration)
@@ -101,9 +109,14 @@ impl Orchestrator {
         o.drive().map(|s| (s, tasks))
     }
 
-    /// Sends `intake` and waits for its answer; `None` when the run failed or was aborted
-    /// on the way (recorded).
-    fn intake(&mut self, instruction: &str) -> Result<Option<Proposal>, RunError> {
+    /// Sends `intake` and waits for its answer, putting the agent's questions to the user and
+    /// sending their answers back with the same key (§4.1.2, §14.1); `None` when the run
+    /// failed or was aborted on the way (recorded).
+    fn intake(
+        &mut self,
+        instruction: &str,
+        user: &mut dyn User,
+    ) -> Result<Option<Proposal>, RunError> {
         let snapshot_id = self.snapshot()?;
         let inputs = json!({"user_instruction": instruction});
         let key = idempotency_key(Action::Intake, INTAKE_TASK, &snapshot_id, &inputs, &[]);
@@ -136,6 +149,7 @@ impl Orchestrator {
             priority: 0,
         };
         self.send(command)?;
+        let mut rounds = 0;
         let answer = loop {
             if self.state.status != Status::Running || signals::received().is_some() {
                 return Ok(None);
@@ -160,6 +174,12 @@ impl Orchestrator {
                     );
                     self.record(&m)?;
                 }
+                Some(t) if t.event == EventType::OrchestrationNeedsClarification => {
+                    rounds += 1;
+                    if rounds > MAX_CLARIFICATIONS || !self.clarify(&t, user)? {
+                        break t;
+                    }
+                }
                 Some(terminal) => break terminal,
                 None if !cur.sent_live => self.resend()?,
                 None => self.wait()?,
@@ -172,6 +192,48 @@ impl Orchestrator {
                 Ok(None)
             }
         }
+    }
+
+    /// Puts the agent's questions to the user, records the answer as `system.user_decision`
+    /// (`clarified`), and sends intake again, same key, with the answer in
+    /// `inputs.clarifications`; false when the user gave none.
+    fn clarify(&mut self, asked: &Event, user: &mut dyn User) -> Result<bool, RunError> {
+        let Some(cur) = self.state.current.clone() else {
+            return Ok(false);
+        };
+        let questions: Vec<String> = asked
+            .payload
+            .get("questions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect();
+        let Some(answer) = user.answer(&questions) else {
+            return Ok(false);
+        };
+        let m = self.system(
+            "system.user_decision",
+            Some("clarified"),
+            json!({"questions": questions, "prompt": answer}),
+        );
+        self.record(&m)?;
+        let mut command = cur.command.clone();
+        let mut answers: Vec<Value> = command
+            .inputs
+            .get("clarifications")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        answers.push(json!(format!("{} Answer: {answer}", questions.join(" "))));
+        command
+            .inputs
+            .insert("clarifications".into(), json!(answers));
+        command.message_id = format!("{}.{}", command.correlation_id, cur.sends + 1);
+        command.deadline = self.deadline(AgentType::Orchestration, Action::Intake);
+        self.send(command)?;
+        Ok(true)
     }
 
     /// Asks the user, records `system.user_decision`, keeps the approved tasks; `None` when
@@ -221,7 +283,7 @@ fn proposal(answer: &Event, workspace: &std::path::Path) -> Result<Proposal, Str
                 .filter_map(Value::as_str)
                 .collect();
             return Err(format!(
-                "the orchestration agent needs to know more: {} Say it in your words and run again",
+                "the orchestration agent still needs to know more: {} Say it in your words and run again",
                 questions.join(" ")
             ));
         }

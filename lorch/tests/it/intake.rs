@@ -228,3 +228,50 @@ fn without_a_task_nor_an_orchestration_agent_lorch_says_what_to_set_and_starts_n
     );
     assert!(!ws.path().join("events").exists(), "nothing started");
 }
+
+#[test]
+fn questions_of_the_agent_are_put_to_the_user_and_the_answer_goes_back_with_the_same_key() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let prompt = scratch.path().join("prompt.md");
+    let ws = workspace(&prompt, "ask");
+    let out = ws.lorch_typing(&[], "Manage PLAN.md\n\nBy name\ny\n");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let console = stdout(&out);
+    assert!(
+        console.contains(
+            "[orchestration] orchestration.needs_clarification needs_clarification\nlorch: the orchestration agent asks:\n  Greet by name or by title?\nlorch> Your answer: \n  an answer is needed (or end the input to stop)\nlorch> Your answer: By name\n"
+        ),
+        "{console}"
+    );
+    assert!(
+        console.contains("[lorch] user_decision clarified: By name\n"),
+        "{console}"
+    );
+    assert!(console.ends_with("[lorch] DONE\n"), "{console}");
+    // The model's second prompt carries the answer.
+    let shown = std::fs::read_to_string(&prompt).expect("prompt");
+    assert!(
+        shown.contains("## The user's answers to your questions\n\n- Greet by name or by title? Answer: By name\n"),
+        "{shown}"
+    );
+    let ledger = ws.ledger();
+    let intakes: Vec<&Value> = ledger.iter().filter(|m| m["action"] == "intake").collect();
+    assert_eq!(intakes.len(), 2);
+    assert_eq!(intakes[0]["idempotency_key"], intakes[1]["idempotency_key"]);
+    assert_eq!(intakes[1]["message_id"], "intake-1.2");
+    assert_eq!(
+        intakes[1]["inputs"]["clarifications"],
+        json!(["Greet by name or by title? Answer: By name"])
+    );
+    let decisions: Vec<&Value> = events(&ledger, "system.user_decision");
+    assert_eq!(decisions.len(), 2);
+    assert_eq!(decisions[0]["status"], "clarified");
+    assert_eq!(decisions[0]["payload"]["prompt"], "By name");
+    assert_eq!(decisions[1]["status"], "approved");
+}

@@ -2,8 +2,17 @@
 # A scripted orchestration model for the intake tests (run as `sh intake-llm.sh` by
 # `lorch agent orchestration`): keeps the prompt it got in $FAKE_PROMPT and proposes one
 # fixed task, T-0100, as the intake prompt asks (a fenced JSON block). With
-# FAKE_INTAKE=escape the task names a file outside the workspace, which must be refused.
-if [ -n "$FAKE_PROMPT" ]; then cat > "$FAKE_PROMPT"; else cat > /dev/null; fi
+# FAKE_INTAKE=escape the task names a file outside the workspace, which must be refused;
+# with FAKE_INTAKE=ask it first asks a question, and proposes once the prompt carries the
+# user's answer.
+prompt=$(cat)
+if [ -n "$FAKE_PROMPT" ]; then printf '%s\n' "$prompt" > "$FAKE_PROMPT"; fi
+if [ "$FAKE_INTAKE" = ask ]; then
+  case "$prompt" in
+    *"## The user's answers to your questions"*) ;;
+    *) echo '{"questions": ["Greet by name or by title?"]}'; exit 0 ;;
+  esac
+fi
 file="src/greet.txt"
 if [ "$FAKE_INTAKE" = escape ]; then file="../outside.txt"; fi
 cat <<EOF
