@@ -126,3 +126,43 @@ pub fn add_tasks(base: &Path, tasks: &[Task]) -> Result<PathBuf, String> {
     safety::atomic_write(&path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approved_tasks_are_added_but_never_overwrite_another_task_of_the_same_id() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(FILE_NAME);
+        let mut value: Value = serde_json::from_str(&config::default_text()).expect("JSON");
+        value["tasks"] = json!([{"id": "T-1", "goal": "one", "files": []}]);
+        std::fs::write(&path, value.to_string()).expect("write");
+        let task = |id: &str, goal: &str| Task {
+            id: id.into(),
+            goal: goal.into(),
+            files: vec!["src/a.rs".into()],
+        };
+        let before = std::fs::read(&path).expect("read");
+        assert_eq!(
+            add_tasks(dir.path(), &[task("T-2", "two"), task("T-1", "other")]),
+            Err(
+                "lorch.json already has another task T-1: run it with --task T-1, or rename one"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            before,
+            "nothing written"
+        );
+        add_tasks(dir.path(), &[task("T-2", "two")]).expect("added");
+        add_tasks(dir.path(), &[task("T-2", "two")]).expect("the same task again is no change");
+        let after: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("JSON");
+        assert_eq!(
+            after["tasks"],
+            json!([{"id": "T-1", "goal": "one", "files": []}, {"id": "T-2", "goal": "two", "files": ["src/a.rs"]}])
+        );
+    }
+}

@@ -275,3 +275,50 @@ fn questions_of_the_agent_are_put_to_the_user_and_the_answer_goes_back_with_the_
     assert_eq!(decisions[0]["payload"]["prompt"], "By name");
     assert_eq!(decisions[1]["status"], "approved");
 }
+
+#[test]
+fn two_approved_tasks_are_both_added_and_built_one_run_each() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let ws = workspace(&scratch.path().join("prompt.md"), "two");
+    let out = ws.lorch_typing(&[], "Manage PLAN.md\ny\n");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let console = stdout(&out);
+    assert!(
+        console.contains("  T-0100: Greet the user by name\n    files: src/greet.txt\n  T-0101: Say goodbye\n    files: src/bye.txt\n"),
+        "{console}"
+    );
+    assert!(
+        console.contains("[lorch] user_decision approved: T-0100, T-0101\n"),
+        "{console}"
+    );
+    assert_eq!(console.matches("[lorch] DONE\n").count(), 2, "{console}");
+    let config = ws.json("lorch.json");
+    let tasks: Vec<&str> = config["tasks"]
+        .as_array()
+        .expect("tasks")
+        .iter()
+        .filter_map(|t| t["id"].as_str())
+        .collect();
+    assert_eq!(tasks, ["T-0042", "T-0100", "T-0101"]);
+    // Each task is a run of its own: two ledgers, each starting one of them.
+    let mut started: Vec<String> = std::fs::read_dir(ws.path().join("events"))
+        .expect("events/")
+        .map(|e| {
+            let text = std::fs::read_to_string(e.expect("entry").path()).expect("ledger");
+            text.lines()
+                .map(|l| serde_json::from_str::<Value>(l).expect("JSON"))
+                .filter(|m| m["event"] == "system.run_started")
+                .map(|m| m["task_id"].as_str().unwrap_or("").to_owned())
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .collect();
+    started.sort();
+    assert_eq!(started, ["T-0100", "T-0101"]);
+}
