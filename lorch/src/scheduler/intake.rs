@@ -272,6 +272,7 @@ impl Orchestrator {
 fn proposal(answer: &Event, workspace: &std::path::Path) -> Result<Proposal, String> {
     let p = &answer.payload;
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
+    let field = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
     match &answer.event {
         EventType::OrchestrationProposedTasks => {}
         EventType::OrchestrationNeedsClarification => {
@@ -289,9 +290,9 @@ fn proposal(answer: &Event, workspace: &std::path::Path) -> Result<Proposal, Str
         }
         EventType::Error => {
             return Err(format!(
-                "intake failed: {} {}",
-                text(&Value::Object(p.clone()), "code"),
-                text(&Value::Object(p.clone()), "message")
+                "intake failed: {}: {}",
+                field("code"),
+                field("message")
             ));
         }
         other => return Err(format!("{other} does not answer intake")),
@@ -331,6 +332,6 @@ fn proposal(answer: &Event, workspace: &std::path::Path) -> Result<Proposal, Str
     Ok(Proposal {
         tasks,
         plan: p.get("plan").and_then(Value::as_str).map(str::to_owned),
-        notes: text(&Value::Object(p.clone()), "notes"),
+        notes: field("notes"),
     })
 }
