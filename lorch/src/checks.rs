@@ -9,7 +9,6 @@ use serde_json::Value;
 
 use super::config::{self, Config};
 use super::protocol::{AgentType, Message};
-use super::run_state::AGENTS;
 use super::validate::{check_schemas, validate};
 
 /// One check: what, whether it passed, details.
@@ -88,7 +87,7 @@ pub fn doctor(base: &Path) -> Vec<Check> {
         }
     };
     if let Some(config) = &config {
-        for agent in AGENTS {
+        for agent in config.configured_agents() {
             for program in programs(&config.agents.get(agent).cmd) {
                 checks.push(check(
                     format!("{agent} command `{program}`"),
@@ -104,7 +103,10 @@ pub fn doctor(base: &Path) -> Vec<Check> {
         }
         let ws = config.workspace(base);
         checks.push(check("workspace writable", writable(&ws)));
-        let shims = AGENTS.iter().any(|a| is_shim(&config.agents.get(*a).cmd));
+        let shims = config
+            .configured_agents()
+            .iter()
+            .any(|a| is_shim(&config.agents.get(*a).cmd));
         checks.push(check(
             format!("spec `{}` (spec_path)", config.spec_path),
             spec_file(&ws, &config.spec_path),
@@ -135,7 +137,7 @@ pub fn doctor(base: &Path) -> Vec<Check> {
 
 /// The programs an agent command runs: its first word, and for `lorch agent ROLE -- CMD…`
 /// the LLM command after `--` as well (the shim would only fail later, on the first command).
-fn programs(cmd: &[String]) -> Vec<&str> {
+pub(crate) fn programs(cmd: &[String]) -> Vec<&str> {
     let mut out: Vec<&str> = cmd.first().map(String::as_str).into_iter().collect();
     if is_shim(cmd)
         && let Some(at) = cmd.iter().position(|a| a == "--")
@@ -148,7 +150,7 @@ fn programs(cmd: &[String]) -> Vec<&str> {
 
 /// The `--check` commands of `lorch agent builder …`: lorch accepts a builder's step only
 /// with passing tests (§4.1.3, §14.2), so a builder that runs none could never finish one.
-fn builder_checks(cmd: &[String]) -> Result<String, String> {
+pub(crate) fn builder_checks(cmd: &[String]) -> Result<String, String> {
     let own = cmd
         .iter()
         .position(|a| a == "--")
@@ -170,7 +172,7 @@ fn builder_checks(cmd: &[String]) -> Result<String, String> {
 }
 
 /// Whether an agent command is lorch's own shim, `lorch agent ROLE …`.
-fn is_shim(cmd: &[String]) -> bool {
+pub(crate) fn is_shim(cmd: &[String]) -> bool {
     cmd.first()
         .is_some_and(|p| p.rsplit('/').next() == Some("lorch"))
         && cmd.get(1).is_some_and(|a| a == "agent")

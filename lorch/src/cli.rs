@@ -1,5 +1,6 @@
 //! The command line of §8.3: `lorch [run] [--task ID]`, `resume --run ID`,
-//! `validate --schemas`, `validate --run ID` (§11.1), `doctor`, `agent ROLE -- CMD…`.
+//! `validate --schemas`, `validate --run ID` (§11.1), `doctor`, `config` (Phase 3),
+//! `agent ROLE -- CMD…`.
 //!
 //! Parsing lives here, in the library, so tests can drive it in-process; `src/main.rs` only
 //! calls [`main`]. The top of the crate: it calls down into the scheduler, the checks and
@@ -18,7 +19,9 @@ use clap::{Args, Parser, Subcommand};
 use super::agent::{self, AgentArgs};
 use super::checks;
 use super::config::{self, Config};
+use super::configure;
 use super::finished;
+use super::intake;
 use super::scheduler::{self, Orchestrator, RunError, Status};
 use super::validate::check_schemas;
 
@@ -46,6 +49,9 @@ pub enum Command {
     Validate(ValidateArgs),
     /// Check the environment: agent commands found, workspace writable, git present.
     Doctor,
+    /// Edit lorch.json interactively: agent commands, spec_path, policy.max_turns, tasks;
+    /// every answer checked, written only when you confirm (answers may be piped on stdin).
+    Config,
     /// Run as an agent: wrap an LLM command-line tool, speaking the protocol on stdio.
     Agent(AgentArgs),
 }
@@ -53,7 +59,8 @@ pub enum Command {
 /// `lorch run`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunArgs {
-    /// The task of lorch.json to run, e.g. T-0042 (natural-language intake without it is Phase 2).
+    /// The task of lorch.json to run, e.g. T-0042. Without it, lorch asks what to do and the
+    /// orchestration agent (agents.orchestration in lorch.json) proposes the tasks.
     #[arg(long, value_name = "ID")]
     pub task: Option<String>,
 }
@@ -96,6 +103,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Some(Command::Resume(args)) => cmd_resume(&args),
         Some(Command::Validate(args)) => cmd_validate(&args),
         Some(Command::Doctor) => cmd_doctor(),
+        Some(Command::Config) => cmd_config(),
         Some(Command::Agent(args)) => cmd_agent(&args),
     }
 }
@@ -170,15 +178,12 @@ fn setup(create: bool) -> Result<(Config, PathBuf), ExitCode> {
 }
 
 fn cmd_run(args: &RunArgs) -> ExitCode {
-    let Some(task_id) = &args.task else {
-        eprintln!(
-            "lorch: run needs --task ID (natural-language intake without a task is Phase 2, not built)"
-        );
-        return ExitCode::from(USAGE);
-    };
     let (config, workspace) = match setup(true) {
         Ok(x) => x,
         Err(code) => return code,
+    };
+    let Some(task_id) = &args.task else {
+        return run_from_words(config, workspace);
     };
     let task = match config.task(task_id) {
         Ok(t) => t.clone(),
@@ -191,6 +196,80 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
         return code;
     }
     ended(Orchestrator::run(config, workspace, task))
+}
+
+/// `lorch run` without `--task` (Phase 2, §4.1.2): the user's words, the orchestration
+/// agent's proposal, the user's approval, then the approved tasks, one run each.
+fn run_from_words(config: Config, workspace: PathBuf) -> ExitCode {
+    use std::io::IsTerminal as _;
+    if config.agents.orchestration.is_none() {
+        let ids: Vec<&str> = config.tasks.iter().map(|t| t.id.as_str()).collect();
+        eprintln!(
+            "lorch: no --task given, and no orchestration agent to turn what you want into a task. \
+             Either set one in lorch.json, e.g. \"orchestration\": {{\"cmd\": [\"lorch\", \"agent\", \
+             \"orchestration\", \"--\", \"llm\", \"-m\", \"MODEL\"]}} under \"agents\" (or with \
+             `lorch config`), or run a task of lorch.json: lorch run --task ID ({})",
+            if ids.is_empty() {
+                "none yet".to_owned()
+            } else {
+                ids.join(", ")
+            }
+        );
+        return ExitCode::from(USAGE);
+    }
+    if let Err(code) = preflight() {
+        return code;
+    }
+    let base = match scheduler::base_dir() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    let stdin = std::io::stdin();
+    let echo = !stdin.is_terminal();
+    let mut input = stdin.lock();
+    let mut out = std::io::stdout();
+    let mut user = intake::Terminal {
+        input: &mut input,
+        out: &mut out,
+        echo,
+        base,
+    };
+    let instruction = match user.ask(intake::QUESTION) {
+        Some(words) if !words.is_empty() => words,
+        _ => {
+            eprintln!("lorch: nothing to do: no words given (or run a task: lorch run --task ID)");
+            return ExitCode::from(USAGE);
+        }
+    };
+    let (status, rest) = match Orchestrator::run_from_words(
+        config.clone(),
+        workspace.clone(),
+        &instruction,
+        &mut user,
+    ) {
+        Ok(x) => x,
+        Err(e) => return ended(Err(e)),
+    };
+    let mut code = ended(Ok(status.clone()));
+    let mut last = status;
+    for task in rest {
+        if last != Status::Completed {
+            eprintln!(
+                "lorch: task {} was not started: run it with lorch run --task {}",
+                task.id, task.id
+            );
+            continue;
+        }
+        last = match Orchestrator::run(config.clone(), workspace.clone(), task) {
+            Ok(s) => s,
+            Err(e) => return ended(Err(e)),
+        };
+        code = ended(Ok(last.clone()));
+    }
+    code
 }
 
 fn cmd_resume(args: &ResumeArgs) -> ExitCode {
@@ -307,6 +386,31 @@ fn cmd_doctor() -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(RUN_FAILED)
+    }
+}
+
+fn cmd_config() -> ExitCode {
+    use std::io::IsTerminal as _;
+    let base = match scheduler::base_dir() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    let stdin = std::io::stdin();
+    // Piped answers are not echoed by a terminal: repeat them, so the transcript reads.
+    let echo = !stdin.is_terminal();
+    let mut out = std::io::stdout().lock();
+    match configure::edit(&base, &mut stdin.lock(), &mut out, echo) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lorch config: {e}");
+            match e {
+                configure::ConfigureError::Terminal(_) => ExitCode::from(RUN_FAILED),
+                _ => ExitCode::from(USAGE),
+            }
+        }
     }
 }
 

@@ -69,6 +69,7 @@ pub fn default_text() -> String {
             "builder": agent("builder", serde_json::json!({ "implement": 600, "implement_changes": 600 }), true),
             "reviewer": agent("reviewer", serde_json::json!({ "review": 300 }), true),
             "spec_maintainer": agent("spec_maintainer", serde_json::json!({ "update_spec": 180 }), false),
+            "orchestration": agent("orchestration", serde_json::json!({ "intake": 180, "task_discovery": 180 }), false),
         },
         "tasks": [
             { "id": "T-0042", "goal": PLACEHOLDER_GOAL, "files": [] }
@@ -253,7 +254,8 @@ impl Backoff {
     }
 }
 
-/// The agents of Phase 1 (`orchestration` is Phase 2: accepted, not used).
+/// The agents: the three of every run, and the orchestration agent of natural-language
+/// intake (Phase 2, §10.2), used only by `lorch run` without `--task`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Agents {
     /// Builder.
@@ -262,14 +264,20 @@ pub struct Agents {
     pub reviewer: AgentConfig,
     /// Spec maintainer.
     pub spec_maintainer: AgentConfig,
+    /// Orchestration (NL intake), when configured.
+    #[serde(default)]
+    pub orchestration: Option<AgentConfig>,
 }
 
 impl Agents {
-    /// The configuration of one role.
+    /// The configuration of one role. lorch starts the orchestration agent only when it is
+    /// configured (`lorch run` without `--task` checks first); unconfigured, its settings
+    /// read as the builder's, which nothing then uses.
     pub fn get(&self, agent: AgentType) -> &AgentConfig {
         match agent {
             AgentType::Reviewer => &self.reviewer,
             AgentType::SpecMaintainer => &self.spec_maintainer,
+            AgentType::Orchestration => self.orchestration.as_ref().unwrap_or(&self.builder),
             _ => &self.builder,
         }
     }
@@ -331,7 +339,35 @@ pub struct Task {
     pub files: Vec<String>,
 }
 
+/// Whether `id` can name a task: a letter or digit, then letters, digits, `.`, `_` or `-`
+/// (the schema's pattern: it names files such as `reviews/<id>.json`).
+pub fn check_task_id(id: &str) -> Result<(), String> {
+    let mut chars = id.chars();
+    let ok = chars.next().is_some_and(|c| c.is_ascii_alphanumeric())
+        && chars.all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{id}` is not a task id: a letter or digit, then letters, digits, `.`, `_` or `-` (e.g. T-0042)"
+        ))
+    }
+}
+
 impl Config {
+    /// Every configured agent: the three of every run, then the orchestration agent if set.
+    pub fn configured_agents(&self) -> Vec<AgentType> {
+        let mut agents = vec![
+            AgentType::Builder,
+            AgentType::Reviewer,
+            AgentType::SpecMaintainer,
+        ];
+        if self.agents.orchestration.is_some() {
+            agents.push(AgentType::Orchestration);
+        }
+        agents
+    }
+
     /// The workspace, `workspace_root` resolved against `base` (the folder of `lorch.json`).
     pub fn workspace(&self, base: &Path) -> PathBuf {
         base.join(&self.workspace_root)

@@ -24,12 +24,14 @@
 //! The orchestrator on top of it:
 //!
 //! - [`config`]: `lorch.json` (§8), created with the defaults, checked against a schema;
+//! - [`configure`]: `lorch config`, the interactive editor of `lorch.json` (Phase 3);
 //! - [`store`]: the ledger, receipts, state and snapshots of §5;
 //! - [`supervisor`]: agent processes, their stdout drained and checked on threads (§7);
 //! - [`run_state`]: the run as a state machine over its ledger, and the order of §4.2;
 //! - [`scheduler`]: drives it: implement → review → spec maintenance, retries, restarts,
 //!   resume (§4, §5.6, §6, §14);
 //! - [`signals`]: SIGINT and SIGTERM noted, for the scheduler to record the abort;
+//! - [`intake`]: the user's side of natural-language intake (`lorch run` without a task);
 //! - [`transcript`]: the console lines of §9;
 //! - [`checks`]: `lorch doctor` and `lorch validate --schemas`;
 //! - [`finished`]: `lorch validate --run ID`, §11.1's checks of a finished run.
@@ -40,8 +42,10 @@ pub mod canonical;
 pub mod checks;
 pub mod cli;
 pub mod config;
+pub mod configure;
 pub mod finished;
 pub mod git_exclude;
+pub mod intake;
 pub mod ndjson;
 pub mod protocol;
 pub mod run_state;

@@ -115,6 +115,7 @@ pub(crate) fn agent_of(name: &str) -> AgentType {
     match name {
         "reviewer" => AgentType::Reviewer,
         "spec_maintainer" => AgentType::SpecMaintainer,
+        "orchestration" => AgentType::Orchestration,
         _ => AgentType::Builder,
     }
 }
@@ -128,6 +129,9 @@ pub fn is_terminal(e: &EventType) -> bool {
             | EventType::SpecUpdated
             | EventType::SpecNoChangesNeeded
             | EventType::SpecChangesRequested
+            | EventType::OrchestrationProposedTasks
+            | EventType::OrchestrationNeedsClarification
+            | EventType::OrchestrationPlanConflict
             | EventType::Error
     )
 }

@@ -38,7 +38,10 @@ use super::store::{self, Store};
 use super::supervisor::{self, Agent, Incoming, Item, Spawn};
 use super::transcript;
 
+mod intake;
 mod resume;
+
+pub use intake::{Decision, INTAKE_TASK, Proposal, User};
 
 use super::run_state::{AGENTS, agent_for, classify};
 pub use super::run_state::{
@@ -76,7 +79,7 @@ fn secrets(config: &Config) -> Vec<String> {
         return Vec::new();
     }
     let mut env: Vec<(String, String)> = std::env::vars().collect();
-    for agent in AGENTS {
+    for agent in config.configured_agents() {
         env.extend(config.agents.get(agent).env.clone());
     }
     safety::secret_values(env)
@@ -208,11 +211,17 @@ impl Orchestrator {
         self.record(&m)
     }
 
-    /// The main loop of §14.1–14.2.
-    /// Every agent stopped (an aborted run's at once) and nothing of the run left running;
-    /// then an abort is recorded, last, with how to continue.
+    /// The main loop of §14.1–14.2, then [`Orchestrator::wind_down`]: every agent stopped
+    /// (an aborted run's at once) and nothing of the run left running; then an abort is
+    /// recorded, last, with how to continue.
     fn drive(&mut self) -> Result<Status, RunError> {
         let result = self.drive_inner();
+        self.wind_down(result)
+    }
+
+    /// The end of a run however it went: every agent stopped (at once when aborted), what is
+    /// left of its processes killed, an abort recorded last, the state written.
+    fn wind_down(&mut self, result: Result<Status, RunError>) -> Result<Status, RunError> {
         let aborted = signals::received().filter(|_| self.state.status == Status::Running);
         for agent in self.agents.values_mut().flatten() {
             if aborted.is_some() {
@@ -486,7 +495,9 @@ impl Orchestrator {
         let target = cur.command.to.agent_type;
         let timeout = self.config.agents.get(target).timeout(cur.command.action);
         let until = Instant::now() + timeout;
-        let tick = AGENTS
+        // Every agent this run has started (the orchestration agent too, during intake).
+        let watched: Vec<AgentType> = self.agents.keys().copied().collect();
+        let tick = watched
             .iter()
             .map(|a| self.config.agents.get(*a).heartbeat_interval())
             .min()
@@ -512,7 +523,7 @@ impl Orchestrator {
                     format!("{} timed out after {:?}", cur.command.action, timeout),
                 );
             }
-            for agent in AGENTS {
+            for &agent in &watched {
                 let interval = self.config.agents.get(agent).heartbeat_interval();
                 let late = self
                     .agents

@@ -50,6 +50,24 @@ fn system(e: &Event) -> Option<String> {
             None => format!("[lorch] resuming run {}", text(p, "run_id")),
         },
         "system.snapshot" => format!("[lorch] snapshot {}", text(p, "snapshot_id")),
+        "system.user_decision" if e.status.as_deref() == Some("clarified") => {
+            format!("[lorch] user_decision clarified: {}", text(p, "prompt"))
+        }
+        "system.user_decision" => format!(
+            "[lorch] user_decision {}: {}",
+            e.status.as_deref().unwrap_or(""),
+            p.get("approved_tasks")
+                .and_then(Value::as_array)
+                .filter(|a| !a.is_empty())
+                .map_or_else(
+                    || "no task".to_owned(),
+                    |a| a
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+        ),
         "system.protocol_error" => format!(
             "[lorch] protocol error from {}: {}",
             text(p, "agent"),

@@ -46,7 +46,7 @@ pub struct AgentArgs {
     pub cmd: Vec<String>,
 }
 
-/// The roles `lorch agent` can play (Phase 1: no orchestration agent).
+/// The roles `lorch agent` can play.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 #[value(rename_all = "snake_case")]
 pub enum Role {
@@ -56,6 +56,8 @@ pub enum Role {
     Reviewer,
     /// Checks them against SPEC.md, editing only its allowed sections.
     SpecMaintainer,
+    /// Turns what the user asks for into tasks (`intake`, §10.2); never edits a file.
+    Orchestration,
 }
 
 impl Role {
@@ -65,6 +67,7 @@ impl Role {
             Role::Builder => AgentType::Builder,
             Role::Reviewer => AgentType::Reviewer,
             Role::SpecMaintainer => AgentType::SpecMaintainer,
+            Role::Orchestration => AgentType::Orchestration,
         }
     }
 }

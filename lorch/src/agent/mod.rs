@@ -14,7 +14,8 @@
 //!    done, which ends as one commit ([`builder`]); the reviewer, shown the task's whole
 //!    change ([`change`]), writes `reviews/<task>.json` ([`reviewer`]); the spec-maintainer
 //!    edits only the allowed sections of the spec (`inputs.spec`), also as one git-loaf
-//!    commit ([`spec`]);
+//!    commit ([`spec`]); the orchestration agent turns the user's words into proposed
+//!    tasks, shown the plan files [`discovery`] finds ([`intake`]);
 //! 4. records a receipt, then sends the events (a failure is an `error` event with a
 //!    machine-readable `payload.code`).
 //!
@@ -28,7 +29,9 @@
 mod args;
 pub mod builder;
 pub mod change;
+pub mod discovery;
 pub mod emit;
+pub mod intake;
 pub mod llm;
 pub mod prompt;
 pub mod receipts;
@@ -174,6 +177,9 @@ pub enum StepError {
     /// The reply has no verdict the role can read.
     #[error("the reply has no verdict: {0}")]
     NoVerdict(String),
+    /// The orchestration agent's reply proposes no usable task (nor asks a question).
+    #[error("the reply proposes no usable task: {0}")]
+    NoProposal(String),
     /// The spec-maintainer's edit touches sections it may not change.
     #[error("refused: the edit changes {} of {file}, which the spec-maintainer may not change ({why})", .sections.join(", "))]
     ForbiddenSpecEdit {
@@ -218,6 +224,7 @@ impl StepError {
             StepError::Llm(e) => e.code(),
             StepError::Apply(_) => "apply_failed",
             StepError::NoVerdict(_) => "no_verdict",
+            StepError::NoProposal(_) => "no_proposal",
             StepError::ForbiddenSpecEdit { .. } => "forbidden_spec_edit",
             StepError::VersionMismatch { .. } => "version_mismatch",
             StepError::Path(_) => "path_not_allowed",
@@ -535,6 +542,10 @@ fn dispatch(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
         (Role::SpecMaintainer, Action::UpdateSpec) => {
             check_version(shim, command)?;
             spec::handle(shim, command)
+        }
+        (Role::Orchestration, Action::Intake | Action::TaskDiscovery) => {
+            check_version(shim, command)?;
+            intake::handle(shim, command)
         }
         (_, action) => Err(StepError::Unsupported { role: ours, action }),
     }

@@ -238,22 +238,27 @@ pub fn review_section(workspace: &Path, task_id: &str) -> String {
     }
 }
 
-/// The repository's tracked files (`git ls-files`), at most [`MAX_LISTED_FILES`], so that
-/// the builder knows what there is and can ask to read it.
-pub fn tracked_files_section(workspace: &Path) -> String {
+/// The repository's tracked files (`git ls-files`), none outside a repository.
+pub fn tracked_files(workspace: &Path) -> Vec<String> {
     let out = std::process::Command::new("git")
         .args(["-c", "core.quotepath=off", "ls-files", "-z"])
         .current_dir(workspace)
         .output();
     let listed = match out {
         Ok(out) if out.status.success() => out.stdout,
-        _ => return String::new(),
+        _ => return Vec::new(),
     };
-    let files: Vec<String> = listed
+    listed
         .split(|b| *b == 0)
         .filter(|p| !p.is_empty())
         .map(|p| String::from_utf8_lossy(p).into_owned())
-        .collect();
+        .collect()
+}
+
+/// The repository's tracked files (`git ls-files`), at most [`MAX_LISTED_FILES`], so that
+/// the builder knows what there is and can ask to read it.
+pub fn tracked_files_section(workspace: &Path) -> String {
+    let files = tracked_files(workspace);
     if files.is_empty() {
         return String::new();
     }

@@ -1,5 +1,5 @@
 //! The command line of §8.3: what lorch says when it cannot start (the commands themselves
-//! are tested in run.rs, resume.rs, supervise.rs, config.rs and agent*.rs).
+//! are tested in run.rs, resume.rs, supervise.rs, config.rs, intake.rs and agent*.rs).
 
 use assert_cmd::Command;
 
@@ -13,21 +13,6 @@ fn lorch(args: &[&str]) -> (Option<i32>, String) {
         out.status.code(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
-}
-
-#[test]
-fn lorch_without_a_task_says_intake_is_not_built_and_exits_2() {
-    // Run in an empty folder: with a task, lorch would create lorch.json and its records.
-    for args in [&[][..], &["run"][..]] {
-        assert_eq!(
-            lorch(args),
-            (
-                Some(2),
-                "lorch: run needs --task ID (natural-language intake without a task is Phase 2, not built)\n".to_owned()
-            ),
-            "{args:?}"
-        );
-    }
 }
 
 #[test]

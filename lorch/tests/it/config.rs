@@ -84,16 +84,22 @@ fn an_invalid_config_is_reported_with_each_field_and_what_is_expected() {
 }
 
 #[test]
-fn run_without_a_task_or_with_an_unknown_one_is_a_usage_error_that_creates_nothing() {
+fn run_without_a_task_first_writes_lorch_json_and_an_unknown_task_is_a_usage_error() {
+    // Without lorch.json, `lorch` (natural-language intake) writes it and stops, as a run
+    // of a task does: the default agents are placeholders to set first.
     let ws = Ws::new(&Value::Null);
     let out = ws.lorch(&[], &[]);
     assert_eq!(out.status.code(), Some(2));
     assert!(
-        stderr(&out).contains("run needs --task ID"),
+        stderr(&out).starts_with("lorch: there was no lorch.json here: wrote "),
         "{}",
         stderr(&out)
     );
-    assert!(!ws.path().join("lorch.json").exists());
+    assert_eq!(
+        ws.json("lorch.json")["agents"]["orchestration"]["cmd"],
+        json!(["lorch", "agent", "orchestration", "--", "claude", "-p"])
+    );
+    assert!(!ws.path().join("events").exists(), "nothing started");
     let ws = Ws::new(&config());
     let out = ws.lorch(&["run", "--task", "T-9"], &[]);
     assert_eq!(out.status.code(), Some(2));

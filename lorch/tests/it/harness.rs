@@ -98,6 +98,19 @@ impl Ws {
         cmd.output().expect("lorch runs")
     }
 
+    /// Runs lorch with `args`, `stdin` as its standard input (a scripted user).
+    pub fn lorch_typing(&self, args: &[&str], stdin: &str) -> Output {
+        let mut cmd = Command::cargo_bin("lorch").expect("lorch is built");
+        cmd.current_dir(self.path())
+            .args(args)
+            .env_remove("LORCH_CRASH_AFTER_WRITES")
+            .env("TZ", "UTC")
+            .env("LC_ALL", "C")
+            .write_stdin(stdin)
+            .timeout(Duration::from_secs(120));
+        cmd.output().expect("lorch runs")
+    }
+
     /// The run's id (the one ledger's name).
     pub fn run_id(&self) -> String {
         let ledger = self.ledger_path();

@@ -8,6 +8,7 @@ mod binaries;
 mod canonical;
 mod cli;
 mod config;
+mod configure;
 mod context;
 mod conversation;
 #[path = "../common/deterministic.rs"]
@@ -17,6 +18,7 @@ mod example;
 mod failures;
 mod finished;
 mod harness;
+mod intake;
 mod protocol;
 mod resume;
 mod run;

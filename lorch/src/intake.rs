@@ -1,0 +1,168 @@
+//! The user's side of natural-language intake (Phase 2): `lorch run` without `--task` asks
+//! what to do, shows what the orchestration agent proposes, asks for approval, and adds the
+//! approved tasks to lorch.json (atomically, as `lorch config` does) before they run. The
+//! scheduler's side, which talks to the agent and records the decision, is
+//! [`crate::scheduler::Orchestrator::run_from_words`].
+
+use std::io::{BufRead, Write};
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::config::{self, FILE_NAME, Task};
+use super::safety;
+use super::scheduler::{Decision, Proposal, User};
+
+/// The question of §4.1.2.
+pub const QUESTION: &str =
+    "lorch> What should I do? (e.g., \"Use PLAN.md and manage its implementation\")";
+
+/// A user at a terminal (or a script on stdin), with the folder of lorch.json.
+pub struct Terminal<'a> {
+    /// Their answers.
+    pub input: &'a mut dyn BufRead,
+    /// Where questions go.
+    pub out: &'a mut dyn Write,
+    /// Repeat each answer after its question (when stdin is not a terminal).
+    pub echo: bool,
+    /// The folder of lorch.json.
+    pub base: PathBuf,
+}
+
+impl Terminal<'_> {
+    /// Asks `question` and reads one line, trimmed; `None` when the input ended.
+    pub fn ask(&mut self, question: &str) -> Option<String> {
+        let _ = write!(self.out, "{question} ");
+        let _ = self.out.flush();
+        let mut line = String::new();
+        match self.input.read_line(&mut line) {
+            Ok(n) if n > 0 => {
+                let answer = line.trim().to_owned();
+                if self.echo {
+                    let _ = writeln!(self.out, "{answer}");
+                }
+                Some(answer)
+            }
+            _ => {
+                let _ = writeln!(self.out);
+                None
+            }
+        }
+    }
+}
+
+impl User for Terminal<'_> {
+    fn decide(&mut self, proposal: &Proposal) -> Decision {
+        let _ = writeln!(self.out, "lorch: the orchestration agent proposes:");
+        for task in &proposal.tasks {
+            let _ = writeln!(self.out, "  {}: {}", task.id, task.goal);
+            let _ = writeln!(self.out, "    files: {}", task.files.join(" "));
+        }
+        if let Some(plan) = &proposal.plan {
+            let _ = writeln!(self.out, "  plan: {plan}");
+        }
+        if !proposal.notes.is_empty() {
+            let _ = writeln!(self.out, "  notes: {}", proposal.notes);
+        }
+        let question = "lorch> Add these tasks to lorch.json and build them? (y/n)";
+        loop {
+            match self.ask(question).map(|a| a.to_ascii_lowercase()) {
+                Some(a) if a == "y" || a == "yes" => return Decision::Approved(a),
+                Some(a) if a == "n" || a == "no" => return Decision::Denied(a),
+                None => return Decision::Denied("(no answer: the input ended)".to_owned()),
+                Some(_) => {
+                    let _ = writeln!(self.out, "  answer y or n");
+                }
+            }
+        }
+    }
+
+    fn keep(&mut self, tasks: &[Task]) -> Result<(), String> {
+        add_tasks(&self.base, tasks).map(|_| ())
+    }
+
+    fn answer(&mut self, questions: &[String]) -> Option<String> {
+        let _ = writeln!(self.out, "lorch: the orchestration agent asks:");
+        for q in questions {
+            let _ = writeln!(self.out, "  {q}");
+        }
+        loop {
+            match self.ask("lorch> Your answer:")? {
+                a if a.is_empty() => {
+                    let _ = writeln!(self.out, "  an answer is needed (or end the input to stop)");
+                }
+                a => return Some(a),
+            }
+        }
+    }
+}
+
+/// Adds `tasks` to `base/lorch.json`, written whole (temp file + rename) after the schema
+/// accepts it. A task already there as it is is kept; one whose id names another task
+/// there is refused (the user's tasks are not overwritten by a model's).
+pub fn add_tasks(base: &Path, tasks: &[Task]) -> Result<PathBuf, String> {
+    let path = base.join(FILE_NAME);
+    let text = std::fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut value: Value =
+        serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut list: Vec<Value> = value["tasks"].as_array().cloned().unwrap_or_default();
+    for task in tasks {
+        let new = json!({"id": task.id, "goal": task.goal, "files": task.files});
+        match list.iter().find(|t| t["id"] == task.id.as_str()) {
+            Some(old) if old["goal"] == new["goal"] && old["files"] == new["files"] => {}
+            Some(_) => {
+                return Err(format!(
+                    "lorch.json already has another task {}: run it with --task {}, or rename one",
+                    task.id, task.id
+                ));
+            }
+            None => list.push(new),
+        }
+    }
+    value["tasks"] = json!(list);
+    let mut text = serde_json::to_string_pretty(&value).map_err(|e| e.to_string())?;
+    text.push('\n');
+    config::parse(&path, &text).map_err(|e| e.to_string())?;
+    safety::atomic_write(&path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn approved_tasks_are_added_but_never_overwrite_another_task_of_the_same_id() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join(FILE_NAME);
+        let mut value: Value = serde_json::from_str(&config::default_text()).expect("JSON");
+        value["tasks"] = json!([{"id": "T-1", "goal": "one", "files": []}]);
+        std::fs::write(&path, value.to_string()).expect("write");
+        let task = |id: &str, goal: &str| Task {
+            id: id.into(),
+            goal: goal.into(),
+            files: vec!["src/a.rs".into()],
+        };
+        let before = std::fs::read(&path).expect("read");
+        assert_eq!(
+            add_tasks(dir.path(), &[task("T-2", "two"), task("T-1", "other")]),
+            Err(
+                "lorch.json already has another task T-1: run it with --task T-1, or rename one"
+                    .to_owned()
+            )
+        );
+        assert_eq!(
+            std::fs::read(&path).expect("read"),
+            before,
+            "nothing written"
+        );
+        add_tasks(dir.path(), &[task("T-2", "two")]).expect("added");
+        add_tasks(dir.path(), &[task("T-2", "two")]).expect("the same task again is no change");
+        let after: Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("JSON");
+        assert_eq!(
+            after["tasks"],
+            json!([{"id": "T-1", "goal": "one", "files": []}, {"id": "T-2", "goal": "two", "files": ["src/a.rs"]}])
+        );
+    }
+}
