@@ -376,12 +376,24 @@ pub(crate) mod tests {
             other => panic!("not Moved: {other:?}"),
         }
         t.ref_name = "refs/heads/born-meanwhile".to_owned();
-        t.old = None;
+        let old = t.old.take();
         git(root, &["branch", "born-meanwhile"]);
         match move_ref(&repo, &t) {
             Err(PublishError::Moved { now: said, .. }) => assert_eq!(said, now),
             other => panic!("not Moved: {other:?}"),
         }
+        // Back to unborn (the ref deleted), from a value it no longer holds: not deleted.
+        t.ref_name = "refs/heads/main".to_owned();
+        (t.old, t.new) = (old, None);
+        match move_ref(&repo, &t) {
+            Err(PublishError::Moved { now: said, .. }) => assert_eq!(said, now),
+            other => panic!("not Moved: {other:?}"),
+        }
+        assert_eq!(
+            git(root, &["rev-parse", "main"]).trim(),
+            now,
+            "main was kept"
+        );
     }
 
     #[test]

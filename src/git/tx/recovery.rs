@@ -307,6 +307,20 @@ mod tests {
 
     /// Killed after removing a file but before removing the folders it left empty: the
     /// roll-forward removes them (an undo must not leave empty folders behind).
+    /// A journal that cannot be read for another reason than being absent (here a folder in
+    /// its place) is an error, never taken for "nothing to recover".
+    #[test]
+    fn a_journal_that_cannot_be_read_is_an_error_not_nothing() {
+        let dir = crate::git::testing::committed_repo();
+        let repo = Repository::open(dir.path()).expect("open");
+        let journal = crate::git::tx::transition::journal_path(&repo);
+        std::fs::create_dir_all(journal.join("in-the-way")).expect("a folder");
+        assert!(
+            recover(&repo).is_err(),
+            "a folder in the journal's place was not an error"
+        );
+    }
+
     #[test]
     fn recovery_removes_the_empty_folders_a_killed_deletion_left() {
         let dir = repo();
