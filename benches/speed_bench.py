@@ -193,17 +193,7 @@ def dirty_rounds(bench, text, runs):
     """Item 3: the cost of recording a dirty tree against `git status` + hashing it."""
     loaf_t, git_t = [], []
     for r in range(runs):
-        rng = random.Random("%d-dirty-%d" % (tb.SEED, r))
-        modified = [tb.rel_path(i) for i in sorted(rng.sample(range(tb.FILES), 200))]
-        changes = [(rel, text.content(rng, "# %s, dirty %d\n" % (rel, r)).encode())
-                   for rel in modified]
-        changes += [("d%02d/new-%d-%02d.txt" % (k % 20, r, k),
-                     text.content(rng, "# untracked %d %d\n" % (r, k)).encode())
-                    for k in range(50)]
-        for root in (bench.loaf, bench.git):
-            for rel, data in changes:
-                with open(os.path.join(root, rel), "wb") as f:
-                    f.write(data)
+        changes = make_dirty(bench, text, r)
         edit = Edit(text, "dirty %d" % r, 5)
         reply = edit.reply(bench.loaf, 20 + r)
         steps = ["loaf", "git"] if r % 2 == 0 else ["git", "loaf"]
@@ -237,7 +227,7 @@ def dirty_edit(text, r, modified):
 
 def make_dirty(bench, text, r):
     """200 tracked files modified and 50 untracked ones added, new content each round, the
-    same in both repositories; returns the modified paths."""
+    same in both repositories; returns the (path, content) written."""
     rng = random.Random("%d-dirty-%d" % (tb.SEED, r))
     modified = [tb.rel_path(i) for i in sorted(rng.sample(range(tb.FILES), 200))]
     changes = [(rel, text.content(rng, "# %s, dirty %d\n" % (rel, r)).encode())
@@ -249,7 +239,7 @@ def make_dirty(bench, text, r):
         for rel, data in changes:
             with open(os.path.join(root, rel), "wb") as f:
                 f.write(data)
-    return set(modified)
+    return changes
 
 
 def dirty_apply_undo_rounds(bench, text, runs):
@@ -258,7 +248,7 @@ def dirty_apply_undo_rounds(bench, text, runs):
     `git reset --keep HEAD~1` (which keeps the user's changes as undo does)."""
     times = {key: [] for key in ("loaf apply", "git apply", "loaf undo", "git undo")}
     for r in range(runs):
-        modified = make_dirty(bench, text, r)
+        modified = {rel for rel, _ in make_dirty(bench, text, r)}
         edit = dirty_edit(text, r, modified)
         reply = edit.reply(bench.loaf, 30 + r)
 
