@@ -217,7 +217,7 @@ fn removed_reachable_from(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::testing::{committed_repo, git, git_dated, write_file};
+    use crate::git::testing::{commit_on_day, committed_repo, git, write_file};
 
     fn oid(dir: &std::path::Path, rev: &str) -> Oid {
         Oid::from_str(git(dir, &["rev-parse", rev]).trim()).expect("an id")
@@ -281,10 +281,8 @@ mod tests {
         static WRITTEN: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         for day in days {
             let n = WRITTEN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            write_file(root, "b.txt", &format!("{day} {n}\n"));
-            git(root, &["add", "b.txt"]);
-            let date = format!("@{}", 1_577_836_800 + day * 86_400);
-            git_dated(root, &date, &["commit", "-q", "-m", &format!("day {day}")]);
+            let content = format!("{day} {n}\n");
+            commit_on_day(root, "b.txt", &content, *day, &format!("day {day}"));
         }
         oid(root, "HEAD")
     }

@@ -56,6 +56,16 @@ pub fn user_state(root: &Path) -> String {
     .join("\n---\n")
 }
 
+/// Writes `content` at `rel`, stages it and commits it with `message`, author and committer
+/// dated `day` days after 2020-01-01; returns the commit.
+pub fn commit_on_day(root: &Path, rel: &str, content: &str, day: i64, message: &str) -> git2::Oid {
+    write_file(root, rel, content);
+    git(root, &["add", rel]);
+    let date = format!("@{}", 1_577_836_800 + day * 86_400);
+    git_dated(root, &date, &["commit", "-q", "-m", message]);
+    git2::Oid::from_str(git(root, &["rev-parse", "HEAD"]).trim()).expect("an id")
+}
+
 /// Writes `content` at `rel` under `root`, creating folders.
 pub fn write_file(root: &Path, rel: &str, content: &str) {
     let full = root.join(rel);

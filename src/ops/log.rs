@@ -372,15 +372,11 @@ fn squash_trailers(trailers: &[(String, String)]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::testing::{git, git_dated, init_repo, write_file};
+    use crate::git::testing::{self, git, init_repo};
 
     /// A commit of one changed file, dated `day` days after 2020-01-01, with `message`.
     fn commit_on_day(root: &Path, day: i64, message: &str) -> crate::git::Oid {
-        write_file(root, "f.txt", &format!("{day} {message}\n"));
-        let date = format!("@{}", 1_577_836_800 + day * 86_400);
-        git(root, &["add", "f.txt"]);
-        git_dated(root, &date, &["commit", "-q", "-m", message]);
-        crate::git::Oid::from_str(git(root, &["rev-parse", "HEAD"]).trim()).expect("an id")
+        testing::commit_on_day(root, "f.txt", &format!("{day} {message}\n"), day, message)
     }
 
     fn loaf_message(id: &str) -> String {
