@@ -3,6 +3,7 @@
 # generated repositories of 2,000, 20,000 and 100,000 files: prints one table of ratios.
 #   bash benches/speed.sh                  (RUNS=7 rounds; SIZES=2000,20000,100000)
 #   SIZES=2000 RUNS=5 QUICK=1 bash benches/speed.sh     (a quick look: 5-file rounds only)
+#   SIZES=20000 DIRTY=1 bash benches/speed.sh     (the rows of a dirty tree only)
 #   LOAF_BIN=/path/to/older/git-loaf bash benches/speed.sh   (the same table for another build)
 # Needs python3, git and about 3 GB of disk; 5-10 minutes on 2 cores. The work folder is
 # deleted on exit (KEEP=1 keeps it). Then, unless QUICK, the history rows of
@@ -13,13 +14,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source benches/prelude.sh
 python3 benches/speed_bench.py "${LOAF_BIN:-$PWD/target/release/git-loaf}" "$work" \
-  --runs "${RUNS:-7}" --sizes "${SIZES:-2000,20000,100000}" ${QUICK:+--quick}
-if [ -z "${QUICK:-}" ]; then
+  --runs "${RUNS:-7}" --sizes "${SIZES:-2000,20000,100000}" ${QUICK:+--quick} ${DIRTY:+--dirty}
+if [ -z "${QUICK:-}${DIRTY:-}" ]; then
   echo
   python3 benches/history_depth.py "${LOAF_BIN:-$PWD/target/release/git-loaf}" "$work/depth" \
     --commits "${COMMITS:-80000}" --runs "${RUNS:-7}"
 fi
-if [ -f benches/storage.sh ]; then
+if [ -f benches/storage.sh ] && [ -z "${DIRTY:-}" ]; then
   echo
   bash benches/storage.sh
 fi

@@ -294,6 +294,18 @@ def floor_rounds(bench, text, runs):
     return statistics.median(loaf_t), statistics.median(plain_t)
 
 
+def dirty_rows(bench, text, size, runs, table):
+    """The rows of a tree holding the user's uncommitted work."""
+    loaf_cp, git_cp = dirty_rounds(bench, text, runs)
+    table.add(size, "recording a dirty tree (200 modified + 50 untracked)", loaf_cp, git_cp,
+              "`git status` + `git hash-object` of the 250 files", 1.5)
+    med = dirty_apply_undo_rounds(bench, text, runs)
+    table.add(size, "apply, 5 files, with 200 modified + 50 untracked", med["loaf apply"],
+              med["git apply"], "write + `git add` of the 5 + `git commit`", 1.3)
+    table.add(size, "undo, 5 files, with 200 modified + 50 untracked", med["loaf undo"],
+              med["git undo"], "`git reset --keep HEAD~1`", 1.3)
+
+
 def one_size(args, files, table):
     work = os.path.join(os.path.realpath(args.work), str(files))
     env = tb.environment(work)
@@ -301,7 +313,7 @@ def one_size(args, files, table):
     os.makedirs(loaf_root)
     started = time.perf_counter()
     text, total = generate(loaf_root, env, files, small=files > 50_000)
-    big = files == 20_000 and not args.quick
+    big = files == 20_000 and not args.quick and not args.dirty
     if big:
         add_big(loaf_root, env)
     subprocess.run(["cp", "-a", loaf_root, git_root], check=True)
@@ -314,6 +326,9 @@ def one_size(args, files, table):
         flush=True)
     bench = Bench(args.git_loaf, loaf_root, git_root, env)
     size = "%dk" % (files // 1000)
+    if args.dirty:
+        dirty_rows(bench, text, size, max(3, args.runs // 2), table)
+        return
 
     # The first apply creates the stage; it is removed and created again for a median of 3
     # (one sample swings with whatever the disk is still writing).
@@ -360,14 +375,7 @@ def one_size(args, files, table):
                   tb.peak_rss_mb(["git", "commit", "-q", "-m", "memory"], git_root, env))
     bench.check_same("the memory runs")
     table.add_rss(size, "peak memory, 1 replace in 50 MB", loaf_rss, git_rss, 2.0)
-    loaf_cp, git_cp = dirty_rounds(bench, text, runs)
-    table.add(size, "recording a dirty tree (200 modified + 50 untracked)", loaf_cp, git_cp,
-              "`git status` + `git hash-object` of the 250 files", 1.5)
-    med = dirty_apply_undo_rounds(bench, text, runs)
-    table.add(size, "apply, 5 files, with 200 modified + 50 untracked", med["loaf apply"],
-              med["git apply"], "write + `git add` of the 5 + `git commit`", 1.3)
-    table.add(size, "undo, 5 files, with 200 modified + 50 untracked", med["loaf undo"],
-              med["git undo"], "`git reset --keep HEAD~1`", 1.3)
+    dirty_rows(bench, text, size, runs, table)
     loaf_floor, plain = floor_rounds(bench, text, runs)
     table.add(size, "the floor: apply of 100 file writes", loaf_floor, plain,
               "the 100 writes alone, no git, in-process", float("inf"))
@@ -381,6 +389,8 @@ def main():
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--quick", action="store_true",
                         help="5-file rounds and stage creation only")
+    parser.add_argument("--dirty", action="store_true",
+                        help="the rows of a dirty tree only")
     args = parser.parse_args()
     git_version = tb.run(["git", "--version"], args.work, os.environ).strip()
     print("%s; %s, %d CPUs; %d rounds (medians), tools alternating"

@@ -18,6 +18,7 @@
 //!   its journal, publishing ([`publish`]) and crash recovery ([`recovery`]), the operation
 //!   log ([`oplog`]), and the session every command opens first ([`session`]).
 
+pub mod blob_cache;
 pub mod commit;
 pub mod durable;
 pub mod exclude;

@@ -91,6 +91,7 @@ impl<'a> StageWatch<'a> {
                     base: self.last.get(),
                     root: self.stage.path(),
                     filters: self.repo,
+                    remember: false,
                 };
                 match treebuild::tree_with_paths(&source, &paths) {
                     Ok(tree) => {

@@ -200,6 +200,7 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
             base: index_tree,
             root,
             filters: repo,
+            remember: true,
         };
         let work_tree = crate::git::treebuild::tree_with_paths(&source, &paths)?;
         return Ok(Checkpoint {

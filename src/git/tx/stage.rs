@@ -365,6 +365,7 @@ impl Stage {
                     base,
                     root: &self.path,
                     filters: user,
+                    remember: false,
                 };
                 Ok(crate::git::treebuild::tree_with_paths(&source, paths)?)
             }
