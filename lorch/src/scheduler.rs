@@ -118,7 +118,7 @@ impl Orchestrator {
             json!({"run_id": run_id, "goal": task.goal, "files": task.files}),
         );
         o.record(&started)?;
-        o.snapshot()?;
+        o.pin()?;
         o.drive()
     }
 
@@ -193,13 +193,29 @@ impl Orchestrator {
         Ok(())
     }
 
-    fn snapshot(&mut self) -> Result<String, RunError> {
-        let id = store::take_snapshot(&self.store)?;
-        if self.state.snapshots.last() != Some(&id) {
-            let m = self.system("system.snapshot", None, json!({"snapshot_id": id}));
+    /// Takes the workspace's snapshot and the version commands are pinned to (§5.3, §6.2),
+    /// recorded when the snapshot is a new one.
+    fn pin(&mut self) -> Result<Version, RunError> {
+        let version = store::take_snapshot(&self.store, Some(&self.config.spec_path))?;
+        if self.state.snapshots.last() != Some(&version.snapshot_id) {
+            let m = self.system(
+                "system.snapshot",
+                None,
+                json!({"snapshot_id": version.snapshot_id, "code_hash": version.code_hash, "specs_hash": version.specs_hash}),
+            );
             self.record(&m)?;
         }
-        Ok(id)
+        Ok(version)
+    }
+
+    /// The inputs every command carries besides its own: the spec (whose `specs_hash` the
+    /// agent computes) and, when `policy.strict_version_pinning` is false, that the agent
+    /// pins by content (§8.2, [`crate::version`]).
+    fn common_inputs(&self, inputs: &mut Value) {
+        inputs["spec"] = json!(self.config.spec_path);
+        if !self.config.policy.strict_version_pinning {
+            inputs["strict_version_pinning"] = json!(false);
+        }
     }
 
     fn fail(&mut self, reason: String) -> Result<(), RunError> {
@@ -297,16 +313,14 @@ impl Orchestrator {
     }
 
     fn send_new(&mut self, action: Action) -> Result<(), RunError> {
-        let snapshot_id = self.snapshot()?;
+        let version = self.pin()?;
         let step = self.state.steps.len() as u32 + 1;
         let task = &self.state.task;
         let mut inputs = json!({"goal": task.goal, "files": task.files, "step": step});
         if matches!(action, Action::Implement | Action::ImplementChanges) {
             inputs["max_turns"] = json!(self.config.policy.max_turns);
         }
-        if action == Action::UpdateSpec {
-            inputs["spec"] = json!(self.config.spec_path);
-        }
+        self.common_inputs(&mut inputs);
         if matches!(action, Action::Review | Action::UpdateSpec) {
             let (base, commits) = task_change(&self.store.workspace, &self.state.steps);
             if let Some(base) = base {
@@ -336,7 +350,13 @@ impl Orchestrator {
             }],
             _ => Vec::new(),
         };
-        let ik = idempotency_key(action, &task.id, &snapshot_id, &inputs, &expected_outputs);
+        let ik = idempotency_key(
+            action,
+            &task.id,
+            &version.snapshot_id,
+            &inputs,
+            &expected_outputs,
+        );
         let correlation_id = format!("{}-{step}", task.id);
         let agent = agent_for(action);
         let command = Command {
@@ -354,11 +374,7 @@ impl Orchestrator {
                 _ => Object::new(),
             },
             expected_outputs,
-            version: Version {
-                snapshot_id,
-                specs_hash: None,
-                code_hash: None,
-            },
+            version,
             deadline: self.deadline(agent, action),
             retry: Retry {
                 attempt: 0,
@@ -392,15 +408,15 @@ impl Orchestrator {
             }
         }
         if cur.resnapshot {
-            let snapshot_id = self.snapshot()?;
+            let version = self.pin()?;
             command.idempotency_key = idempotency_key(
                 command.action,
                 &command.task_id,
-                &snapshot_id,
+                &version.snapshot_id,
                 &Value::Object(command.inputs.clone()),
                 &command.expected_outputs,
             );
-            command.version.snapshot_id = snapshot_id;
+            command.version = version;
         }
         command.message_id = format!("{}.{}", command.correlation_id, cur.sends + 1);
         command.deadline = self.deadline(command.to.agent_type, command.action);

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::{
     AgentRef, AgentType, Command, Config, EventType, Object, Orchestrator, Retry, RunError,
-    RunState, Status, Task, Version, idempotency_key, keep_records_out_of_git, safety, signals,
+    RunState, Status, Task, idempotency_key, keep_records_out_of_git, safety, signals,
     store,
 };
 use crate::config::check_task_id;
@@ -105,7 +105,7 @@ impl Orchestrator {
             json!({"run_id": run_id, "goal": first.goal, "files": first.files}),
         );
         o.record(&started)?;
-        o.snapshot()?;
+        o.pin()?;
         o.drive().map(|s| (s, tasks))
     }
 
@@ -117,9 +117,16 @@ impl Orchestrator {
         instruction: &str,
         user: &mut dyn User,
     ) -> Result<Option<Proposal>, RunError> {
-        let snapshot_id = self.snapshot()?;
-        let inputs = json!({"user_instruction": instruction});
-        let key = idempotency_key(Action::Intake, INTAKE_TASK, &snapshot_id, &inputs, &[]);
+        let version = self.pin()?;
+        let mut inputs = json!({"user_instruction": instruction});
+        self.common_inputs(&mut inputs);
+        let key = idempotency_key(
+            Action::Intake,
+            INTAKE_TASK,
+            &version.snapshot_id,
+            &inputs,
+            &[],
+        );
         let correlation_id = format!("{INTAKE_TASK}-1");
         let command = Command {
             message_id: format!("{correlation_id}.1"),
@@ -136,11 +143,7 @@ impl Orchestrator {
                 _ => Object::new(),
             },
             expected_outputs: Vec::new(),
-            version: Version {
-                snapshot_id,
-                specs_hash: None,
-                code_hash: None,
-            },
+            version,
             deadline: self.deadline(AgentType::Orchestration, Action::Intake),
             retry: Retry {
                 attempt: 0,

@@ -111,7 +111,7 @@ lorch> Add these tasks to lorch.json and build them? (y/n) y
     );
     assert_eq!(
         ledger[asked]["inputs"],
-        json!({"user_instruction": "Manage the implementation of PLAN.md"})
+        json!({"user_instruction": "Manage the implementation of PLAN.md", "spec": "specs/MASTER-SPEC.md"})
     );
     assert_eq!(ledger[asked]["to"]["agent_type"], "orchestration");
     assert_eq!(

@@ -19,6 +19,7 @@ mod failures;
 mod finished;
 mod harness;
 mod intake;
+mod pinning;
 mod protocol;
 mod resume;
 mod run;
