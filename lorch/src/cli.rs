@@ -199,7 +199,8 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
 }
 
 /// `lorch run` without `--task` (Phase 2, §4.1.2): the user's words, the orchestration
-/// agent's proposal, the user's approval, then the approved tasks, one run each.
+/// agent's proposal, the user's edits and approval, then the approved tasks, one after
+/// another in the same run.
 fn run_from_words(config: Config, workspace: PathBuf) -> ExitCode {
     use std::io::IsTerminal as _;
     if config.agents.orchestration.is_none() {
@@ -236,6 +237,7 @@ fn run_from_words(config: Config, workspace: PathBuf) -> ExitCode {
         out: &mut out,
         echo,
         base,
+        workspace: workspace.clone(),
     };
     let instruction = match user.ask(intake::QUESTION) {
         Some(words) if !words.is_empty() => words,
@@ -244,32 +246,12 @@ fn run_from_words(config: Config, workspace: PathBuf) -> ExitCode {
             return ExitCode::from(USAGE);
         }
     };
-    let (status, rest) = match Orchestrator::run_from_words(
-        config.clone(),
-        workspace.clone(),
+    ended(Orchestrator::run_from_words(
+        config,
+        workspace,
         &instruction,
         &mut user,
-    ) {
-        Ok(x) => x,
-        Err(e) => return ended(Err(e)),
-    };
-    let mut code = ended(Ok(status.clone()));
-    let mut last = status;
-    for task in rest {
-        if last != Status::Completed {
-            eprintln!(
-                "lorch: task {} was not started: run it with lorch run --task {}",
-                task.id, task.id
-            );
-            continue;
-        }
-        last = match Orchestrator::run(config.clone(), workspace.clone(), task) {
-            Ok(s) => s,
-            Err(e) => return ended(Err(e)),
-        };
-        code = ended(Ok(last.clone()));
-    }
-    code
+    ))
 }
 
 fn cmd_resume(args: &ResumeArgs) -> ExitCode {

@@ -331,7 +331,7 @@ impl AgentConfig {
 }
 
 /// One task.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Task {
     /// `T-0042`.
     pub id: String,

@@ -43,7 +43,7 @@ mod resume;
 
 pub use intake::{Decision, INTAKE_TASK, Proposal, User};
 
-use super::run_state::{AGENTS, agent_for, classify};
+use super::run_state::{AGENTS, agent_for, classify, task_json};
 pub use super::run_state::{
     InFlight, MAX_STEPS, RunState, Status, StepDone, check_artifact, next_action,
 };
@@ -257,6 +257,32 @@ impl Orchestrator {
         result.and(ended.map(|()| self.state.status.clone()))
     }
 
+    /// The current task is done: the next approved one starts (§14.1: "for each
+    /// approved_task in order"), or the run is complete.
+    fn task_done(&mut self) -> Result<(), RunError> {
+        let Some(next) = self.state.queue.first().cloned() else {
+            // The spec as the run leaves it (kept, with its hash in the record): what
+            // `lorch validate --run` compares with the spec the run found (§11.1).
+            let end = store::take_snapshot(&self.store, Some(&self.config.spec_path))?;
+            let m = self.system(
+                "system.run_completed",
+                Some("completed"),
+                json!({"specs_hash": end.specs_hash}),
+            );
+            return self.record(&m);
+        };
+        let done = self.state.task.id.clone();
+        let mut m = self.system(
+            "system.task_started",
+            None,
+            json!({"task": task_json(&next), "after": done}),
+        );
+        if let Message::Event(e) = &mut m {
+            e.task_id = next.id.clone();
+        }
+        self.record(&m)
+    }
+
     /// Kills what is left of the run's processes (models and checks the agents started,
     /// which can outlive them) and records their pids.
     fn sweep(&mut self) -> Result<(), RunError> {
@@ -293,10 +319,7 @@ impl Orchestrator {
             let Some(cur) = self.state.current.clone() else {
                 match next_action(&self.state.steps) {
                     Ok(Some(action)) => self.send_new(action)?,
-                    Ok(None) => {
-                        let m = self.system("system.run_completed", Some("completed"), json!({}));
-                        self.record(&m)?;
-                    }
+                    Ok(None) => self.task_done()?,
                     Err(reason) => self.fail(reason)?,
                 }
                 continue;

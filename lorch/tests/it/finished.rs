@@ -26,7 +26,8 @@ fn a_passing_run_passes_until_a_file_it_made_changes() {
          ok   a terminal event for every command: 5 correlations\n\
          ok   final review approved: step 4: approved\n\
          ok   spec maintainer confirmed: step 5: updated\n\
-         ok   artifacts match their receipts: 5 receipts, 4 files\n"
+         ok   artifacts match their receipts: 5 receipts, 4 files\n\
+         ok   spec edits within the allowed sections: the spec is as the run found it\n"
     );
     ws.write("src/foo/bar.js", "changed since\n");
     let out = ws.lorch(&["validate", "--run", &format!("run-{run}")], &[]);
@@ -60,7 +61,8 @@ fn a_failed_run_does_not_pass_and_an_unknown_one_is_a_usage_error() {
          ok   a terminal event for every command: 1 correlations\n\
          FAIL final review approved: no review step was accepted\n\
          FAIL spec maintainer confirmed: no update_spec step was accepted\n\
-         ok   artifacts match their receipts: 0 receipts, 0 files\n"
+         ok   artifacts match their receipts: 0 receipts, 0 files\n\
+         FAIL spec edits within the allowed sections: the ledger does not say which spec the run found and left (specs_hash): a run that did not complete, or one of an older lorch\n"
     );
     let out = ws.lorch(&["validate", "--run", "nonexist"], &[]);
     assert_eq!(out.status.code(), Some(2));
