@@ -14,6 +14,8 @@ Role: LORCH_AGENT_TYPE (set by lorch). Behaviour, from the agent's env in lorch.
               | mismatch_once (version_mismatch on the first command)
               | flood (builder.progress events without end)
               | burst (FAKE_BURST builder.progress events at once, then the work)
+              | rewrite_spec (the builder rewrites the spec's text before ## Status)
+              | status (the spec maintainer fills in the spec's ## Status)
 """
 import hashlib, json, os, sys, threading, time
 
@@ -89,6 +91,8 @@ def work(cmd, index):
         if cmd["action"] == "implement":
             b = write("tests/foo/bar.spec.js", "// tests of bar\n")
             out.append(event(cmd, 2, "artifact.produced", None, {}, [b]))
+        if MODE == "rewrite_spec":
+            write(cmd["inputs"]["spec"], "# Spec\n\nThe builder's own requirement.\n\n## Status\n\n## Changelog\n")
         if MODE == "escape":
             a = dict(a, path="../outside.js")
             out = [event(cmd, 1, "artifact.produced", None, {}, [a])]
@@ -107,6 +111,8 @@ def work(cmd, index):
         out.append(event(cmd, 1, "review.completed", status, {}, [r]))
     else:
         status = result or "updated"
+        if MODE == "status":
+            write(cmd["inputs"]["spec"], "# Spec\n\n## Status\n\n%s done\n\n## Changelog\n" % task)
         n = write("spec_notes/%s.json" % task, json.dumps({"task_id": task, "status": status}) + "\n")
         name = {"updated": "spec.updated", "no_changes_needed": "spec.no_changes_needed"}.get(status, "spec.changes_requested")
         out.append(event(cmd, 1, name, None, {"summary": "status table"}, [n]))
