@@ -23,8 +23,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::checks::Check;
-use super::protocol::{Action, AgentType, Artifact, Message};
 use super::config::Task;
+use super::protocol::{Action, AgentType, Artifact, Message};
 use super::run_state::{RunState, Status, StepDone, check_artifact, is_terminal};
 use super::store;
 
@@ -226,7 +226,9 @@ fn spec_edits(workspace: &Path, messages: &[Message]) -> Result<String, String> 
     }
     let system = |name: &'static str| system(messages, name);
     let start = system("system.snapshot").find_map(Value::as_str);
-    let end = system("system.run_completed").last().and_then(Value::as_str);
+    let end = system("system.run_completed")
+        .last()
+        .and_then(Value::as_str);
     let (start, end) = match (start, end) {
         (Some(start), Some(end)) => (start, end),
         (None, None) if system("system.run_completed").next().is_some() => {

@@ -69,7 +69,8 @@ impl Terminal<'_> {
 }
 
 /// The question put to a proposal.
-pub const APPROVE: &str = "lorch> Add these tasks to lorch.json and build them? (y/n, or edit them)";
+pub const APPROVE: &str =
+    "lorch> Add these tasks to lorch.json and build them? (y/n, or edit them)";
 
 impl User for Terminal<'_> {
     fn decide(&mut self, proposal: &Proposal) -> Decision {

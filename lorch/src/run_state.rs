@@ -400,7 +400,11 @@ fn strings(v: Option<&Value>) -> Vec<String> {
 pub fn task_of(v: &Value) -> Option<Task> {
     Some(Task {
         id: v.get("id")?.as_str()?.to_owned(),
-        goal: v.get("goal").and_then(Value::as_str).unwrap_or("").to_owned(),
+        goal: v
+            .get("goal")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
         files: strings(v.get("files")),
     })
 }

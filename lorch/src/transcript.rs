@@ -67,9 +67,7 @@ fn system(e: &Event) -> Option<String> {
             None => format!("[lorch] resuming run {}", text(p, "run_id")),
         },
         "system.snapshot" => format!("[lorch] snapshot {}", text(p, "snapshot_id")),
-        "system.user_decision"
-            if matches!(e.status.as_deref(), Some("clarified" | "resolved")) =>
-        {
+        "system.user_decision" if matches!(e.status.as_deref(), Some("clarified" | "resolved")) => {
             format!(
                 "[lorch] user_decision {}: {}",
                 e.status.as_deref().unwrap_or(""),

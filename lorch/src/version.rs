@@ -49,10 +49,7 @@ pub fn spec_bytes(root: &Path, spec: &str) -> io::Result<Option<Vec<u8>>> {
     match std::fs::read(&path) {
         Ok(bytes) => Ok(Some(bytes)),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(io::Error::new(
-            e.kind(),
-            format!("{}: {e}", path.display()),
-        )),
+        Err(e) => Err(io::Error::new(e.kind(), format!("{}: {e}", path.display()))),
     }
 }
 

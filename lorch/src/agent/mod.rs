@@ -199,9 +199,9 @@ pub enum StepError {
     )]
     VersionMismatch {
         /// The command's version.
-        expected: Version,
+        expected: Box<Version>,
         /// The workspace's.
-        observed: Version,
+        observed: Box<Version>,
         /// What differs: `snapshot_id`, `code_hash`, `specs_hash`.
         parts: Vec<&'static str>,
     },
@@ -595,8 +595,8 @@ pub fn check_version(shim: &Shim, command: &Command) -> Result<(), StepError> {
         Ok(())
     } else {
         Err(StepError::VersionMismatch {
-            expected: command.version.clone(),
-            observed: seen,
+            expected: Box::new(command.version.clone()),
+            observed: Box::new(seen),
             parts,
         })
     }

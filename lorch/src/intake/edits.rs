@@ -35,7 +35,8 @@ pub enum Edit {
 }
 
 /// The help line shown after the question.
-pub const HELP: &str = "y, n, or an edit: drop ID · goal ID TEXT · files ID PATH… (- for none) · plan PATH";
+pub const HELP: &str =
+    "y, n, or an edit: drop ID · goal ID TEXT · files ID PATH… (- for none) · plan PATH";
 
 /// Reads `answer` and applies it to `tasks`; `plans` are the plan candidates the agent found,
 /// `workspace` where files must be.

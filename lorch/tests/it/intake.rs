@@ -278,8 +278,7 @@ fn questions_of_the_agent_are_put_to_the_user_and_the_answer_goes_back_with_the_
 }
 
 #[test]
-fn the_user_drops_and_rewords_tasks_and_the_approved_ones_are_built_one_after_another_in_one_run()
-{
+fn the_user_drops_and_rewords_tasks_and_the_approved_ones_are_built_one_after_another_in_one_run() {
     let scratch = tempfile::tempdir().expect("tempdir");
     let ws = workspace(&scratch.path().join("prompt.md"), "three");
     let out = ws.lorch_typing(
@@ -305,7 +304,9 @@ fn the_user_drops_and_rewords_tasks_and_the_approved_ones_are_built_one_after_an
         "{console}"
     );
     assert!(
-        console.contains("(y/n, or edit them) files T-0101 ../out.txt\n  ../out.txt: `..` is not allowed"),
+        console.contains(
+            "(y/n, or edit them) files T-0101 ../out.txt\n  ../out.txt: `..` is not allowed"
+        ),
         "a file outside the workspace is refused: {console}"
     );
     assert!(
@@ -326,8 +327,14 @@ fn the_user_drops_and_rewords_tasks_and_the_approved_ones_are_built_one_after_an
     // One run (one ledger) built both, in order, the second with the user's words.
     let ledger = ws.ledger();
     let decision = events(&ledger, "system.user_decision")[0];
-    assert_eq!(decision["payload"]["proposed_tasks"], json!(["T-0100", "T-0101", "T-0102"]));
-    assert_eq!(decision["payload"]["approved_tasks"], json!(["T-0100", "T-0101"]));
+    assert_eq!(
+        decision["payload"]["proposed_tasks"],
+        json!(["T-0100", "T-0101", "T-0102"])
+    );
+    assert_eq!(
+        decision["payload"]["approved_tasks"],
+        json!(["T-0100", "T-0101"])
+    );
     assert_eq!(
         decision["payload"]["changes"],
         json!(["dropped T-0102", "goal of T-0101: Say goodbye warmly"])
@@ -354,12 +361,20 @@ fn the_user_drops_and_rewords_tasks_and_the_approved_ones_are_built_one_after_an
         .as_array()
         .expect("tasks")
         .iter()
-        .map(|t| (t["id"].as_str().unwrap_or(""), t["goal"].as_str().unwrap_or("")))
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap_or(""),
+                t["goal"].as_str().unwrap_or(""),
+            )
+        })
         .collect();
     assert_eq!(
         tasks,
         [
-            ("T-0042", "Implement sections 3.1–3.3 of /specs/MASTER-SPEC.md"),
+            (
+                "T-0042",
+                "Implement sections 3.1–3.3 of /specs/MASTER-SPEC.md"
+            ),
             ("T-0100", "Greet the user by name"),
             ("T-0101", "Say goodbye warmly")
         ]
@@ -368,7 +383,9 @@ fn the_user_drops_and_rewords_tasks_and_the_approved_ones_are_built_one_after_an
     let out = ws.lorch(&["validate", "--run", &ws.run_id()], &[]);
     assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
     assert!(
-        stdout(&out).contains("ok   final review approved: T-0100 step 2: approved; T-0101 step 2: approved\n"),
+        stdout(&out).contains(
+            "ok   final review approved: T-0100 step 2: approved; T-0101 step 2: approved\n"
+        ),
         "{}",
         stdout(&out)
     );
@@ -384,13 +401,23 @@ fn a_killed_multi_task_run_resumes_with_the_tasks_still_to_build() {
         .find_map(|n| {
             let ws = workspace(&scratch.path().join("prompt.md"), "two");
             let out = ws_lorch_typing_env(&ws, "Manage PLAN.md\ny\n", n);
-            assert_eq!(out.status.code(), None, "n={n}: never killed in the second task");
+            assert_eq!(
+                out.status.code(),
+                None,
+                "n={n}: never killed in the second task"
+            );
             let ledger = ws.ledger();
             (!events(&ledger, "system.task_started").is_empty()).then_some(ws)
         })
         .expect("killed in the second task");
     let out = ws.lorch(&["resume", "--run", &ws.run_id()], &[]);
-    assert_eq!(out.status.code(), Some(0), "{}{}", stdout(&out), stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
     let state = ws.json("state/run.json");
     assert_eq!(state["status"], "completed");
     assert_eq!(state["task_id"], "T-0101");
@@ -447,7 +474,9 @@ fn the_user_picks_another_plan_and_the_agent_is_asked_for_its_tasks_with_task_di
         "{console}"
     );
     assert!(
-        console.contains("  T-0200: Build what plan v2 says\n    files: src/v2.txt\n  plan: docs/plan_v2.md\n"),
+        console.contains(
+            "  T-0200: Build what plan v2 says\n    files: src/v2.txt\n  plan: docs/plan_v2.md\n"
+        ),
         "{console}"
     );
     assert!(console.ends_with("[lorch] DONE\n"), "{console}");
@@ -474,7 +503,10 @@ fn the_user_picks_another_plan_and_the_agent_is_asked_for_its_tasks_with_task_di
     assert_eq!(statuses, ["plan_chosen", "approved"]);
     assert_eq!(decisions[1]["payload"]["approved_plan"], "docs/plan_v2.md");
     assert_eq!(decisions[1]["payload"]["approved_tasks"], json!(["T-0200"]));
-    assert_eq!(events(&ledger, "system.run_started")[0]["task_id"], "T-0200");
+    assert_eq!(
+        events(&ledger, "system.run_started")[0]["task_id"],
+        "T-0200"
+    );
 }
 
 #[test]
@@ -498,7 +530,10 @@ fn a_conflict_the_agent_found_is_shown_and_the_user_decides() {
         decision[0]["payload"]["conflicts"],
         json!(["T-0100 greets by name; specs/MASTER-SPEC.md says by title."])
     );
-    assert!(events(&ledger, "system.run_started").is_empty(), "nothing built");
+    assert!(
+        events(&ledger, "system.run_started").is_empty(),
+        "nothing built"
+    );
     assert_eq!(
         std::fs::read_to_string(ws.path().join("specs/MASTER-SPEC.md")).expect("spec"),
         "# Spec\n\n## Status\n\n## Changelog\n",

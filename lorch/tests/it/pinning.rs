@@ -51,7 +51,10 @@ fn agents_check_the_hashes_strictly_with_the_snapshot_or_by_content_only() {
 
     agent.send(&review(1, &pinned_json, json!({"spec": "SPEC.md"})));
     let strict = agent.answer();
-    assert_eq!(strict[0]["payload"]["code"], "version_mismatch", "{strict:#?}");
+    assert_eq!(
+        strict[0]["payload"]["code"], "version_mismatch",
+        "{strict:#?}"
+    );
     assert_eq!(strict[0]["payload"]["mismatched"], json!(["snapshot_id"]));
     assert_eq!(ws.runs(), 0, "strict: the model was not asked");
 
@@ -88,8 +91,8 @@ fn commands_carry_the_code_and_spec_hashes_and_the_pinning_policy() {
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     // The same files elsewhere: the same content hashes (mtimes are not in them).
     let twin = Ws::new(&Value::Null);
-    let (start, _) = lorch::version::version_of(twin.path(), Some("specs/MASTER-SPEC.md"))
-        .expect("version");
+    let (start, _) =
+        lorch::version::version_of(twin.path(), Some("specs/MASTER-SPEC.md")).expect("version");
     let commands: Vec<Value> = ws
         .ledger()
         .into_iter()
@@ -108,8 +111,7 @@ fn commands_carry_the_code_and_spec_hashes_and_the_pinning_policy() {
     }
     // The builder's work changed the code; the snapshot after it says so.
     assert_ne!(
-        commands[1]["version"]["code_hash"],
-        first["code_hash"],
+        commands[1]["version"]["code_hash"], first["code_hash"],
         "{commands:#?}"
     );
     // A copy of the spec as the run found it, for `lorch validate --run`.

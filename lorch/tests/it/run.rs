@@ -127,7 +127,11 @@ fn the_scenario_of_section_15_runs_to_done_with_the_transcript_ledger_and_receip
     for entry in std::fs::read_dir(ws.path().join("snapshots")).expect("snapshots") {
         let path = entry.expect("entry").path();
         let bytes = std::fs::read(&path).expect("manifest");
-        let name = path.file_name().expect("name").to_string_lossy().into_owned();
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
         if name.starts_with("spec-") {
             assert_eq!(name, format!("spec-{}.md", sha256_hex(&bytes)));
             continue;
