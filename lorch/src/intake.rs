@@ -142,6 +142,22 @@ impl User for Terminal<'_> {
         add_tasks(&self.base, tasks).map(|_| ())
     }
 
+    fn settle(&mut self, conflict: &str, choices: &[(&str, &str)]) -> Option<String> {
+        let _ = writeln!(self.out, "lorch: CONFLICT: {conflict}");
+        for (key, what) in choices {
+            let _ = writeln!(self.out, "  {key}: {what}");
+        }
+        let keys: Vec<&str> = choices.iter().map(|(k, _)| *k).collect();
+        let question = format!("lorch> What now? ({})", keys.join("/"));
+        loop {
+            let answer = self.ask(&question)?.to_ascii_lowercase();
+            if keys.contains(&answer.as_str()) {
+                return Some(answer);
+            }
+            let _ = writeln!(self.out, "  answer {}", keys.join(" or "));
+        }
+    }
+
     fn answer(&mut self, heading: &str, questions: &[String]) -> Option<String> {
         let _ = writeln!(self.out, "lorch: {heading}");
         for q in questions {

@@ -109,6 +109,9 @@ pub struct RunState {
     pub status: Status,
     /// Restarts per agent.
     pub restarts: HashMap<AgentType, u32>,
+    /// Steps of a task before it is a persistent conflict: [`MAX_STEPS`], and as many
+    /// again each time the user chose to go on (`system.user_decision` `continue`).
+    pub step_limit: u32,
 }
 
 pub(crate) fn text(p: &Object, key: &str) -> String {
@@ -153,6 +156,7 @@ impl RunState {
             current: None,
             status: Status::Running,
             restarts: HashMap::new(),
+            step_limit: MAX_STEPS,
         }
     }
 
@@ -242,6 +246,8 @@ impl RunState {
                                 cur.sent_live = false;
                                 cur.bump = true;
                                 cur.resnapshot = p.get("resnapshot") == Some(&Value::Bool(true));
+                                // The user chose to try again: a new round of attempts.
+                                cur.fresh = p.get("fresh") == Some(&Value::Bool(true));
                             }
                         }
                         _ => {}
@@ -269,6 +275,9 @@ impl RunState {
                         }
                     }
                     "system.run_resumed" if self.status != Status::Running => self.reopen(),
+                    "system.user_decision" if e.status.as_deref() == Some("continue") => {
+                        self.step_limit += MAX_STEPS;
+                    }
                     "system.task_started" => {
                         if let Some(next) = p.get("task").and_then(task_of) {
                             self.next_task(next);
@@ -302,6 +311,7 @@ impl RunState {
         let steps = std::mem::take(&mut self.steps);
         self.finished.push((done, steps));
         self.current = None;
+        self.step_limit = MAX_STEPS;
     }
 
     /// Every task of the run with its steps, in order: those built, then the current one.
@@ -414,11 +424,12 @@ pub fn task_json(task: &Task) -> Value {
     json!({"id": task.id, "goal": task.goal, "files": task.files})
 }
 
-/// What comes after `steps` (§4.2).
-pub fn next_action(steps: &[StepDone]) -> Result<Option<Action>, String> {
-    if steps.len() as u32 >= MAX_STEPS {
+/// What comes after `steps` (§4.2), or why not: after `limit` steps without an end, a
+/// persistent conflict (§4.1.4).
+pub fn next_action(steps: &[StepDone], limit: u32) -> Result<Option<Action>, String> {
+    if steps.len() as u32 >= limit {
         return Err(format!(
-            "no agreement after {MAX_STEPS} steps (persistent conflict)"
+            "no agreement after {limit} steps (persistent conflict)"
         ));
     }
     let Some(last) = steps.last() else {

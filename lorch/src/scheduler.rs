@@ -38,6 +38,7 @@ use super::store::{self, Store};
 use super::supervisor::{self, Agent, Incoming, Item, Spawn};
 use super::transcript;
 
+mod conflicts;
 mod intake;
 mod resume;
 
@@ -105,8 +106,14 @@ impl Orchestrator {
         }
     }
 
-    /// Starts run of `task` in `workspace` and drives it to its end.
-    pub fn run(config: Config, workspace: PathBuf, task: Task) -> Result<Status, RunError> {
+    /// Starts run of `task` in `workspace` and drives it to its end; `user` decides the
+    /// conflicts that come up (§7.4).
+    pub fn run(
+        config: Config,
+        workspace: PathBuf,
+        task: Task,
+        user: &mut dyn User,
+    ) -> Result<Status, RunError> {
         let _lock = store::lock_workspace(&workspace)?;
         signals::install();
         keep_records_out_of_git(&workspace)?;
@@ -119,7 +126,7 @@ impl Orchestrator {
         );
         o.record(&started)?;
         o.pin()?;
-        o.drive()
+        o.drive(user)
     }
 
     /// Prints a transcript line, and keeps it in `transcripts/run-<id>.txt` (§9's optional
@@ -230,8 +237,8 @@ impl Orchestrator {
     /// The main loop of §14.1–14.2, then [`Orchestrator::wind_down`]: every agent stopped
     /// (an aborted run's at once) and nothing of the run left running; then an abort is
     /// recorded, last, with how to continue.
-    fn drive(&mut self) -> Result<Status, RunError> {
-        let result = self.drive_inner();
+    fn drive(&mut self, user: &mut dyn User) -> Result<Status, RunError> {
+        let result = self.drive_inner(user);
         self.wind_down(result)
     }
 
@@ -304,7 +311,7 @@ impl Orchestrator {
         self.record(&m)
     }
 
-    fn drive_inner(&mut self) -> Result<Status, RunError> {
+    fn drive_inner(&mut self, user: &mut dyn User) -> Result<Status, RunError> {
         for agent in AGENTS {
             if let Err(reason) = self.ensure_agent(agent) {
                 self.fail(reason)?;
@@ -317,15 +324,17 @@ impl Orchestrator {
                 break;
             }
             let Some(cur) = self.state.current.clone() else {
-                match next_action(&self.state.steps) {
+                match next_action(&self.state.steps, self.state.step_limit) {
                     Ok(Some(action)) => self.send_new(action)?,
                     Ok(None) => self.task_done()?,
-                    Err(reason) => self.fail(reason)?,
+                    Err(reason) => self.persistent_conflict(reason, user)?,
                 }
                 continue;
             };
             if cur.terminal.is_some() {
-                self.decide()?;
+                if !self.spec_conflict(&cur, user)? {
+                    self.decide()?;
+                }
             } else if !cur.sent_live {
                 self.resend()?;
             } else {

@@ -74,6 +74,11 @@ fn system(e: &Event) -> Option<String> {
                 text(p, "prompt")
             )
         }
+        "system.user_decision" if p.get("conflict").is_some() => format!(
+            "[lorch] user_decision {} ({} conflict)",
+            e.status.as_deref().unwrap_or(""),
+            text(p, "conflict")
+        ),
         "system.user_decision" if e.status.as_deref() == Some("plan_chosen") => {
             format!(
                 "[lorch] user_decision plan_chosen: {}",

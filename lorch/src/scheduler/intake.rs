@@ -76,6 +76,9 @@ pub trait User {
     /// Shows `heading` and the orchestration agent's questions (or conflicts) and reads the
     /// answer; `None` when there is none (the input ended).
     fn answer(&mut self, heading: &str, questions: &[String]) -> Option<String>;
+    /// Shows a conflict of the run (§7.4) and asks which of `choices` (key, what it does)
+    /// to take; `None` when there is no answer (the input ended).
+    fn settle(&mut self, conflict: &str, choices: &[(&str, &str)]) -> Option<String>;
 }
 
 /// Rounds of questions before lorch gives up on an orchestration agent that keeps asking.
@@ -126,7 +129,7 @@ impl Orchestrator {
         );
         o.record(&started)?;
         o.pin()?;
-        o.drive()
+        o.drive(user)
     }
 
     /// The conversation of intake: the proposal, the user's choice of another plan (the

@@ -14,8 +14,14 @@ use super::{
 };
 
 impl Orchestrator {
-    /// Resumes run `run_id` from its ledger (§5.6).
-    pub fn resume(config: Config, workspace: PathBuf, run_id: &str) -> Result<Status, RunError> {
+    /// Resumes run `run_id` from its ledger (§5.6); `user` decides the conflicts that come
+    /// up (§7.4).
+    pub fn resume(
+        config: Config,
+        workspace: PathBuf,
+        run_id: &str,
+        user: &mut dyn super::User,
+    ) -> Result<Status, RunError> {
         // Above all, never two orchestrators for the agents of one run.
         let _lock = store::lock_workspace(&workspace)?;
         keep_records_out_of_git(&workspace)?;
@@ -63,7 +69,7 @@ impl Orchestrator {
             cur.sent_live = false;
         }
         o.restore_receipts()?;
-        o.drive()
+        o.drive(user)
     }
 
     /// Orphaned agents of the crashed process (pids in `state/run.json`) are stopped: their

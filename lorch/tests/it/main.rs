@@ -9,6 +9,7 @@ mod canonical;
 mod cli;
 mod config;
 mod configure;
+mod conflicts;
 mod context;
 mod conversation;
 #[path = "../common/deterministic.rs"]

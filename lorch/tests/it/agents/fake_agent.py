@@ -6,7 +6,8 @@ idempotency key replays the events it sent the first time, rewriting nothing).
 Role: LORCH_AGENT_TYPE (set by lorch). Behaviour, from the agent's env in lorch.json:
   FAKE_PLAN   comma list of results, one per new command: for the reviewer
               approved|changes_requested, for the spec maintainer
-              updated|no_changes_needed|changes_requested, for the builder
+              updated|no_changes_needed|changes_requested|forbidden (a refused edit of
+              a requirement: error forbidden_spec_edit), for the builder
               success|fail|error|untested (success with tests skipped)
   FAKE_MODE   normal | bad_lines | silent (no heartbeats, no answer) | hang | die | chatty
               | bad_artifact | escape (an artifact outside the workspace) | leak (echoes
@@ -110,6 +111,9 @@ def work(cmd, index):
         r = write("reviews/%s.json" % task, json.dumps({"task_id": task, "status": status, "findings": [], "summary": "step %s" % step}) + "\n")
         out.append(event(cmd, 1, "review.completed", status, {}, [r]))
     else:
+        if result == "forbidden":
+            return [event(cmd, 1, "error", "failed", {"code": "forbidden_spec_edit",
+                    "message": "refused: the edit changes Requirements of %s" % cmd["inputs"]["spec"]})]
         status = result or "updated"
         if MODE == "status":
             write(cmd["inputs"]["spec"], "# Spec\n\n## Status\n\n%s done\n\n## Changelog\n" % task)
