@@ -36,6 +36,7 @@ pub mod llm;
 pub mod prompt;
 pub mod receipts;
 pub mod reviewer;
+pub mod sandbox;
 pub mod spec;
 pub mod verdict;
 
@@ -82,6 +83,8 @@ pub struct Options {
     /// `git loaf undo` refuse to take a builder step back); `<workspace>/.lorch/agent/<role>`
     /// outside a repository.
     pub state_dir: PathBuf,
+    /// `--sandbox`: where the model command and the checks run ([`sandbox`]).
+    pub sandbox: Option<git_loaf::exec::sandbox::Sandbox>,
 }
 
 impl Options {
@@ -108,13 +111,25 @@ impl Options {
             return Err("--heartbeat-s must be a positive number of seconds".into());
         }
         let role = args.role.agent_type().as_str();
-        let state_dir = match git_loaf::git::states::discover(&workspace) {
-            Ok(repo) => repo.commondir().join("lorch"),
-            Err(_) => workspace.join(".lorch"),
+        let common = git_loaf::git::states::discover(&workspace)
+            .ok()
+            .map(|repo| repo.commondir().to_path_buf());
+        let state_dir = match &common {
+            Some(common) => common.join("lorch"),
+            None => workspace.join(".lorch"),
         }
         .join("agent")
         .join(role);
+        let sandbox = match args.sandbox {
+            true => Some(sandbox::contain(
+                &workspace,
+                common.as_deref(),
+                &args.sandbox_writable,
+            )?),
+            false => None,
+        };
         Ok(Options {
+            sandbox,
             snapshot_root,
             state_dir,
             role: args.role,
@@ -336,13 +351,24 @@ impl Shim {
             ),
         ]
         .map(|(k, v)| (k.to_owned(), v));
-        Ok(llm::ask(
-            &self.options.cmd,
-            prompt,
-            &self.options.workspace,
-            &env,
-            left,
-        )?)
+        let reply = match &self.options.sandbox {
+            Some(contained) => sandbox::ask(
+                contained,
+                &self.options.cmd,
+                prompt,
+                &self.options.state_dir,
+                &env,
+                left,
+            ),
+            None => llm::ask(
+                &self.options.cmd,
+                prompt,
+                &self.options.workspace,
+                &env,
+                left,
+            ),
+        };
+        Ok(reply?)
     }
 }
 

@@ -24,5 +24,6 @@ mod pinning;
 mod protocol;
 mod resume;
 mod run;
+mod sandbox;
 mod signals;
 mod supervise;
