@@ -19,6 +19,11 @@
 //! 4. records a receipt, then sends the events (a failure is an `error` event with a
 //!    machine-readable `payload.code`).
 //!
+//! Before any work, the agent checks that the workspace is the version the command was
+//! pinned to (`snapshot_id`, `code_hash`, `specs_hash`: [`check_version`]). With
+//! `--sandbox`, the model command and the builder's checks run in git-loaf's namespace
+//! sandbox ([`sandbox`]).
+//!
 //! Heartbeats come from their own thread every `--heartbeat-s` seconds, `busy` while a
 //! command runs and `ready` otherwise, so lorch sees the agent alive while a model thinks.
 //! Its records in the workspace (`reviews/`, `spec_notes/`) are listed in the repository's
