@@ -46,7 +46,10 @@ impl Orchestrator {
         };
         let mut o = Orchestrator::new(config, workspace, state);
         if o.state.status == Status::Completed {
-            // A crash may have come between the last record and the files derived from it.
+            // A crash may have come between the last record and the files derived from it,
+            // and before the agents were stopped: they are stopped here (an agent whose lorch
+            // died ends by itself once it reads the end of its stdin, but not at once).
+            o.terminate_orphans()?;
             o.restore_receipts()?;
             o.write_state()?;
             o.say(&format!("[lorch] run {run_id} already ended"));
