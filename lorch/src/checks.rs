@@ -102,6 +102,15 @@ pub fn doctor(base: &Path) -> Vec<Check> {
             checks.push(check("builder runs checks", builder_checks(builder)));
         }
         let ws = config.workspace(base);
+        for agent in config.configured_agents() {
+            if sandboxed(&config.agents.get(agent).cmd) {
+                checks.push(check(
+                    format!("{agent} sandbox (--sandbox)"),
+                    crate::agent::sandbox::contain(&ws, None, &[])
+                        .map(|_| "git-loaf's namespaces can be made".to_owned()),
+                ));
+            }
+        }
         checks.push(check("workspace writable", writable(&ws)));
         let shims = config
             .configured_agents()
@@ -169,6 +178,16 @@ pub(crate) fn builder_checks(cmd: &[String]) -> Result<String, String> {
     } else {
         Ok(checks.join("; "))
     }
+}
+
+/// Whether an agent command is `lorch agent … --sandbox … -- CMD` (the shim would refuse
+/// to start where the sandbox cannot be made).
+fn sandboxed(cmd: &[String]) -> bool {
+    is_shim(cmd)
+        && cmd
+            .iter()
+            .take_while(|a| *a != "--")
+            .any(|a| a == "--sandbox")
 }
 
 /// Whether an agent command is lorch's own shim, `lorch agent ROLE …`.

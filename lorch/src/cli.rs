@@ -195,13 +195,43 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
     if let Err(code) = preflight() {
         return code;
     }
-    ended(Orchestrator::run(config, workspace, task))
+    with_user(&workspace, |user| {
+        ended(Orchestrator::run(config, workspace.clone(), task, user))
+    })
+}
+
+/// Runs `f` with the user at this terminal (or the script on stdin), who decides the
+/// conflicts of a run (§7.4).
+fn with_user(
+    workspace: &std::path::Path,
+    f: impl FnOnce(&mut intake::Terminal) -> ExitCode,
+) -> ExitCode {
+    use std::io::IsTerminal as _;
+    let base = match scheduler::base_dir() {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("lorch: {e}");
+            return ExitCode::from(USAGE);
+        }
+    };
+    let stdin = std::io::stdin();
+    let echo = !stdin.is_terminal();
+    let mut input = stdin.lock();
+    let mut out = std::io::stdout();
+    let mut user = intake::Terminal {
+        input: &mut input,
+        out: &mut out,
+        echo,
+        base,
+        workspace: workspace.to_owned(),
+    };
+    f(&mut user)
 }
 
 /// `lorch run` without `--task` (Phase 2, §4.1.2): the user's words, the orchestration
-/// agent's proposal, the user's approval, then the approved tasks, one run each.
+/// agent's proposal, the user's edits and approval, then the approved tasks, one after
+/// another in the same run.
 fn run_from_words(config: Config, workspace: PathBuf) -> ExitCode {
-    use std::io::IsTerminal as _;
     if config.agents.orchestration.is_none() {
         let ids: Vec<&str> = config.tasks.iter().map(|t| t.id.as_str()).collect();
         eprintln!(
@@ -220,56 +250,23 @@ fn run_from_words(config: Config, workspace: PathBuf) -> ExitCode {
     if let Err(code) = preflight() {
         return code;
     }
-    let base = match scheduler::base_dir() {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("lorch: {e}");
-            return ExitCode::from(USAGE);
-        }
-    };
-    let stdin = std::io::stdin();
-    let echo = !stdin.is_terminal();
-    let mut input = stdin.lock();
-    let mut out = std::io::stdout();
-    let mut user = intake::Terminal {
-        input: &mut input,
-        out: &mut out,
-        echo,
-        base,
-    };
-    let instruction = match user.ask(intake::QUESTION) {
-        Some(words) if !words.is_empty() => words,
-        _ => {
-            eprintln!("lorch: nothing to do: no words given (or run a task: lorch run --task ID)");
-            return ExitCode::from(USAGE);
-        }
-    };
-    let (status, rest) = match Orchestrator::run_from_words(
-        config.clone(),
-        workspace.clone(),
-        &instruction,
-        &mut user,
-    ) {
-        Ok(x) => x,
-        Err(e) => return ended(Err(e)),
-    };
-    let mut code = ended(Ok(status.clone()));
-    let mut last = status;
-    for task in rest {
-        if last != Status::Completed {
-            eprintln!(
-                "lorch: task {} was not started: run it with lorch run --task {}",
-                task.id, task.id
-            );
-            continue;
-        }
-        last = match Orchestrator::run(config.clone(), workspace.clone(), task) {
-            Ok(s) => s,
-            Err(e) => return ended(Err(e)),
+    with_user(&workspace.clone(), |user| {
+        let instruction = match user.ask(intake::QUESTION) {
+            Some(words) if !words.is_empty() => words,
+            _ => {
+                eprintln!(
+                    "lorch: nothing to do: no words given (or run a task: lorch run --task ID)"
+                );
+                return ExitCode::from(USAGE);
+            }
         };
-        code = ended(Ok(last.clone()));
-    }
-    code
+        ended(Orchestrator::run_from_words(
+            config,
+            workspace,
+            &instruction,
+            user,
+        ))
+    })
 }
 
 fn cmd_resume(args: &ResumeArgs) -> ExitCode {
@@ -281,7 +278,14 @@ fn cmd_resume(args: &ResumeArgs) -> ExitCode {
     if let Err(code) = preflight() {
         return code;
     }
-    ended(Orchestrator::resume(config, workspace, run_id))
+    with_user(&workspace, |user| {
+        ended(Orchestrator::resume(
+            config,
+            workspace.clone(),
+            run_id,
+            user,
+        ))
+    })
 }
 
 fn cmd_validate(args: &ValidateArgs) -> ExitCode {

@@ -177,6 +177,10 @@ pub struct Policy {
     pub retry: RetryPolicy,
     /// Redact `*_TOKEN`/`*_KEY`/`*_SECRET` values from what lorch records.
     pub redact_secrets_in_logs: bool,
+    /// Agents check the command's whole snapshot (true, the default), or only the content
+    /// of the code and the spec, `code_hash` and `specs_hash` (false): see
+    /// [`crate::version`].
+    pub strict_version_pinning: bool,
     /// The most turns of one builder step's conversation with its model (DESIGN §3c): each
     /// reply applied, its report and failed checks sent back, until the step is done.
     pub max_turns: u32,
@@ -189,6 +193,7 @@ impl Default for Policy {
             artifact_max_bytes: 1 << 30,
             retry: RetryPolicy::default(),
             redact_secrets_in_logs: true,
+            strict_version_pinning: true,
             max_turns: DEFAULT_MAX_TURNS,
         }
     }
@@ -326,7 +331,7 @@ impl AgentConfig {
 }
 
 /// One task.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Task {
     /// `T-0042`.
     pub id: String,

@@ -7,10 +7,15 @@
 //! - the last review is `approved`;
 //! - the spec maintainer ended it with `spec.updated` or `spec.no_changes_needed`;
 //! - every step's receipt exists as the ledger recorded it, and the newest receipt naming
-//!   each file matches the file (it exists, same size and sha256).
+//!   each file matches the file (it exists, same size and sha256);
+//! - the spec's changes in the run are confined to the allowed sections (§10.5): the spec
+//!   as the run found it (the first snapshot's `specs_hash`) against the spec as it left it
+//!   (`system.run_completed`'s), both kept by lorch in `snapshots/spec-<sha256>.md`, compared
+//!   section by section as the spec maintainer's guard does. Whoever made them: the guard
+//!   stops the spec maintainer, this finds an edit that came another way (a builder's reply
+//!   that rewrote a requirement).
 //!
-//! (§11.1's "SPEC.md updates confined to allowed sections" is enforced when the spec
-//! maintainer edits, which refuses any other edit whole; it is not checked again here.)
+//! A run that built several tasks (approved together at intake) is checked task by task.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -18,8 +23,9 @@ use std::path::Path;
 use serde_json::Value;
 
 use super::checks::Check;
+use super::config::Task;
 use super::protocol::{Action, AgentType, Artifact, Message};
-use super::run_state::{RunState, Status, check_artifact, is_terminal};
+use super::run_state::{RunState, Status, StepDone, check_artifact, is_terminal};
 use super::store;
 
 /// Why a run cannot be checked at all.
@@ -68,24 +74,45 @@ pub fn check_run(
             format!("events/run-{run_id}.ndjson has no run_started"),
         ));
     };
+    let tasks = state.all_tasks();
+    let per_task = |f: &dyn Fn(&[StepDone]) -> Result<String, String>| {
+        let results: Vec<(String, Result<String, String>)> = tasks
+            .iter()
+            .map(|(task, steps)| (task.id.clone(), f(steps)))
+            .collect();
+        if let [(_, only)] = results.as_slice() {
+            return only.clone();
+        }
+        let line = |(id, r): &(String, Result<String, String>)| match r {
+            Ok(d) | Err(d) => format!("{id} {d}"),
+        };
+        let text = results.iter().map(line).collect::<Vec<_>>().join("; ");
+        if results.iter().all(|(_, r)| r.is_ok()) {
+            Ok(text)
+        } else {
+            Err(text)
+        }
+    };
     Ok(vec![
         check("run completed", completed(workspace, &state)),
         check("a terminal event for every command", terminals(&messages)),
         check(
             "final review approved",
-            last_result(&state, Action::Review, &["approved"]),
+            per_task(&|steps| last_result(steps, Action::Review, &["approved"])),
         ),
         check(
             "spec maintainer confirmed",
-            last_result(
-                &state,
-                Action::UpdateSpec,
-                &["updated", "no_changes_needed"],
-            ),
+            per_task(&|steps| {
+                last_result(steps, Action::UpdateSpec, &["updated", "no_changes_needed"])
+            }),
         ),
         check(
             "artifacts match their receipts",
-            receipts(workspace, &state, max_artifact),
+            receipts(workspace, &tasks, max_artifact),
+        ),
+        check(
+            "spec edits within the allowed sections",
+            spec_edits(workspace, &messages),
         ),
     ])
 }
@@ -136,8 +163,8 @@ fn terminals(messages: &[Message]) -> Result<String, String> {
     }
 }
 
-fn last_result(state: &RunState, action: Action, wanted: &[&str]) -> Result<String, String> {
-    let last = state.steps.iter().rev().find(|s| s.action == action);
+fn last_result(steps: &[StepDone], action: Action, wanted: &[&str]) -> Result<String, String> {
+    let last = steps.iter().rev().find(|s| s.action == action);
     match last {
         Some(s) if wanted.contains(&s.result.as_str()) => {
             Ok(format!("step {}: {}", s.step, s.result))
@@ -147,30 +174,34 @@ fn last_result(state: &RunState, action: Action, wanted: &[&str]) -> Result<Stri
     }
 }
 
-fn receipts(workspace: &Path, state: &RunState, max: u64) -> Result<String, String> {
+fn receipts(workspace: &Path, tasks: &[(&Task, &[StepDone])], max: u64) -> Result<String, String> {
     let mut problems = Vec::new();
     let mut newest: BTreeMap<String, Artifact> = BTreeMap::new();
-    for step in &state.steps {
-        let path = store::receipt_path(workspace, &state.task.id, step.step);
-        let rel = format!("receipts/{}/step-{}.json", state.task.id, step.step);
-        let mut recorded = Value::Object(step.payload.clone());
-        if let Some(map) = recorded.as_object_mut() {
-            map.remove("receipt_path");
-        }
-        match store::read_json(&path) {
-            Ok(Some(receipt)) if receipt == recorded => {}
-            Ok(Some(_)) => problems.push(format!("{rel} differs from the ledger")),
-            Ok(None) => problems.push(format!("{rel} is missing")),
-            Err(e) => problems.push(format!("{rel}: {e}")),
-        }
-        let artifacts: Vec<Artifact> = step
-            .payload
-            .get("artifacts")
-            .cloned()
-            .and_then(|a| serde_json::from_value(a).ok())
-            .unwrap_or_default();
-        for a in artifacts {
-            newest.insert(a.path.clone(), a);
+    let mut count = 0;
+    for (task, steps) in tasks {
+        for step in *steps {
+            count += 1;
+            let path = store::receipt_path(workspace, &task.id, step.step);
+            let rel = format!("receipts/{}/step-{}.json", task.id, step.step);
+            let mut recorded = Value::Object(step.payload.clone());
+            if let Some(map) = recorded.as_object_mut() {
+                map.remove("receipt_path");
+            }
+            match store::read_json(&path) {
+                Ok(Some(receipt)) if receipt == recorded => {}
+                Ok(Some(_)) => problems.push(format!("{rel} differs from the ledger")),
+                Ok(None) => problems.push(format!("{rel} is missing")),
+                Err(e) => problems.push(format!("{rel}: {e}")),
+            }
+            let artifacts: Vec<Artifact> = step
+                .payload
+                .get("artifacts")
+                .cloned()
+                .and_then(|a| serde_json::from_value(a).ok())
+                .unwrap_or_default();
+            for a in artifacts {
+                newest.insert(a.path.clone(), a);
+            }
         }
     }
     problems.extend(
@@ -179,12 +210,59 @@ fn receipts(workspace: &Path, state: &RunState, max: u64) -> Result<String, Stri
             .filter_map(|a| check_artifact(workspace, a, max).err()),
     );
     if problems.is_empty() {
-        Ok(format!(
-            "{} receipts, {} files",
-            state.steps.len(),
-            newest.len()
-        ))
+        Ok(format!("{count} receipts, {} files", newest.len()))
     } else {
         Err(problems.join("; "))
+    }
+}
+
+/// The spec as the run found it and as it left it, compared section by section (§10.5).
+fn spec_edits(workspace: &Path, messages: &[Message]) -> Result<String, String> {
+    fn system<'a>(messages: &'a [Message], name: &'static str) -> impl Iterator<Item = &'a Value> {
+        messages.iter().filter_map(move |m| match m {
+            Message::Event(e) if e.event.as_str() == name => e.payload.get("specs_hash"),
+            _ => None,
+        })
+    }
+    let system = |name: &'static str| system(messages, name);
+    let start = system("system.snapshot").find_map(Value::as_str);
+    let end = system("system.run_completed")
+        .last()
+        .and_then(Value::as_str);
+    let (start, end) = match (start, end) {
+        (Some(start), Some(end)) => (start, end),
+        (None, None) if system("system.run_completed").next().is_some() => {
+            return Ok("the run had no spec file".to_owned());
+        }
+        _ => {
+            return Err(
+                "the ledger does not say which spec the run found and left (specs_hash): a run that did not complete, or one of an older lorch"
+                    .to_owned(),
+            );
+        }
+    };
+    if start == end {
+        return Ok("the spec is as the run found it".to_owned());
+    }
+    let read = |hash: &str| {
+        let path = store::spec_copy_path(workspace, hash);
+        std::fs::read_to_string(&path).map_err(|e| {
+            format!(
+                "{}: {e} (lorch's copy of the spec; it cannot be compared without it)",
+                path.strip_prefix(workspace).unwrap_or(&path).display()
+            )
+        })
+    };
+    let (old, new) = (read(start)?, read(end)?);
+    match crate::agent::spec::check(&old, &new) {
+        Ok(sections) => Ok(format!("changed: {}", sections.join(", "))),
+        Err(forbidden) => Err(format!(
+            "changed outside the allowed sections: {}",
+            forbidden
+                .iter()
+                .map(|(section, why)| format!("{section} ({why})"))
+                .collect::<Vec<_>>()
+                .join("; ")
+        )),
     }
 }

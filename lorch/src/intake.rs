@@ -1,8 +1,11 @@
 //! The user's side of natural-language intake (Phase 2): `lorch run` without `--task` asks
-//! what to do, shows what the orchestration agent proposes, asks for approval, and adds the
-//! approved tasks to lorch.json (atomically, as `lorch config` does) before they run. The
-//! scheduler's side, which talks to the agent and records the decision, is
-//! [`crate::scheduler::Orchestrator::run_from_words`].
+//! what to do, shows what the orchestration agent proposes (and the conflicts it found),
+//! lets the user edit it ([`edits`]: drop or reword a task, change its files, pick another
+//! plan) and approve or decline it, and adds the approved tasks to lorch.json (atomically,
+//! as `lorch config` does) before they run. The scheduler's side, which talks to the agent
+//! and records the decisions, is [`crate::scheduler::Orchestrator::run_from_words`].
+
+pub mod edits;
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
@@ -27,6 +30,8 @@ pub struct Terminal<'a> {
     pub echo: bool,
     /// The folder of lorch.json.
     pub base: PathBuf,
+    /// The workspace (where a task's files and a plan must be).
+    pub workspace: PathBuf,
 }
 
 impl Terminal<'_> {
@@ -51,27 +56,83 @@ impl Terminal<'_> {
     }
 }
 
-impl User for Terminal<'_> {
-    fn decide(&mut self, proposal: &Proposal) -> Decision {
-        let _ = writeln!(self.out, "lorch: the orchestration agent proposes:");
-        for task in &proposal.tasks {
+impl Terminal<'_> {
+    fn show(&mut self, tasks: &[Task]) {
+        for task in tasks {
             let _ = writeln!(self.out, "  {}: {}", task.id, task.goal);
             let _ = writeln!(self.out, "    files: {}", task.files.join(" "));
         }
+        if tasks.is_empty() {
+            let _ = writeln!(self.out, "  (no task left)");
+        }
+    }
+}
+
+/// The question put to a proposal.
+pub const APPROVE: &str =
+    "lorch> Add these tasks to lorch.json and build them? (y/n, or edit them)";
+
+impl User for Terminal<'_> {
+    fn decide(&mut self, proposal: &Proposal) -> Decision {
+        if proposal.conflicts.is_empty() {
+            let _ = writeln!(self.out, "lorch: the orchestration agent proposes:");
+        } else {
+            let _ = writeln!(
+                self.out,
+                "lorch: the orchestration agent proposes, but found conflicts (lorch changes no plan or spec; you decide):"
+            );
+            for c in &proposal.conflicts {
+                let _ = writeln!(self.out, "  CONFLICT: {c}");
+            }
+        }
+        self.show(&proposal.tasks);
         if let Some(plan) = &proposal.plan {
             let _ = writeln!(self.out, "  plan: {plan}");
+        }
+        let others: Vec<&str> = proposal
+            .candidates
+            .iter()
+            .map(String::as_str)
+            .filter(|c| Some(*c) != proposal.plan.as_deref())
+            .take(5)
+            .collect();
+        if !others.is_empty() {
+            let _ = writeln!(self.out, "  other plans: {}", others.join(", "));
         }
         if !proposal.notes.is_empty() {
             let _ = writeln!(self.out, "  notes: {}", proposal.notes);
         }
-        let question = "lorch> Add these tasks to lorch.json and build them? (y/n)";
+        let mut tasks = proposal.tasks.clone();
+        let mut said = Vec::new();
+        let mut changes = Vec::new();
         loop {
-            match self.ask(question).map(|a| a.to_ascii_lowercase()) {
-                Some(a) if a == "y" || a == "yes" => return Decision::Approved(a),
-                Some(a) if a == "n" || a == "no" => return Decision::Denied(a),
-                None => return Decision::Denied("(no answer: the input ended)".to_owned()),
-                Some(_) => {
-                    let _ = writeln!(self.out, "  answer y or n");
+            let Some(answer) = self.ask(APPROVE) else {
+                return Decision::Denied("(no answer: the input ended)".to_owned());
+            };
+            said.push(answer.clone());
+            let words = said.join(" / ");
+            let workspace = self.workspace.clone();
+            match edits::apply(&answer, &mut tasks, &proposal.candidates, &workspace) {
+                edits::Edit::Yes if tasks.is_empty() => {
+                    let _ = writeln!(self.out, "  no task left to build: n to stop, or plan PATH");
+                }
+                edits::Edit::Yes => {
+                    return Decision::Approved {
+                        words,
+                        tasks,
+                        changes,
+                    };
+                }
+                edits::Edit::No => return Decision::Denied(words),
+                edits::Edit::Plan(plan) => return Decision::PlanChosen { words, plan },
+                edits::Edit::Changed(what) => {
+                    changes.push(what);
+                    let _ = writeln!(self.out, "lorch: the tasks now:");
+                    self.show(&tasks);
+                }
+                edits::Edit::Bad(why) => {
+                    let _ = writeln!(self.out, "  {why}");
+                    let _ = writeln!(self.out, "  answer {}", edits::HELP);
                 }
             }
         }
@@ -81,8 +142,24 @@ impl User for Terminal<'_> {
         add_tasks(&self.base, tasks).map(|_| ())
     }
 
-    fn answer(&mut self, questions: &[String]) -> Option<String> {
-        let _ = writeln!(self.out, "lorch: the orchestration agent asks:");
+    fn settle(&mut self, conflict: &str, choices: &[(&str, &str)]) -> Option<String> {
+        let _ = writeln!(self.out, "lorch: CONFLICT: {conflict}");
+        for (key, what) in choices {
+            let _ = writeln!(self.out, "  {key}: {what}");
+        }
+        let keys: Vec<&str> = choices.iter().map(|(k, _)| *k).collect();
+        let question = format!("lorch> What now? ({})", keys.join("/"));
+        loop {
+            let answer = self.ask(&question)?.to_ascii_lowercase();
+            if keys.contains(&answer.as_str()) {
+                return Some(answer);
+            }
+            let _ = writeln!(self.out, "  answer {}", keys.join(" or "));
+        }
+    }
+
+    fn answer(&mut self, heading: &str, questions: &[String]) -> Option<String> {
+        let _ = writeln!(self.out, "lorch: {heading}");
         for q in questions {
             let _ = writeln!(self.out, "  {q}");
         }

@@ -14,6 +14,8 @@
 //!   [`validate::validate`]`(line) -> Result<Message, ProtocolError>`;
 //! - [`ndjson`]: a line reader that never buffers more than the 256 KiB limit, and a writer;
 //! - [`canonical`]: canonical JSON, the idempotency key (§5.4) and `snapshot_id` (§5.3);
+//! - [`version`]: what a command is pinned to (`snapshot_id`, `code_hash`, `specs_hash`,
+//!   §6.2) and what an agent compares, strictly or by content (§8.2);
 //! - [`safety`]: atomic 0600 writes, 0700 folders, paths confined to the workspace, secret
 //!   values redacted (§5.5, §13);
 //! - [`cli`]: the command line of §8.3;
@@ -56,6 +58,7 @@ pub mod store;
 pub mod supervisor;
 pub mod transcript;
 pub mod validate;
+pub mod version;
 
 pub use protocol::Message;
 pub use validate::{ProtocolError, validate};

@@ -93,8 +93,12 @@ pub struct InFlight {
 pub struct RunState {
     /// The run.
     pub run_id: String,
-    /// The task.
+    /// The task being built.
     pub task: Task,
+    /// The tasks to build after it, in order (several approved at intake, §14.1).
+    pub queue: Vec<Task>,
+    /// The tasks built before it in this run, with their steps.
+    pub finished: Vec<(Task, Vec<StepDone>)>,
     /// The first snapshot and the latest.
     pub snapshots: Vec<String>,
     /// Steps accepted.
@@ -105,6 +109,9 @@ pub struct RunState {
     pub status: Status,
     /// Restarts per agent.
     pub restarts: HashMap<AgentType, u32>,
+    /// Steps of a task before it is a persistent conflict: [`MAX_STEPS`], and as many
+    /// again each time the user chose to go on (`system.user_decision` `continue`).
+    pub step_limit: u32,
 }
 
 pub(crate) fn text(p: &Object, key: &str) -> String {
@@ -142,11 +149,14 @@ impl RunState {
         RunState {
             run_id: run_id.to_owned(),
             task,
+            queue: Vec::new(),
+            finished: Vec::new(),
             snapshots: Vec::new(),
             steps: Vec::new(),
             current: None,
             status: Status::Running,
             restarts: HashMap::new(),
+            step_limit: MAX_STEPS,
         }
     }
 
@@ -158,23 +168,22 @@ impl RunState {
                 && e.event.as_str() == "system.run_started"
             {
                 let p = &e.payload;
-                let files = p
-                    .get("files")
-                    .and_then(Value::as_array)
-                    .map(|a| {
-                        a.iter()
-                            .filter_map(|v| v.as_str().map(str::to_owned))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                state = Some(RunState::new(
+                let mut run = RunState::new(
                     &text(p, "run_id"),
                     Task {
                         id: e.task_id.clone(),
                         goal: text(p, "goal"),
-                        files,
+                        files: strings(p.get("files")),
                     },
-                ));
+                );
+                run.queue = p
+                    .get("queue")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(task_of)
+                    .collect();
+                state = Some(run);
             }
             if let Some(s) = state.as_mut() {
                 s.apply(m);
@@ -237,6 +246,8 @@ impl RunState {
                                 cur.sent_live = false;
                                 cur.bump = true;
                                 cur.resnapshot = p.get("resnapshot") == Some(&Value::Bool(true));
+                                // The user chose to try again: a new round of attempts.
+                                cur.fresh = p.get("fresh") == Some(&Value::Bool(true));
                             }
                         }
                         _ => {}
@@ -264,6 +275,14 @@ impl RunState {
                         }
                     }
                     "system.run_resumed" if self.status != Status::Running => self.reopen(),
+                    "system.user_decision" if e.status.as_deref() == Some("continue") => {
+                        self.step_limit += MAX_STEPS;
+                    }
+                    "system.task_started" => {
+                        if let Some(next) = p.get("task").and_then(task_of) {
+                            self.next_task(next);
+                        }
+                    }
                     _ => {}
                 }
             }
@@ -281,6 +300,27 @@ impl RunState {
             }
             Message::Heartbeat(_) | Message::Log(_) => {}
         }
+    }
+
+    /// The current task is done: `next` is built now, in the same run.
+    fn next_task(&mut self, next: Task) {
+        if self.queue.first().is_some_and(|t| t.id == next.id) {
+            self.queue.remove(0);
+        }
+        let done = std::mem::replace(&mut self.task, next);
+        let steps = std::mem::take(&mut self.steps);
+        self.finished.push((done, steps));
+        self.current = None;
+        self.step_limit = MAX_STEPS;
+    }
+
+    /// Every task of the run with its steps, in order: those built, then the current one.
+    pub fn all_tasks(&self) -> Vec<(&Task, &[StepDone])> {
+        self.finished
+            .iter()
+            .map(|(t, s)| (t, s.as_slice()))
+            .chain(std::iter::once((&self.task, self.steps.as_slice())))
+            .collect()
     }
 
     /// A failed or aborted run resumed by the user, who fixed the cause: it runs again, the
@@ -345,6 +385,8 @@ impl RunState {
         json!({
             "run_id": self.run_id,
             "task_id": self.task.id,
+            "tasks_done": self.finished.iter().map(|(t, _)| t.id.clone()).collect::<Vec<_>>(),
+            "tasks_next": self.queue.iter().map(|t| t.id.clone()).collect::<Vec<_>>(),
             "status": status,
             "failure": failure,
             "snapshot_id": self.snapshots.first(),
@@ -356,11 +398,38 @@ impl RunState {
     }
 }
 
-/// What comes after `steps` (§4.2).
-pub fn next_action(steps: &[StepDone]) -> Result<Option<Action>, String> {
-    if steps.len() as u32 >= MAX_STEPS {
+fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s.as_str().map(str::to_owned))
+        .collect()
+}
+
+/// A task as the ledger records it (`{"id", "goal", "files"}`).
+pub fn task_of(v: &Value) -> Option<Task> {
+    Some(Task {
+        id: v.get("id")?.as_str()?.to_owned(),
+        goal: v
+            .get("goal")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        files: strings(v.get("files")),
+    })
+}
+
+/// `task` as the ledger records it.
+pub fn task_json(task: &Task) -> Value {
+    json!({"id": task.id, "goal": task.goal, "files": task.files})
+}
+
+/// What comes after `steps` (§4.2), or why not: after `limit` steps without an end, a
+/// persistent conflict (§4.1.4).
+pub fn next_action(steps: &[StepDone], limit: u32) -> Result<Option<Action>, String> {
+    if steps.len() as u32 >= limit {
         return Err(format!(
-            "no agreement after {MAX_STEPS} steps (persistent conflict)"
+            "no agreement after {limit} steps (persistent conflict)"
         ));
     }
     let Some(last) = steps.last() else {

@@ -16,12 +16,16 @@
 //! artifacts confined to the workspace, within the size cap, their checksums matching the
 //! files) before it is accepted with `system.step_completed` and a receipt; otherwise the
 //! same command (same idempotency key) is retried, up to `policy.retry.max_attempts`.
+//!
+//! Beside this file: `commands.rs` (what lorch sends: a step's command, its resending, the
+//! version it is pinned to), `conflicts.rs` (conflicts of a run the user decides),
+//! `intake.rs` (a run started from the user's words, Phase 2) and `resume.rs`.
 
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, Sender, channel};
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use thiserror::Error;
@@ -38,12 +42,14 @@ use super::store::{self, Store};
 use super::supervisor::{self, Agent, Incoming, Item, Spawn};
 use super::transcript;
 
+mod commands;
+mod conflicts;
 mod intake;
 mod resume;
 
 pub use intake::{Decision, INTAKE_TASK, Proposal, User};
 
-use super::run_state::{AGENTS, agent_for, classify};
+use super::run_state::{AGENTS, agent_for, classify, task_json};
 pub use super::run_state::{
     InFlight, MAX_STEPS, RunState, Status, StepDone, check_artifact, next_action,
 };
@@ -105,8 +111,14 @@ impl Orchestrator {
         }
     }
 
-    /// Starts run of `task` in `workspace` and drives it to its end.
-    pub fn run(config: Config, workspace: PathBuf, task: Task) -> Result<Status, RunError> {
+    /// Starts run of `task` in `workspace` and drives it to its end; `user` decides the
+    /// conflicts that come up (§7.4).
+    pub fn run(
+        config: Config,
+        workspace: PathBuf,
+        task: Task,
+        user: &mut dyn User,
+    ) -> Result<Status, RunError> {
         let _lock = store::lock_workspace(&workspace)?;
         signals::install();
         keep_records_out_of_git(&workspace)?;
@@ -118,8 +130,8 @@ impl Orchestrator {
             json!({"run_id": run_id, "goal": task.goal, "files": task.files}),
         );
         o.record(&started)?;
-        o.snapshot()?;
-        o.drive()
+        o.pin()?;
+        o.drive(user)
     }
 
     /// Prints a transcript line, and keeps it in `transcripts/run-<id>.txt` (§9's optional
@@ -193,15 +205,6 @@ impl Orchestrator {
         Ok(())
     }
 
-    fn snapshot(&mut self) -> Result<String, RunError> {
-        let id = store::take_snapshot(&self.store)?;
-        if self.state.snapshots.last() != Some(&id) {
-            let m = self.system("system.snapshot", None, json!({"snapshot_id": id}));
-            self.record(&m)?;
-        }
-        Ok(id)
-    }
-
     fn fail(&mut self, reason: String) -> Result<(), RunError> {
         let m = self.system(
             "system.run_completed",
@@ -214,8 +217,8 @@ impl Orchestrator {
     /// The main loop of §14.1–14.2, then [`Orchestrator::wind_down`]: every agent stopped
     /// (an aborted run's at once) and nothing of the run left running; then an abort is
     /// recorded, last, with how to continue.
-    fn drive(&mut self) -> Result<Status, RunError> {
-        let result = self.drive_inner();
+    fn drive(&mut self, user: &mut dyn User) -> Result<Status, RunError> {
+        let result = self.drive_inner(user);
         self.wind_down(result)
     }
 
@@ -241,6 +244,32 @@ impl Orchestrator {
         result.and(ended.map(|()| self.state.status.clone()))
     }
 
+    /// The current task is done: the next approved one starts (§14.1: "for each
+    /// approved_task in order"), or the run is complete.
+    fn task_done(&mut self) -> Result<(), RunError> {
+        let Some(next) = self.state.queue.first().cloned() else {
+            // The spec as the run leaves it (kept, with its hash in the record): what
+            // `lorch validate --run` compares with the spec the run found (§11.1).
+            let end = store::take_snapshot(&self.store, Some(&self.config.spec_path))?;
+            let m = self.system(
+                "system.run_completed",
+                Some("completed"),
+                json!({"specs_hash": end.specs_hash}),
+            );
+            return self.record(&m);
+        };
+        let done = self.state.task.id.clone();
+        let mut m = self.system(
+            "system.task_started",
+            None,
+            json!({"task": task_json(&next), "after": done}),
+        );
+        if let Message::Event(e) = &mut m {
+            e.task_id = next.id.clone();
+        }
+        self.record(&m)
+    }
+
     /// Kills what is left of the run's processes (models and checks the agents started,
     /// which can outlive them) and records their pids.
     fn sweep(&mut self) -> Result<(), RunError> {
@@ -262,7 +291,7 @@ impl Orchestrator {
         self.record(&m)
     }
 
-    fn drive_inner(&mut self) -> Result<Status, RunError> {
+    fn drive_inner(&mut self, user: &mut dyn User) -> Result<Status, RunError> {
         for agent in AGENTS {
             if let Err(reason) = self.ensure_agent(agent) {
                 self.fail(reason)?;
@@ -275,18 +304,17 @@ impl Orchestrator {
                 break;
             }
             let Some(cur) = self.state.current.clone() else {
-                match next_action(&self.state.steps) {
+                match next_action(&self.state.steps, self.state.step_limit) {
                     Ok(Some(action)) => self.send_new(action)?,
-                    Ok(None) => {
-                        let m = self.system("system.run_completed", Some("completed"), json!({}));
-                        self.record(&m)?;
-                    }
-                    Err(reason) => self.fail(reason)?,
+                    Ok(None) => self.task_done()?,
+                    Err(reason) => self.persistent_conflict(reason, user)?,
                 }
                 continue;
             };
             if cur.terminal.is_some() {
-                self.decide()?;
+                if !self.spec_conflict(&cur, user)? {
+                    self.decide()?;
+                }
             } else if !cur.sent_live {
                 self.resend()?;
             } else {
@@ -294,117 +322,6 @@ impl Orchestrator {
             }
         }
         Ok(self.state.status.clone())
-    }
-
-    fn send_new(&mut self, action: Action) -> Result<(), RunError> {
-        let snapshot_id = self.snapshot()?;
-        let step = self.state.steps.len() as u32 + 1;
-        let task = &self.state.task;
-        let mut inputs = json!({"goal": task.goal, "files": task.files, "step": step});
-        if matches!(action, Action::Implement | Action::ImplementChanges) {
-            inputs["max_turns"] = json!(self.config.policy.max_turns);
-        }
-        if action == Action::UpdateSpec {
-            inputs["spec"] = json!(self.config.spec_path);
-        }
-        if matches!(action, Action::Review | Action::UpdateSpec) {
-            let (base, commits) = task_change(&self.store.workspace, &self.state.steps);
-            if let Some(base) = base {
-                inputs["base"] = json!(base);
-            }
-            if !commits.is_empty() {
-                inputs["commits"] = json!(commits);
-            }
-        }
-        if let Some(last) = self.state.steps.last() {
-            inputs["after"] = json!({
-                "action": last.action.as_str(),
-                "result": last.result,
-                "artifacts": last.payload.get("artifacts").cloned().unwrap_or(Value::Null),
-            });
-        }
-        let expected_outputs = match action {
-            Action::Review => vec![ExpectedOutput {
-                path: format!("reviews/{}.json", task.id),
-                description: Some("the review".to_owned()),
-                required: None,
-            }],
-            Action::UpdateSpec => vec![ExpectedOutput {
-                path: format!("spec_notes/{}.json", task.id),
-                description: Some("spec notes".to_owned()),
-                required: Some(false),
-            }],
-            _ => Vec::new(),
-        };
-        let ik = idempotency_key(action, &task.id, &snapshot_id, &inputs, &expected_outputs);
-        let correlation_id = format!("{}-{step}", task.id);
-        let agent = agent_for(action);
-        let command = Command {
-            message_id: format!("{correlation_id}.1"),
-            correlation_id,
-            task_id: task.id.clone(),
-            idempotency_key: ik,
-            to: AgentRef {
-                agent_type: agent,
-                agent_id: None,
-            },
-            action,
-            inputs: match inputs {
-                Value::Object(map) => map,
-                _ => Object::new(),
-            },
-            expected_outputs,
-            version: Version {
-                snapshot_id,
-                specs_hash: None,
-                code_hash: None,
-            },
-            deadline: self.deadline(agent, action),
-            retry: Retry {
-                attempt: 0,
-                max_attempts: self.config.policy.retry.max_attempts,
-            },
-            priority: 0,
-        };
-        self.send(command)
-    }
-
-    fn deadline(&self, agent: AgentType, action: Action) -> Timestamp {
-        Timestamp(SystemTime::now() + self.config.agents.get(agent).timeout(action))
-    }
-
-    /// Sends the command in flight again, same IK (§5.6, §7.5); a new attempt when the
-    /// last one failed.
-    fn resend(&mut self) -> Result<(), RunError> {
-        let Some(cur) = self.state.current.clone() else {
-            return Ok(());
-        };
-        let mut command = cur.command.clone();
-        if cur.fresh {
-            command.retry.attempt = 0;
-        } else if cur.bump {
-            command.retry.attempt += 1;
-            if command.retry.attempt >= command.retry.max_attempts {
-                return self.fail(format!(
-                    "{} exhausted its {} attempts",
-                    command.action, command.retry.max_attempts
-                ));
-            }
-        }
-        if cur.resnapshot {
-            let snapshot_id = self.snapshot()?;
-            command.idempotency_key = idempotency_key(
-                command.action,
-                &command.task_id,
-                &snapshot_id,
-                &Value::Object(command.inputs.clone()),
-                &command.expected_outputs,
-            );
-            command.version.snapshot_id = snapshot_id;
-        }
-        command.message_id = format!("{}.{}", command.correlation_id, cur.sends + 1);
-        command.deadline = self.deadline(command.to.agent_type, command.action);
-        self.send(command)
     }
 
     fn send(&mut self, command: Command) -> Result<(), RunError> {
@@ -689,25 +606,6 @@ impl Orchestrator {
             }
         }
     }
-}
-
-/// The task's change so far: the commits of its builder steps (from their receipts), oldest
-/// first, and the parent of the first as the base (`None` when there is none: no builder
-/// commit, or the first is a root commit).
-fn task_change(workspace: &Path, steps: &[StepDone]) -> (Option<String>, Vec<String>) {
-    let commits: Vec<String> = steps
-        .iter()
-        .filter(|s| matches!(s.action, Action::Implement | Action::ImplementChanges))
-        .filter_map(|s| s.payload.get("commit").and_then(Value::as_str))
-        .map(str::to_owned)
-        .collect();
-    let base = commits.first().and_then(|first| {
-        let repo = git2::Repository::discover(workspace).ok()?;
-        let oid = git2::Oid::from_str(first).ok()?;
-        let parent = repo.find_commit(oid).ok()?.parent_id(0).ok()?;
-        Some(parent.to_string())
-    });
-    (base, commits)
 }
 
 /// The folder `lorch` works in: the current one.

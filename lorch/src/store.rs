@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::canonical::{sha256_hex, snapshot_id};
-use super::protocol::{Message, Timestamp};
+use super::protocol::{Message, Timestamp, Version};
 use super::safety::{self, redact};
 
 /// Folders of the workspace that are lorch's own records, never part of a snapshot.
@@ -203,20 +203,37 @@ pub struct ManifestEntry {
     pub mtime: String,
 }
 
-/// Takes a snapshot of the workspace (see [`snapshot_of`]); writes its manifest to
-/// `snapshots/<id>.manifest.json` (the id is of the manifest's bytes, so one id, one
-/// content) and returns the id.
-pub fn take_snapshot(store: &Store) -> io::Result<String> {
-    let (id, bytes) = snapshot_of(&store.workspace)?;
+/// Takes a snapshot of the workspace and the version commands are pinned to
+/// ([`crate::version`]); writes its manifest to `snapshots/<id>.manifest.json` (the id is of
+/// the manifest's bytes, so one id, one content) and a copy of the spec `spec` as it is to
+/// [`spec_copy_path`] (so that `lorch validate --run` can tell afterwards what the run did
+/// to it), and returns the version.
+pub fn take_snapshot(store: &Store, spec: Option<&str>) -> io::Result<Version> {
+    let (version, bytes) = crate::version::version_of(&store.workspace, spec)?;
     let path = store
         .workspace
         .join("snapshots")
-        .join(format!("{id}.manifest.json"));
+        .join(format!("{}.manifest.json", version.snapshot_id));
     if !path.exists() {
         safety::atomic_write(&path, &bytes).map_err(naming(&path))?;
         wrote();
     }
-    Ok(id)
+    if let (Some(spec), Some(hash)) = (spec, &version.specs_hash) {
+        let copy = spec_copy_path(&store.workspace, hash);
+        if !copy.exists()
+            && let Some(bytes) = crate::version::spec_bytes(&store.workspace, spec)?
+        {
+            safety::atomic_write(&copy, &bytes).map_err(naming(&copy))?;
+            wrote();
+        }
+    }
+    Ok(version)
+}
+
+/// Where [`take_snapshot`] keeps the spec whose `specs_hash` is `hash`.
+pub fn spec_copy_path(workspace: &Path, hash: &str) -> PathBuf {
+    let hex = hash.strip_prefix("sha256:").unwrap_or(hash);
+    workspace.join("snapshots").join(format!("spec-{hex}.md"))
 }
 
 /// The snapshot of the workspace at `root` (§5.3): its id and its manifest's bytes. Every
@@ -224,6 +241,21 @@ pub fn take_snapshot(store: &Store) -> io::Result<String> {
 /// left out), sorted by path. lorch pins commands to it; an agent computes it again to
 /// find out whether it sees what the command was meant for (`version_mismatch`, §6.2).
 pub fn snapshot_of(root: &Path) -> io::Result<(String, Vec<u8>)> {
+    let files = manifest(root)?;
+    let bytes = manifest_bytes(&files)?;
+    Ok((snapshot_id(&bytes), bytes))
+}
+
+/// The bytes of a snapshot's manifest (what its id is the hash of).
+pub fn manifest_bytes(files: &[ManifestEntry]) -> io::Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(&serde_json::json!({ "files": files }))
+        .map_err(io::Error::other)?;
+    bytes.push(b'\n');
+    Ok(bytes)
+}
+
+/// The files of a snapshot (see [`snapshot_of`]), sorted by path.
+pub fn manifest(root: &Path) -> io::Result<Vec<ManifestEntry>> {
     let mut files = Vec::new();
     let walk = ignore::WalkBuilder::new(root)
         .hidden(true)
@@ -259,10 +291,7 @@ pub fn snapshot_of(root: &Path) -> io::Result<(String, Vec<u8>)> {
         });
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
-    let mut bytes = serde_json::to_vec_pretty(&serde_json::json!({ "files": files }))
-        .map_err(io::Error::other)?;
-    bytes.push(b'\n');
-    Ok((snapshot_id(&bytes), bytes))
+    Ok(files)
 }
 
 /// A new run id: UTC date and time and a random suffix, `20251019-181000-3fa2`.

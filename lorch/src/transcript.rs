@@ -44,14 +44,46 @@ fn text<'a>(payload: &'a serde_json::Map<String, Value>, key: &str) -> &'a str {
 fn system(e: &Event) -> Option<String> {
     let p = &e.payload;
     let line = match e.event.as_str() {
-        "system.run_started" => format!("[lorch] run {} task {}", text(p, "run_id"), e.task_id),
+        "system.run_started" => {
+            let next: Vec<&str> = p
+                .get("queue")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|t| t.get("id").and_then(Value::as_str))
+                .collect();
+            let then = if next.is_empty() {
+                String::new()
+            } else {
+                format!(", then {}", next.join(", "))
+            };
+            format!("[lorch] run {} task {}{then}", text(p, "run_id"), e.task_id)
+        }
+        "system.task_started" => {
+            format!("[lorch] task {} (after {})", e.task_id, text(p, "after"))
+        }
         "system.run_resumed" => match p.get("reopened").and_then(Value::as_str) {
             Some(how) => format!("[lorch] resuming run {} ({how})", text(p, "run_id")),
             None => format!("[lorch] resuming run {}", text(p, "run_id")),
         },
         "system.snapshot" => format!("[lorch] snapshot {}", text(p, "snapshot_id")),
-        "system.user_decision" if e.status.as_deref() == Some("clarified") => {
-            format!("[lorch] user_decision clarified: {}", text(p, "prompt"))
+        "system.user_decision" if matches!(e.status.as_deref(), Some("clarified" | "resolved")) => {
+            format!(
+                "[lorch] user_decision {}: {}",
+                e.status.as_deref().unwrap_or(""),
+                text(p, "prompt")
+            )
+        }
+        "system.user_decision" if p.get("conflict").is_some() => format!(
+            "[lorch] user_decision {} ({} conflict)",
+            e.status.as_deref().unwrap_or(""),
+            text(p, "conflict")
+        ),
+        "system.user_decision" if e.status.as_deref() == Some("plan_chosen") => {
+            format!(
+                "[lorch] user_decision plan_chosen: {}",
+                text(p, "approved_plan")
+            )
         }
         "system.user_decision" => format!(
             "[lorch] user_decision {}: {}",

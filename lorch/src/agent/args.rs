@@ -41,6 +41,17 @@ pub struct AgentArgs {
     /// else `<role>#1`).
     #[arg(long, value_name = "ID", env = "LORCH_AGENT_ID")]
     pub agent_id: Option<String>,
+    /// Run the model command (and the builder's checks) in git-loaf's sandbox (§13): new
+    /// user, mount and PID namespaces in which everything is read-only except the workspace
+    /// and a private /tmp; the repository's git dir is seen through a layer whose writes are
+    /// dropped. The network stays (a model CLI talks to its API). Refused where namespaces
+    /// cannot be made.
+    #[arg(long)]
+    pub sandbox: bool,
+    /// With --sandbox: a folder the model command may also write (its cache, config or
+    /// logs, e.g. ~/.config/io.datasette.llm); repeatable. Not undone.
+    #[arg(long = "sandbox-writable", value_name = "DIR", requires = "sandbox")]
+    pub sandbox_writable: Vec<std::path::PathBuf>,
     /// The LLM command line to run for each command, after `--`.
     #[arg(last = true, required = true, value_name = "CMD")]
     pub cmd: Vec<String>,

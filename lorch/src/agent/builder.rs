@@ -286,7 +286,8 @@ fn run_checks(shim: &Shim, command: &Command) -> Vec<Value> {
                 path: None,
                 timeout,
                 max_output: CHECK_OUTPUT_BYTES,
-                sandbox: None,
+                // Checks run the code the model wrote: with --sandbox, contained as it is.
+                sandbox: shim.options.sandbox.as_ref(),
             };
             match process::run(&job) {
                 Ok(finished) => {

@@ -31,9 +31,9 @@ pub struct Draft {
     pub payload: Object,
     /// The files it reports.
     pub artifacts: Option<Vec<Artifact>>,
-    /// The snapshot the agent saw, when it is not the command's (`version_mismatch`);
-    /// otherwise the command's, which the agent checked before doing anything.
-    pub observed: Option<String>,
+    /// The version the agent saw (when it checked it, or when it is not the command's:
+    /// `version_mismatch`); otherwise the command's.
+    pub observed: Option<ObservedVersion>,
 }
 
 impl Draft {
@@ -129,14 +129,11 @@ impl Emitter {
             status: draft.status,
             payload: draft.payload,
             artifacts: draft.artifacts,
-            observed_version: Some(ObservedVersion {
-                snapshot_id: Some(
-                    draft
-                        .observed
-                        .unwrap_or_else(|| command.version.snapshot_id.clone()),
-                ),
-                ..ObservedVersion::default()
-            }),
+            observed_version: Some(
+                draft
+                    .observed
+                    .unwrap_or_else(|| crate::version::observed(&command.version)),
+            ),
             occurred_at: Timestamp::now(),
         }
     }

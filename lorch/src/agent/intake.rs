@@ -1,14 +1,19 @@
 //! The orchestration agent (§2.2, §10.2): `intake` turns what the user asked for into
-//! proposed tasks. Its prompt holds the user's words, the plan and spec candidates of file
-//! discovery ([`super::discovery`], the best few shown whole) and the repository's files
-//! (`git ls-files`); the model answers with one JSON object, checked here before it becomes
-//! `orchestration.proposed_tasks` (or `orchestration.needs_clarification` when it asks
-//! questions instead). It never edits a file: lorch writes the tasks the user approves.
+//! proposed tasks; `task_discovery` derives the tasks of one plan file (`inputs.plan`, the
+//! plan the user picked among the candidates). Its prompt holds the user's words, the plan
+//! and spec candidates of file discovery ([`super::discovery`], the best few shown whole; for
+//! `task_discovery` the chosen plan first) and the repository's files (`git ls-files`); the
+//! model answers with one JSON object, checked here before it becomes
+//! `orchestration.proposed_tasks`, `orchestration.plan_conflict` when it names conflicts
+//! (a task contradicting the spec or another task, plan files that disagree: §7.4), or
+//! `orchestration.needs_clarification` when it asks questions instead. It never edits a
+//! file: lorch writes the tasks the user approves.
 //!
 //! The reply, in a ```` ```json ```` fenced block (the last one counts) or as the whole reply:
 //!
 //! ```text
 //! {"tasks": [{"id": "T-0001", "goal": "…", "files": ["src/a.rs"]}], "plan": "PLAN.md", "notes": "…"}
+//! {"tasks": […], "conflicts": ["T-0002 contradicts SPEC.md's Requirements: …"]}
 //! {"questions": ["Which plan: PLAN.md or docs/plan_v2.md?"]}
 //! ```
 
@@ -28,11 +33,23 @@ use crate::safety::confine;
 /// Candidates whose content the prompt shows.
 const SHOWN_CANDIDATES: usize = 3;
 
-/// Handles `intake` (and `task_discovery`, the same question without the user's words).
+/// Handles `intake` and `task_discovery` (the tasks of `inputs.plan`).
 pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
     let root = &shim.options.workspace;
     let instruction = super::input_str(command, "user_instruction").unwrap_or("");
-    let found = discovery::candidates(root, instruction);
+    let mut found = discovery::candidates(root, instruction);
+    let chosen = super::input_str(command, "plan");
+    if let Some(plan) = chosen {
+        confine(root, plan)?;
+        found.retain(|c| c.path != plan);
+        found.insert(
+            0,
+            Candidate {
+                path: plan.to_owned(),
+                confidence: 1.0,
+            },
+        );
+    }
     let prompt = prompt(root, command, instruction, &found);
     let reply = shim.ask(command, &prompt)?;
     let mut payload = Object::new();
@@ -50,22 +67,36 @@ pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
                 payload,
             )
         }
-        Reply::Tasks { tasks, plan, notes } => {
+        Reply::Tasks {
+            tasks,
+            plan,
+            notes,
+            conflicts,
+        } => {
+            let bare = tasks.is_empty();
             payload.insert("derived_tasks".into(), json!(tasks));
-            if let Some(plan) = plan {
+            if let Some(plan) = plan.or_else(|| chosen.map(str::to_owned)) {
                 payload.insert("plan".into(), json!(plan));
             }
             payload.insert("notes".into(), json!(notes));
-            Draft::new(
-                EventType::OrchestrationProposedTasks,
-                Some("proposed"),
-                payload,
-            )
+            if conflicts.is_empty() {
+                Draft::new(
+                    EventType::OrchestrationProposedTasks,
+                    Some("proposed"),
+                    payload,
+                )
+            } else {
+                payload.insert("conflicts".into(), json!(conflicts));
+                let status = if bare { "unresolved" } else { "conflict" };
+                Draft::new(EventType::OrchestrationPlanConflict, Some(status), payload)
+            }
         }
     };
-    // Questions get no receipt: lorch sends the user's answers with the same key (§14.1),
-    // and they must reach the model.
-    let keep = draft.event != EventType::OrchestrationNeedsClarification;
+    // Questions, and conflicts with no task, get no receipt: lorch sends the user's answers
+    // with the same key (§14.1), and they must reach the model.
+    let asks = draft.event == EventType::OrchestrationNeedsClarification
+        || draft.status.as_deref() == Some("unresolved");
+    let keep = !asks;
     Ok(Answer {
         drafts: vec![draft],
         keep,
@@ -79,6 +110,12 @@ fn prompt(root: &Path, command: &Command, instruction: &str, found: &[Candidate]
          any file; only answer.\n\n## What the user asks\n\n{instruction}\n\n",
         command.task_id
     );
+    if let Some(plan) = super::input_str(command, "plan") {
+        let _ = write!(
+            out,
+            "## The plan the user chose\n\nDerive the tasks from `{plan}` (shown below, first).\n\n"
+        );
+    }
     if let Some(Value::Array(answers)) = command.inputs.get("clarifications") {
         out.push_str("## The user's answers to your questions\n\n");
         for a in answers.iter().filter_map(Value::as_str) {
@@ -113,8 +150,11 @@ fn prompt(root: &Path, command: &Command, instruction: &str, found: &[Candidate]
          \"files\": [\"src/a.rs\"]}], \"plan\": \"PLAN.md\", \"notes\": \"why these tasks\"}\n```\n\n\
          An id is a letter or digit, then letters, digits, `.`, `_` or `-`; `files` are the \
          paths the task is about, relative to the repository (they may not exist yet); `plan` \
-         is the plan or spec file you used, if any. If you cannot tell what the user wants, \
-         reply instead with {\"questions\": [\"…\"]}.\n",
+         is the plan or spec file you used, if any. If a task would contradict the spec or \
+         another task, or the plan files disagree, say so: add \"conflicts\": [\"what \
+         contradicts what\"] (the user decides; never resolve it by changing a plan or the \
+         spec). If you cannot tell what the user wants, reply instead with \
+         {\"questions\": [\"…\"]}.\n",
     );
     out
 }
@@ -122,7 +162,7 @@ fn prompt(root: &Path, command: &Command, instruction: &str, found: &[Candidate]
 /// What the model answered.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Reply {
-    /// Tasks to propose.
+    /// Tasks to propose (none only when there are conflicts).
     Tasks {
         /// Each `{"id", "title", "goal", "files"}`, checked.
         tasks: Vec<Value>,
@@ -130,6 +170,8 @@ pub enum Reply {
         plan: Option<String>,
         /// Why.
         notes: String,
+        /// What contradicts what (§7.4), for the user to decide.
+        conflicts: Vec<String>,
     },
     /// Questions for the user.
     Questions(Vec<String>),
@@ -157,10 +199,14 @@ pub fn parse_reply(text: &str, workspace: &Path) -> Result<Reply, String> {
     if !questions.is_empty() {
         return Ok(Reply::Questions(questions));
     }
-    let Some(Value::Array(proposed)) = object.get("tasks") else {
-        return Err("the reply's JSON has neither `tasks` nor `questions`".to_owned());
+    let conflicts = strings(object.get("conflicts"));
+    let none = Vec::new();
+    let proposed = match object.get("tasks") {
+        Some(Value::Array(proposed)) => proposed,
+        _ if !conflicts.is_empty() => &none,
+        _ => return Err("the reply's JSON has neither `tasks` nor `questions`".to_owned()),
     };
-    if proposed.is_empty() {
+    if proposed.is_empty() && conflicts.is_empty() {
         return Err("the reply proposes no task".to_owned());
     }
     let mut tasks = Vec::new();
@@ -190,6 +236,7 @@ pub fn parse_reply(text: &str, workspace: &Path) -> Result<Reply, String> {
             .and_then(Value::as_str)
             .unwrap_or("")
             .to_owned(),
+        conflicts,
     })
 }
 
@@ -210,6 +257,16 @@ mod tests {
                 ],
                 plan: Some("PLAN.md".into()),
                 notes: String::new(),
+                conflicts: Vec::new(),
+            })
+        );
+        assert_eq!(
+            parse_reply("{\"conflicts\":[\"PLAN.md and SPEC.md disagree\"]}", ws),
+            Ok(Reply::Tasks {
+                tasks: Vec::new(),
+                plan: None,
+                notes: String::new(),
+                conflicts: vec!["PLAN.md and SPEC.md disagree".into()],
             })
         );
         assert_eq!(

@@ -19,6 +19,11 @@
 //! 4. records a receipt, then sends the events (a failure is an `error` event with a
 //!    machine-readable `payload.code`).
 //!
+//! Before any work, the agent checks that the workspace is the version the command was
+//! pinned to (`snapshot_id`, `code_hash`, `specs_hash`: [`check_version`]). With
+//! `--sandbox`, the model command and the builder's checks run in git-loaf's namespace
+//! sandbox ([`sandbox`]).
+//!
 //! Heartbeats come from their own thread every `--heartbeat-s` seconds, `busy` while a
 //! command runs and `ready` otherwise, so lorch sees the agent alive while a model thinks.
 //! Its records in the workspace (`reviews/`, `spec_notes/`) are listed in the repository's
@@ -36,6 +41,7 @@ pub mod llm;
 pub mod prompt;
 pub mod receipts;
 pub mod reviewer;
+pub mod sandbox;
 pub mod spec;
 pub mod verdict;
 
@@ -53,7 +59,8 @@ use self::emit::{Draft, Emitter};
 use self::receipts::{Receipt, Store};
 use super::ndjson::{LineReader, ReadError, WriteError};
 use super::protocol::{
-    Action, Command, EventType, HeartbeatStatus, LogLevel, Message, Object, Timestamp,
+    Action, Command, EventType, HeartbeatStatus, LogLevel, Message, Object, ObservedVersion,
+    Timestamp, Version,
 };
 
 /// How the shim runs: the command line, resolved.
@@ -81,6 +88,8 @@ pub struct Options {
     /// `git loaf undo` refuse to take a builder step back); `<workspace>/.lorch/agent/<role>`
     /// outside a repository.
     pub state_dir: PathBuf,
+    /// `--sandbox`: where the model command and the checks run ([`sandbox`]).
+    pub sandbox: Option<git_loaf::exec::sandbox::Sandbox>,
 }
 
 impl Options {
@@ -107,13 +116,25 @@ impl Options {
             return Err("--heartbeat-s must be a positive number of seconds".into());
         }
         let role = args.role.agent_type().as_str();
-        let state_dir = match git_loaf::git::states::discover(&workspace) {
-            Ok(repo) => repo.commondir().join("lorch"),
-            Err(_) => workspace.join(".lorch"),
+        let common = git_loaf::git::states::discover(&workspace)
+            .ok()
+            .map(|repo| repo.commondir().to_path_buf());
+        let state_dir = match &common {
+            Some(common) => common.join("lorch"),
+            None => workspace.join(".lorch"),
         }
         .join("agent")
         .join(role);
+        let sandbox = match args.sandbox {
+            true => Some(sandbox::contain(
+                &workspace,
+                common.as_deref(),
+                &args.sandbox_writable,
+            )?),
+            false => None,
+        };
         Ok(Options {
+            sandbox,
             snapshot_root,
             state_dir,
             role: args.role,
@@ -193,13 +214,16 @@ pub enum StepError {
     /// The workspace is not what the command was pinned to (§6.2): lorch takes a new
     /// snapshot and sends the command again.
     #[error(
-        "the workspace is at {observed}, not at the command's {expected}: it changed since lorch took its snapshot"
+        "the workspace is at {}, not at the command's {} ({} differ): it changed since lorch took its snapshot",
+        .observed.snapshot_id, .expected.snapshot_id, .parts.join(", ")
     )]
     VersionMismatch {
-        /// The command's snapshot.
-        expected: String,
+        /// The command's version.
+        expected: Box<Version>,
         /// The workspace's.
-        observed: String,
+        observed: Box<Version>,
+        /// What differs: `snapshot_id`, `code_hash`, `specs_hash`.
+        parts: Vec<&'static str>,
     },
     /// A path is not usable (outside the workspace, …).
     #[error(transparent)]
@@ -241,17 +265,23 @@ impl StepError {
             payload.insert("file".into(), json!(file));
             payload.insert("sections".into(), json!(sections));
         }
-        if let StepError::VersionMismatch { expected, observed } = self {
-            payload.insert("expected_snapshot".into(), json!(expected));
-            payload.insert("observed_snapshot".into(), json!(observed));
+        if let StepError::VersionMismatch {
+            expected,
+            observed,
+            parts,
+        } = self
+        {
+            payload.insert("expected_snapshot".into(), json!(expected.snapshot_id));
+            payload.insert("observed_snapshot".into(), json!(observed.snapshot_id));
+            payload.insert("mismatched".into(), json!(parts));
         }
         payload
     }
 
-    /// The snapshot the agent saw, when it is not the command's.
-    pub fn observed(&self) -> Option<String> {
+    /// The version the agent saw, when it is not the command's.
+    pub fn observed(&self) -> Option<ObservedVersion> {
         match self {
-            StepError::VersionMismatch { observed, .. } => Some(observed.clone()),
+            StepError::VersionMismatch { observed, .. } => Some(crate::version::observed(observed)),
             _ => None,
         }
     }
@@ -279,6 +309,9 @@ pub struct Shim {
     pub options: Options,
     /// Where everything goes.
     pub emitter: Emitter,
+    /// The version the agent saw when it checked the command in hand ([`check_version`]),
+    /// which its events report.
+    pub observed: std::sync::Mutex<Option<ObservedVersion>>,
 }
 
 impl Shim {
@@ -323,13 +356,24 @@ impl Shim {
             ),
         ]
         .map(|(k, v)| (k.to_owned(), v));
-        Ok(llm::ask(
-            &self.options.cmd,
-            prompt,
-            &self.options.workspace,
-            &env,
-            left,
-        )?)
+        let reply = match &self.options.sandbox {
+            Some(contained) => sandbox::ask(
+                contained,
+                &self.options.cmd,
+                prompt,
+                &self.options.state_dir,
+                &env,
+                left,
+            ),
+            None => llm::ask(
+                &self.options.cmd,
+                prompt,
+                &self.options.workspace,
+                &env,
+                left,
+            ),
+        };
+        Ok(reply?)
     }
 }
 
@@ -375,7 +419,11 @@ pub fn serve(
         options.agent_id.clone(),
         secrets,
     );
-    let shim = Arc::new(Shim { options, emitter });
+    let shim = Arc::new(Shim {
+        options,
+        emitter,
+        observed: std::sync::Mutex::new(None),
+    });
     shim.emitter.heartbeat()?;
     shim.emitter.set_status(HeartbeatStatus::Ready, None);
     let (stop, stopped) = mpsc::channel::<()>();
@@ -460,6 +508,9 @@ fn handle(shim: &Shim, command: &Command) -> Result<(), WriteError> {
     let events = match prior {
         Some(receipt) => receipts::replay(emitter, command, &receipt, &store.shown(ik)),
         None => {
+            if let Ok(mut observed) = shim.observed.lock() {
+                *observed = None;
+            }
             let answer = dispatch(shim, command).unwrap_or_else(|error| Answer {
                 drafts: vec![Draft {
                     observed: error.observed(),
@@ -467,10 +518,14 @@ fn handle(shim: &Shim, command: &Command) -> Result<(), WriteError> {
                 }],
                 keep: false,
             });
+            let seen = shim.observed.lock().ok().and_then(|o| o.clone());
             let events: Vec<_> = answer
                 .drafts
                 .into_iter()
-                .map(|draft| emitter.event(command, draft))
+                .map(|mut draft| {
+                    draft.observed = draft.observed.or_else(|| seen.clone());
+                    emitter.event(command, draft)
+                })
                 .collect();
             if answer.keep {
                 let receipt = Receipt {
@@ -552,18 +607,28 @@ fn dispatch(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
 }
 
 /// Whether the workspace is the one the command was pinned to (§5.3, §6.2): the agent
-/// takes the snapshot again, as lorch does, and refuses with `version_mismatch` (naming
-/// both) when it differs, instead of working on files the command did not mean.
+/// takes the snapshot (and the hashes of the code and of `inputs.spec`) again, as lorch
+/// does, and refuses with `version_mismatch` (naming both and what differs) when what the
+/// command pins differs: the whole snapshot, or with `inputs.strict_version_pinning` false
+/// only the content (`code_hash`, `specs_hash`; [`crate::version`]). What it saw is what its
+/// events report as `observed_version`.
 pub fn check_version(shim: &Shim, command: &Command) -> Result<(), StepError> {
     let root = &shim.options.snapshot_root;
-    let (observed, _) = crate::store::snapshot_of(root)
+    let spec = input_str(command, "spec");
+    let (seen, _) = crate::version::version_of(root, spec)
         .map_err(StepError::io(format!("snapshot of {}", root.display())))?;
-    if observed == command.version.snapshot_id {
+    let strict = command.inputs.get("strict_version_pinning") != Some(&Value::Bool(false));
+    let parts = crate::version::mismatched(&command.version, &seen, strict);
+    if parts.is_empty() {
+        if let Ok(mut observed) = shim.observed.lock() {
+            *observed = Some(crate::version::observed(&seen));
+        }
         Ok(())
     } else {
         Err(StepError::VersionMismatch {
-            expected: command.version.snapshot_id.clone(),
-            observed,
+            expected: Box::new(command.version.clone()),
+            observed: Box::new(seen),
+            parts,
         })
     }
 }

@@ -14,8 +14,14 @@ use super::{
 };
 
 impl Orchestrator {
-    /// Resumes run `run_id` from its ledger (§5.6).
-    pub fn resume(config: Config, workspace: PathBuf, run_id: &str) -> Result<Status, RunError> {
+    /// Resumes run `run_id` from its ledger (§5.6); `user` decides the conflicts that come
+    /// up (§7.4).
+    pub fn resume(
+        config: Config,
+        workspace: PathBuf,
+        run_id: &str,
+        user: &mut dyn super::User,
+    ) -> Result<Status, RunError> {
         // Above all, never two orchestrators for the agents of one run.
         let _lock = store::lock_workspace(&workspace)?;
         keep_records_out_of_git(&workspace)?;
@@ -40,7 +46,10 @@ impl Orchestrator {
         };
         let mut o = Orchestrator::new(config, workspace, state);
         if o.state.status == Status::Completed {
-            // A crash may have come between the last record and the files derived from it.
+            // A crash may have come between the last record and the files derived from it,
+            // and before the agents were stopped: they are stopped here (an agent whose lorch
+            // died ends by itself once it reads the end of its stdin, but not at once).
+            o.terminate_orphans()?;
             o.restore_receipts()?;
             o.write_state()?;
             o.say(&format!("[lorch] run {run_id} already ended"));
@@ -63,7 +72,7 @@ impl Orchestrator {
             cur.sent_live = false;
         }
         o.restore_receipts()?;
-        o.drive()
+        o.drive(user)
     }
 
     /// Orphaned agents of the crashed process (pids in `state/run.json`) are stopped: their

@@ -74,8 +74,9 @@ lorch: the orchestration agent proposes:
   T-0100: Greet the user by name
     files: src/greet.txt
   plan: PLAN.md
+  other plans: specs/MASTER-SPEC.md, src/main.txt
   notes: PLAN.md asks for a greeting.
-lorch> Add these tasks to lorch.json and build them? (y/n) y
+lorch> Add these tasks to lorch.json and build them? (y/n, or edit them) y
 [lorch] user_decision approved: T-0100
 "
     );
@@ -111,7 +112,7 @@ lorch> Add these tasks to lorch.json and build them? (y/n) y
     );
     assert_eq!(
         ledger[asked]["inputs"],
-        json!({"user_instruction": "Manage the implementation of PLAN.md"})
+        json!({"user_instruction": "Manage the implementation of PLAN.md", "spec": "specs/MASTER-SPEC.md"})
     );
     assert_eq!(ledger[asked]["to"]["agent_type"], "orchestration");
     assert_eq!(
@@ -162,7 +163,7 @@ fn a_no_is_recorded_and_nothing_is_built_or_written() {
     let console = stdout(&out);
     assert!(
         console.contains(
-            "(y/n) maybe\n  answer y or n\nlorch> Add these tasks to lorch.json and build them? (y/n) n\n[lorch] user_decision denied: no task\n[lorch] FAILED: you declined the proposed tasks: nothing was built\n"
+            "(y/n, or edit them) maybe\n  \"maybe\" is not an answer\n  answer y, n, or an edit: drop ID · goal ID TEXT · files ID PATH… (- for none) · plan PATH\nlorch> Add these tasks to lorch.json and build them? (y/n, or edit them) n\n[lorch] user_decision denied: no task\n[lorch] FAILED: you declined the proposed tasks: nothing was built\n"
         ),
         "{console}"
     );
@@ -277,10 +278,13 @@ fn questions_of_the_agent_are_put_to_the_user_and_the_answer_goes_back_with_the_
 }
 
 #[test]
-fn two_approved_tasks_are_both_added_and_built_one_run_each() {
+fn the_user_drops_and_rewords_tasks_and_the_approved_ones_are_built_one_after_another_in_one_run() {
     let scratch = tempfile::tempdir().expect("tempdir");
-    let ws = workspace(&scratch.path().join("prompt.md"), "two");
-    let out = ws.lorch_typing(&[], "Manage PLAN.md\ny\n");
+    let ws = workspace(&scratch.path().join("prompt.md"), "three");
+    let out = ws.lorch_typing(
+        &[],
+        "Manage PLAN.md\ndrop T-0102\ngoal T-0101 Say goodbye warmly\nfiles T-0101 ../out.txt\ny\n",
+    );
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -290,35 +294,290 @@ fn two_approved_tasks_are_both_added_and_built_one_run_each() {
     );
     let console = stdout(&out);
     assert!(
-        console.contains("  T-0100: Greet the user by name\n    files: src/greet.txt\n  T-0101: Say goodbye\n    files: src/bye.txt\n"),
+        console.contains(
+            "(y/n, or edit them) drop T-0102\nlorch: the tasks now:\n  T-0100: Greet the user by name\n    files: src/greet.txt\n  T-0101: Say goodbye\n    files: src/bye.txt\n"
+        ),
         "{console}"
+    );
+    assert!(
+        console.contains("lorch: the tasks now:\n  T-0100: Greet the user by name\n    files: src/greet.txt\n  T-0101: Say goodbye warmly\n    files: src/bye.txt\n"),
+        "{console}"
+    );
+    assert!(
+        console.contains(
+            "(y/n, or edit them) files T-0101 ../out.txt\n  ../out.txt: `..` is not allowed"
+        ),
+        "a file outside the workspace is refused: {console}"
     );
     assert!(
         console.contains("[lorch] user_decision approved: T-0100, T-0101\n"),
         "{console}"
     );
-    assert_eq!(console.matches("[lorch] DONE\n").count(), 2, "{console}");
+    let console = normalized(&ws, &console);
+    assert!(
+        console.contains("[lorch] run RUN task T-0100, then T-0101\n"),
+        "{console}"
+    );
+    assert!(
+        console.contains("[lorch] task T-0101 (after T-0100)\n"),
+        "{console}"
+    );
+    assert_eq!(console.matches("[lorch] DONE\n").count(), 1, "{console}");
+
+    // One run (one ledger) built both, in order, the second with the user's words.
+    let ledger = ws.ledger();
+    let decision = events(&ledger, "system.user_decision")[0];
+    assert_eq!(
+        decision["payload"]["proposed_tasks"],
+        json!(["T-0100", "T-0101", "T-0102"])
+    );
+    assert_eq!(
+        decision["payload"]["approved_tasks"],
+        json!(["T-0100", "T-0101"])
+    );
+    assert_eq!(
+        decision["payload"]["changes"],
+        json!(["dropped T-0102", "goal of T-0101: Say goodbye warmly"])
+    );
+    let implements: Vec<(&str, &str)> = ledger
+        .iter()
+        .filter(|m| m["action"] == "implement")
+        .map(|m| {
+            (
+                m["task_id"].as_str().unwrap_or(""),
+                m["inputs"]["goal"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        implements,
+        [
+            ("T-0100", "Greet the user by name"),
+            ("T-0101", "Say goodbye warmly")
+        ]
+    );
     let config = ws.json("lorch.json");
-    let tasks: Vec<&str> = config["tasks"]
+    let tasks: Vec<(&str, &str)> = config["tasks"]
         .as_array()
         .expect("tasks")
         .iter()
-        .filter_map(|t| t["id"].as_str())
-        .collect();
-    assert_eq!(tasks, ["T-0042", "T-0100", "T-0101"]);
-    // Each task is a run of its own: two ledgers, each starting one of them.
-    let mut started: Vec<String> = std::fs::read_dir(ws.path().join("events"))
-        .expect("events/")
-        .map(|e| {
-            let text = std::fs::read_to_string(e.expect("entry").path()).expect("ledger");
-            text.lines()
-                .map(|l| serde_json::from_str::<Value>(l).expect("JSON"))
-                .filter(|m| m["event"] == "system.run_started")
-                .map(|m| m["task_id"].as_str().unwrap_or("").to_owned())
-                .collect::<Vec<_>>()
-                .join(",")
+        .map(|t| {
+            (
+                t["id"].as_str().unwrap_or(""),
+                t["goal"].as_str().unwrap_or(""),
+            )
         })
         .collect();
-    started.sort();
-    assert_eq!(started, ["T-0100", "T-0101"]);
+    assert_eq!(
+        tasks,
+        [
+            (
+                "T-0042",
+                "Implement sections 3.1–3.3 of /specs/MASTER-SPEC.md"
+            ),
+            ("T-0100", "Greet the user by name"),
+            ("T-0101", "Say goodbye warmly")
+        ]
+    );
+    // §11.1 holds for each task.
+    let out = ws.lorch(&["validate", "--run", &ws.run_id()], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+    assert!(
+        stdout(&out).contains(
+            "ok   final review approved: T-0100 step 2: approved; T-0101 step 2: approved\n"
+        ),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(ws.json("state/run.json")["tasks_done"], json!(["T-0100"]));
+}
+
+#[test]
+fn a_killed_multi_task_run_resumes_with_the_tasks_still_to_build() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    // Kill lorch after more and more durable writes until it dies in the second task.
+    let ws = (10..)
+        .step_by(6)
+        .find_map(|n| {
+            let ws = workspace(&scratch.path().join("prompt.md"), "two");
+            let out = ws_lorch_typing_env(&ws, "Manage PLAN.md\ny\n", n);
+            assert_eq!(
+                out.status.code(),
+                None,
+                "n={n}: never killed in the second task"
+            );
+            let ledger = ws.ledger();
+            (!events(&ledger, "system.task_started").is_empty()).then_some(ws)
+        })
+        .expect("killed in the second task");
+    let out = ws.lorch(&["resume", "--run", &ws.run_id()], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let state = ws.json("state/run.json");
+    assert_eq!(state["status"], "completed");
+    assert_eq!(state["task_id"], "T-0101");
+    assert_eq!(state["tasks_done"], json!(["T-0100"]));
+    let ledger = ws.ledger();
+    let built: Vec<&str> = ledger
+        .iter()
+        .filter(|m| m["action"] == "implement")
+        .map(|m| m["task_id"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        built.iter().filter(|t| **t == "T-0100").count(),
+        1,
+        "the first task, done before the kill, is not built again: {built:?}"
+    );
+    assert_eq!(built.last(), Some(&"T-0101"));
+    let out = ws.lorch(&["validate", "--run", &ws.run_id()], &[]);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+/// `lorch` typing `stdin`, killed by the crash hook after `n` durable writes.
+fn ws_lorch_typing_env(ws: &Ws, stdin: &str, n: u32) -> std::process::Output {
+    let mut cmd = assert_cmd::Command::cargo_bin("lorch").expect("lorch is built");
+    cmd.current_dir(ws.path())
+        .env("LORCH_CRASH_AFTER_WRITES", n.to_string())
+        .env("TZ", "UTC")
+        .env("LC_ALL", "C")
+        .write_stdin(stdin)
+        .timeout(std::time::Duration::from_secs(120));
+    cmd.output().expect("lorch runs")
+}
+
+#[test]
+fn the_user_picks_another_plan_and_the_agent_is_asked_for_its_tasks_with_task_discovery() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let prompt = scratch.path().join("prompt.md");
+    let ws = workspace(&prompt, "normal");
+    ws.write("docs/plan_v2.md", "# Plan v2\n\n1. Build v2.\n");
+    git(ws.path(), &["add", "-A"]);
+    git(ws.path(), &["commit", "-q", "-m", "v2"]);
+    let out = ws.lorch_typing(&[], "Manage the plan\nplan docs/plan_v2.md\ny\n");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let console = stdout(&out);
+    assert!(
+        console.contains(
+            "(y/n, or edit them) plan docs/plan_v2.md\n[lorch] user_decision plan_chosen: docs/plan_v2.md\n[lorch→orchestration] command task_discovery (corr intake-2)\n"
+        ),
+        "{console}"
+    );
+    assert!(
+        console.contains(
+            "  T-0200: Build what plan v2 says\n    files: src/v2.txt\n  plan: docs/plan_v2.md\n"
+        ),
+        "{console}"
+    );
+    assert!(console.ends_with("[lorch] DONE\n"), "{console}");
+    // The agent was shown the chosen plan whole.
+    let shown = std::fs::read_to_string(&prompt).expect("prompt");
+    assert!(
+        shown.contains("## The plan the user chose\n\nDerive the tasks from `docs/plan_v2.md`"),
+        "{shown}"
+    );
+    assert!(shown.contains("1. Build v2."), "{shown}");
+    let ledger = ws.ledger();
+    let discovery: Vec<&Value> = ledger
+        .iter()
+        .filter(|m| m["action"] == "task_discovery")
+        .collect();
+    assert_eq!(discovery.len(), 1);
+    assert_eq!(discovery[0]["inputs"]["plan"], "docs/plan_v2.md");
+    assert_eq!(discovery[0]["to"]["agent_type"], "orchestration");
+    let decisions = events(&ledger, "system.user_decision");
+    let statuses: Vec<&str> = decisions
+        .iter()
+        .map(|d| d["status"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(statuses, ["plan_chosen", "approved"]);
+    assert_eq!(decisions[1]["payload"]["approved_plan"], "docs/plan_v2.md");
+    assert_eq!(decisions[1]["payload"]["approved_tasks"], json!(["T-0200"]));
+    assert_eq!(
+        events(&ledger, "system.run_started")[0]["task_id"],
+        "T-0200"
+    );
+}
+
+#[test]
+fn a_conflict_the_agent_found_is_shown_and_the_user_decides() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let ws = workspace(&scratch.path().join("prompt.md"), "conflict");
+    let out = ws.lorch_typing(&[], "Manage PLAN.md\nn\n");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let console = stdout(&out);
+    assert!(
+        console.contains(
+            "[orchestration] orchestration.plan_conflict conflict\nlorch: the orchestration agent proposes, but found conflicts (lorch changes no plan or spec; you decide):\n  CONFLICT: T-0100 greets by name; specs/MASTER-SPEC.md says by title.\n  T-0100: Greet the user by name\n"
+        ),
+        "{console}"
+    );
+    let ledger = ws.ledger();
+    let decision = events(&ledger, "system.user_decision");
+    assert_eq!(decision.len(), 1);
+    assert_eq!(decision[0]["status"], "denied");
+    assert_eq!(
+        decision[0]["payload"]["conflicts"],
+        json!(["T-0100 greets by name; specs/MASTER-SPEC.md says by title."])
+    );
+    assert!(
+        events(&ledger, "system.run_started").is_empty(),
+        "nothing built"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path().join("specs/MASTER-SPEC.md")).expect("spec"),
+        "# Spec\n\n## Status\n\n## Changelog\n",
+        "the spec is untouched"
+    );
+
+    // The same conflict, approved: the user's decision to go on is recorded, and it runs.
+    let ws = workspace(&scratch.path().join("prompt2.md"), "conflict");
+    let out = ws.lorch_typing(&[], "Manage PLAN.md\ny\n");
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let decision = events(&ws.ledger(), "system.user_decision")[0].clone();
+    assert_eq!(decision["status"], "approved");
+    assert!(decision["payload"]["conflicts"].is_array());
+}
+
+#[test]
+fn a_conflict_without_tasks_is_put_to_the_user_and_the_answer_goes_back_with_the_same_key() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let prompt = scratch.path().join("prompt.md");
+    let ws = workspace(&prompt, "conflict_only");
+    let out = ws.lorch_typing(&[], "Manage PLAN.md\nFollow the spec\ny\n");
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}\n{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    let console = stdout(&out);
+    assert!(
+        console.contains(
+            "[orchestration] orchestration.plan_conflict unresolved\nlorch: the orchestration agent found a conflict (lorch changes no plan or spec; you decide how to go on):\n  PLAN.md asks for a greeting by title; specs/MASTER-SPEC.md by name.\nlorch> Your answer: Follow the spec\n[lorch] user_decision resolved: Follow the spec\n"
+        ),
+        "{console}"
+    );
+    let shown = std::fs::read_to_string(&prompt).expect("prompt");
+    assert!(shown.contains("Answer: Follow the spec"), "{shown}");
+    let ledger = ws.ledger();
+    let intakes: Vec<&Value> = ledger.iter().filter(|m| m["action"] == "intake").collect();
+    assert_eq!(intakes.len(), 2);
+    assert_eq!(intakes[0]["idempotency_key"], intakes[1]["idempotency_key"]);
+    let statuses: Vec<&str> = events(&ledger, "system.user_decision")
+        .iter()
+        .map(|d| d["status"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(statuses, ["resolved", "approved"]);
 }

@@ -9,6 +9,7 @@ mod canonical;
 mod cli;
 mod config;
 mod configure;
+mod conflicts;
 mod context;
 mod conversation;
 #[path = "../common/deterministic.rs"]
@@ -19,8 +20,10 @@ mod failures;
 mod finished;
 mod harness;
 mod intake;
+mod pinning;
 mod protocol;
 mod resume;
 mod run;
+mod sandbox;
 mod signals;
 mod supervise;

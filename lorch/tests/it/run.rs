@@ -122,15 +122,22 @@ fn the_scenario_of_section_15_runs_to_done_with_the_transcript_ledger_and_receip
         assert_eq!(a["sha256"], format!("sha256:{}", sha256_hex(&bytes)));
         assert_eq!(a["size"], bytes.len());
     }
-    // Snapshots: one manifest per id, named by the hash of its bytes.
+    // Snapshots: one manifest per id, named by the hash of its bytes; and the spec as each
+    // found it, named by the hash of its bytes.
     for entry in std::fs::read_dir(ws.path().join("snapshots")).expect("snapshots") {
         let path = entry.expect("entry").path();
         let bytes = std::fs::read(&path).expect("manifest");
+        let name = path
+            .file_name()
+            .expect("name")
+            .to_string_lossy()
+            .into_owned();
+        if name.starts_with("spec-") {
+            assert_eq!(name, format!("spec-{}.md", sha256_hex(&bytes)));
+            continue;
+        }
         let id = lorch::canonical::snapshot_id(&bytes);
-        assert_eq!(
-            path.file_name().expect("name").to_string_lossy(),
-            format!("{id}.manifest.json")
-        );
+        assert_eq!(name, format!("{id}.manifest.json"));
     }
     // §13: lorch's files 0600, its folders 0700.
     for rel in [

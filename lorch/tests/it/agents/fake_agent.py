@@ -6,7 +6,8 @@ idempotency key replays the events it sent the first time, rewriting nothing).
 Role: LORCH_AGENT_TYPE (set by lorch). Behaviour, from the agent's env in lorch.json:
   FAKE_PLAN   comma list of results, one per new command: for the reviewer
               approved|changes_requested, for the spec maintainer
-              updated|no_changes_needed|changes_requested, for the builder
+              updated|no_changes_needed|changes_requested|forbidden (a refused edit of
+              a requirement: error forbidden_spec_edit), for the builder
               success|fail|error|untested (success with tests skipped)
   FAKE_MODE   normal | bad_lines | silent (no heartbeats, no answer) | hang | die | chatty
               | bad_artifact | escape (an artifact outside the workspace) | leak (echoes
@@ -14,6 +15,8 @@ Role: LORCH_AGENT_TYPE (set by lorch). Behaviour, from the agent's env in lorch.
               | mismatch_once (version_mismatch on the first command)
               | flood (builder.progress events without end)
               | burst (FAKE_BURST builder.progress events at once, then the work)
+              | rewrite_spec (the builder rewrites the spec's text before ## Status)
+              | status (the spec maintainer fills in the spec's ## Status)
 """
 import hashlib, json, os, sys, threading, time
 
@@ -89,6 +92,8 @@ def work(cmd, index):
         if cmd["action"] == "implement":
             b = write("tests/foo/bar.spec.js", "// tests of bar\n")
             out.append(event(cmd, 2, "artifact.produced", None, {}, [b]))
+        if MODE == "rewrite_spec":
+            write(cmd["inputs"]["spec"], "# Spec\n\nThe builder's own requirement.\n\n## Status\n\n## Changelog\n")
         if MODE == "escape":
             a = dict(a, path="../outside.js")
             out = [event(cmd, 1, "artifact.produced", None, {}, [a])]
@@ -106,7 +111,12 @@ def work(cmd, index):
         r = write("reviews/%s.json" % task, json.dumps({"task_id": task, "status": status, "findings": [], "summary": "step %s" % step}) + "\n")
         out.append(event(cmd, 1, "review.completed", status, {}, [r]))
     else:
+        if result == "forbidden":
+            return [event(cmd, 1, "error", "failed", {"code": "forbidden_spec_edit",
+                    "message": "refused: the edit changes Requirements of %s" % cmd["inputs"]["spec"]})]
         status = result or "updated"
+        if MODE == "status":
+            write(cmd["inputs"]["spec"], "# Spec\n\n## Status\n\n%s done\n\n## Changelog\n" % task)
         n = write("spec_notes/%s.json" % task, json.dumps({"task_id": task, "status": status}) + "\n")
         name = {"updated": "spec.updated", "no_changes_needed": "spec.no_changes_needed"}.get(status, "spec.changes_requested")
         out.append(event(cmd, 1, name, None, {"summary": "status table"}, [n]))
