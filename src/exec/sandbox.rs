@@ -344,10 +344,16 @@ impl Sandbox {
                 stage_head: StageHead::save(&self.stage_root),
             });
         }
-        let linked = link_visible(&visible);
+        // Beside the stage (the same filesystem): the placeholders wait there, as the same
+        // files, while symlinks stand in their place.
+        let aside = tempfile::Builder::new()
+            .prefix("placeholders-")
+            .tempdir_in(self.stage_root.parent().unwrap_or(&self.stage_root))
+            .ok();
+        let linked = link_visible(&visible, aside.as_ref().map(|d| d.path()));
         command.current_dir(cwd);
         Ok(Session {
-            _tmp: None,
+            _tmp: aside,
             scrub: None,
             linked,
             record_at: (!self.git_common_dir.as_os_str().is_empty())
@@ -399,8 +405,8 @@ pub(crate) struct Session {
     _tmp: Option<tempfile::TempDir>,
     /// A private path the code may print, and the user's path it stands for.
     scrub: Option<(String, String)>,
-    /// Fallback: placeholders replaced by symlinks, to put back.
-    linked: Vec<Visible>,
+    /// Fallback: placeholders replaced by symlinks, to put back, each with where it waits.
+    linked: Vec<(Visible, Option<PathBuf>)>,
     /// Fallback: where to record the running process group.
     record_at: Option<PathBuf>,
     /// The record written, to remove.
@@ -499,8 +505,8 @@ impl Drop for Session {
         if let Some(record) = &self.record {
             let _ = fs::remove_file(record);
         }
-        for visible in &self.linked {
-            visible.unlink();
+        for (visible, aside) in &self.linked {
+            visible.unlink(aside.as_deref());
         }
     }
 }
@@ -521,12 +527,17 @@ impl Visible {
         self.kind == Kind::Dir
     }
 
-    /// Puts the placeholder back where the fallback put a symlink, unless the code replaced
-    /// the symlink by something else (then that is what the code wanted there).
-    fn unlink(&self) {
+    /// Puts the placeholder back where the fallback put a symlink (the same file, from
+    /// `aside`, so that the file actions still know it for a placeholder; a new one when it
+    /// cannot), unless the code replaced the symlink by something else (then that is what
+    /// the code wanted there).
+    fn unlink(&self, aside: Option<&Path>) {
         let still_ours = fs::read_link(&self.stage).is_ok_and(|target| target == self.user);
         if still_ours && fs::remove_file(&self.stage).is_ok() {
-            let _ = self.kind.create(&self.stage);
+            let back = aside.is_some_and(|from| fs::rename(from, &self.stage).is_ok());
+            if !back {
+                let _ = self.kind.create(&self.stage);
+            }
         }
     }
 }
@@ -546,36 +557,71 @@ impl Kind {
     }
 }
 
-/// Fallback: replaces each (empty) placeholder by a symlink to the user's entry. A
-/// placeholder that is not empty is left alone rather than deleted.
-fn link_visible(visible: &[Visible]) -> Vec<Visible> {
+/// Fallback: replaces each (empty) placeholder by a symlink to the user's entry, the
+/// placeholder moved into `aside` meanwhile (when there is one; else deleted and made again
+/// after). A placeholder that is not empty is left alone rather than moved.
+fn link_visible(visible: &[Visible], aside: Option<&Path>) -> Vec<(Visible, Option<PathBuf>)> {
     let mut linked = Vec::new();
-    for entry in visible {
-        let removed = match entry.kind {
-            Kind::Dir => fs::remove_dir(&entry.stage),
-            Kind::File => match fs::metadata(&entry.stage) {
-                Ok(meta) if meta.len() == 0 => fs::remove_file(&entry.stage),
-                _ => Err(io::ErrorKind::DirectoryNotEmpty.into()),
-            },
+    for (n, entry) in visible.iter().enumerate() {
+        let empty = match entry.kind {
+            Kind::Dir => fs::read_dir(&entry.stage).is_ok_and(|mut d| d.next().is_none()),
+            Kind::File => fs::metadata(&entry.stage).is_ok_and(|m| m.is_file() && m.len() == 0),
         };
-        if removed.is_ok() {
-            match symlink(&entry.user, &entry.stage) {
-                Ok(()) => linked.push(entry.clone()),
-                Err(_) => {
+        if !empty {
+            continue;
+        }
+        let kept = aside.map(|dir| dir.join(n.to_string()));
+        let moved = match &kept {
+            Some(to) => fs::rename(&entry.stage, to).is_ok(),
+            None => false,
+        };
+        let removed = moved
+            || match entry.kind {
+                Kind::Dir => fs::remove_dir(&entry.stage).is_ok(),
+                Kind::File => fs::remove_file(&entry.stage).is_ok(),
+            };
+        if !removed {
+            continue;
+        }
+        let kept = kept.filter(|_| moved);
+        match symlink(&entry.user, &entry.stage) {
+            Ok(()) => linked.push((entry.clone(), kept)),
+            Err(_) => match &kept {
+                Some(from) if fs::rename(from, &entry.stage).is_ok() => {}
+                _ => {
                     let _ = entry.kind.create(&entry.stage);
                 }
-            }
+            },
         }
     }
     linked
 }
 
+/// Removes the folders where a killed fallback run kept its placeholders (the stage's reset
+/// makes them again).
+fn remove_left_aside(loaf_dir: &Path) {
+    let Ok(entries) = fs::read_dir(loaf_dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry
+            .file_name()
+            .as_encoded_bytes()
+            .starts_with(b"placeholders-")
+        {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 /// Ends the process group a killed git-loaf left running (recorded in the fallback), and
-/// removes the record. Call it on crash recovery, before touching the stage. The group is
-/// killed only when it is the recorded one: its leader has the recorded start time, or, with
-/// the leader gone, every member started after it (a process group id cannot be reused
+/// removes the record and the folders of placeholders a killed run left. Call it on crash
+/// recovery, before touching the stage. The group is killed only when it is the recorded
+/// one: its leader has the recorded start time, or, with the leader gone, every member
+/// started after it (a process group id cannot be reused
 /// while any member lives). Returns whether a group was killed.
 pub fn kill_recorded(git_common_dir: &Path) -> io::Result<bool> {
+    remove_left_aside(&git_common_dir.join("loaf"));
     let path = git_common_dir.join(RECORD);
     let text = match fs::read_to_string(&path) {
         Ok(text) => text,

@@ -424,3 +424,66 @@ fn without_namespaces_code_is_refused_unless_the_user_allows_it() {
     });
     assert!(isolated.isolated());
 }
+
+/// Without namespaces a placeholder gives way to a symlink to the user's entry for the run,
+/// and comes back as the same file (the file actions know it by its inode, to read the
+/// user's entry through it instead of an empty file); a run killed meanwhile leaves its
+/// folder of placeholders, which the next recovery removes.
+#[test]
+fn the_fallback_puts_back_the_same_placeholder_files() {
+    use std::os::unix::fs::MetadataExt as _;
+    let layout = Layout::new();
+    fs::create_dir_all(&layout.root).expect("mkdir");
+    let user = layout.root.join(".env");
+    fs::write(&user, "SECRET=1\n").expect("user file");
+    fs::create_dir_all(layout.root.join(".venv")).expect("user folder");
+    let entries = [
+        Visible {
+            user: user.clone(),
+            stage: layout.stage.join(".env"),
+            kind: Kind::File,
+        },
+        Visible {
+            user: layout.root.join(".venv"),
+            stage: layout.stage.join(".venv"),
+            kind: Kind::Dir,
+        },
+    ];
+    fs::write(&entries[0].stage, "").expect("placeholder");
+    fs::create_dir(&entries[1].stage).expect("placeholder folder");
+    let inodes: Vec<u64> = entries
+        .iter()
+        .map(|e| fs::symlink_metadata(&e.stage).expect("meta").ino())
+        .collect();
+    let aside = tempfile::Builder::new()
+        .prefix("placeholders-")
+        .tempdir_in(layout.common.join("loaf"))
+        .expect("aside");
+    let linked = link_visible(&entries, Some(aside.path()));
+    assert_eq!(linked.len(), 2);
+    assert_eq!(
+        fs::read_to_string(&entries[0].stage).expect("through the link"),
+        "SECRET=1\n"
+    );
+    for (visible, kept) in &linked {
+        visible.unlink(kept.as_deref());
+    }
+    for (entry, inode) in entries.iter().zip(inodes) {
+        let meta = fs::symlink_metadata(&entry.stage).expect("back");
+        assert!(!meta.file_type().is_symlink());
+        assert_eq!(
+            meta.ino(),
+            inode,
+            "{} is the same file",
+            entry.stage.display()
+        );
+    }
+    // Killed during a run: the folder stays until the next recovery.
+    let left = aside.keep();
+    assert!(left.exists());
+    assert!(!kill_recorded(&layout.common).expect("recovery"));
+    assert!(
+        !left.exists(),
+        "recovery removes the folder a killed run left"
+    );
+}
