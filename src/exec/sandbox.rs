@@ -618,8 +618,8 @@ fn remove_left_aside(loaf_dir: &Path) {
 /// removes the record and the folders of placeholders a killed run left. Call it on crash
 /// recovery, before touching the stage. The group is killed only when it is the recorded
 /// one: its leader has the recorded start time, or, with the leader gone, every member
-/// started after it (a process group id cannot be reused
-/// while any member lives). Returns whether a group was killed.
+/// started after it (a process group id cannot be reused while any member lives). Returns
+/// whether a group was killed.
 pub fn kill_recorded(git_common_dir: &Path) -> io::Result<bool> {
     remove_left_aside(&git_common_dir.join("loaf"));
     let path = git_common_dir.join(RECORD);
