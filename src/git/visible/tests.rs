@@ -261,3 +261,14 @@ fn a_folder_with_a_deeply_tracked_file_is_not_an_ignored_entry() {
         .collect();
     assert_eq!(ours, [PathBuf::from("lib/x.log")]);
 }
+
+/// A placeholder file written in place (the same file, no longer empty) holds what was
+/// written: the file actions read it, not the user's file it stood for, and it is kept.
+#[test]
+fn a_placeholder_written_in_place_is_no_longer_a_placeholder() {
+    let stage = tempfile::tempdir().expect("tempdir");
+    let placed = place(stage.path(), &[entry(".env", false)]).expect("placed");
+    std::fs::write(stage.path().join(".env"), "WRITTEN=1\n").expect("write in place");
+    assert!(!placed.holds(Path::new(".env")));
+    assert_eq!(placed.remove(), [PathBuf::from(".env")]);
+}
