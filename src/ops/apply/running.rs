@@ -52,8 +52,13 @@ impl Tx<'_> {
             let entries = visible::ignored_entries(self.repo(), &isolate)?;
             // The empty placeholders the user's entries are mounted over stay in the stage
             // between runs: the file actions must see the user's file through them, not an
-            // empty one.
-            view = view.with_placeholders(visible::place(stage.path(), &entries)?);
+            // empty one. A user's symlink is copied as a symlink by the sandbox instead.
+            let mounted: Vec<visible::Entry> = entries
+                .iter()
+                .filter(|e| !self.root.join(&e.path).is_symlink())
+                .cloned()
+                .collect();
+            view = view.with_placeholders(visible::place(stage.path(), &mounted)?);
             Some(self.sandbox(stage, entries))
         } else {
             None
