@@ -288,4 +288,8 @@ fn a_file_saved_between_the_first_and_the_last_look_is_kept() {
         said.contains("changed them meanwhile") && said.contains("a.txt"),
         "{said}"
     );
+    // The saves are changes git sees on top of the apply's commit, not hidden behind index
+    // entries that claim the file is clean.
+    assert_eq!(s.git(&["status", "--porcelain"]), " M a.txt\n?? b.txt\n");
+    assert_eq!(s.git(&["diff", "--stat", "--", "a.txt"]).lines().count(), 2);
 }
