@@ -278,6 +278,14 @@ fn a_file_saved_between_the_first_and_the_last_look_is_kept() {
     );
     let out = pausing(&s, &["apply"], &reply, "replacing", || {
         s.write("a.txt", "saved just now\n");
+        // An mtime well before the index is written, so that git trusts whatever stat
+        // data the index gives a.txt instead of re-reading it as racily clean.
+        let past = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+        std::fs::File::options()
+            .write(true)
+            .open(s.root.join("a.txt"))
+            .and_then(|f| f.set_modified(past))
+            .expect("set mtime");
         s.write("b.txt", "b saved just now\n");
     });
     s.assert_exit(&out, 0);
@@ -288,4 +296,8 @@ fn a_file_saved_between_the_first_and_the_last_look_is_kept() {
         said.contains("changed them meanwhile") && said.contains("a.txt"),
         "{said}"
     );
+    // The saves are changes git sees on top of the apply's commit, not hidden behind index
+    // entries that claim the file is clean.
+    assert_eq!(s.git(&["status", "--porcelain"]), " M a.txt\n?? b.txt\n");
+    assert_eq!(s.git(&["diff", "--stat", "--", "a.txt"]).lines().count(), 2);
 }

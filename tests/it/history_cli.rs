@@ -169,3 +169,28 @@ fn a_report_prints_only_ids_show_can_find() {
     let value: serde_json::Value = serde_json::from_slice(&json.stdout).expect("json");
     assert!(value["git"].get("apply").is_none(), "{value}");
 }
+
+/// Undoing an apply made on a clean tree names what it took back and says nothing about
+/// uncommitted changes coming back: there were none.
+#[test]
+fn undo_of_an_apply_on_a_clean_tree_does_not_claim_uncommitted_changes_came_back() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    s.assert_exit(&s.apply(&write("k1a", "/repo/b.txt", "ai\n")), 0);
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(text.starts_with("Undid "), "{text}");
+    assert_eq!(
+        text.lines().skip(1).collect::<Vec<_>>(),
+        ["  b.txt"],
+        "{text}"
+    );
+    // With uncommitted work at the apply, the same undo says it is back.
+    s.write("c.txt", "mine\n");
+    s.assert_exit(&s.apply(&write("k2b", "/repo/b.txt", "ai\n")), 0);
+    let text = stdout(&s.loaf(&["undo"], ""));
+    assert!(
+        text.ends_with("Your uncommitted changes are back as they were (staged and unstaged).\n"),
+        "{text}"
+    );
+}

@@ -74,6 +74,31 @@ fn an_empty_repository_with_uncommitted_files_keeps_them_through_apply_and_undo(
     assert_eq!(s.read("new.txt").as_deref(), Some("ai"));
 }
 
+/// Only staged files before the first commit (the working tree is exactly the index, so the
+/// quick scan finds nothing): they are still uncommitted work, kept out of the root commit
+/// and staged again after undo.
+#[test]
+fn an_empty_repository_with_only_staged_files_keeps_them_staged_through_apply_and_undo() {
+    let s = Scratch::empty();
+    s.write("staged.txt", "staged\n");
+    s.git(&["add", "staged.txt"]);
+    let before = s.state();
+    let out = s.apply(&block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/new.txt"), ("content", "ai")],
+    ));
+    s.assert_exit(&out, 0);
+    assert_eq!(
+        s.git(&["ls-tree", "-r", "--name-only", "HEAD"]),
+        "new.txt\n",
+        "the root commit holds only what the apply wrote"
+    );
+    assert_eq!(s.git(&["status", "--porcelain"]), "A  staged.txt\n");
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.state(), before, "unborn again, the file staged");
+}
+
 #[test]
 fn a_detached_head_moves_alone_and_the_branch_stays() {
     let s = Scratch::with(&[("a.txt", "1\n")]);

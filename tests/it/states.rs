@@ -560,3 +560,27 @@ fn files_outside_the_sparse_checkout_are_never_committed_as_deleted() {
     let flags = s.git(&["ls-files", "-t", "dir2"]);
     assert_eq!(flags, "S dir2/b\nS dir2/sub/c\n", "still skip-worktree");
 }
+
+/// In a sparse checkout, the user's unstaged edit of a tracked file is what the reply sees
+/// and edits (recording the skip-worktree entries as the index has them must not put the
+/// index's version of the other files in the checkpoint), and undo gives the edit back.
+#[test]
+fn in_a_sparse_checkout_a_reply_edits_the_users_unstaged_version() {
+    let s = sparse();
+    s.write("top.txt", "edited\n");
+    let before = s.state();
+    let out = s.apply(&block(
+        "aa1",
+        "file_replace_text",
+        &[
+            ("path", "/repo/top.txt"),
+            ("old_text", "edited"),
+            ("new_text", "edited twice"),
+        ],
+    ));
+    s.assert_exit(&out, 0);
+    assert_eq!(s.read("top.txt").as_deref(), Some("edited twice\n"));
+    assert_eq!(s.git(&["show", "HEAD:top.txt"]), "edited twice\n");
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.state(), before, "the unstaged edit is back");
+}

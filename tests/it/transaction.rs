@@ -542,6 +542,22 @@ fn an_edit_on_the_same_lines_during_the_apply_is_never_overwritten() {
     s.assert_exit(&s.loaf(&["drop", &id], ""), 2);
 }
 
+/// The user's edit during the apply keeps the file's size and inode (written in place), so
+/// only its times tell it from what the index recorded: it is still seen, never overwritten.
+#[test]
+fn an_edit_of_the_same_size_during_the_apply_is_never_overwritten() {
+    let s = Scratch::with(&[("a.txt", "0\n")]);
+    let reply = block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/a.txt"), ("content", "AI\n")],
+    );
+    let out = s.apply_pausing(&reply, "committed", || s.write("a.txt", "1\n"));
+    s.assert_exit(&out, 3);
+    assert_eq!(s.read("a.txt").as_deref(), Some("1\n"));
+    assert_eq!(s.git(&["log", "--format=%s"]), "initial\n");
+}
+
 #[test]
 fn an_edit_elsewhere_in_the_file_during_the_apply_is_merged_and_stays_uncommitted() {
     let s = Scratch::with(&[("a.txt", "1\n2\n3\n4\n5\n")]);

@@ -380,3 +380,28 @@ fn apply_writes_ignored_files_and_folders_to_the_user_and_undo_restores() {
     s.assert_exit(&out, 0);
     assert_eq!(s.read(".env").as_deref(), Some("PASSWORD=2\n"));
 }
+
+/// After code ran (the user's entries mounted over empty placeholders in the stage), the
+/// file actions still see the user's ignored files, never the empty placeholder left there.
+#[test]
+fn apply_reads_the_users_ignored_file_after_an_exec() {
+    let s = project();
+    s.write(
+        "loaf.yml",
+        "allowed-actions: [file_read, exec]\nstage:\n  isolate: []\n",
+    );
+    s.commit_all("config");
+    let report = apply_ok(
+        &s,
+        &[
+            block("e1", "exec", &[("lang", "bash"), ("code", "true")]),
+            block("r1", "file_read", &[("path", "/repo/.env")]),
+        ],
+    );
+    let read = report
+        .split_once("[r1] file_read /repo/.env:\n")
+        .map(|(_, after)| after)
+        .unwrap_or_default();
+    assert!(read.starts_with("PASSWORD=1\n"), "{report}");
+    assert_eq!(s.read(".env").as_deref(), Some("PASSWORD=1\n"));
+}

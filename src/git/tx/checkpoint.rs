@@ -297,6 +297,21 @@ mod tests {
         assert_eq!(checkpoint.as_commit(&repo, "x").expect("commit"), head.id());
     }
 
+    /// `is_dirty` (library users' question "is there uncommitted work?"): an ignored file is
+    /// not work, an untracked one is, and so is a staged change alone.
+    #[test]
+    fn is_dirty_counts_untracked_and_staged_work_but_not_ignored_files() {
+        let dir = repo();
+        let root = dir.path();
+        let dirty = || is_dirty(&Repository::open(root).expect("open")).expect("scan");
+        crate::git::testing::write_file(root, "ignored.log", "noise\n");
+        assert!(!dirty(), "clean but for an ignored file");
+        crate::git::testing::write_file(root, "new.txt", "new\n");
+        assert!(dirty(), "an untracked file");
+        git(root, &["add", "new.txt"]);
+        assert!(dirty(), "a staged file");
+    }
+
     /// Uncommitted work of every kind (a partially staged file, a deletion, an untracked and
     /// an ignored file): recorded as trees, nothing of the user's changed, no commit made.
     #[test]

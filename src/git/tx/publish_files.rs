@@ -642,4 +642,42 @@ mod tests {
         let now = Oid::hash_object(ObjectType::Blob, b"mine, changed\n").expect("hash");
         assert_eq!(checker.id(Path::new("a.txt"), &head), Some(now));
     }
+
+    /// Git's racily clean rule: an entry whose mtime is the index file's own (the file may
+    /// have been rewritten, at the same size, in the tick the index was written) is not
+    /// trusted; the file is read. Here the entry lies: publish must see what the file holds.
+    #[test]
+    fn the_checker_reads_a_file_as_new_as_the_index() {
+        let dir = repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let head = repo.head().and_then(|h| h.peel_to_tree()).expect("tree");
+        let tick = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_600_000_000);
+        let set_mtime = |path: &Path| {
+            std::fs::File::options()
+                .write(true)
+                .open(path)
+                .and_then(|f| f.set_modified(tick))
+                .expect("set mtime");
+        };
+        std::fs::write(root.join("a.txt"), "mine\n").expect("write");
+        set_mtime(&root.join("a.txt"));
+        let other = repo.blob(b"other\n").expect("blob");
+        let mut index = repo.index().expect("index");
+        let meta = std::fs::symlink_metadata(root.join("a.txt")).expect("stat");
+        index
+            .add(&crate::git::index::entry(
+                Path::new("a.txt"),
+                other,
+                0o100644,
+                Some(&meta),
+            ))
+            .expect("add");
+        index.write().expect("write");
+        set_mtime(&repo.path().join("index"));
+        let checker = Checker::new(&repo, root).expect("checker");
+        checker.trust_index(&index, &[PathBuf::from("a.txt")]);
+        let mine = Oid::hash_object(ObjectType::Blob, b"mine\n").expect("hash");
+        assert_eq!(checker.id(Path::new("a.txt"), &head), Some(mine));
+    }
 }

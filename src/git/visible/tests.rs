@@ -241,3 +241,34 @@ fn ignored_entries_match_git_for_untracked_folders_negations_and_nested_reposito
         .collect();
     assert_eq!(kept, [PathBuf::from("logs/deep")]);
 }
+
+/// A folder that holds a tracked file only deep down (here one tracked though ignored) is
+/// the stage's, never one ignored entry: exec would otherwise get the user's whole folder
+/// mounted over the stage's and write the tracked file in the user's tree directly.
+#[test]
+fn a_folder_with_a_deeply_tracked_file_is_not_an_ignored_entry() {
+    let (dir, repo) = repo();
+    let root = dir.path();
+    write_file(root, "lib/inner/keep.log", "tracked though ignored\n");
+    git(root, &["add", "-f", "lib/inner/keep.log"]);
+    write_file(root, "lib/x.log", "ignored\n");
+    let none = isolate_set(&[]).expect("globs");
+    let ours: Vec<PathBuf> = ignored_entries(&repo, &none)
+        .expect("entries")
+        .into_iter()
+        .map(|e| e.path)
+        .filter(|p| p.starts_with("lib"))
+        .collect();
+    assert_eq!(ours, [PathBuf::from("lib/x.log")]);
+}
+
+/// A placeholder file written in place (the same file, no longer empty) holds what was
+/// written: the file actions read it, not the user's file it stood for, and it is kept.
+#[test]
+fn a_placeholder_written_in_place_is_no_longer_a_placeholder() {
+    let stage = tempfile::tempdir().expect("tempdir");
+    let placed = place(stage.path(), &[entry(".env", false)]).expect("placed");
+    std::fs::write(stage.path().join(".env"), "WRITTEN=1\n").expect("write in place");
+    assert!(!placed.holds(Path::new(".env")));
+    assert_eq!(placed.remove(), [PathBuf::from(".env")]);
+}

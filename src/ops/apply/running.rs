@@ -6,8 +6,6 @@
 use std::path::Path;
 use std::rc::Rc;
 
-use globset::GlobSet;
-
 use super::Tx;
 use crate::exec::PathMap;
 use crate::exec::sandbox::Sandbox;
@@ -49,15 +47,26 @@ impl Tx<'_> {
         let git_hooks =
             GitHooks::take(self.repo(), &self.root, verify).map_err(stage::StageError::from)?;
         let runs_code = runs_code || git_hooks.any_before_commit();
-        let view = Rc::new(visible::Visibility::new(&self.root, isolate.clone()));
-        let paths = PathMap::redirect(&self.root, stage.path())
-            .scratch()
-            .showing(view.clone());
+        let mut view = visible::Visibility::new(&self.root, isolate.clone());
         let sandbox = if runs_code {
-            Some(self.sandbox(stage, &isolate)?)
+            let entries = visible::ignored_entries(self.repo(), &isolate)?;
+            // The empty placeholders the user's entries are mounted over stay in the stage
+            // between runs: the file actions must see the user's file through them, not an
+            // empty one. A user's symlink is copied as a symlink by the sandbox instead.
+            let mounted: Vec<visible::Entry> = entries
+                .iter()
+                .filter(|e| !self.root.join(&e.path).is_symlink())
+                .cloned()
+                .collect();
+            view = view.with_placeholders(visible::place(stage.path(), &mounted)?);
+            Some(self.sandbox(stage, entries))
         } else {
             None
         };
+        let view = Rc::new(view);
+        let paths = PathMap::redirect(&self.root, stage.path())
+            .scratch()
+            .showing(view.clone());
         crash_point("sandbox");
         Ok(RunEnv {
             git_hooks,
@@ -68,8 +77,7 @@ impl Tx<'_> {
     }
 
     /// The sandbox for code: the stage at the repository's path, ignored entries mounted in.
-    fn sandbox(&mut self, stage: &Stage, isolate: &GlobSet) -> Result<Sandbox, TxError> {
-        let entries = visible::ignored_entries(self.repo(), isolate)?;
+    fn sandbox(&mut self, stage: &Stage, entries: Vec<visible::Entry>) -> Sandbox {
         let sandbox = Sandbox::new(
             &self.root,
             stage.path(),
@@ -80,7 +88,7 @@ impl Tx<'_> {
         if let Some(notice) = crate::exec::sandbox::fallback_notice() {
             self.notices.push(notice);
         }
-        Ok(sandbox)
+        sandbox
     }
 
     /// Before hooks → actions, in order → after hooks, in the stage, with submodules and
