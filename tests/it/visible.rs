@@ -385,19 +385,38 @@ fn apply_writes_ignored_files_and_folders_to_the_user_and_undo_restores() {
 /// file actions still see the user's ignored files, never the empty placeholder left there.
 #[test]
 fn apply_reads_the_users_ignored_file_after_an_exec() {
+    reads_the_users_ignored_file_after_an_exec(None);
+}
+
+/// Without namespaces the placeholders give way to symlinks during the run and must come
+/// back as the same files for the file actions to know them.
+#[test]
+fn apply_reads_the_users_ignored_file_after_an_exec_without_namespaces() {
+    reads_the_users_ignored_file_after_an_exec(Some("off"));
+}
+
+fn reads_the_users_ignored_file_after_an_exec(sandbox: Option<&str>) {
     let s = project();
     s.write(
         "loaf.yml",
         "allowed-actions: [file_read, exec]\nstage:\n  isolate: []\n",
     );
     s.commit_all("config");
-    let report = apply_ok(
-        &s,
-        &[
-            block("e1", "exec", &[("lang", "bash"), ("code", "true")]),
-            block("r1", "file_read", &[("path", "/repo/.env")]),
-        ],
-    );
+    let reply = [
+        block("e1", "exec", &[("lang", "bash"), ("code", "true")]),
+        block("r1", "file_read", &[("path", "/repo/.env")]),
+    ]
+    .concat();
+    let out = crate::support::git_loaf()
+        .current_dir(&s.root)
+        .envs(crate::scratch::ENV)
+        .envs(sandbox.map(|v| ("LOAF_SANDBOX", v)))
+        .arg("apply")
+        .write_stdin(s.reply(&reply))
+        .output()
+        .expect("git-loaf runs");
+    s.assert_exit(&out, 0);
+    let report = s.redact(&out.stdout);
     let read = report
         .split_once("[r1] file_read /repo/.env:\n")
         .map(|(_, after)| after)

@@ -305,8 +305,6 @@ mod tests {
     use crate::git::testing::{committed_repo as repo, git};
     use crate::git::tx::transition::write_journal;
 
-    /// Killed after removing a file but before removing the folders it left empty: the
-    /// roll-forward removes them (an undo must not leave empty folders behind).
     /// A journal that cannot be read for another reason than being absent (here a folder in
     /// its place) is an error, never taken for "nothing to recover".
     #[test]
@@ -321,6 +319,8 @@ mod tests {
         );
     }
 
+    /// Killed after removing a file but before removing the folders it left empty: the
+    /// roll-forward removes them (an undo must not leave empty folders behind).
     #[test]
     fn recovery_removes_the_empty_folders_a_killed_deletion_left() {
         let dir = repo();
