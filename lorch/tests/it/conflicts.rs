@@ -5,7 +5,7 @@
 
 use serde_json::Value;
 
-use crate::harness::{Ws, config, stderr, stdout};
+use crate::harness::{Ws, assert_exit, config, stderr, stdout};
 
 fn with_plan(role: &str, plan: &str) -> Value {
     let mut c = config();
@@ -45,13 +45,7 @@ fn a_spec_conflict_is_put_to_the_user_who_retries_on_fresh_attempts_or_stops() {
     // The user says retry each time: each is a new round, and the fourth answer lands.
     let ws = Ws::new(&with_plan("spec_maintainer", plan));
     let out = ws.lorch_typing(&["run", "--task", "T-0042"], "retry\nretry\nretry\n");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let console = stdout(&out);
     assert!(
         console.contains(
@@ -98,13 +92,7 @@ fn a_task_that_does_not_converge_is_put_to_the_user_who_gives_it_more_steps() {
 
     let ws = Ws::new(&with_plan("reviewer", &plan));
     let out = ws.lorch_typing(&["run", "--task", "T-0042"], "continue\n");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let console = stdout(&out);
     assert!(
         console.contains("lorch: CONFLICT: task T-0042: no agreement after 30 steps (persistent conflict): the agents keep disagreeing\n  continue: give it another 30 steps\n"),

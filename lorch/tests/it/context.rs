@@ -9,7 +9,7 @@ use serde_json::json;
 use crate::agent::{Agent, Workspace, command};
 use crate::conversation::workspace;
 use crate::deterministic::git_in as git;
-use crate::harness::{stderr, stdout};
+use crate::harness::{assert_exit, stdout};
 
 fn whole_change_llm() -> String {
     concat!(
@@ -37,13 +37,7 @@ fn the_reviewer_sees_the_whole_change_and_approves_the_task_with_its_fix() {
     let (ws, root) = workspace(&whole_change_llm(), &[("LLM_PROMPTS", &log_str)]);
     let start = git(&root, &["rev-parse", "HEAD"]);
     let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let shown = stdout(&out);
     let first = shown
         .find("changes_requested")

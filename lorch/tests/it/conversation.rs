@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::agent::{Agent, ENV, Workspace, command};
 use crate::deterministic::git_in as git;
-use crate::harness::{Ws, stderr, stdout};
+use crate::harness::{Ws, assert_exit};
 
 /// The model that slips once and fixes its slip when shown the report.
 pub fn slipping_llm() -> String {
@@ -76,13 +76,7 @@ fn a_model_that_slips_once_is_shown_the_report_and_the_step_ends_as_one_commit()
     let log_str = log.display().to_string();
     let (ws, root) = workspace(&slipping_llm(), &[("SLIP_PROMPTS", &log_str)]);
     let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     assert_eq!(
         std::fs::read_to_string(root.join("greeting.txt")).expect("greeting"),
         "Hello, lorch\n",

@@ -11,7 +11,7 @@ use sha2::Digest as _;
 
 use crate::agent::{ENV, fake_llm};
 use crate::deterministic::git_in as git;
-use crate::harness::{Ws, stderr, stdout};
+use crate::harness::{Ws, assert_exit, stderr, stdout};
 
 /// Runs `git loaf args` in `dir`.
 fn loaf(dir: &Path, args: &[&str]) -> std::process::Output {
@@ -112,13 +112,7 @@ fn the_spec_scenario_runs_with_real_agents_one_git_loaf_commit_per_step() {
     let replies = tempfile::tempdir().expect("tempdir");
     let (ws, root) = workspace(replies.path());
     let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let shown = stdout(&out);
     let order: Vec<&str> = [
         "builder.completed",

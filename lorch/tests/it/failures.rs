@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::agent::{ENV, fake_llm};
 use crate::deterministic::git_in as git;
-use crate::harness::{Ws, config, stderr, stdout};
+use crate::harness::{Ws, assert_exit, config, stderr, stdout};
 
 /// A git workspace whose agents are lorch's real ones (`lorch agent ROLE --check true --
 /// LLM…`); `llm` is the model command line of every role, `env` added to each agent's.
@@ -135,13 +135,7 @@ fn a_failed_run_resumes_once_the_cause_is_fixed_with_the_same_key() {
     assert_eq!(ws.json("state/run.json")["status"], "failed");
     let run = ws.run_id();
     let out = ws.lorch(&["resume", "--run", &run], &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let text = stdout(&out);
     assert!(
         text.starts_with(&format!(

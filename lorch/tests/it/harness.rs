@@ -163,3 +163,15 @@ pub fn stdout(out: &Output) -> String {
 pub fn stderr(out: &Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
 }
+
+/// Asserts that the process exited with `code`, showing both outputs when not.
+#[track_caller]
+pub fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "{}\n{}",
+        stdout(out),
+        stderr(out)
+    );
+}

@@ -7,7 +7,7 @@
 use serde_json::{Value, json};
 
 use crate::deterministic::git_in as git;
-use crate::harness::{Ws, config, stderr, stdout};
+use crate::harness::{Ws, assert_exit, config, stderr, stdout};
 
 fn intake_llm() -> String {
     concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/llm/intake-llm.sh").to_owned()
@@ -53,13 +53,7 @@ fn without_a_task_lorch_asks_proposes_records_the_yes_adds_the_task_and_builds_i
     let prompt = scratch.path().join("prompt.md");
     let ws = workspace(&prompt, "normal");
     let out = ws.lorch_typing(&[], "Manage the implementation of PLAN.md\ny\n");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let console = normalized(&ws, &stdout(&out));
     let (intake, run) = console
         .split_once("[lorch] run RUN task T-0100\n")
@@ -236,13 +230,7 @@ fn questions_of_the_agent_are_put_to_the_user_and_the_answer_goes_back_with_the_
     let prompt = scratch.path().join("prompt.md");
     let ws = workspace(&prompt, "ask");
     let out = ws.lorch_typing(&[], "Manage PLAN.md\n\nBy name\ny\n");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let console = stdout(&out);
     assert!(
         console.contains(
@@ -285,13 +273,7 @@ fn the_user_drops_and_rewords_tasks_and_the_approved_ones_are_built_one_after_an
         &[],
         "Manage PLAN.md\ndrop T-0102\ngoal T-0101 Say goodbye warmly\nfiles T-0101 ../out.txt\ny\n",
     );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let console = stdout(&out);
     assert!(
         console.contains(
@@ -411,13 +393,7 @@ fn a_killed_multi_task_run_resumes_with_the_tasks_still_to_build() {
         })
         .expect("killed in the second task");
     let out = ws.lorch(&["resume", "--run", &ws.run_id()], &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let state = ws.json("state/run.json");
     assert_eq!(state["status"], "completed");
     assert_eq!(state["task_id"], "T-0101");
@@ -459,13 +435,7 @@ fn the_user_picks_another_plan_and_the_agent_is_asked_for_its_tasks_with_task_di
     git(ws.path(), &["add", "-A"]);
     git(ws.path(), &["commit", "-q", "-m", "v2"]);
     let out = ws.lorch_typing(&[], "Manage the plan\nplan docs/plan_v2.md\ny\n");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let console = stdout(&out);
     assert!(
         console.contains(
@@ -555,13 +525,7 @@ fn a_conflict_without_tasks_is_put_to_the_user_and_the_answer_goes_back_with_the
     let prompt = scratch.path().join("prompt.md");
     let ws = workspace(&prompt, "conflict_only");
     let out = ws.lorch_typing(&[], "Manage PLAN.md\nFollow the spec\ny\n");
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}\n{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     let console = stdout(&out);
     assert!(
         console.contains(

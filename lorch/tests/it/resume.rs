@@ -9,7 +9,7 @@ use std::os::unix::process::ExitStatusExt as _;
 
 use serde_json::Value;
 
-use crate::harness::{Ws, config, stderr, stdout};
+use crate::harness::{Ws, assert_exit, config, stderr, stdout};
 
 fn scenario() -> Value {
     let mut c = config();
@@ -306,13 +306,7 @@ fn one_lorch_per_workspace_and_a_crash_leaves_no_stale_lock() {
     c["agents"]["builder"]["env"]["FAKE_MODE"] = "normal".into();
     std::fs::write(ws.path().join("lorch.json"), c.to_string()).expect("write");
     let out = ws.lorch(&["resume", "--run", &ws.run_id()], &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     assert!(
         stdout(&out).contains("[lorch] terminated orphaned builder"),
         "{}",
@@ -335,13 +329,7 @@ fn a_ledger_line_torn_by_the_crash_is_cut_and_the_run_resumes() {
         .expect("open");
     std::io::Write::write_all(&mut file, br#"{"kind":"event","message_id":"#).expect("torn");
     let out = ws.lorch(&["resume", "--run", &ws.run_id()], &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     // Every line reads (ws.ledger() parses each), the torn one is gone.
     let ledger = ws.ledger();
     assert!(ledger.len() > lines);

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::agent::ENV;
 use crate::failures::{real_agents, scripted_model};
-use crate::harness::{stderr, stdout};
+use crate::harness::{assert_exit, stdout};
 
 const REPLIES: [(&str, &str); 3] = [
     (
@@ -139,13 +139,7 @@ fn interrupted_then_resumed(signal: i32, name: &str) {
     }
     std::fs::write(ws.path().join("lorch.json"), config.to_string()).expect("write");
     let out = ws.lorch(&["resume", "--run", &run], &[]);
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}{}",
-        stdout(&out),
-        stderr(&out)
-    );
+    assert_exit(&out, 0);
     assert!(
         stdout(&out).starts_with(&format!(
             "[lorch] resuming run {run} (it was aborted: interrupted by {name})\n"
