@@ -229,18 +229,29 @@ mod tests {
             .expect("mtime")
     }
 
+    /// A repository whose `a.txt` the user edited a minute ago (past any racy window).
+    fn edited_a_minute_ago() -> (tempfile::TempDir, Repository) {
+        let dir = committed_repo();
+        write_file(dir.path(), "a.txt", "the user's edit\n");
+        let old = SystemTime::now() - Duration::from_secs(60);
+        set_mtime(&dir.path().join("a.txt"), old);
+        let repo = Repository::open(dir.path()).expect("open");
+        (dir, repo)
+    }
+
+    /// The blob `tree` holds at `path`.
+    fn blob_at(repo: &Repository, tree: Oid, path: &str) -> Oid {
+        repo.find_tree(tree)
+            .and_then(|t| t.get_path(Path::new(path)).map(|e| e.id()))
+            .expect("the path's blob")
+    }
+
     /// An old file's blob comes from the cache (shown by a cache that names another blob
     /// for it: the build takes that one, so the file was not read).
     #[test]
     fn an_unchanged_file_is_taken_from_the_cache_without_reading_it() {
-        let dir = committed_repo();
+        let (dir, repo) = edited_a_minute_ago();
         let root = dir.path();
-        write_file(root, "a.txt", "the user's edit\n");
-        set_mtime(
-            &root.join("a.txt"),
-            SystemTime::now() - Duration::from_secs(60),
-        );
-        let repo = Repository::open(root).expect("open");
         assert_eq!(build(&repo, root, &["a.txt"]).to_string(), git_tree(root));
         let other = repo.blob(b"not what a.txt holds\n").expect("blob");
         let real = repo
@@ -323,22 +334,13 @@ mod tests {
     /// longer has: ignored, and the build is still what `git add` records.
     #[test]
     fn an_unusable_cache_is_ignored() {
-        let dir = committed_repo();
+        let (dir, repo) = edited_a_minute_ago();
         let root = dir.path();
-        write_file(root, "a.txt", "the user's edit\n");
-        set_mtime(
-            &root.join("a.txt"),
-            SystemTime::now() - Duration::from_secs(60),
-        );
-        let repo = Repository::open(root).expect("open");
         let expected = git_tree(root);
         let lie = repo.blob(b"a lie\n").expect("blob");
         let real = build(&repo, root, &["a.txt"]);
         assert_eq!(real.to_string(), expected);
-        let blob = repo
-            .find_tree(real)
-            .and_then(|t| t.get_path(Path::new("a.txt")).map(|e| e.id()))
-            .expect("a.txt");
+        let blob = blob_at(&repo, real, "a.txt");
         let lying = |text: &str| text.replace(&blob.to_string(), &lie.to_string());
         // Cut short: no `end` line.
         edit_cache(&repo, |text| lying(text).replace("end\n", ""));
