@@ -624,23 +624,24 @@ mod tests {
         std::fs::write(root.join("a.txt"), "mine\n").expect("write");
         let other = repo.blob(b"other\n").expect("blob");
         std::thread::sleep(std::time::Duration::from_millis(20));
-        let mut index = repo.index().expect("index");
-        let meta = std::fs::symlink_metadata(root.join("a.txt")).expect("stat");
-        index
-            .add(&crate::git::index::entry(
-                Path::new("a.txt"),
-                other,
-                0o100644,
-                Some(&meta),
-            ))
-            .expect("add");
-        index.write().expect("write");
+        let index = index_claiming(&repo, root, "a.txt", other);
         let checker = Checker::new(&repo, root).expect("checker");
         checker.trust_index(&index, &[PathBuf::from("a.txt")]);
         assert_eq!(checker.id(Path::new("a.txt"), &head), Some(other));
         std::fs::write(root.join("a.txt"), "mine, changed\n").expect("write");
         let now = Oid::hash_object(ObjectType::Blob, b"mine, changed\n").expect("hash");
         assert_eq!(checker.id(Path::new("a.txt"), &head), Some(now));
+    }
+
+    /// The index written with an entry for `path` that names `blob` and the file's current
+    /// stat data (an entry that vouches for content the file may not hold).
+    fn index_claiming(repo: &Repository, root: &Path, path: &str, blob: Oid) -> git2::Index {
+        let mut index = repo.index().expect("index");
+        let meta = std::fs::symlink_metadata(root.join(path)).expect("stat");
+        let entry = crate::git::index::entry(Path::new(path), blob, 0o100644, Some(&meta));
+        index.add(&entry).expect("add");
+        index.write().expect("write");
+        index
     }
 
     /// Git's racily clean rule: an entry whose mtime is the index file's own (the file may
@@ -663,17 +664,7 @@ mod tests {
         std::fs::write(root.join("a.txt"), "mine\n").expect("write");
         set_mtime(&root.join("a.txt"));
         let other = repo.blob(b"other\n").expect("blob");
-        let mut index = repo.index().expect("index");
-        let meta = std::fs::symlink_metadata(root.join("a.txt")).expect("stat");
-        index
-            .add(&crate::git::index::entry(
-                Path::new("a.txt"),
-                other,
-                0o100644,
-                Some(&meta),
-            ))
-            .expect("add");
-        index.write().expect("write");
+        let index = index_claiming(&repo, root, "a.txt", other);
         set_mtime(&repo.path().join("index"));
         let checker = Checker::new(&repo, root).expect("checker");
         checker.trust_index(&index, &[PathBuf::from("a.txt")]);
