@@ -129,13 +129,17 @@ fn ended(status: Result<Status, RunError>) -> ExitCode {
     }
 }
 
+/// The workspace lorch works in; `None` after saying why it has none (a usage error).
+fn workspace_dir() -> Option<std::path::PathBuf> {
+    scheduler::base_dir()
+        .map_err(|e| eprintln!("lorch: {e}"))
+        .ok()
+}
+
 /// `lorch doctor`'s checks before any agent starts: a run that doctor says cannot work is
 /// refused with the causes, before a model has run (and cost anything).
 fn preflight() -> Result<(), ExitCode> {
-    let base = scheduler::base_dir().map_err(|e| {
-        eprintln!("lorch: {e}");
-        ExitCode::from(USAGE)
-    })?;
+    let base = workspace_dir().ok_or(ExitCode::from(USAGE))?;
     let failed: Vec<checks::Check> = checks::doctor(&base)
         .into_iter()
         .filter(|c| !c.ok)
@@ -207,12 +211,8 @@ fn with_user(
     f: impl FnOnce(&mut intake::Terminal) -> ExitCode,
 ) -> ExitCode {
     use std::io::IsTerminal as _;
-    let base = match scheduler::base_dir() {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("lorch: {e}");
-            return ExitCode::from(USAGE);
-        }
+    let Some(base) = workspace_dir() else {
+        return ExitCode::from(USAGE);
     };
     let stdin = std::io::stdin();
     let echo = !stdin.is_terminal();
@@ -289,12 +289,8 @@ fn cmd_resume(args: &ResumeArgs) -> ExitCode {
 }
 
 fn cmd_validate(args: &ValidateArgs) -> ExitCode {
-    let base = match scheduler::base_dir() {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("lorch: {e}");
-            return ExitCode::from(USAGE);
-        }
+    let Some(base) = workspace_dir() else {
+        return ExitCode::from(USAGE);
     };
     let config = config::load(&base).ok().flatten();
     let workspace = config
@@ -375,12 +371,8 @@ fn validate_schemas(workspace: &std::path::Path) -> ExitCode {
 }
 
 fn cmd_doctor() -> ExitCode {
-    let base = match scheduler::base_dir() {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("lorch: {e}");
-            return ExitCode::from(USAGE);
-        }
+    let Some(base) = workspace_dir() else {
+        return ExitCode::from(USAGE);
     };
     let results = checks::doctor(&base);
     for c in &results {
@@ -395,12 +387,8 @@ fn cmd_doctor() -> ExitCode {
 
 fn cmd_config() -> ExitCode {
     use std::io::IsTerminal as _;
-    let base = match scheduler::base_dir() {
-        Ok(b) => b,
-        Err(e) => {
-            eprintln!("lorch: {e}");
-            return ExitCode::from(USAGE);
-        }
+    let Some(base) = workspace_dir() else {
+        return ExitCode::from(USAGE);
     };
     let stdin = std::io::stdin();
     // Piped answers are not echoed by a terminal: repeat them, so the transcript reads.

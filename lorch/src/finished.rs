@@ -193,13 +193,7 @@ fn receipts(workspace: &Path, tasks: &[(&Task, &[StepDone])], max: u64) -> Resul
                 Ok(None) => problems.push(format!("{rel} is missing")),
                 Err(e) => problems.push(format!("{rel}: {e}")),
             }
-            let artifacts: Vec<Artifact> = step
-                .payload
-                .get("artifacts")
-                .cloned()
-                .and_then(|a| serde_json::from_value(a).ok())
-                .unwrap_or_default();
-            for a in artifacts {
+            for a in Artifact::listed_in(&step.payload) {
                 newest.insert(a.path.clone(), a);
             }
         }

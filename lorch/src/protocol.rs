@@ -274,6 +274,27 @@ pub struct Artifact {
     pub size: u64,
 }
 
+impl Artifact {
+    /// The artifacts an event's payload lists (`artifacts[]`); none when absent or malformed.
+    pub fn listed_in(payload: &serde_json::Map<String, serde_json::Value>) -> Vec<Artifact> {
+        payload
+            .get("artifacts")
+            .cloned()
+            .and_then(|a| serde_json::from_value(a).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// The strings of a JSON array (other items skipped); none when `v` is not an array.
+pub fn strings(v: Option<&serde_json::Value>) -> Vec<String> {
+    v.and_then(serde_json::Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+        .map(str::to_owned)
+        .collect()
+}
+
 /// The snapshot an agent observed (`observed_version`): every field optional.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ObservedVersion {

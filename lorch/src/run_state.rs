@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::canonical::sha256_hex;
 use super::config::Task;
 use super::protocol::{
-    Action, AgentType, Artifact, Command, Event, EventType, Message, Object, Timestamp,
+    Action, AgentType, Artifact, Command, Event, EventType, Message, Object, Timestamp, strings,
 };
 use super::safety;
 use super::supervisor::Agent;
@@ -396,14 +396,6 @@ impl RunState {
             "updated_at": Timestamp::now().to_string(),
         })
     }
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|s| s.as_str().map(str::to_owned))
-        .collect()
 }
 
 /// A task as the ledger records it (`{"id", "goal", "files"}`).

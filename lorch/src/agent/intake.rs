@@ -27,7 +27,7 @@ use super::emit::Draft;
 use super::verdict::fenced_blocks;
 use super::{Answer, Shim, StepError};
 use crate::config::check_task_id;
-use crate::protocol::{Command, EventType, Object};
+use crate::protocol::{Command, EventType, Object, strings};
 use crate::safety::confine;
 
 /// Candidates whose content the prompt shows.
@@ -187,14 +187,6 @@ pub fn parse_reply(text: &str, workspace: &Path) -> Result<Reply, String> {
             |b| serde_json::from_str(b),
         )
         .map_err(|e| format!("no JSON object with `tasks` or `questions` in the reply ({e})"))?;
-    let strings = |v: Option<&Value>| -> Vec<String> {
-        v.and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_owned)
-            .collect()
-    };
     let questions = strings(object.get("questions"));
     if !questions.is_empty() {
         return Ok(Reply::Questions(questions));

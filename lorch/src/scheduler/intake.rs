@@ -24,7 +24,7 @@ use super::{
     task_json,
 };
 use crate::config::check_task_id;
-use crate::protocol::{Action, Event};
+use crate::protocol::{Action, Event, strings};
 
 /// The task id of the intake command (§3.1's example gives the intake a task of its own).
 pub const INTAKE_TASK: &str = "intake";
@@ -367,15 +367,6 @@ fn asks_the_user(answer: &Event) -> bool {
             .is_none_or(Vec::is_empty),
         _ => false,
     }
-}
-
-fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(str::to_owned)
-        .collect()
 }
 
 /// The proposal in the agent's answer, checked; or why there is none to show.

@@ -126,13 +126,7 @@ impl Orchestrator {
                 }
                 self.store.write_json(&path, &receipt)?;
             }
-            let artifacts: Vec<Artifact> = step
-                .payload
-                .get("artifacts")
-                .cloned()
-                .and_then(|a| serde_json::from_value(a).ok())
-                .unwrap_or_default();
-            for a in artifacts {
+            for a in Artifact::listed_in(&step.payload) {
                 latest.insert(a.path.clone(), a);
             }
         }
