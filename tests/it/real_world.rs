@@ -40,6 +40,21 @@ fn an_empty_repository_gets_a_root_commit_and_undo_makes_it_empty_again() {
     s.assert_tidy();
 }
 
+/// An apply of `new.txt` in an unborn repository: the root commit holds that file alone.
+fn apply_the_root_commit(s: &Scratch) {
+    let out = s.apply(&block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/new.txt"), ("content", "ai")],
+    ));
+    s.assert_exit(&out, 0);
+    assert_eq!(
+        s.git(&["ls-tree", "-r", "--name-only", "HEAD"]),
+        "new.txt\n",
+        "the root commit holds only what the apply wrote"
+    );
+}
+
 #[test]
 fn an_empty_repository_with_uncommitted_files_keeps_them_through_apply_and_undo() {
     let s = Scratch::empty();
@@ -47,18 +62,8 @@ fn an_empty_repository_with_uncommitted_files_keeps_them_through_apply_and_undo(
     s.write("staged.txt", "staged\n");
     s.git(&["add", "staged.txt"]);
     let before = s.state();
-    let out = s.apply(&block(
-        "k7m",
-        "file_write",
-        &[("path", "/repo/new.txt"), ("content", "ai")],
-    ));
-    s.assert_exit(&out, 0);
+    apply_the_root_commit(&s);
     assert_eq!(s.git(&["log", "--format=%s"]), "AI: file_write new.txt\n");
-    assert_eq!(
-        s.git(&["ls-tree", "-r", "--name-only", "HEAD"]),
-        "new.txt\n",
-        "the root commit holds only what the apply wrote"
-    );
     assert_eq!(
         s.git(&["status", "--porcelain"]),
         "A  staged.txt\n?? notes.txt\n",
@@ -83,17 +88,7 @@ fn an_empty_repository_with_only_staged_files_keeps_them_staged_through_apply_an
     s.write("staged.txt", "staged\n");
     s.git(&["add", "staged.txt"]);
     let before = s.state();
-    let out = s.apply(&block(
-        "k7m",
-        "file_write",
-        &[("path", "/repo/new.txt"), ("content", "ai")],
-    ));
-    s.assert_exit(&out, 0);
-    assert_eq!(
-        s.git(&["ls-tree", "-r", "--name-only", "HEAD"]),
-        "new.txt\n",
-        "the root commit holds only what the apply wrote"
-    );
+    apply_the_root_commit(&s);
     assert_eq!(s.git(&["status", "--porcelain"]), "A  staged.txt\n");
     s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(s.state(), before, "unborn again, the file staged");
