@@ -410,4 +410,29 @@ mod tests {
         let theirs = with_index(&["write-tree"]);
         assert_eq!(checkpoint.work_tree.to_string(), theirs);
     }
+
+    /// With something staged the same fast route is taken: the working tree is the index's
+    /// tree with the changed paths laid on it, so a file staged whole (the disk as the index,
+    /// both unlike HEAD) keeps its staged content, beside a partly staged file, an unstaged
+    /// edit and an untracked file; the index is recorded as it is.
+    #[test]
+    fn a_tree_with_staged_changes_is_recorded_as_git_add_all_records_it() {
+        let dir = repo();
+        let root = dir.path();
+        crate::git::testing::write_file(root, "a.txt", "staged whole\n");
+        crate::git::testing::write_file(root, "new-staged.txt", "added\n");
+        git(root, &["add", "a.txt", "new-staged.txt"]);
+        crate::git::testing::write_file(root, "gone.txt", "staged\n");
+        git(root, &["add", "gone.txt"]);
+        crate::git::testing::write_file(root, "gone.txt", "staged, then edited\n");
+        crate::git::testing::write_file(root, "untracked.txt", "u\n");
+        let index_before = git(root, &["write-tree"]);
+        let repo = Repository::open(root).expect("open");
+        let checkpoint = take(&repo).expect("checkpoint");
+        assert_eq!(checkpoint.index_tree.to_string(), index_before.trim());
+        assert_ne!(checkpoint.index_tree, checkpoint.head_tree, "staged work");
+        git(root, &["add", "-A"]);
+        let theirs = git(root, &["write-tree"]);
+        assert_eq!(checkpoint.work_tree.to_string(), theirs.trim());
+    }
 }
