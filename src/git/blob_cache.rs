@@ -191,6 +191,7 @@ mod tests {
             root,
             filters: repo,
             remember: true,
+            objects_in_memory: false,
         };
         let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
         tree_with_paths(&source, &paths).expect("tree")

@@ -101,8 +101,8 @@ pub fn sync_ref(repo: &Repository, name: &str) -> std::io::Result<()> {
     }
 }
 
-/// fsyncs the loose objects this process wrote (modified since [`mark_start`]) and their
-/// folders, so that a ref made durable next never names an object a power loss took;
+/// fsyncs the loose objects and packs this process wrote (modified since [`mark_start`])
+/// and their folders, so that a ref made durable next never names an object a power loss took;
 /// returns how many objects.
 pub fn sync_new_objects(repo: &Repository) -> std::io::Result<usize> {
     let since = STARTED_AT
@@ -157,7 +157,7 @@ fn sync_objects_since(repo: &Repository, since: SystemTime) -> std::io::Result<u
     Ok(count)
 }
 
-/// The loose objects stamped `since` or later, by fan-out folder (folders without any left
+/// The loose objects and pack files stamped `since` or later, by folder (folders without any left
 /// out).
 fn recent_objects(
     objects: &Path,
@@ -169,8 +169,10 @@ fn recent_objects(
     let mut found = Vec::new();
     for folder in folders.flatten() {
         let name = folder.file_name();
-        // Only the 256 fan-out folders hold loose objects (not `pack`, `info`).
-        if name.len() != 2 || !folder.file_type().is_ok_and(|t| t.is_dir()) {
+        // The 256 fan-out folders hold loose objects, `pack` the packs an operation wrote
+        // (a dirty tree's objects: see `pack_write`); `info` nothing of ours.
+        let holds_objects = name.len() == 2 || name == "pack";
+        if !holds_objects || !folder.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
         // A new object is a new name in its folder, which stamps the folder: a folder not
@@ -238,5 +240,39 @@ mod tests {
         assert_eq!(sync_objects_since(&repo, stamp).expect("synced"), 0);
         repo.blob(b"the log entry's object").expect("blob");
         assert_eq!(sync_objects_since(&repo, stamp).expect("synced"), 1);
+    }
+
+    /// A pack written by the operation (a dirty tree's objects) is synced like its loose
+    /// objects: its pack and index files, once.
+    #[test]
+    fn a_pack_written_since_the_start_is_synced() {
+        let dir = committed_repo();
+        let repo = Repository::open(dir.path()).expect("open");
+        let lock = dir.path().join(".git/lock-for-the-test");
+        std::fs::write(&lock, "").expect("lock");
+        let stamp = std::fs::metadata(&lock)
+            .and_then(|m| m.modified())
+            .expect("stamp");
+        std::thread::sleep(Duration::from_millis(50));
+        let buffered = crate::git::pack_write::Buffered::open(&repo).expect("buffered");
+        let mut builder = buffered.repo().treebuilder(None).expect("builder");
+        for n in 0..crate::git::pack_write::PACK_FROM {
+            let blob = buffered
+                .repo()
+                .blob(format!("{n}").as_bytes())
+                .expect("blob");
+            builder
+                .insert(format!("f{n}"), blob, 0o100644)
+                .expect("insert");
+        }
+        let tree = builder.write().expect("tree");
+        drop(builder);
+        assert!(buffered.keep(&repo, None, tree).expect("kept").packed);
+        assert_eq!(
+            sync_objects_since(&repo, stamp).expect("synced"),
+            2,
+            "pack and index"
+        );
+        assert_eq!(sync_objects_since(&repo, stamp).expect("synced"), 0);
     }
 }

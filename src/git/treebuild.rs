@@ -10,8 +10,13 @@ use std::path::{Component, Path, PathBuf};
 
 use git2::{ObjectType, Oid, Repository, Tree};
 
-use super::blob_cache::{self, BlobCache, Stamp};
+use super::blob_cache::Stamp;
 use super::filters::Conversions;
+#[cfg(test)]
+use plain_files::PARALLEL_FROM;
+use plain_files::{plain_blobs, plain_values};
+
+mod plain_files;
 
 /// What a path holds now: nothing, or an entry (blob or tree) with its mode.
 pub type Value = Option<(Oid, i32)>;
@@ -42,6 +47,9 @@ pub struct Source<'a> {
     /// cache of their blobs (see [`super::blob_cache`]), and this build's are remembered:
     /// for the user's working tree, whose dirty files every operation records again.
     pub remember: bool,
+    /// Whether `repo` keeps its writes in memory (a [`super::pack_write::Buffered`]
+    /// handle): files are then read on several threads but stored through `repo` alone.
+    pub objects_in_memory: bool,
 }
 
 /// `base` with every path in `paths` (relative to the source's root) set to what the disk
@@ -150,7 +158,10 @@ fn from_disk(
 ) -> Result<Value, git2::Error> {
     Ok(match plan(source, conversions, base, path)? {
         Planned::Value(value) => value,
-        Planned::Plain(mode, _) => Some((plain_blobs(source.repo, source.root, &[path])?[0], mode)),
+        Planned::Plain(mode, _) => Some((
+            plain_blobs(source.repo, source.root, &[path], source.objects_in_memory)?[0],
+            mode,
+        )),
     })
 }
 
@@ -203,102 +214,6 @@ impl<'r> BaseTree<'r> {
 enum Planned {
     Value(Value),
     Plain(i32, Option<Stamp>),
-}
-
-/// The blobs of the plain files `plain` (change, path, mode, stamp), as (change, blob, mode):
-/// with [`Source::remember`], those the cache knows unchanged are not read, and the others'
-/// blobs are remembered when the file did not change while it was read.
-fn plain_values(
-    source: &Source<'_>,
-    plain: &[(usize, &Path, i32, Option<Stamp>)],
-) -> Result<Vec<(usize, Oid, i32)>, git2::Error> {
-    let (repo, root) = (source.repo, source.root);
-    if !source.remember {
-        let files: Vec<&Path> = plain.iter().map(|(_, path, _, _)| *path).collect();
-        let ids = plain_blobs(repo, root, &files)?;
-        return Ok(plain
-            .iter()
-            .zip(ids)
-            .map(|((change, _, mode, _), id)| (*change, id, *mode))
-            .collect());
-    }
-    let cache = BlobCache::load(repo, root);
-    let mut values = Vec::with_capacity(plain.len());
-    let mut remembered = Vec::with_capacity(plain.len());
-    let mut unknown = Vec::new();
-    for item @ (change, path, mode, stamp) in plain {
-        match cache.lookup(repo, path, *stamp) {
-            Some(id) => {
-                values.push((*change, id, *mode));
-                remembered.extend(stamp.map(|s| (path.to_path_buf(), s, id)));
-            }
-            None => unknown.push(item),
-        }
-    }
-    let files: Vec<&Path> = unknown.iter().map(|(_, path, _, _)| *path).collect();
-    let ids = plain_blobs(repo, root, &files)?;
-    for ((change, path, mode, stamp), id) in unknown.into_iter().zip(ids) {
-        values.push((*change, id, *mode));
-        // Changed while it was read: the blob may be of neither version; not remembered.
-        if let Some(stamp) = stamp
-            && Stamp::now(&root.join(path)) == Some(*stamp)
-        {
-            remembered.push((path.to_path_buf(), *stamp, id));
-        }
-    }
-    blob_cache::save(repo, root, &remembered);
-    Ok(values)
-}
-
-/// Plain files from this many on are hashed and written on several threads: compressing
-/// and writing blobs is most of recording a large change (a 1,000-file reply, 250 dirty
-/// files), and each thread's loose objects are files of their own.
-const PARALLEL_FROM: usize = 64;
-
-/// At most this many threads write blobs (the writes contend in the filesystem beyond it).
-const MAX_THREADS: usize = 4;
-
-/// The blobs of the plain files `paths` (relative to `root`), in order: written through
-/// `repo` alone for a few, otherwise shared out between `repo` (on this thread) and a
-/// handle per extra thread on the same object database (a handle is not shared between
-/// threads).
-fn plain_blobs(repo: &Repository, root: &Path, paths: &[&Path]) -> Result<Vec<Oid>, git2::Error> {
-    let write = |repo: &Repository, path: &Path| -> Result<Oid, git2::Error> {
-        let full = root.join(path);
-        let content = std::fs::read(&full)
-            .map_err(|e| git2::Error::from_str(&format!("{}: {e}", full.display())))?;
-        repo.blob(&content)
-    };
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(MAX_THREADS);
-    if paths.len() < PARALLEL_FROM || threads < 2 {
-        return paths.iter().map(|path| write(repo, path)).collect();
-    }
-    let mut parts = paths.chunks(paths.len().div_ceil(threads));
-    let mine = parts.next().unwrap_or_default();
-    let git_dir = repo.path();
-    std::thread::scope(|scope| {
-        let others: Vec<_> = parts
-            .map(|part| {
-                scope.spawn(move || -> Result<Vec<Oid>, git2::Error> {
-                    let own = Repository::open(git_dir)?;
-                    part.iter().map(|path| write(&own, path)).collect()
-                })
-            })
-            .collect();
-        let mut ids: Vec<Oid> = mine
-            .iter()
-            .map(|path| write(repo, path))
-            .collect::<Result<_, _>>()?;
-        for other in others {
-            let part = other
-                .join()
-                .map_err(|_| git2::Error::from_str("a thread writing blobs panicked"))??;
-            ids.extend(part);
-        }
-        Ok(ids)
-    })
 }
 
 /// [`from_disk`]'s decision for `path`, without hashing a plain file.
@@ -515,6 +430,7 @@ mod tests {
             root,
             filters: repo,
             remember: true,
+            objects_in_memory: false,
         };
         let ours = tree_with_paths(&source, touched).expect("tree");
         let again = tree_with_paths(&source, touched).expect("tree from the blob cache");

@@ -92,6 +92,7 @@ impl<'a> StageWatch<'a> {
                     root: self.stage.path(),
                     filters: self.repo,
                     remember: false,
+                    objects_in_memory: false,
                 };
                 match treebuild::tree_with_paths(&source, &paths) {
                     Ok(tree) => {

@@ -133,3 +133,92 @@ fn show_json_is_what_apply_json_printed() {
     let raw = s.git(&["notes", "--ref", "refs/notes/loaf", "show", "HEAD"]);
     assert!(!raw.contains("json: line 30"), "{raw}");
 }
+
+/// A dirty tree of many files is recorded as one pack, not a loose object per file and
+/// folder: undo and redo then restore every uncommitted file exactly, a reply's exec sees
+/// the user's versions, and git reads the pack (`fsck`, `verify-pack`).
+#[test]
+fn a_large_dirty_tree_is_recorded_as_one_pack_and_restored_exactly() {
+    let files: Vec<(String, String)> = (0..120)
+        .map(|n| {
+            (
+                format!("src/m{}/f{n}.txt", n % 12),
+                format!("committed {n}\n"),
+            )
+        })
+        .collect();
+    let mut refs: Vec<(&str, &str)> = files
+        .iter()
+        .map(|(p, c)| (p.as_str(), c.as_str()))
+        .collect();
+    refs.push(("loaf.yml", "allowed-actions: [defaults, exec]\n"));
+    let s = Scratch::with(&refs);
+    for (n, (path, _)) in files.iter().enumerate().take(90) {
+        s.write(path, &format!("the user's edit {n}\n"));
+    }
+    for n in 0..30 {
+        s.write(&format!("src/new/u{n}.txt"), &format!("untracked {n}\n"));
+    }
+    s.git(&["add", "src/m0/f0.txt"]);
+    let before = s.state();
+    let loose_before = loose_objects(&s);
+    let packs = || std::fs::read_dir(s.root.join(".git/objects/pack")).map_or(0, |d| d.count());
+    let packs_before = packs();
+
+    let reply = [
+        block(
+            "w1a",
+            "file_write",
+            &[("path", "/repo/reply.txt"), ("content", "r\n")],
+        ),
+        block(
+            "x2b",
+            "exec",
+            &[
+                ("lang", "bash"),
+                ("code", "cat src/m1/f1.txt src/new/u7.txt"),
+            ],
+        ),
+    ]
+    .concat();
+    let out = s.apply(&reply);
+    s.assert_exit(&out, 0);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        report.contains("the user's edit 1") && report.contains("untracked 7"),
+        "{report}"
+    );
+    // The checkpoint's 120 new blobs and 15 trees would be 135 loose files; what is left
+    // loose (~25) is the commits, the note, the log entry, the exec's snapshot.
+    let written = loose_objects(&s) - loose_before;
+    assert!(written < 60, "{written} loose objects written");
+    assert!(
+        packs() > packs_before,
+        "the checkpoint's objects are in a pack"
+    );
+
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.state(), before, "undo restores the dirty tree exactly");
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.state(), before);
+    s.git(&["fsck", "--strict", "--no-dangling"]);
+    for pack in std::fs::read_dir(s.root.join(".git/objects/pack"))
+        .expect("packs")
+        .flatten()
+    {
+        if pack.path().extension().is_some_and(|x| x == "pack") {
+            s.git(&["verify-pack", pack.path().to_str().expect("utf-8")]);
+        }
+    }
+    s.assert_tidy();
+}
+
+/// How many loose objects the repository holds.
+fn loose_objects(s: &Scratch) -> usize {
+    s.git(&["count-objects", "-v"])
+        .lines()
+        .find_map(|l| l.strip_prefix("count: "))
+        .and_then(|n| n.parse().ok())
+        .expect("a count")
+}

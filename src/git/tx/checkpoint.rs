@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository, StatusOptions};
 
+use crate::git::pack_write::Buffered;
+
 use crate::git::commit::write_commit;
 use crate::git::index::known_index_tree;
 use crate::git::refs::head_commit;
@@ -195,14 +197,24 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
             .filter(|p| !p.ends_with(b"/"))
             .map(|p| crate::git::repo::path_from_bytes(p).into_owned())
             .collect();
+        // Built in memory, then kept as one pack when it made many objects (a dirty tree's
+        // hundreds of blobs and folders), not as hundreds of loose files.
+        let buffered = Buffered::open(repo)?;
         let source = crate::git::treebuild::Source {
-            repo,
+            repo: buffered.repo(),
             base: index_tree,
             root,
             filters: repo,
             remember: true,
+            objects_in_memory: true,
         };
         let work_tree = crate::git::treebuild::tree_with_paths(&source, &paths)?;
+        let kept = buffered.keep(repo, Some(index_tree), work_tree)?;
+        tracing::debug!(
+            objects = kept.objects,
+            packed = kept.packed,
+            "checkpoint objects"
+        );
         return Ok(Checkpoint {
             head,
             head_tree,
