@@ -92,5 +92,13 @@ pub fn render(c: &Collected) -> String {
         )),
         None => out.push('\n'),
     }
+    let merged = c.packed.merged;
+    if merged.packs > 0 {
+        let merge = if c.dry_run { "would merge" } else { "merged" };
+        out.push_str(&format!(
+            "{merge} {} packs of recorded uncommitted work ({} objects) into one\n",
+            merged.packs, merged.objects
+        ));
+    }
     out
 }

@@ -85,7 +85,11 @@ impl Buffered {
         }
         let packed = found.len() >= PACK_FROM;
         if packed {
-            write_pack(&disk_odb, &objects)?;
+            write_pack(
+                disk,
+                objects.len(),
+                compressed(&objects)?.into_iter().map(Ok),
+            )?;
         } else {
             for (kind, data) in &objects {
                 disk_odb.write(*kind, data)?;
@@ -148,27 +152,95 @@ impl Buffered {
     }
 }
 
-/// Writes `objects` as one pack (version 2, no deltas) through libgit2's indexer, which
-/// names it by its checksum, checks it and writes its index.
-fn write_pack(odb: &Odb<'_>, objects: &[(ObjectType, Vec<u8>)]) -> Result<(), git2::Error> {
-    let entries = compressed(objects)?;
-    let count = u32::try_from(objects.len())
-        .map_err(|_| git2::Error::from_str("too many objects for one pack"))?;
-    let mut pack = Vec::with_capacity(12 + entries.iter().map(Vec::len).sum::<usize>() + 20);
-    pack.extend_from_slice(b"PACK");
-    pack.extend_from_slice(&2u32.to_be_bytes());
-    pack.extend_from_slice(&count.to_be_bytes());
-    for entry in &entries {
-        pack.extend_from_slice(entry);
-    }
-    let checksum = sha1::Sha1::digest(&pack);
-    pack.extend_from_slice(&checksum);
+/// Writes a pack of `count` entries (see [`entry`]; version 2, no deltas) through libgit2's
+/// indexer, which checks it, names it by its checksum and writes its index; records it as
+/// git-loaf's (see [`recorded`]) and returns its name (`pack-<checksum>`).
+pub(crate) fn write_pack(
+    disk: &Repository,
+    count: usize,
+    entries: impl IntoIterator<Item = Result<Vec<u8>, git2::Error>>,
+) -> Result<String, git2::Error> {
+    let odb = disk.odb()?;
     let mut writer = odb.packwriter()?;
+    let mut checksum = sha1::Sha1::new();
+    let mut put = |bytes: &[u8]| -> Result<(), git2::Error> {
+        checksum.update(bytes);
+        writer
+            .write_all(bytes)
+            .map_err(|e| git2::Error::from_str(&format!("writing a pack: {e}")))
+    };
+    let declared =
+        u32::try_from(count).map_err(|_| git2::Error::from_str("too many objects for one pack"))?;
+    put(b"PACK")?;
+    put(&2u32.to_be_bytes())?;
+    put(&declared.to_be_bytes())?;
+    let mut written = 0;
+    for entry in entries {
+        put(&entry?)?;
+        written += 1;
+    }
+    if written != count {
+        return Err(git2::Error::from_str(&format!(
+            "a pack of {count} objects was given {written}"
+        )));
+    }
+    let checksum: [u8; 20] = checksum.finalize().into();
     writer
-        .write_all(&pack)
+        .write_all(&checksum)
         .map_err(|e| git2::Error::from_str(&format!("writing a pack: {e}")))?;
     writer.commit()?;
-    Ok(())
+    let name = format!("pack-{}", Oid::from_bytes(&checksum)?);
+    record(disk, &name);
+    Ok(name)
+}
+
+/// The file listing the packs git-loaf wrote (one name a line), which `git loaf gc` merges.
+fn record_path(repo: &Repository) -> std::path::PathBuf {
+    repo.commondir().join("loaf").join("packs")
+}
+
+/// Adds `name` to the packs git-loaf wrote. Best effort: a pack left out is only not merged
+/// by `git loaf gc` (git's own gc repacks it with the rest).
+fn record(repo: &Repository, name: &str) {
+    let path = record_path(repo);
+    let appended = std::fs::create_dir_all(path.parent().unwrap_or(&path)).and_then(|()| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(format!("{name}\n").as_bytes()))
+    });
+    if let Err(e) = appended {
+        tracing::debug!("cannot record pack {name}: {e}");
+    }
+}
+
+/// The packs git-loaf wrote that are still there (their index present), oldest first.
+pub(crate) fn recorded(repo: &Repository) -> Vec<String> {
+    let pack_dir = repo.commondir().join("objects").join("pack");
+    let text = std::fs::read_to_string(record_path(repo)).unwrap_or_default();
+    let mut names: Vec<String> = Vec::new();
+    for name in text.lines() {
+        let valid = name.len() == 45
+            && name.starts_with("pack-")
+            && name[5..].bytes().all(|b| b.is_ascii_hexdigit());
+        if valid
+            && !names.iter().any(|n| n == name)
+            && pack_dir.join(format!("{name}.idx")).is_file()
+        {
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
+/// Replaces the record with `names` (written aside, then renamed over it).
+pub(crate) fn set_recorded(repo: &Repository, names: &[String]) -> std::io::Result<()> {
+    let path = record_path(repo);
+    let aside = path.with_extension("new");
+    let text: String = names.iter().map(|n| format!("{n}\n")).collect();
+    std::fs::write(&aside, text)?;
+    std::fs::rename(&aside, &path)
 }
 
 /// Each object as a pack entry (its type and size, then its zlib-compressed bytes), the
@@ -205,7 +277,7 @@ fn compressed(objects: &[(ObjectType, Vec<u8>)]) -> Result<Vec<Vec<u8>>, git2::E
 /// One pack entry: the header (type in bits 4–6 of the first byte, the size in its low four
 /// bits and then seven bits a byte, low first, the top bit saying more follow) and the
 /// compressed data.
-fn entry(kind: ObjectType, data: &[u8]) -> std::io::Result<Vec<u8>> {
+pub(crate) fn entry(kind: ObjectType, data: &[u8]) -> std::io::Result<Vec<u8>> {
     let code: u8 = match kind {
         ObjectType::Commit => 1,
         ObjectType::Tree => 2,

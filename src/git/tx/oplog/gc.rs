@@ -60,6 +60,8 @@ pub struct Packed {
     pub objects: usize,
     /// The pack written, if any.
     pub pack: Option<PathBuf>,
+    /// The packs of recorded work (a dirty tree's objects) merged into one.
+    pub merged: crate::git::pack_merge::Merged,
 }
 
 /// Whether `name` is one of git-loaf's refs.
@@ -73,6 +75,15 @@ fn is_ours(name: &str) -> bool {
 /// (what it holds was packed with it), so the cost follows what was written since the last
 /// gc rather than the repository's size.
 pub fn pack(repo: &Repository, dry_run: bool) -> Result<Packed, git2::Error> {
+    let packed = pack_loose(repo, dry_run)?;
+    Ok(Packed {
+        merged: crate::git::pack_merge::merge(repo, dry_run)?,
+        ..packed
+    })
+}
+
+/// [`pack`]'s loose objects.
+fn pack_loose(repo: &Repository, dry_run: bool) -> Result<Packed, git2::Error> {
     let objects_dir = repo.commondir().join("objects");
     let loose = |oid: Oid| loose_path(&objects_dir, oid).is_file();
     let mut walk = repo.revwalk()?;
@@ -143,11 +154,26 @@ pub fn pack(repo: &Repository, dry_run: bool) -> Result<Packed, git2::Error> {
     if dry_run || found.is_empty() {
         return Ok(Packed {
             objects: found.len(),
-            pack: None,
+            ..Packed::default()
         });
     }
+    let pack = pack_and_remove_loose(repo, &objects_dir, &found)?;
+    Ok(Packed {
+        objects: found.len(),
+        pack: Some(pack),
+        ..Packed::default()
+    })
+}
+
+/// Writes `found` (loose objects) as one pack, then removes the loose files the pack's
+/// index lists; returns the pack.
+fn pack_and_remove_loose(
+    repo: &Repository,
+    objects_dir: &Path,
+    found: &[Oid],
+) -> Result<PathBuf, git2::Error> {
     let mut builder = repo.packbuilder()?;
-    for oid in &found {
+    for oid in found {
         builder.insert_object(*oid, None)?;
     }
     let pack_dir = objects_dir.join("pack");
@@ -169,42 +195,16 @@ pub fn pack(repo: &Repository, dry_run: bool) -> Result<Packed, git2::Error> {
     // Only what the new pack's index lists loses its loose file.
     let index = std::fs::read(pack.with_extension("idx"))
         .map_err(|e| git2::Error::from_str(&format!("pack index: {e}")))?;
-    for oid in &found {
-        if index_holds(&index, oid.as_bytes()) {
-            let _ = std::fs::remove_file(loose_path(&objects_dir, *oid));
+    for oid in found {
+        if crate::git::pack_merge::index_holds(&index, oid.as_bytes()) {
+            let _ = std::fs::remove_file(loose_path(objects_dir, *oid));
         }
     }
-    Ok(Packed {
-        objects: found.len(),
-        pack: Some(pack),
-    })
+    Ok(pack)
 }
 
 /// `objects/ab/cdef…`.
 fn loose_path(objects: &Path, oid: Oid) -> PathBuf {
     let hex = oid.to_string();
     objects.join(&hex[..2]).join(&hex[2..])
-}
-
-/// Whether a version 2 pack index (a 256-entry fan-out table, then the sorted object
-/// names) lists `name`.
-fn index_holds(idx: &[u8], name: &[u8]) -> bool {
-    const HEADER: usize = 8;
-    const FANOUT: usize = 256 * 4;
-    if idx.len() < HEADER + FANOUT || idx[..4] != [0xff, b't', b'O', b'c'] {
-        return false;
-    }
-    let count_at = |i: usize| -> usize {
-        let at = HEADER + i * 4;
-        u32::from_be_bytes([idx[at], idx[at + 1], idx[at + 2], idx[at + 3]]) as usize
-    };
-    let total = count_at(255);
-    let (names, width) = (HEADER + FANOUT, name.len());
-    if name.is_empty() || idx.len() < names + total * width {
-        return false;
-    }
-    let first = name[0] as usize;
-    let start = if first == 0 { 0 } else { count_at(first - 1) };
-    let end = count_at(first);
-    (start..end.min(total)).any(|i| &idx[names + i * width..names + (i + 1) * width] == name)
 }
