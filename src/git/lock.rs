@@ -1,13 +1,16 @@
-//! One loaf operation per repository at a time: a lock file in the git dir.
+//! One loaf operation per repository at a time: an exclusive `flock` on `<git dir>/loaf/lock`.
 //!
-//! The file is created atomically (`create_new`) and names its holder (pid, command, start
-//! time). A second operation polls for a short while, then gives up naming the holder. A lock
-//! left by a process that no longer runs (killed, crashed) is recovered: the recovery itself
-//! is serialized by a second, short-lived file, and the lock is re-read under it, so two
-//! processes recovering at once cannot both win.
+//! The file stays between operations (nothing is created or removed per operation); holding
+//! the lock is holding the `flock`, which the kernel releases when its process ends however it
+//! ends, so a crash never leaves a lock to recover. While held, the file names its holder
+//! (pid, command, start time) for the message a second operation prints after polling for a
+//! short while; a clean release empties it, so a name found by the next holder is one of a
+//! process that died holding it (it may have left git's own lock files behind:
+//! [`RepoLock::recovered`]). An older git-loaf locked by the file's presence alone: a file
+//! naming a live process that started when it says is still taken as held.
 
-use std::fs::OpenOptions;
-use std::io::Write;
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read as _, Seek as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -15,10 +18,6 @@ use serde::{Deserialize, Serialize};
 
 /// How often a held lock is polled.
 const POLL: Duration = Duration::from_millis(20);
-/// An unreadable lock file older than this was left by a crash while it was being written.
-const STALE_EMPTY: Duration = Duration::from_secs(2);
-/// A recovery file older than this was left by a crash during recovery.
-const STALE_RECOVERY: Duration = Duration::from_secs(10);
 
 /// Who holds the lock.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,7 +49,7 @@ pub enum LockError {
         /// How long it has held the lock.
         age_secs: u64,
     },
-    /// Another loaf operation has just created the lock file and not yet written it.
+    /// Another loaf operation has just taken the lock and not yet written its name.
     #[error(
         "another git-loaf operation is starting in this repository (its lock file is not written yet)"
     )]
@@ -68,7 +67,7 @@ pub enum LockError {
 /// A held lock; released when dropped.
 #[derive(Debug)]
 pub struct RepoLock {
-    path: PathBuf,
+    file: File,
     holder: Holder,
     recovered: Option<Holder>,
 }
@@ -91,52 +90,60 @@ impl RepoLock {
             started: start_time(std::process::id()),
         };
         let deadline = Instant::now() + wait;
-        let mut recovered = None;
         loop {
-            match create(&path, &holder) {
+            // Opened again each round: an older git-loaf may have replaced the file.
+            let mut file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&path)
+                .map_err(io)?;
+            let named = match file.try_lock() {
                 Ok(()) => {
-                    return Ok(RepoLock {
-                        path,
-                        holder,
-                        recovered,
-                    });
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(io(e)),
-            }
-            match read_holder(&path) {
-                Some(current) if !is_running(&current) => {
-                    if recover(&path, Some(&current)).map_err(io)? {
-                        recovered = Some(current);
+                    let left = read_holder(&mut file);
+                    match left {
+                        // An older git-loaf holding it by the file alone.
+                        Some(other) if !same_process(&other, &holder) && is_running(&other) => {
+                            Some(other)
+                        }
+                        _ => {
+                            write_holder(&mut file, &holder).map_err(io)?;
+                            let recovered = left.filter(|h| *h != holder);
+                            return Ok(RepoLock {
+                                file,
+                                holder,
+                                recovered,
+                            });
+                        }
                     }
                 }
-                Some(current) if Instant::now() >= deadline => {
-                    let age_secs = now_secs().saturating_sub(current.since);
-                    return Err(LockError::Busy {
-                        holder: current,
-                        age_secs,
-                    });
-                }
-                // Unreadable and old: its writer died between creating and filling it.
-                None if age(&path).is_some_and(|a| a > STALE_EMPTY) => {
-                    recover(&path, None).map_err(io)?;
-                }
-                // Unreadable and young: its writer is filling it right now, so it is held.
-                None if Instant::now() >= deadline && path.exists() => {
-                    return Err(LockError::Starting);
-                }
-                // Held, or being written right now: try again.
-                _ => std::thread::sleep(POLL),
+                Err(TryLockError::WouldBlock) => read_holder(&mut file),
+                Err(TryLockError::Error(e)) => return Err(io(e)),
+            };
+            // Closing the file releases a flock this round took.
+            drop(file);
+            if Instant::now() >= deadline {
+                return Err(match named {
+                    Some(current) => {
+                        let age_secs = now_secs().saturating_sub(current.since);
+                        LockError::Busy {
+                            holder: current,
+                            age_secs,
+                        }
+                    }
+                    // Held, its holder not written yet.
+                    None => LockError::Starting,
+                });
             }
+            std::thread::sleep(POLL);
         }
     }
 
-    /// When the filesystem says the lock file was made (its own clock and granularity), if
-    /// it can tell.
+    /// When the filesystem says the lock was taken (the holder's name written: its own clock
+    /// and granularity), if it can tell.
     pub fn created_at(&self) -> Option<std::time::SystemTime> {
-        std::fs::metadata(&self.path)
-            .and_then(|m| m.modified())
-            .ok()
+        self.file.metadata().and_then(|m| m.modified()).ok()
     }
 
     /// Who holds it (this process).
@@ -153,54 +160,32 @@ impl RepoLock {
 
 impl Drop for RepoLock {
     fn drop(&mut self) {
-        // Only remove the lock if it is still ours (a bug elsewhere must not free another's).
-        if read_holder(&self.path).is_some_and(|h| h == self.holder) {
-            let _ = std::fs::remove_file(&self.path);
-        }
+        // Emptied before the flock goes (with the file, when it closes): the next holder then
+        // knows this one finished.
+        let _ = self.file.set_len(0);
     }
 }
 
-fn create(path: &Path, holder: &Holder) -> std::io::Result<()> {
-    let mut file = OpenOptions::new().write(true).create_new(true).open(path)?;
-    let text = serde_json::to_string(holder).map_err(std::io::Error::other)?;
-    // No fsync: the lock only has to outlive this process, not the machine.
-    file.write_all(text.as_bytes())
+/// Whether two holders are the same process (a long-lived one takes the lock many times).
+fn same_process(a: &Holder, b: &Holder) -> bool {
+    a.pid == b.pid && a.started == b.started
 }
 
-fn read_holder(path: &Path) -> Option<Holder> {
-    let text = std::fs::read_to_string(path).ok()?;
+/// The holder the open lock file names, if it names one.
+fn read_holder(file: &mut File) -> Option<Holder> {
+    let mut text = String::new();
+    file.rewind().ok()?;
+    file.read_to_string(&mut text).ok()?;
     serde_json::from_str(&text).ok()
 }
 
-/// Removes a lock whose holder is dead (`dead`), or that never got a holder written
-/// (`None`), unless another process replaced it meanwhile. True when this call removed it.
-fn recover(path: &Path, dead: Option<&Holder>) -> std::io::Result<bool> {
-    let guard = path.with_extension("recover");
-    match OpenOptions::new().write(true).create_new(true).open(&guard) {
-        Ok(_) => {
-            let removed = read_holder(path).as_ref() == dead && std::fs::remove_file(path).is_ok();
-            std::fs::remove_file(&guard)?;
-            Ok(removed)
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-            // Someone else is recovering; a recovery file left by a crash is cleared.
-            if age(&guard).is_some_and(|a| a > STALE_RECOVERY) {
-                let _ = std::fs::remove_file(&guard);
-            }
-            std::thread::sleep(POLL);
-            Ok(false)
-        }
-        Err(e) => Err(e),
-    }
-}
-
-/// How long ago a file was last written.
-fn age(path: &Path) -> Option<Duration> {
-    std::fs::metadata(path)
-        .and_then(|m| m.modified())
-        .ok()?
-        .elapsed()
-        .ok()
+/// Replaces the lock file's content with `holder`. No fsync: the lock only has to outlive
+/// this process, not the machine.
+fn write_holder(file: &mut File, holder: &Holder) -> std::io::Result<()> {
+    let text = serde_json::to_string(holder).map_err(std::io::Error::other)?;
+    file.set_len(0)?;
+    file.rewind()?;
+    file.write_all(text.as_bytes())
 }
 
 /// Whether the holder still runs: a process with its pid exists and, where start times are
@@ -262,7 +247,7 @@ mod tests {
     }
 
     #[test]
-    fn a_lock_of_a_dead_process_is_recovered() {
+    fn a_lock_a_dead_process_left_is_taken_and_reported() {
         let dir = tempfile::tempdir().expect("tempdir");
         let mut child = std::process::Command::new("true").spawn().expect("spawn");
         let dead_pid = child.id();
@@ -282,6 +267,9 @@ mod tests {
         let lock =
             RepoLock::acquire(dir.path(), "apply", Duration::from_millis(500)).expect("recovered");
         assert_eq!(lock.holder().pid, std::process::id());
+        // It died holding it (a clean release empties the file): the next holder is told,
+        // to clear what it may have left.
+        assert_eq!(lock.recovered(), Some(&stale));
     }
 
     fn write_lock(dir: &Path, holder: &Holder) {
@@ -330,18 +318,6 @@ mod tests {
         assert!(matches!(err, LockError::Busy { .. }), "{err}");
     }
 
-    /// A lock file just created and not yet written belongs to a process starting right
-    /// now: not stale. Deterministic: its age is far below the limit.
-    #[test]
-    fn a_fresh_empty_lock_is_held_not_stale() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir_all(dir.path().join("loaf")).expect("mkdir");
-        std::fs::File::create(dir.path().join("loaf/lock")).expect("create");
-        let err = RepoLock::acquire(dir.path(), "apply", Duration::ZERO).expect_err("held");
-        assert!(matches!(err, LockError::Starting), "{err}");
-        assert!(dir.path().join("loaf/lock").exists(), "left to its writer");
-    }
-
     /// A lock released while the next operation waits is taken by it: waiting means waiting
     /// (the release comes long before the wait ends, so this does not race the clock).
     #[test]
@@ -360,83 +336,74 @@ mod tests {
         );
     }
 
-    /// A lock whose holder is still writing it when the wait starts, and finishes with it
-    /// meanwhile, is waited for, not reported as starting at once.
-    #[test]
-    fn a_lock_being_written_is_waited_for() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir_all(dir.path().join("loaf")).expect("mkdir");
-        let path = dir.path().join("loaf/lock");
-        std::fs::File::create(&path).expect("create");
-        let writer = std::thread::spawn(move || {
-            std::thread::sleep(Duration::from_millis(200));
-            std::fs::remove_file(&path).expect("its writer is done with it");
-        });
-        let taken = RepoLock::acquire(dir.path(), "apply", Duration::from_secs(60));
-        writer.join().expect("done");
-        assert!(taken.is_ok(), "{taken:?}");
+    /// Another file description holding the flock on the lock file, as another process's
+    /// operation does.
+    fn flocked(dir: &Path, holder: Option<&Holder>) -> File {
+        std::fs::create_dir_all(dir.join("loaf")).expect("mkdir");
+        let mut file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(dir.join("loaf/lock"))
+            .expect("open");
+        file.lock().expect("flock");
+        if let Some(holder) = holder {
+            write_holder(&mut file, holder).expect("named");
+        }
+        file
     }
 
-    /// The lock of a dead process, with `path`'s recovery file present (written at
-    /// `written`); whether `acquire` takes the lock, run where a hang fails the test.
-    fn recovering(
-        dir: &Path,
-        written: SystemTime,
-        meanwhile: impl FnOnce() + Send + 'static,
-    ) -> Result<RepoLock, LockError> {
-        std::fs::create_dir_all(dir.join("loaf")).expect("mkdir");
-        let dead = Holder {
+    /// Taken (the flock held) but not yet named: starting, whatever the file says.
+    #[test]
+    fn a_lock_taken_but_not_yet_named_is_starting() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let _held = flocked(dir.path(), None);
+        let err = RepoLock::acquire(dir.path(), "apply", Duration::ZERO).expect_err("held");
+        assert!(matches!(err, LockError::Starting), "{err}");
+    }
+
+    /// Held through the flock by a holder whose pid no longer runs (so the file alone
+    /// would say stale): still held, and named. Only the flock's release frees it.
+    #[test]
+    fn a_flocked_lock_is_held_whatever_its_file_says_and_taken_once_released() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let gone = Holder {
             pid: u32::MAX - 1,
-            command: "apply".into(),
+            command: "squash".into(),
             since: now_secs(),
             started: None,
         };
-        create(&dir.join("loaf/lock"), &dead).expect("a dead holder's lock");
-        let guard = std::fs::File::create(dir.join("loaf/lock.recover")).expect("create");
-        guard.set_modified(written).expect("set mtime");
-        let other = std::thread::spawn(meanwhile);
-        let (tx, rx) = std::sync::mpsc::channel();
-        let dir = dir.to_path_buf();
-        std::thread::spawn(move || {
-            let _ = tx.send(RepoLock::acquire(&dir, "undo", Duration::from_secs(60)));
-        });
-        let taken = rx
-            .recv_timeout(Duration::from_secs(120))
-            .expect("acquire returns instead of waiting forever");
-        other.join().expect("the other recovery");
-        taken
-    }
-
-    /// Another process is recovering the dead holder's lock: the next waits for it, then
-    /// takes the lock.
-    #[test]
-    fn a_recovery_in_progress_elsewhere_is_waited_for() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let guard = dir.path().join("loaf/lock.recover");
-        let taken = recovering(dir.path(), SystemTime::now(), move || {
+        let held = flocked(dir.path(), Some(&gone));
+        let err = RepoLock::acquire(dir.path(), "apply", Duration::ZERO).expect_err("held");
+        assert!(err.to_string().contains("`git loaf squash`"), "{err}");
+        let release = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(200));
-            let _ = std::fs::remove_file(guard);
+            let held = held;
+            held.set_len(0).expect("emptied");
+            drop(held);
         });
-        assert!(taken.is_ok(), "{taken:?}");
+        let taken = RepoLock::acquire(dir.path(), "apply", Duration::from_secs(60));
+        release.join().expect("released");
+        assert_eq!(taken.expect("taken").recovered(), None, "released cleanly");
     }
 
-    /// A recovery file left by a crash long ago is cleared, and the lock taken.
+    /// The lock file stays between operations, empty when free: no file is created or
+    /// removed per operation, and a free lock is never taken for a crashed one.
     #[test]
-    fn a_recovery_file_left_by_a_crash_is_cleared() {
+    fn a_released_lock_leaves_its_file_empty_and_the_next_takes_it_as_free() {
         let dir = tempfile::tempdir().expect("tempdir");
-        let long_ago = SystemTime::now() - Duration::from_secs(600);
-        let taken = recovering(dir.path(), long_ago, || {});
-        assert!(taken.is_ok(), "{taken:?}");
-    }
-
-    #[test]
-    fn an_empty_lock_left_by_a_crash_is_recovered() {
-        let dir = tempfile::tempdir().expect("tempdir");
-        std::fs::create_dir_all(dir.path().join("loaf")).expect("mkdir");
-        let file = std::fs::File::create(dir.path().join("loaf/lock")).expect("create");
-        let old = SystemTime::now() - Duration::from_secs(60);
-        file.set_modified(old).expect("set mtime");
-        assert!(RepoLock::acquire(dir.path(), "apply", Duration::from_millis(500)).is_ok());
+        let path = dir.path().join("loaf/lock");
+        let first = RepoLock::acquire(dir.path(), "apply", Duration::ZERO).expect("free");
+        assert!(
+            std::fs::read_to_string(&path)
+                .expect("named")
+                .contains("\"apply\"")
+        );
+        drop(first);
+        assert_eq!(std::fs::read_to_string(&path).expect("stays"), "");
+        let second = RepoLock::acquire(dir.path(), "undo", Duration::ZERO).expect("free");
+        assert_eq!(second.recovered(), None);
     }
 
     #[test]
@@ -448,8 +415,8 @@ mod tests {
             for _ in 0..4 {
                 s.spawn(|| {
                     for _ in 0..20 {
-                        // Same pid for all threads: the holder check is per process, so the
-                        // file itself is what serializes them here.
+                        // Same pid for all threads: the flock (one per open file) is what
+                        // serializes them here.
                         if let Ok(lock) =
                             RepoLock::acquire(dir.path(), "apply", Duration::from_secs(5))
                         {

@@ -217,7 +217,9 @@ impl Scratch {
         self.git(&["fsck", "--no-progress"]);
         let common = self.git(&["rev-parse", "--git-common-dir"]);
         let common = self.root.join(common.trim());
-        assert!(!common.join("loaf/lock").exists(), "no lock left");
+        // The lock file stays between operations, empty when no operation holds it.
+        let lock = std::fs::read_to_string(common.join("loaf/lock")).unwrap_or_default();
+        assert_eq!(lock, "", "no lock left");
         assert!(
             !common.join("loaf/journal.json").exists(),
             "no journal left"
