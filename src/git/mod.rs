@@ -31,6 +31,7 @@ pub mod index;
 pub mod index_lock;
 pub mod lock;
 pub mod notes;
+pub(crate) mod pack_files;
 pub mod pack_merge;
 pub mod pack_write;
 pub mod push;

@@ -5,11 +5,10 @@
 //! rename and later sync, which cost more than reading and hashing the files. Written
 //! through a [`Buffered`] handle instead, the objects stay in memory (libgit2's mempack
 //! backend: reads of them are served from there too) until [`Buffered::keep`] writes those a
-//! result needs: a few as loose objects, as before; from [`PACK_FROM`] on, as one pack
-//! stream handed to libgit2's indexer, which checks every object's name and the stream's
-//! checksum and writes the pack and its index under `objects/pack` (what `git
-//! index-pack` does for a fetch). The pack holds no deltas, so it is written in the time
-//! it takes to compress the objects; `git gc` repacks it with the rest.
+//! result needs: a few as loose objects, as before; from [`PACK_FROM`] on, as one pack with
+//! its index under `objects/pack` ([`super::pack_files`]; `git loaf gc` merges such packs
+//! through libgit2's indexer, [`write_pack`]). The pack holds no deltas, so it is written in
+//! the time it takes to compress the objects; `git gc` repacks it with the rest.
 //!
 //! Objects a result does not reach are never written. What the repository already has is
 //! not written again: a tree it has is taken as complete, as git takes it.
@@ -85,11 +84,10 @@ impl Buffered {
         }
         let packed = found.len() >= PACK_FROM;
         if packed {
-            write_pack(
-                disk,
-                objects.len(),
-                compressed(&objects)?.into_iter().map(Ok),
-            )?;
+            let entries: Vec<(Oid, Vec<u8>)> =
+                found.iter().copied().zip(compressed(&objects)?).collect();
+            let name = super::pack_files::write(disk, &entries)?;
+            record(disk, &name);
         } else {
             for (kind, data) in &objects {
                 disk_odb.write(*kind, data)?;
@@ -153,8 +151,9 @@ impl Buffered {
 }
 
 /// Writes a pack of `count` entries (see [`entry`]; version 2, no deltas) through libgit2's
-/// indexer, which checks it, names it by its checksum and writes its index; records it as
-/// git-loaf's (see [`recorded`]) and returns its name (`pack-<checksum>`).
+/// indexer, which checks every object's name and the pack's checksum (what `git index-pack`
+/// does for a fetch) and writes its index; records it as git-loaf's (see [`recorded`]) and
+/// returns its name (`pack-<checksum>`).
 pub(crate) fn write_pack(
     disk: &Repository,
     count: usize,
