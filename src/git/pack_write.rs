@@ -88,6 +88,7 @@ impl Buffered {
                 found.iter().copied().zip(compressed(&objects)?).collect();
             let name = super::pack_files::write(disk, &entries)?;
             record(disk, &name);
+            merge_when_many(disk);
         } else {
             for (kind, data) in &objects {
                 disk_odb.write(*kind, data)?;
@@ -191,6 +192,21 @@ pub(crate) fn write_pack(
     let name = format!("pack-{}", Oid::from_bytes(&checksum)?);
     record(disk, &name);
     Ok(name)
+}
+
+/// From this many packs of its own on, git-loaf merges them into one after writing the next
+/// (as `git loaf gc` does), so that they stay well below the 50 at which git's own `gc
+/// --auto` repacks the whole repository, and every lookup that misses reads few indexes.
+pub const MERGE_FROM: usize = 16;
+
+/// Merges git-loaf's packs when there are [`MERGE_FROM`] or more. Best effort: a merge that
+/// fails leaves every pack as it was.
+fn merge_when_many(disk: &Repository) {
+    if recorded(disk).len() >= MERGE_FROM
+        && let Err(e) = super::pack_merge::merge(disk, false)
+    {
+        tracing::debug!("packs not merged: {e}");
+    }
 }
 
 /// The file listing the packs git-loaf wrote (one name a line), which `git loaf gc` merges.
@@ -491,6 +507,45 @@ mod tests {
                     entry.id()
                 );
             }
+        }
+    }
+
+    /// Recording many dirty trees never leaves more than [`MERGE_FROM`] packs of git-loaf's:
+    /// the one that reaches it merges them all into one, every object still readable.
+    #[test]
+    fn the_packs_are_merged_when_they_reach_the_limit() {
+        let dir = committed_repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("repo");
+        let base = head_tree(&repo);
+        let mut trees = Vec::new();
+        for round in 0..MERGE_FROM {
+            let buffered = Buffered::open(&repo).expect("buffered");
+            let blobs: Vec<Oid> = (0..PACK_FROM)
+                .map(|n| {
+                    buffered
+                        .repo()
+                        .blob(format!("{round}.{n}").as_bytes())
+                        .expect("blob")
+                })
+                .collect();
+            let mut builder = buffered.repo().treebuilder(None).expect("builder");
+            for (n, blob) in blobs.iter().enumerate() {
+                builder
+                    .insert(format!("f{n}"), *blob, 0o100644)
+                    .expect("insert");
+            }
+            let tree = builder.write().expect("tree");
+            drop(builder);
+            assert!(buffered.keep(&repo, Some(base), tree).expect("kept").packed);
+            trees.push(tree);
+            let expected = if round + 1 < MERGE_FROM { round + 1 } else { 1 };
+            assert_eq!(packs(&repo).len(), expected, "after round {round}");
+        }
+        assert_eq!(recorded(&repo).len(), 1);
+        for tree in trees {
+            let listed = git(root, &["ls-tree", "-r", &tree.to_string()]);
+            assert_eq!(listed.lines().count(), PACK_FROM);
         }
     }
 
