@@ -7,8 +7,9 @@ use crate::ops::gc::{self, Collected};
 
 /// Drop old operation-log entries and pack what git-loaf wrote
 ///
-/// Entries older than the limit go, and the loose objects only git-loaf's refs reach are
-/// packed. Undo and redo of every kept entry still work. Kept commits (`git loaf take` / `drop`)
+/// Entries older than the limit go, the loose objects only git-loaf's refs reach are
+/// packed, and the packs git-loaf wrote for your uncommitted work (one per recording of many
+/// changed files) are merged into one. Undo and redo of every kept entry still work. Kept commits (`git loaf take` / `drop`)
 /// are never dropped; refs a forced undo saved go with its entry. Nothing your branches,
 /// tags or remotes reach is removed, and nothing their tips hold is repacked; objects
 /// nothing reaches any more are left to `git gc`. A `gc` section in loaf.yml sets the
@@ -22,7 +23,7 @@ pub struct GcArgs {
     /// Keep entries from the last N days (default: loaf.yml's gc.keep-days, else 90).
     #[arg(long, value_name = "N")]
     keep_days: Option<u64>,
-    /// Only say what would be dropped and packed.
+    /// Only say what would be dropped, packed and merged.
     #[arg(long)]
     dry_run: bool,
 }
