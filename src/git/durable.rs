@@ -217,6 +217,18 @@ mod tests {
         sync_ref(&repo, "refs/loaf/none").expect("an absent ref's folder");
     }
 
+    /// The stamp the filesystem gives a file made now (as an operation's lock), past which
+    /// the clock has then ticked.
+    fn start_stamp(root: &Path) -> SystemTime {
+        let lock = root.join(".git/lock-for-the-test");
+        std::fs::write(&lock, "").expect("lock");
+        let stamp = std::fs::metadata(&lock)
+            .and_then(|m| m.modified())
+            .expect("stamp");
+        std::thread::sleep(Duration::from_millis(50));
+        stamp
+    }
+
     /// Started from the stamp of a file made at the start (the lock), the objects written
     /// before it (the previous operation's, already synced) are not synced again; those
     /// written after are.
@@ -227,12 +239,7 @@ mod tests {
         repo.blob(b"the previous operation's object").expect("blob");
         // Past the filesystem clock's tick, so the two stamps differ.
         std::thread::sleep(Duration::from_millis(50));
-        let lock = dir.path().join(".git/lock-for-the-test");
-        std::fs::write(&lock, "").expect("lock");
-        let stamp = std::fs::metadata(&lock)
-            .and_then(|m| m.modified())
-            .expect("stamp");
-        std::thread::sleep(Duration::from_millis(50));
+        let stamp = start_stamp(dir.path());
         repo.blob(b"this operation's first object").expect("blob");
         repo.blob(b"this operation's second object").expect("blob");
         assert_eq!(sync_objects_since(&repo, stamp).expect("synced"), 2);
@@ -248,12 +255,7 @@ mod tests {
     fn a_pack_written_since_the_start_is_synced() {
         let dir = committed_repo();
         let repo = Repository::open(dir.path()).expect("open");
-        let lock = dir.path().join(".git/lock-for-the-test");
-        std::fs::write(&lock, "").expect("lock");
-        let stamp = std::fs::metadata(&lock)
-            .and_then(|m| m.modified())
-            .expect("stamp");
-        std::thread::sleep(Duration::from_millis(50));
+        let stamp = start_stamp(dir.path());
         let buffered = crate::git::pack_write::Buffered::open(&repo).expect("buffered");
         let mut builder = buffered.repo().treebuilder(None).expect("builder");
         for n in 0..crate::git::pack_write::PACK_FROM {
