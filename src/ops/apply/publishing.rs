@@ -75,15 +75,20 @@ impl Tx<'_> {
     pub(super) fn publish(&mut self, mut transition: Transition) -> Result<Outcome, TxError> {
         let repo = &self.session.repo;
         let mut attempts = 0;
+        // Said only once the publish went through: a later refusal makes them untrue.
+        let mut merges = Vec::new();
         loop {
             match publish::publish(repo, &transition, true) {
-                Ok(skipped) => return Ok(Ok(skipped)),
+                Ok(skipped) => {
+                    self.notices.append(&mut merges);
+                    return Ok(Ok(skipped));
+                }
                 // The user saved a file the apply changed while it ran: merge and try again
                 // (a few times: they may still be saving).
                 Err(PublishError::Changed(paths)) if attempts < 3 => {
                     attempts += 1;
                     match merge::merge_users_edits(repo, &mut transition, &paths)? {
-                        Ok(merged) => self.notices.push(format!(
+                        Ok(merged) => merges.push(format!(
                             "you changed {} while git-loaf ran: merged with the reply's change (your edit stays uncommitted)",
                             publish::list(&merged)
                         )),
