@@ -191,7 +191,7 @@ mod tests {
             root,
             filters: repo,
             remember: true,
-            objects_in_memory: false,
+            objects_in_memory: None,
         };
         let paths: Vec<PathBuf> = paths.iter().map(PathBuf::from).collect();
         tree_with_paths(&source, &paths).expect("tree")

@@ -23,10 +23,16 @@ use sha1::Digest as _;
 /// fetched pack of fewer than 100 objects into loose ones: `transfer.unpackLimit`).
 pub const PACK_FROM: usize = 64;
 
+/// How many bytes of file content a [`Buffered`] build holds in memory (kept, it is held
+/// about twice more while it is compressed into the pack); files past it are
+/// written to disk as they are read (a dirty tree of gigabytes must not be held whole).
+pub const MEMORY_BUDGET: usize = 32 << 20;
+
 /// A second handle on a repository whose object writes stay in memory until
 /// [`Buffered::keep`].
 pub struct Buffered {
     repo: Repository,
+    budget: std::sync::atomic::AtomicUsize,
 }
 
 /// What [`Buffered::keep`] wrote.
@@ -51,12 +57,21 @@ impl Buffered {
         // libgit2 gives every write to the backend of highest priority (the loose one has 1,
         // packs 2). The backend lives as long as the handle's object database.
         buffered.odb()?.add_new_mempack_backend(1000)?;
-        Ok(Buffered { repo: buffered })
+        Ok(Buffered {
+            repo: buffered,
+            budget: std::sync::atomic::AtomicUsize::new(MEMORY_BUDGET),
+        })
     }
 
     /// The handle to build with.
     pub fn repo(&self) -> &Repository {
         &self.repo
+    }
+
+    /// The bytes of file content the build may still hold in memory (see
+    /// [`crate::git::treebuild::Source::objects_in_memory`]).
+    pub fn budget(&self) -> &std::sync::atomic::AtomicUsize {
+        &self.budget
     }
 
     /// Writes to `disk` (the same repository through a plain handle) every object that
@@ -547,6 +562,55 @@ mod tests {
             let listed = git(root, &["ls-tree", "-r", &tree.to_string()]);
             assert_eq!(listed.lines().count(), PACK_FROM);
         }
+    }
+
+    /// Past the memory budget, file content is written to disk as it is read: memory stays
+    /// bounded by the budget however much is dirty, and the tree is the same.
+    #[test]
+    fn files_past_the_memory_budget_go_straight_to_disk() {
+        let dir = committed_repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("repo");
+        let paths: Vec<std::path::PathBuf> = (0..120)
+            .map(|n| {
+                let path = std::path::PathBuf::from(format!("big/f{n:03}.txt"));
+                let text = format!("{n:03}").repeat(333) + "\n";
+                assert_eq!(text.len(), 1000);
+                std::fs::create_dir_all(root.join("big")).expect("mkdir");
+                std::fs::write(root.join(&path), text).expect("write");
+                path
+            })
+            .collect();
+        let base = head_tree(&repo);
+        let buffered = Buffered::open(&repo).expect("buffered");
+        buffered
+            .budget()
+            .store(80 * 1000, std::sync::atomic::Ordering::Relaxed);
+        let loose_before = loose_count(root);
+        let source = crate::git::treebuild::Source {
+            repo: buffered.repo(),
+            base,
+            root,
+            filters: &repo,
+            remember: false,
+            objects_in_memory: Some(buffered.budget()),
+        };
+        let tree = crate::git::treebuild::tree_with_paths(&source, &paths).expect("tree");
+        assert_eq!(
+            loose_count(root),
+            loose_before + 40,
+            "the 40 past the budget"
+        );
+        let kept = buffered.keep(&repo, Some(base), tree).expect("kept");
+        assert_eq!(
+            kept,
+            Kept {
+                objects: 80 + 2,
+                packed: true
+            }
+        );
+        git(root, &["add", "-A"]);
+        assert_eq!(git(root, &["write-tree"]).trim(), tree.to_string());
     }
 
     #[test]

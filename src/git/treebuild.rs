@@ -7,6 +7,7 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::AtomicUsize;
 
 use git2::{ObjectType, Oid, Repository, Tree};
 
@@ -47,9 +48,10 @@ pub struct Source<'a> {
     /// cache of their blobs (see [`super::blob_cache`]), and this build's are remembered:
     /// for the user's working tree, whose dirty files every operation records again.
     pub remember: bool,
-    /// Whether `repo` keeps its writes in memory (a [`super::pack_write::Buffered`]
-    /// handle): files are then read on several threads but stored through `repo` alone.
-    pub objects_in_memory: bool,
+    /// When `repo` keeps its writes in memory (a [`super::pack_write::Buffered`] handle),
+    /// the bytes of file content it may still take: files are then read on several threads
+    /// and stored through `repo` alone while the budget lasts, written to disk after.
+    pub objects_in_memory: Option<&'a AtomicUsize>,
 }
 
 /// `base` with every path in `paths` (relative to the source's root) set to what the disk
@@ -430,7 +432,7 @@ mod tests {
             root,
             filters: repo,
             remember: true,
-            objects_in_memory: false,
+            objects_in_memory: None,
         };
         let ours = tree_with_paths(&source, touched).expect("tree");
         let again = tree_with_paths(&source, touched).expect("tree from the blob cache");

@@ -92,7 +92,7 @@ impl<'a> StageWatch<'a> {
                     root: self.stage.path(),
                     filters: self.repo,
                     remember: false,
-                    objects_in_memory: false,
+                    objects_in_memory: None,
                 };
                 match treebuild::tree_with_paths(&source, &paths) {
                     Ok(tree) => {

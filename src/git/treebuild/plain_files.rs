@@ -4,6 +4,7 @@
 
 use std::cell::OnceCell;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use git2::{Oid, Repository};
 
@@ -23,6 +24,15 @@ const MAX_THREADS: usize = 4;
 /// memory (see [`crate::git::pack_write`]): held there it would be held twice, and a pack of
 /// one large blob saves nothing over a loose object.
 const IN_MEMORY_UP_TO: usize = 1 << 20;
+
+/// Takes `len` bytes from `budget` if it holds that many.
+fn take_from(budget: &AtomicUsize, len: usize) -> bool {
+    budget
+        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+            left.checked_sub(len)
+        })
+        .is_ok()
+}
 
 /// The blobs of the plain files `plain` (change, path, mode, stamp), as (change, blob, mode):
 /// with [`Source::remember`], those the cache knows unchanged are not read, and the others'
@@ -79,21 +89,25 @@ enum Read {
 
 /// The blobs of the plain files `paths` (relative to `root`), in order. A few are done on
 /// this thread, many are shared out between it and a handle per extra thread on the same
-/// object database (a handle is not shared between threads). With `in_memory`, `repo`'s
-/// writes stay in memory: the workers only read the files (writing large ones to disk) and
-/// this thread stores the rest through `repo`.
+/// object database (a handle is not shared between threads). With `in_memory` (the bytes
+/// `repo`'s in-memory store may still take), the workers only read the files, and this
+/// thread stores them through `repo`; a large file, or one past the budget, a worker writes
+/// to disk itself, so memory stays bounded however much is dirty.
 pub(super) fn plain_blobs(
     repo: &Repository,
     root: &Path,
     paths: &[&Path],
-    in_memory: bool,
+    in_memory: Option<&AtomicUsize>,
 ) -> Result<Vec<Oid>, git2::Error> {
     let git_dir = repo.path();
     let work = |own: &Repository, path: &Path| -> Result<Read, git2::Error> {
         let full = root.join(path);
         let content = std::fs::read(&full)
             .map_err(|e| git2::Error::from_str(&format!("{}: {e}", full.display())))?;
-        if in_memory && content.len() <= IN_MEMORY_UP_TO {
+        if let Some(budget) = in_memory
+            && content.len() <= IN_MEMORY_UP_TO
+            && take_from(budget, content.len())
+        {
             return Ok(Read::Bytes(content));
         }
         Ok(Read::Written(own.blob(&content)?))
@@ -101,7 +115,7 @@ pub(super) fn plain_blobs(
     // This thread writes large files through a plain handle when `repo` keeps its writes.
     let disk = OnceCell::new();
     let mine = |path: &Path| -> Result<Read, git2::Error> {
-        if !in_memory {
+        if in_memory.is_none() {
             return work(repo, path);
         }
         if disk.get().is_none() {

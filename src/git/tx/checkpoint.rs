@@ -206,7 +206,7 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
             root,
             filters: repo,
             remember: true,
-            objects_in_memory: true,
+            objects_in_memory: Some(buffered.budget()),
         };
         let work_tree = crate::git::treebuild::tree_with_paths(&source, &paths)?;
         let kept = buffered.keep(repo, Some(index_tree), work_tree)?;

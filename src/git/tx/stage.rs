@@ -366,7 +366,7 @@ impl Stage {
                     root: &self.path,
                     filters: user,
                     remember: false,
-                    objects_in_memory: false,
+                    objects_in_memory: None,
                 };
                 Ok(crate::git::treebuild::tree_with_paths(&source, paths)?)
             }
