@@ -25,8 +25,9 @@ pub const PACK_FROM: usize = 64;
 
 /// How many bytes of file content a [`Buffered`] build holds in memory (kept, it is held
 /// about twice more while it is compressed into the pack); files past it are
-/// written to disk as they are read (a dirty tree of gigabytes must not be held whole).
-pub const MEMORY_BUDGET: usize = 32 << 20;
+/// written to disk as they are read, on several threads (a dirty tree of gigabytes must not
+/// be held whole, and the content kept in memory is hashed on one thread).
+pub const MEMORY_BUDGET: usize = 8 << 20;
 
 /// A second handle on a repository whose object writes stay in memory until
 /// [`Buffered::keep`].
