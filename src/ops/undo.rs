@@ -587,6 +587,8 @@ fn refuse_changed(
         kind
     };
     let hint = match (kind, head_moved) {
+        // The operation left the branch unborn: there is no commit to revert or go back to.
+        (OpKind::Undo, true) if expected.head.is_none() => "you committed since on the branch it left empty: `git loaf undo --force` goes back to before it (your commits are saved under refs/loaf/saved/ first)".to_owned(),
         (OpKind::Undo, true) if committed_on_top && made_a_commit => format!(
             "you committed since: `git revert {}` takes back only the AI's commit and keeps yours; or `git loaf undo --force` goes back to before it (your newer commits are saved under refs/loaf/saved/ first)",
             short(target.after.head.as_deref())
