@@ -909,3 +909,30 @@ fn a_git_lock_held_by_a_live_process_is_never_removed() {
     assert_eq!(s.read("b.txt"), None, "nothing written");
     assert_eq!(s.git(&["log", "--format=%s"]), "initial\n");
 }
+
+/// The user stages a version of a file the reply changes while the apply runs, then puts
+/// the file back as it was: only the index changed. That is the user's work too: it is
+/// never overwritten by the reply's index entry.
+#[test]
+fn a_staged_change_alone_during_the_apply_is_never_overwritten() {
+    let s = Scratch::with(&[("a.txt", "0\n")]);
+    let reply = block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/a.txt"), ("content", "AI\n")],
+    );
+    let out = s.apply_pausing(&reply, "committed", || {
+        s.write("a.txt", "staged by the user\n");
+        s.git(&["add", "a.txt"]);
+        s.write("a.txt", "0\n");
+    });
+    s.assert_exit(&out, 3);
+    assert!(
+        stderr(&out).contains("NOT APPLIED: you changed a.txt while git-loaf ran"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(s.git(&["show", ":a.txt"]), "staged by the user\n", "the staged version");
+    assert_eq!(s.read("a.txt").as_deref(), Some("0\n"));
+    assert_eq!(s.git(&["log", "--format=%s"]), "initial\n");
+}
