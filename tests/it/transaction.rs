@@ -936,3 +936,33 @@ fn a_staged_change_alone_during_the_apply_is_never_overwritten() {
     assert_eq!(s.read("a.txt").as_deref(), Some("0\n"));
     assert_eq!(s.git(&["log", "--format=%s"]), "initial\n");
 }
+
+/// While the apply runs, the user puts a symbolic link that loops onto itself where the
+/// reply makes a new folder: the path cannot be read (ELOOP), which is not "absent". The
+/// link is the user's, and the path is not free: the apply is not published (taken for
+/// absent, it went ahead and committed a file it could not write, saying nothing).
+#[cfg(unix)]
+#[test]
+fn a_looping_link_made_where_the_replys_new_folder_goes_is_left_alone() {
+    let s = Scratch::with(&[("a.txt", "0\n")]);
+    let reply = block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/d/f.txt"), ("content", "AI\n")],
+    );
+    let out = s.apply_pausing(&reply, "committed", || {
+        std::os::unix::fs::symlink("d", s.root.join("d")).expect("link");
+    });
+    s.assert_exit(&out, 3);
+    assert!(
+        stderr(&out).contains("NOT APPLIED: you and the reply both changed d/f.txt"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(s.git(&["log", "--format=%s"]), "initial\n");
+    assert_eq!(
+        std::fs::read_link(s.root.join("d")).ok(),
+        Some(std::path::PathBuf::from("d")),
+        "the user's link"
+    );
+}
