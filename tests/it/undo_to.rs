@@ -251,3 +251,24 @@ fn redo_after_undo_to_redoes_the_whole_walk() {
     assert_eq!(s.state(), after);
     s.assert_tidy();
 }
+
+/// A count reads the undo stack only as deep as it goes (the cost does not grow with the
+/// log): with the bottom of the stack unreadable, `--to 1` still undoes the top one, and
+/// only going down to the bottom finds the damage.
+#[test]
+fn a_count_reads_the_stack_only_as_deep_as_it_goes() {
+    let (s, _, ids) = session();
+    // The first apply's stack node, the bottom one, made unreadable.
+    let node = s.git(&["rev-parse", "refs/loaf/oplog~2:nodes/0"]);
+    let node = node.trim();
+    std::fs::remove_file(s.root.join(".git/objects").join(&node[..2]).join(&node[2..]))
+        .expect("a loose object");
+    let out = s.loaf(&["undo", "--to", "1"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.read("c.txt"), None);
+    assert_eq!(trailer(&s, "HEAD", "Loaf-Apply"), ids[1]);
+    // The damage is real: going down to the first apply reads the bottom node.
+    let out = s.loaf(&["undo", "--to", &ids[0]], "");
+    s.assert_exit(&out, 2);
+    assert!(stderr(&out).contains("object not found"), "{}", stderr(&out));
+}
