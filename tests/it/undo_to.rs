@@ -62,6 +62,13 @@ fn undoes_a_whole_session_in_one_step_and_a_plain_undo_redoes_it() {
     );
     assert_eq!(oplog_length(&s), logged + 1, "one entry");
     let text = stdout(&out);
+    assert!(
+        text.starts_with(&format!(
+            "Undid {} (3 operations, back to: AI: file_write b.txt): ",
+            ids[0]
+        )),
+        "{text}"
+    );
     assert!(text.contains("Undid 3 operations:"), "{text}");
     for id in &ids {
         assert!(text.contains(id.as_str()), "lists {id}: {text}");
@@ -129,6 +136,11 @@ fn refuses_to_remove_a_pushed_commit_in_the_run() {
     assert!(stderr(&out).contains("origin/main"), "{}", stderr(&out));
     // The last one alone was not pushed.
     s.assert_exit(&s.loaf(&["undo", "--to", &ids[2]], ""), 0);
+    assert_eq!(s.read("c.txt"), None);
+    // `--force` overrides it (the user will force-push).
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    s.assert_exit(&s.loaf(&["undo", "--to", &ids[0], "--force"], ""), 0);
+    assert_eq!(s.read("b.txt"), None);
     assert_eq!(s.read("c.txt"), None);
 }
 
@@ -238,6 +250,10 @@ fn redo_after_undo_to_redoes_the_whole_walk() {
     s.assert_exit(&out, 0);
     assert_eq!(s.state(), after, "all three back");
     let text = stdout(&out);
+    assert!(
+        text.contains(&format!("(the 3 operations `undo --to {}` undid)", ids[0])),
+        "{text}"
+    );
     assert!(text.contains("Redid 3 operations:"), "{text}");
 
     let out = s.loaf(&["redo"], "");
