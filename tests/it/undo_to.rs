@@ -74,7 +74,16 @@ fn undoes_a_whole_session_in_one_step_and_a_plain_undo_redoes_it() {
         assert!(text.contains(id.as_str()), "lists {id}: {text}");
     }
 
-    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains(&format!(
+            "(undo --to {0}: 3 operations, back to: AI: file_write b.txt)",
+            ids[0]
+        )),
+        "names the walk it takes back: {}",
+        stdout(&out)
+    );
     assert_eq!(s.state(), after, "all three back");
     // And the operations are still there to undo one by one.
     s.assert_exit(&s.loaf(&["undo"], ""), 0);
