@@ -173,6 +173,35 @@ fn undo_takes_a_step_back_exactly_and_redo_steps_again() {
     s.assert_tidy();
 }
 
+/// Undoing a step-back re-attaches HEAD to the branch only where the branch still is the
+/// tip the step left: moved meanwhile, HEAD stays detached at that tip, and undo says so
+/// (and says nothing of the kind when it did attach).
+#[test]
+fn undo_of_a_step_back_stays_detached_when_the_branch_moved_and_says_so() {
+    let s = four_commits();
+    let c4 = rev(&s, "HEAD");
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 0);
+    assert!(!stderr(&out).contains("detached"), "{}", stderr(&out));
+    assert_eq!(s.git(&["symbolic-ref", "HEAD"]), "refs/heads/main\n");
+
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    s.git(&["branch", "-f", "main", "HEAD"]);
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(rev(&s, "HEAD"), c4);
+    assert_eq!(rev(&s, "main"), rev(&s, "HEAD~1"), "the branch as the user left it");
+    assert!(
+        stderr(&out).contains(&format!(
+            "main moved since, so HEAD stays detached at {}: `git switch main` goes to where it is now",
+            &c4[..7]
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// Edits made while stepped back merge with the kept ones; where both changed the same lines
 /// the file has both sides with conflict markers, the kept version of every file is under
 /// the ref the message names, and undo goes back to before the step exactly.
