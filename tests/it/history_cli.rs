@@ -233,3 +233,23 @@ fn a_forced_undo_saves_nothing_when_nothing_would_be_lost() {
     );
     assert!(!stdout(&out).contains("saved"), "{}", stdout(&out));
 }
+
+/// A forced undo after the user put the files back as they were before the apply (the
+/// index still as the apply left it): the index moving back is their uncommitted state
+/// coming back too, and undo says so.
+#[test]
+fn a_forced_undo_that_moves_only_the_index_says_the_uncommitted_changes_are_back() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    s.write("a.txt", "one\nmine\n");
+    s.assert_exit(&s.apply(&write("k1a", "/repo/b.txt", "ai\n")), 0);
+    std::fs::remove_file(s.root.join("b.txt")).expect("rm");
+
+    let out = s.loaf(&["undo", "--force"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.git(&["status", "--porcelain"]), " M a.txt\n");
+    assert!(
+        stdout(&out).contains("Your uncommitted changes are back as they were"),
+        "{}",
+        stdout(&out)
+    );
+}
