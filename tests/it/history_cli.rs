@@ -82,6 +82,7 @@ fn redo_after_moving_head_suggests_cherry_pick() {
     let err = stderr(&out);
     let pick = format!("git cherry-pick {}", &ai_commit[..7]);
     assert!(err.contains(&pick), "suggests {pick}: {err}");
+    assert!(err.contains("; refusing to redo it"), "{err}");
     assert!(!err.contains("--force"), "redo has no --force: {err}");
 }
 

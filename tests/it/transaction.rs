@@ -361,6 +361,11 @@ fn undo_refuses_changes_since_and_pushed_commits_unless_forced() {
     let undo = s.loaf(&["undo"], "");
     assert_eq!(code(&undo), Some(3), "{}", stderr(&undo));
     assert!(stderr(&undo).contains("changed since"), "{}", stderr(&undo));
+    assert!(
+        stderr(&undo).contains("; refusing to undo it"),
+        "{}",
+        stderr(&undo)
+    );
     assert_eq!(s.state(), edited, "nothing changed");
     // Only the index changed since (the file is as the apply left it).
     s.write("a.txt", "AI");
