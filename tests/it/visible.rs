@@ -409,6 +409,31 @@ fn redo_after_undo_to_writes_the_ignored_files_again() {
     assert_eq!(s.read(".env").as_deref(), Some("PASSWORD=3\n"));
 }
 
+/// An apply that wrote only ignored files made no commit: a redo refused because HEAD moved
+/// since has no AI commit to cherry-pick, and does not offer one.
+#[test]
+fn redo_of_an_apply_without_a_commit_offers_no_cherry_pick() {
+    let s = project();
+    let head = s.head();
+    apply_ok(
+        &s,
+        &[block(
+            "w1",
+            "file_write",
+            &[("path", "/repo/.env"), ("content", "PASSWORD=2\n")],
+        )],
+    );
+    assert_eq!(s.head(), head, "nothing committed");
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    s.write("mine.txt", "mine\n");
+    s.commit_all("mine");
+    let out = s.loaf(&["redo"], "");
+    s.assert_exit(&out, 3);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("HEAD moved"), "{err}");
+    assert!(!err.contains("cherry-pick"), "{err}");
+}
+
 /// After code ran (the user's entries mounted over empty placeholders in the stage), the
 /// file actions still see the user's ignored files, never the empty placeholder left there.
 #[test]
