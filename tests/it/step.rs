@@ -282,12 +282,60 @@ fn refuses_at_the_root_commit_and_when_not_stepped_back() {
         "{}",
         stderr(&out)
     );
+    assert!(
+        stderr(&out).contains("hint: the branch has only this commit"),
+        "{}",
+        stderr(&out)
+    );
     let out = s.loaf(&["step-forward"], "");
     s.assert_exit(&out, 2);
     assert!(
         stderr(&out).contains("hint: `git loaf step-back`"),
         "{}",
         stderr(&out)
+    );
+    // Stepped back onto the root: the way on is forward.
+    s.write("a.txt", "2\n");
+    s.commit_all("second");
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let out = s.loaf(&["step-back"], "");
+    s.assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("hint: `git loaf step-forward` goes back toward the tip"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A walk ends when the user goes back to the branch by hand: a step-back from there begins
+/// a new walk from the branch's new tip (a commit made meanwhile included), and
+/// step-forward comes back to it.
+#[test]
+fn a_step_back_after_switching_back_by_hand_begins_a_new_walk() {
+    let s = four_commits();
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    s.git(&["switch", "-q", "main"]);
+    s.write("c5.txt", "five\n");
+    s.commit_all("c5");
+    let c5 = s.head();
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let out = s.loaf(&["step-forward"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.head(), c5);
+    assert_eq!(s.git(&["symbolic-ref", "HEAD"]), "refs/heads/main\n");
+
+    // Back on the branch where the last step left HEAD (the branch moved there by hand).
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let c4 = s.head();
+    s.git(&["branch", "-f", "main", "HEAD"]);
+    s.git(&["switch", "-q", "main"]);
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+    assert_eq!(s.head(), c4);
+    assert_eq!(
+        s.git(&["symbolic-ref", "HEAD"]),
+        "refs/heads/main\n",
+        "at the new walk's tip"
     );
 }
 
