@@ -307,6 +307,26 @@ fn refuses_at_the_root_commit_and_when_not_stepped_back() {
     );
 }
 
+/// A walk begun on a detached HEAD ends detached where it began: there is no branch to
+/// attach HEAD to.
+#[test]
+fn a_walk_begun_detached_ends_detached_at_its_tip() {
+    let s = four_commits();
+    let c4 = s.head();
+    s.git(&["switch", "-q", "--detach"]);
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let out = s.loaf(&["step-forward"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.head(), c4);
+    assert!(
+        !stdout(&out).contains("again"),
+        "HEAD was attached to nothing: {}",
+        stdout(&out)
+    );
+    let attached = s.sh("git symbolic-ref -q HEAD");
+    assert!(!attached.status.success(), "still detached");
+}
+
 /// A walk ends when the user goes back to the branch by hand: a step-back from there begins
 /// a new walk from the branch's new tip (a commit made meanwhile included), and
 /// step-forward comes back to it.
