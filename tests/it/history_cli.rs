@@ -226,7 +226,11 @@ fn a_forced_undo_saves_nothing_when_nothing_would_be_lost() {
 
     let out = s.loaf(&["undo", "--force"], "");
     s.assert_exit(&out, 0);
-    assert_eq!(s.read("a.txt").as_deref(), Some("one\nmine\n"), "as before the apply");
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some("one\nmine\n"),
+        "as before the apply"
+    );
     assert_eq!(s.read("b.txt"), None);
     assert_eq!(
         s.git(&["for-each-ref", "--format=%(refname)", "refs/loaf/saved/"]),

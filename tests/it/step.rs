@@ -191,7 +191,11 @@ fn undo_of_a_step_back_stays_detached_when_the_branch_moved_and_says_so() {
     let out = s.loaf(&["undo"], "");
     s.assert_exit(&out, 0);
     assert_eq!(rev(&s, "HEAD"), c4);
-    assert_eq!(rev(&s, "main"), rev(&s, "HEAD~1"), "the branch as the user left it");
+    assert_eq!(
+        rev(&s, "main"),
+        rev(&s, "HEAD~1"),
+        "the branch as the user left it"
+    );
     assert!(
         stderr(&out).contains(&format!(
             "main moved since, so HEAD stays detached at {}: `git switch main` goes to where it is now",

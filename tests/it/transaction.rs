@@ -937,7 +937,11 @@ fn a_staged_change_alone_during_the_apply_is_never_overwritten() {
         "{}",
         stderr(&out)
     );
-    assert_eq!(s.git(&["show", ":a.txt"]), "staged by the user\n", "the staged version");
+    assert_eq!(
+        s.git(&["show", ":a.txt"]),
+        "staged by the user\n",
+        "the staged version"
+    );
     assert_eq!(s.read("a.txt").as_deref(), Some("0\n"));
     assert_eq!(s.git(&["log", "--format=%s"]), "initial\n");
 }

@@ -286,8 +286,13 @@ fn a_count_reads_the_stack_only_as_deep_as_it_goes() {
     // The first apply's stack node, the bottom one, made unreadable.
     let node = s.git(&["rev-parse", "refs/loaf/oplog~2:nodes/0"]);
     let node = node.trim();
-    std::fs::remove_file(s.root.join(".git/objects").join(&node[..2]).join(&node[2..]))
-        .expect("a loose object");
+    std::fs::remove_file(
+        s.root
+            .join(".git/objects")
+            .join(&node[..2])
+            .join(&node[2..]),
+    )
+    .expect("a loose object");
     let out = s.loaf(&["undo", "--to", "1"], "");
     s.assert_exit(&out, 0);
     assert_eq!(s.read("c.txt"), None);
@@ -295,5 +300,9 @@ fn a_count_reads_the_stack_only_as_deep_as_it_goes() {
     // The damage is real: going down to the first apply reads the bottom node.
     let out = s.loaf(&["undo", "--to", &ids[0]], "");
     s.assert_exit(&out, 2);
-    assert!(stderr(&out).contains("object not found"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("object not found"),
+        "{}",
+        stderr(&out)
+    );
 }

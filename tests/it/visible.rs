@@ -390,14 +390,20 @@ fn redo_after_undo_to_writes_the_ignored_files_again() {
         block(
             &format!("w{n}"),
             "file_write",
-            &[("path", "/repo/.env"), ("content", &format!("PASSWORD={n}\n"))],
+            &[
+                ("path", "/repo/.env"),
+                ("content", &format!("PASSWORD={n}\n")),
+            ],
         )
     };
     let app = |n: &str| {
         block(
             &format!("a{n}"),
             "file_write",
-            &[("path", "/repo/app.py"), ("content", &format!("print({n})\n"))],
+            &[
+                ("path", "/repo/app.py"),
+                ("content", &format!("print({n})\n")),
+            ],
         )
     };
     apply_ok(&s, &[env("2"), app("2")]);
