@@ -975,3 +975,34 @@ fn a_looping_link_made_where_the_replys_new_folder_goes_is_left_alone() {
         "the user's link"
     );
 }
+
+/// Undo puts a partly staged file back as two versions: the index entry must not carry the
+/// file's stat data (git would then take the file for the entry and hide the unstaged
+/// part). Git's racy-clean rule hides that when the file and the index are written in the
+/// same second, so the index file is dated later, as it is once any time has passed.
+#[test]
+fn undo_leaves_a_partly_staged_file_partly_staged_for_a_git_that_trusts_stat_data() {
+    let s = Scratch::with(&[("a.txt", "1\n2\n3\n")]);
+    s.write("a.txt", "ONE\n2\n3\n");
+    s.git(&["add", "a.txt"]);
+    s.write("a.txt", "ONE\n2\nTHREE\n");
+    let reply = block(
+        "k7m",
+        "file_replace_text",
+        &[
+            ("path", "/repo/a.txt"),
+            ("old_text", "2\n"),
+            ("new_text", "two\n"),
+        ],
+    );
+    s.assert_exit(&s.apply(&reply), 0);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(10);
+    std::fs::File::options()
+        .write(true)
+        .open(s.root.join(".git/index"))
+        .and_then(|f| f.set_modified(later))
+        .expect("index dated");
+    assert_eq!(s.git(&["status", "--porcelain"]), "MM a.txt\n");
+    assert!(s.git(&["diff"]).contains("\n+THREE\n"), "the unstaged part");
+}
