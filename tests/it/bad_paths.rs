@@ -123,6 +123,26 @@ fn a_name_past_255_bytes_fails_its_block_and_the_reply_still_reports() {
     );
 }
 
+/// A long name that is still allowed (250 bytes) is written and undone like any other: the
+/// temporary file publish writes beside it has a name of its own within the limit.
+#[test]
+fn a_name_of_250_bytes_is_written_and_undone() {
+    let s = Scratch::with(&[("README.md", "# demo\n")]);
+    let name = format!("{}.txt", "n".repeat(246));
+    let reply = block(
+        "w1a",
+        "file_write",
+        &[("path", &format!("/repo/{name}")), ("content", "long\n")],
+    );
+    let out = s.apply(&reply);
+    s.assert_exit(&out, 0);
+    assert_eq!(s.read(&name).as_deref(), Some("long\n"));
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.read(&name), None);
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    assert_eq!(s.read(&name).as_deref(), Some("long\n"));
+}
+
 #[test]
 fn a_path_past_path_max_fails_its_block_and_the_reply_still_reports() {
     let s = Scratch::with(&[("README.md", "# demo\n")]);

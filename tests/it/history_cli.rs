@@ -82,6 +82,7 @@ fn redo_after_moving_head_suggests_cherry_pick() {
     let err = stderr(&out);
     let pick = format!("git cherry-pick {}", &ai_commit[..7]);
     assert!(err.contains(&pick), "suggests {pick}: {err}");
+    assert!(err.contains("; refusing to redo it"), "{err}");
     assert!(!err.contains("--force"), "redo has no --force: {err}");
 }
 
@@ -192,5 +193,68 @@ fn undo_of_an_apply_on_a_clean_tree_does_not_claim_uncommitted_changes_came_back
     assert!(
         text.ends_with("Your uncommitted changes are back as they were (staged and unstaged).\n"),
         "{text}"
+    );
+}
+
+/// A forced undo after the user committed on top (the tree clean): the commit it takes off
+/// the branch is kept under refs/loaf/saved/.
+#[test]
+fn a_forced_undo_keeps_a_commit_made_since_with_a_clean_tree() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    s.assert_exit(&s.apply(&write("k1a", "/repo/b.txt", "ai\n")), 0);
+    s.write("c.txt", "mine\n");
+    s.commit_all("mine");
+
+    let out = s.loaf(&["undo", "--force"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.read("c.txt"), None, "the forced undo moved it away");
+    let saved = s.git(&["for-each-ref", "--format=%(refname)", "refs/loaf/saved/"]);
+    let saved = saved.trim();
+    assert!(!saved.is_empty(), "{}", stdout(&out));
+    assert_eq!(s.git(&["show", &format!("{saved}:c.txt")]), "mine\n");
+}
+
+/// A forced undo when what changed since loses nothing (the user threw away their own
+/// uncommitted edit, HEAD where the apply left it): nothing to save, and none said.
+#[test]
+fn a_forced_undo_saves_nothing_when_nothing_would_be_lost() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    s.write("a.txt", "one\nmine\n");
+    s.assert_exit(&s.apply(&write("k1a", "/repo/b.txt", "ai\n")), 0);
+    s.git(&["checkout", "--", "a.txt"]);
+    s.assert_exit(&s.loaf(&["undo"], ""), 3);
+
+    let out = s.loaf(&["undo", "--force"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some("one\nmine\n"),
+        "as before the apply"
+    );
+    assert_eq!(s.read("b.txt"), None);
+    assert_eq!(
+        s.git(&["for-each-ref", "--format=%(refname)", "refs/loaf/saved/"]),
+        ""
+    );
+    assert!(!stdout(&out).contains("saved"), "{}", stdout(&out));
+}
+
+/// A forced undo after the user put the files back as they were before the apply (the
+/// index still as the apply left it): the index moving back is their uncommitted state
+/// coming back too, and undo says so.
+#[test]
+fn a_forced_undo_that_moves_only_the_index_says_the_uncommitted_changes_are_back() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    s.write("a.txt", "one\nmine\n");
+    s.assert_exit(&s.apply(&write("k1a", "/repo/b.txt", "ai\n")), 0);
+    std::fs::remove_file(s.root.join("b.txt")).expect("rm");
+
+    let out = s.loaf(&["undo", "--force"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.git(&["status", "--porcelain"]), " M a.txt\n");
+    assert!(
+        stdout(&out).contains("Your uncommitted changes are back as they were"),
+        "{}",
+        stdout(&out)
     );
 }

@@ -112,3 +112,29 @@ fn step_back_leaves_an_untracked_loaf_yml_in_place_and_step_forward_keeps_it() {
     s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(s.state(), before);
 }
+
+/// A loaf.yml that is staged (not untracked) is the user's work on this commit like any
+/// other: step-back keeps it away with the rest, and step-forward brings it back staged.
+#[test]
+fn step_back_keeps_a_staged_loaf_yml_away_with_the_other_changes() {
+    let s = Scratch::with(&[("a.txt", "1\n")]);
+    s.write("a.txt", "2\n");
+    s.commit_all("c2");
+    s.write("loaf.yml", "allowed-actions: [defaults, exec]\n");
+    s.git(&["add", "loaf.yml"]);
+    let before = s.state();
+    let back = s.loaf(&["step-back"], "");
+    s.assert_exit(&back, 0);
+    assert_eq!(s.read("loaf.yml"), None);
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    assert!(
+        String::from_utf8_lossy(&back.stdout).contains("  loaf.yml"),
+        "{}",
+        String::from_utf8_lossy(&back.stdout)
+    );
+    s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+    assert_eq!(s.state(), before);
+}

@@ -333,6 +333,11 @@ fn a_dirty_tree_is_untouched_and_undo_redo_restore_head_exactly() {
     let out = s.loaf(&["undo"], "");
     s.assert_exit(&out, 0);
     assert!(stdout(&out).starts_with("Undid "), "{}", stdout(&out));
+    assert!(
+        !stdout(&out).contains("uncommitted changes are back"),
+        "they never went away: {}",
+        stdout(&out)
+    );
     assert_eq!(s.state(), before, "HEAD, index and files exactly as before");
 
     s.assert_exit(&s.loaf(&["redo"], ""), 0);

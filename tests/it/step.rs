@@ -173,6 +173,39 @@ fn undo_takes_a_step_back_exactly_and_redo_steps_again() {
     s.assert_tidy();
 }
 
+/// Undoing a step-back re-attaches HEAD to the branch only where the branch still is the
+/// tip the step left: moved meanwhile, HEAD stays detached at that tip, and undo says so
+/// (and says nothing of the kind when it did attach).
+#[test]
+fn undo_of_a_step_back_stays_detached_when_the_branch_moved_and_says_so() {
+    let s = four_commits();
+    let c4 = rev(&s, "HEAD");
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 0);
+    assert!(!stderr(&out).contains("detached"), "{}", stderr(&out));
+    assert_eq!(s.git(&["symbolic-ref", "HEAD"]), "refs/heads/main\n");
+
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    s.git(&["branch", "-f", "main", "HEAD"]);
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(rev(&s, "HEAD"), c4);
+    assert_eq!(
+        rev(&s, "main"),
+        rev(&s, "HEAD~1"),
+        "the branch as the user left it"
+    );
+    assert!(
+        stderr(&out).contains(&format!(
+            "main moved since, so HEAD stays detached at {}: `git switch main` goes to where it is now",
+            &c4[..7]
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
+
 /// Edits made while stepped back merge with the kept ones; where both changed the same lines
 /// the file has both sides with conflict markers, the kept version of every file is under
 /// the ref the message names, and undo goes back to before the step exactly.
@@ -253,12 +286,80 @@ fn refuses_at_the_root_commit_and_when_not_stepped_back() {
         "{}",
         stderr(&out)
     );
+    assert!(
+        stderr(&out).contains("hint: the branch has only this commit"),
+        "{}",
+        stderr(&out)
+    );
     let out = s.loaf(&["step-forward"], "");
     s.assert_exit(&out, 2);
     assert!(
         stderr(&out).contains("hint: `git loaf step-back`"),
         "{}",
         stderr(&out)
+    );
+    // Stepped back onto the root: the way on is forward.
+    s.write("a.txt", "2\n");
+    s.commit_all("second");
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let out = s.loaf(&["step-back"], "");
+    s.assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("hint: `git loaf step-forward` goes back toward the tip"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A walk begun on a detached HEAD ends detached where it began: there is no branch to
+/// attach HEAD to.
+#[test]
+fn a_walk_begun_detached_ends_detached_at_its_tip() {
+    let s = four_commits();
+    let c4 = s.head();
+    s.git(&["switch", "-q", "--detach"]);
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let out = s.loaf(&["step-forward"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.head(), c4);
+    assert!(
+        !stdout(&out).contains("again"),
+        "HEAD was attached to nothing: {}",
+        stdout(&out)
+    );
+    let attached = s.sh("git symbolic-ref -q HEAD");
+    assert!(!attached.status.success(), "still detached");
+}
+
+/// A walk ends when the user goes back to the branch by hand: a step-back from there begins
+/// a new walk from the branch's new tip (a commit made meanwhile included), and
+/// step-forward comes back to it.
+#[test]
+fn a_step_back_after_switching_back_by_hand_begins_a_new_walk() {
+    let s = four_commits();
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    s.git(&["switch", "-q", "main"]);
+    s.write("c5.txt", "five\n");
+    s.commit_all("c5");
+    let c5 = s.head();
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let out = s.loaf(&["step-forward"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.head(), c5);
+    assert_eq!(s.git(&["symbolic-ref", "HEAD"]), "refs/heads/main\n");
+
+    // Back on the branch where the last step left HEAD (the branch moved there by hand).
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let c4 = s.head();
+    s.git(&["branch", "-f", "main", "HEAD"]);
+    s.git(&["switch", "-q", "main"]);
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+    assert_eq!(s.head(), c4);
+    assert_eq!(
+        s.git(&["symbolic-ref", "HEAD"]),
+        "refs/heads/main\n",
+        "at the new walk's tip"
     );
 }
 

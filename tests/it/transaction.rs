@@ -361,6 +361,11 @@ fn undo_refuses_changes_since_and_pushed_commits_unless_forced() {
     let undo = s.loaf(&["undo"], "");
     assert_eq!(code(&undo), Some(3), "{}", stderr(&undo));
     assert!(stderr(&undo).contains("changed since"), "{}", stderr(&undo));
+    assert!(
+        stderr(&undo).contains("; refusing to undo it"),
+        "{}",
+        stderr(&undo)
+    );
     assert_eq!(s.state(), edited, "nothing changed");
     // Only the index changed since (the file is as the apply left it).
     s.write("a.txt", "AI");
@@ -908,4 +913,96 @@ fn a_git_lock_held_by_a_live_process_is_never_removed() {
     assert!(stderr(&out).contains("index.lock"), "{}", stderr(&out));
     assert_eq!(s.read("b.txt"), None, "nothing written");
     assert_eq!(s.git(&["log", "--format=%s"]), "initial\n");
+}
+
+/// The user stages a version of a file the reply changes while the apply runs, then puts
+/// the file back as it was: only the index changed. That is the user's work too: it is
+/// never overwritten by the reply's index entry.
+#[test]
+fn a_staged_change_alone_during_the_apply_is_never_overwritten() {
+    let s = Scratch::with(&[("a.txt", "0\n")]);
+    let reply = block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/a.txt"), ("content", "AI\n")],
+    );
+    let out = s.apply_pausing(&reply, "committed", || {
+        s.write("a.txt", "staged by the user\n");
+        s.git(&["add", "a.txt"]);
+        s.write("a.txt", "0\n");
+    });
+    s.assert_exit(&out, 3);
+    assert!(
+        stderr(&out).contains("NOT APPLIED: you changed a.txt while git-loaf ran"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        s.git(&["show", ":a.txt"]),
+        "staged by the user\n",
+        "the staged version"
+    );
+    assert_eq!(s.read("a.txt").as_deref(), Some("0\n"));
+    assert_eq!(s.git(&["log", "--format=%s"]), "initial\n");
+}
+
+/// While the apply runs, the user puts a symbolic link that loops onto itself where the
+/// reply makes a new folder: the path cannot be read (ELOOP), which is not "absent". The
+/// link is the user's, and the path is not free: the apply is not published (taken for
+/// absent, it went ahead and committed a file it could not write, saying nothing).
+#[cfg(unix)]
+#[test]
+fn a_looping_link_made_where_the_replys_new_folder_goes_is_left_alone() {
+    let s = Scratch::with(&[("a.txt", "0\n")]);
+    let reply = block(
+        "k7m",
+        "file_write",
+        &[("path", "/repo/d/f.txt"), ("content", "AI\n")],
+    );
+    let out = s.apply_pausing(&reply, "committed", || {
+        std::os::unix::fs::symlink("d", s.root.join("d")).expect("link");
+    });
+    s.assert_exit(&out, 3);
+    assert!(
+        stderr(&out).contains("NOT APPLIED: you and the reply both changed d/f.txt"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(s.git(&["log", "--format=%s"]), "initial\n");
+    assert_eq!(
+        std::fs::read_link(s.root.join("d")).ok(),
+        Some(std::path::PathBuf::from("d")),
+        "the user's link"
+    );
+}
+
+/// Undo puts a partly staged file back as two versions: the index entry must not carry the
+/// file's stat data (git would then take the file for the entry and hide the unstaged
+/// part). Git's racy-clean rule hides that when the file and the index are written in the
+/// same second, so the index file is dated later, as it is once any time has passed.
+#[test]
+fn undo_leaves_a_partly_staged_file_partly_staged_for_a_git_that_trusts_stat_data() {
+    let s = Scratch::with(&[("a.txt", "1\n2\n3\n")]);
+    s.write("a.txt", "ONE\n2\n3\n");
+    s.git(&["add", "a.txt"]);
+    s.write("a.txt", "ONE\n2\nTHREE\n");
+    let reply = block(
+        "k7m",
+        "file_replace_text",
+        &[
+            ("path", "/repo/a.txt"),
+            ("old_text", "2\n"),
+            ("new_text", "two\n"),
+        ],
+    );
+    s.assert_exit(&s.apply(&reply), 0);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(10);
+    std::fs::File::options()
+        .write(true)
+        .open(s.root.join(".git/index"))
+        .and_then(|f| f.set_modified(later))
+        .expect("index dated");
+    assert_eq!(s.git(&["status", "--porcelain"]), "MM a.txt\n");
+    assert!(s.git(&["diff"]).contains("\n+THREE\n"), "the unstaged part");
 }

@@ -172,6 +172,24 @@ fn undo_refuses_when_only_head_moved_since() {
     assert_eq!(s.read("b.txt").as_deref(), Some("ai\n"));
 }
 
+/// HEAD moved since, but not by a commit on top (the user reset back past the apply): the
+/// hint is to go back, never "you committed since" with a `git revert`.
+#[test]
+fn undo_after_head_moved_back_says_to_go_back_not_to_revert() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    s.assert_exit(&s.apply(&write("w1a", "/repo/b.txt", "ai\n")), 0);
+    let applied = s.git(&["rev-parse", "--short=7", "HEAD"]);
+    s.git(&["reset", "-q", "--hard", "HEAD~1"]);
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 3);
+    let err = stderr(&out);
+    assert!(
+        err.contains(&format!("git reset --keep {}", applied.trim())),
+        "{err}"
+    );
+    assert!(!err.contains("you committed since"), "{err}");
+}
+
 /// The user switched to another branch at the same commit since the apply: the trees are
 /// as the apply left them, but undo refuses rather than move the other branch, and says
 /// how to go back.

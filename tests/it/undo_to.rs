@@ -62,12 +62,28 @@ fn undoes_a_whole_session_in_one_step_and_a_plain_undo_redoes_it() {
     );
     assert_eq!(oplog_length(&s), logged + 1, "one entry");
     let text = stdout(&out);
+    assert!(
+        text.starts_with(&format!(
+            "Undid {} (3 operations, back to: AI: file_write b.txt): ",
+            ids[0]
+        )),
+        "{text}"
+    );
     assert!(text.contains("Undid 3 operations:"), "{text}");
     for id in &ids {
         assert!(text.contains(id.as_str()), "lists {id}: {text}");
     }
 
-    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 0);
+    assert!(
+        stdout(&out).contains(&format!(
+            "(undo --to {0}: 3 operations, back to: AI: file_write b.txt)",
+            ids[0]
+        )),
+        "names the walk it takes back: {}",
+        stdout(&out)
+    );
     assert_eq!(s.state(), after, "all three back");
     // And the operations are still there to undo one by one.
     s.assert_exit(&s.loaf(&["undo"], ""), 0);
@@ -129,6 +145,11 @@ fn refuses_to_remove_a_pushed_commit_in_the_run() {
     assert!(stderr(&out).contains("origin/main"), "{}", stderr(&out));
     // The last one alone was not pushed.
     s.assert_exit(&s.loaf(&["undo", "--to", &ids[2]], ""), 0);
+    assert_eq!(s.read("c.txt"), None);
+    // `--force` overrides it (the user will force-push).
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    s.assert_exit(&s.loaf(&["undo", "--to", &ids[0], "--force"], ""), 0);
+    assert_eq!(s.read("b.txt"), None);
     assert_eq!(s.read("c.txt"), None);
 }
 
@@ -238,6 +259,10 @@ fn redo_after_undo_to_redoes_the_whole_walk() {
     s.assert_exit(&out, 0);
     assert_eq!(s.state(), after, "all three back");
     let text = stdout(&out);
+    assert!(
+        text.contains(&format!("(the 3 operations `undo --to {}` undid)", ids[0])),
+        "{text}"
+    );
     assert!(text.contains("Redid 3 operations:"), "{text}");
 
     let out = s.loaf(&["redo"], "");
@@ -250,4 +275,34 @@ fn redo_after_undo_to_redoes_the_whole_walk() {
     s.assert_exit(&s.loaf(&["redo"], ""), 0);
     assert_eq!(s.state(), after);
     s.assert_tidy();
+}
+
+/// A count reads the undo stack only as deep as it goes (the cost does not grow with the
+/// log): with the bottom of the stack unreadable, `--to 1` still undoes the top one, and
+/// only going down to the bottom finds the damage.
+#[test]
+fn a_count_reads_the_stack_only_as_deep_as_it_goes() {
+    let (s, _, ids) = session();
+    // The first apply's stack node, the bottom one, made unreadable.
+    let node = s.git(&["rev-parse", "refs/loaf/oplog~2:nodes/0"]);
+    let node = node.trim();
+    std::fs::remove_file(
+        s.root
+            .join(".git/objects")
+            .join(&node[..2])
+            .join(&node[2..]),
+    )
+    .expect("a loose object");
+    let out = s.loaf(&["undo", "--to", "1"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.read("c.txt"), None);
+    assert_eq!(trailer(&s, "HEAD", "Loaf-Apply"), ids[1]);
+    // The damage is real: going down to the first apply reads the bottom node.
+    let out = s.loaf(&["undo", "--to", &ids[0]], "");
+    s.assert_exit(&out, 2);
+    assert!(
+        stderr(&out).contains("object not found"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -381,6 +381,65 @@ fn apply_writes_ignored_files_and_folders_to_the_user_and_undo_restores() {
     assert_eq!(s.read(".env").as_deref(), Some("PASSWORD=2\n"));
 }
 
+/// `undo --to` takes back what the applies wrote outside git too, and the redo of that walk
+/// writes it again (its entry turned around, what happened outside git included).
+#[test]
+fn redo_after_undo_to_writes_the_ignored_files_again() {
+    let s = project();
+    let env = |n: &str| {
+        block(
+            &format!("w{n}"),
+            "file_write",
+            &[
+                ("path", "/repo/.env"),
+                ("content", &format!("PASSWORD={n}\n")),
+            ],
+        )
+    };
+    let app = |n: &str| {
+        block(
+            &format!("a{n}"),
+            "file_write",
+            &[
+                ("path", "/repo/app.py"),
+                ("content", &format!("print({n})\n")),
+            ],
+        )
+    };
+    apply_ok(&s, &[env("2"), app("2")]);
+    apply_ok(&s, &[env("3"), app("3")]);
+    s.assert_exit(&s.loaf(&["undo", "--to", "2"], ""), 0);
+    assert_eq!(s.read(".env").as_deref(), Some("PASSWORD=1\n"));
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    assert_eq!(s.read("app.py").as_deref(), Some("print(3)\n"));
+    assert_eq!(s.read(".env").as_deref(), Some("PASSWORD=3\n"));
+}
+
+/// An apply that wrote only ignored files made no commit: a redo refused because HEAD moved
+/// since has no AI commit to cherry-pick, and does not offer one.
+#[test]
+fn redo_of_an_apply_without_a_commit_offers_no_cherry_pick() {
+    let s = project();
+    let head = s.head();
+    apply_ok(
+        &s,
+        &[block(
+            "w1",
+            "file_write",
+            &[("path", "/repo/.env"), ("content", "PASSWORD=2\n")],
+        )],
+    );
+    assert_eq!(s.head(), head, "nothing committed");
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    s.write("mine.txt", "mine\n");
+    s.commit_all("mine");
+    let out = s.loaf(&["redo"], "");
+    s.assert_exit(&out, 3);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("HEAD moved"), "{err}");
+    assert!(!err.contains("cherry-pick"), "{err}");
+}
+
 /// After code ran (the user's entries mounted over empty placeholders in the stage), the
 /// file actions still see the user's ignored files, never the empty placeholder left there.
 #[test]
