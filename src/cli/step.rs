@@ -81,6 +81,8 @@ fn position(stepped: &Stepped) -> String {
     let at = format!("{} {subject}", short(Some(&at.to_string())));
     match stepped.back {
         0 if stepped.attached => format!("HEAD now at {at}, on {branch} again (the tip)"),
+        // A walk begun on a detached HEAD has no branch to name.
+        0 if stepped.branch == "HEAD" => format!("HEAD now at {at} (the tip, detached)"),
         0 => format!("HEAD now at {at} (the tip, {branch} {tip})"),
         1 => format!("HEAD now at {at} (1 step back from {branch} {tip})"),
         n => format!("HEAD now at {at} ({n} steps back from {branch} {tip})"),

@@ -327,6 +327,11 @@ fn a_walk_begun_detached_ends_detached_at_its_tip() {
         "HEAD was attached to nothing: {}",
         stdout(&out)
     );
+    assert!(
+        stdout(&out).contains("(the tip, detached)"),
+        "{}",
+        stdout(&out)
+    );
     let attached = s.sh("git symbolic-ref -q HEAD");
     assert!(!attached.status.success(), "still detached");
 }

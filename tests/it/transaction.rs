@@ -937,6 +937,8 @@ fn a_staged_change_alone_during_the_apply_is_never_overwritten() {
         "{}",
         stderr(&out)
     );
+    // The files merged before the retried publish was refused: no "merged" claim.
+    assert!(!stderr(&out).contains("merged with"), "{}", stderr(&out));
     assert_eq!(
         s.git(&["show", ":a.txt"]),
         "staged by the user\n",

@@ -306,3 +306,25 @@ fn a_count_reads_the_stack_only_as_deep_as_it_goes() {
         stderr(&out)
     );
 }
+
+/// `undo --to` back to an unborn branch, then the user commits: undoing the `undo --to`
+/// is refused, and the hint names no commit (there is none to revert or go back to).
+#[test]
+fn undoing_an_undo_to_an_unborn_branch_after_a_commit_names_no_commit() {
+    let s = Scratch::empty();
+    s.assert_exit(&s.apply(&write("a1a", "/repo/a.txt", "a\n")), 0);
+    s.assert_exit(&s.apply(&write("b2b", "/repo/b.txt", "b\n")), 0);
+    s.assert_exit(&s.loaf(&["undo", "--to", "2"], ""), 0);
+    assert_eq!(s.head(), "unborn");
+    s.write("c.txt", "mine\n");
+    s.commit_all("mine");
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 3);
+    let hint = stderr(&out);
+    assert!(
+        hint.contains("you committed since on the branch it left empty")
+            && !hint.contains("(unborn)"),
+        "{hint}"
+    );
+    assert_eq!(s.git(&["log", "--format=%s"]), "mine\n", "nothing moved");
+}
