@@ -212,3 +212,39 @@ fn undo_refuses_on_another_branch_than_the_apply_left() {
     assert_eq!(s.git(&["rev-parse", branch.trim()]), applied);
     assert_eq!(s.read("b.txt").as_deref(), Some("ai\n"));
 }
+
+/// The apply turned file `d` into folder `d/`; the user's build then wrote an ignored file
+/// there. Undo must put the file `d` back, which would delete `d/x.log` (nothing else keeps
+/// it): refused before anything moves, naming it, even with `--force`; once it is moved away,
+/// undo goes through.
+#[test]
+fn undo_never_deletes_an_ignored_file_in_a_folder_it_turns_back_into_a_file() {
+    let s = Scratch::with(&[(".gitignore", "*.log\n"), ("d", "a file\n")]);
+    let reply = [
+        block("d1a", "file_delete", &[("path", "/repo/d")]),
+        write("w2b", "/repo/d/f.txt", "in a folder\n"),
+    ]
+    .concat();
+    s.assert_exit(&s.apply(&reply), 0);
+    assert_eq!(s.read("d/f.txt").as_deref(), Some("in a folder\n"));
+    s.write("d/x.log", "the user's build output\n");
+    let before = s.state();
+    for args in [&["undo"][..], &["undo", "--force"][..]] {
+        let out = s.loaf(args, "");
+        s.assert_exit(&out, 3);
+        assert!(
+            stderr(&out).contains("d/x.log would be deleted"),
+            "{}",
+            stderr(&out)
+        );
+        assert_eq!(
+            s.read("d/x.log").as_deref(),
+            Some("the user's build output\n")
+        );
+        assert_eq!(s.state(), before, "nothing moved");
+    }
+    std::fs::rename(s.root.join("d/x.log"), s.root.join("x.log")).expect("moved away");
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(s.read("d").as_deref(), Some("a file\n"));
+    s.assert_tidy();
+}

@@ -46,6 +46,10 @@ pub enum PublishError {
     /// The user changed paths the transition also changes.
     #[error("you changed {} while git-loaf ran", list(.0))]
     Changed(Vec<PathBuf>),
+    /// Files nothing keeps (ignored or new since the checkpoint) are in a folder the
+    /// transition replaces by a file: refused before anything moved, never deleted.
+    #[error("{} would be deleted: a file goes where the folder holding {} is", list(.0), if .0.len() == 1 { "it" } else { "them" })]
+    InTheWay(Vec<PathBuf>),
     /// Another git command holds the index lock.
     #[error("another git command is using the index ({} exists)", .0.display())]
     IndexLocked(PathBuf),
@@ -116,6 +120,11 @@ pub fn publish_attached(
     // A log that cannot take the entry is found now, not after the user's files changed.
     oplog::check(repo).map_err(PublishError::DamagedLog)?;
     let paths = Paths::of(repo, t)?;
+    // Whatever the user asked (even `--force`): nothing else keeps such files.
+    let in_the_way = super::publish_files::in_folders_replaced(repo, t, &paths.work)?;
+    if !in_the_way.is_empty() {
+        return Err(PublishError::InTheWay(in_the_way));
+    }
     // Taken before the commit point, so that the index can always be written after it.
     let lock = IndexLock::acquire(repo)?;
     let mut index = lock.read(repo)?;

@@ -232,6 +232,52 @@ pub(crate) fn changed_by_user(
     Ok(changed)
 }
 
+/// The files on disk that would go with a folder the transition replaces by a file (a path of
+/// `work` where `to_work` holds a file or link and the disk a real folder), other than those
+/// the state before tracks (the checkpoint: new files were in it) and those the operation's
+/// own extras write or remove: ignored files, or files made since, that nothing else keeps.
+pub(crate) fn in_folders_replaced(
+    repo: &Repository,
+    t: &Transition,
+    work: &[PathBuf],
+) -> Result<Vec<PathBuf>, git2::Error> {
+    let from_work = repo.find_tree(oid(&t.from_work)?)?;
+    let to_work = repo.find_tree(oid(&t.to_work)?)?;
+    let extras: Vec<&Path> =
+        t.op.extras
+            .changes
+            .iter()
+            .map(|c| c.path.as_path())
+            .collect();
+    let ours = |rel: &Path| extras.iter().any(|e| rel.starts_with(e));
+    let mut found = Vec::new();
+    for path in work {
+        let becomes_file = to_work
+            .get_path(path)
+            .is_ok_and(|e| e.kind() != Some(ObjectType::Tree));
+        let full = t.workdir.join(path);
+        if !becomes_file || !full.symlink_metadata().is_ok_and(|m| m.is_dir()) {
+            continue;
+        }
+        let mut folders = vec![path.clone()];
+        while let Some(folder) = folders.pop() {
+            let Ok(read) = std::fs::read_dir(t.workdir.join(&folder)) else {
+                continue;
+            };
+            for entry in read.flatten() {
+                let rel = folder.join(entry.file_name());
+                if entry.file_type().is_ok_and(|k| k.is_dir()) {
+                    folders.push(rel);
+                } else if from_work.get_path(&rel).is_err() && !ours(&rel) {
+                    found.push(rel);
+                }
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
+}
+
 /// Writes the working tree paths that differ, then sets the index entries that differ (in
 /// `index`, written by the caller). Each file is checked right before it is replaced: one
 /// already holding its after content is left as it is (a roll-forward after a crash), one

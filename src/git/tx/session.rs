@@ -109,6 +109,7 @@ impl TxError {
                 | TxError::Lock(LockError::Busy { .. } | LockError::Starting)
                 | TxError::Publish(
                     PublishError::IndexLocked(_)
+                        | PublishError::InTheWay(_)
                         | PublishError::DamagedLog(_)
                         | PublishError::DamagedJournal(_)
                 )
@@ -134,6 +135,9 @@ impl TxError {
             TxError::Refused { hint, .. } | TxError::Invalid { hint, .. } => hint.clone(),
             TxError::Config(_) => {
                 "fix loaf.yml (see loaf.yml.example for every key), or move it away to use the defaults".into()
+            }
+            TxError::Publish(PublishError::InTheWay(_)) => {
+                "nothing was changed; move those files elsewhere (git does not track them, so nothing else keeps a copy), then run the command again".into()
             }
             TxError::Publish(PublishError::IndexLocked(path)) => format!(
                 "wait for that git command to finish and try again; if none is running (a crash), remove {}",

@@ -98,6 +98,7 @@ impl Tx<'_> {
                 Err(
                     error @ (PublishError::Moved { .. }
                     | PublishError::Changed(_)
+                    | PublishError::InTheWay(_)
                     | PublishError::IndexLocked(_)),
                 ) => return Ok(Err(error.to_string())),
                 Err(other) => return Err(other.into()),
