@@ -406,6 +406,23 @@ mod tests {
         assert_eq!(second.recovered(), None);
     }
 
+    /// A name this very process left in the file (a release that could not empty it) is
+    /// not a live holder of an older git-loaf: a long-lived process (watch, the MCP server)
+    /// takes the lock again instead of waiting for itself forever.
+    #[test]
+    fn a_name_this_process_left_does_not_block_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let earlier = Holder {
+            pid: std::process::id(),
+            command: "apply".into(),
+            since: 1,
+            started: start_time(std::process::id()),
+        };
+        write_lock(dir.path(), &earlier);
+        let lock = RepoLock::acquire(dir.path(), "undo", Duration::ZERO).expect("taken");
+        assert_eq!(lock.recovered(), Some(&earlier));
+    }
+
     #[test]
     fn threads_racing_for_the_lock_never_hold_it_together() {
         let dir = tempfile::tempdir().expect("tempdir");
