@@ -172,6 +172,37 @@ mod tests {
         assert!(leftovers.is_empty(), "{leftovers:?}");
     }
 
+    /// Past 2 GiB an entry's offset goes to the table of 64-bit offsets, its 32-bit slot
+    /// holding the top bit and its place there (pack index version 2, as git reads it):
+    /// from exactly 2^31 on, which a 32-bit slot cannot tell from a table reference.
+    #[test]
+    fn offsets_from_2_gib_on_go_to_the_large_offset_table() {
+        let id = |n: u8| Oid::from_bytes(&[n; 20]).expect("id");
+        let listed = [
+            (id(1), 0xaaaa_aaaa, 0x7fff_ffff),
+            (id(2), 0xbbbb_bbbb, 0x8000_0000),
+            (id(3), 0xcccc_cccc, 0x1_2345_6789),
+        ];
+        let out = index(&listed, &[7; 20]);
+        let (names, crcs) = (8 + 256 * 4, 8 + 256 * 4 + 3 * 20);
+        let (offsets, large) = (crcs + 3 * 4, crcs + 3 * 4 + 3 * 4);
+        let word = |at: usize| u32::from_be_bytes(out[at..at + 4].try_into().expect("4 bytes"));
+        assert_eq!(&out[names + 20..names + 40], &[2; 20]);
+        assert_eq!(word(crcs + 4), 0xbbbb_bbbb);
+        assert_eq!(
+            [word(offsets), word(offsets + 4), word(offsets + 8)],
+            [0x7fff_ffff, 0x8000_0000, 0x8000_0001]
+        );
+        let long = |at: usize| u64::from_be_bytes(out[at..at + 8].try_into().expect("8 bytes"));
+        assert_eq!([long(large), long(large + 8)], [0x8000_0000, 0x1_2345_6789]);
+        assert_eq!(
+            &out[large + 16..large + 36],
+            &[7; 20],
+            "the pack's checksum"
+        );
+        assert_eq!(out.len(), large + 16 + 40);
+    }
+
     #[test]
     fn a_name_listed_twice_is_refused_before_anything_is_written() {
         let dir = committed_repo();
