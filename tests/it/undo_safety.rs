@@ -244,6 +244,16 @@ fn undo_never_deletes_an_ignored_file_in_a_folder_it_turns_back_into_a_file() {
         assert_eq!(s.state(), before, "nothing moved");
     }
     std::fs::rename(s.root.join("d/x.log"), s.root.join("x.log")).expect("moved away");
+    // An empty folder of the user's there is theirs as well.
+    std::fs::create_dir(s.root.join("d/keep")).expect("mkdir");
+    let out = s.loaf(&["undo"], "");
+    s.assert_exit(&out, 3);
+    assert!(
+        stderr(&out).contains("d/keep/ would be deleted"),
+        "{}",
+        stderr(&out)
+    );
+    std::fs::remove_dir(s.root.join("d/keep")).expect("rmdir");
     s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(s.read("d").as_deref(), Some("a file\n"));
     s.assert_tidy();

@@ -235,7 +235,8 @@ pub(crate) fn changed_by_user(
 /// The files on disk that would go with a folder the transition replaces by a file (a path of
 /// `work` where `to_work` holds a file or link and the disk a real folder), other than those
 /// the state before tracks (the checkpoint: new files were in it) and those the operation's
-/// own extras write or remove: ignored files, or files made since, that nothing else keeps.
+/// own extras write or remove: ignored files, or files made since, that nothing else keeps;
+/// and empty folders (named with a trailing `/`).
 pub(crate) fn in_folders_replaced(
     repo: &Repository,
     t: &Transition,
@@ -264,13 +265,19 @@ pub(crate) fn in_folders_replaced(
             let Ok(read) = std::fs::read_dir(t.workdir.join(&folder)) else {
                 continue;
             };
+            let mut empty = true;
             for entry in read.flatten() {
+                empty = false;
                 let rel = folder.join(entry.file_name());
                 if entry.file_type().is_ok_and(|k| k.is_dir()) {
                     folders.push(rel);
                 } else if from_work.get_path(&rel).is_err() && !ours(&rel) {
                     found.push(rel);
                 }
+            }
+            // An empty folder of the user's is theirs too (undo leaves them as they were).
+            if empty && folder != *path && !ours(&folder) {
+                found.push(folder.join(""));
             }
         }
     }
