@@ -21,13 +21,9 @@ const LARGE_OFFSET: u64 = 0x8000_0000;
 /// Writes `entries` (each object's name and pack entry, see [`super::pack_write::entry`]),
 /// distinct names, as one pack with its index; returns its name (`pack-<checksum>`).
 pub(crate) fn write(disk: &Repository, entries: &[(Oid, Vec<u8>)]) -> Result<String, git2::Error> {
-    let count = u32::try_from(entries.len())
-        .map_err(|_| git2::Error::from_str("too many objects for one pack"))?;
     let size = 12 + entries.iter().map(|(_, e)| e.len()).sum::<usize>() + 20;
     let mut pack = Vec::with_capacity(size);
-    pack.extend_from_slice(b"PACK");
-    pack.extend_from_slice(&2u32.to_be_bytes());
-    pack.extend_from_slice(&count.to_be_bytes());
+    pack.extend_from_slice(&header(entries.len())?);
     let mut listed: Vec<(Oid, u32, u64)> = Vec::with_capacity(entries.len());
     for (id, entry) in entries {
         listed.push((*id, crc32fast::hash(entry), pack.len() as u64));
@@ -43,11 +39,27 @@ pub(crate) fn write(disk: &Repository, entries: &[(Oid, Vec<u8>)]) -> Result<Str
     }
     let index = index(&listed, &checksum);
     let name = format!("pack-{}", Oid::from_bytes(&checksum)?);
-    let dir = disk.commondir().join("objects").join("pack");
+    let dir = pack_dir(disk);
     std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
     put(&dir, &format!("{name}.pack"), &pack)?;
     put(&dir, &format!("{name}.idx"), &index)?;
     Ok(name)
+}
+
+/// The folder of a repository's packs.
+pub(crate) fn pack_dir(repo: &Repository) -> std::path::PathBuf {
+    repo.commondir().join("objects").join("pack")
+}
+
+/// A version 2 pack's header: its signature, version and number of objects.
+pub(crate) fn header(count: usize) -> Result<[u8; 12], git2::Error> {
+    let count =
+        u32::try_from(count).map_err(|_| git2::Error::from_str("too many objects for one pack"))?;
+    let mut out = [0; 12];
+    out[..4].copy_from_slice(b"PACK");
+    out[4..8].copy_from_slice(&2u32.to_be_bytes());
+    out[8..].copy_from_slice(&count.to_be_bytes());
+    Ok(out)
 }
 
 /// The version 2 index of a pack whose entries are `listed` (name, CRC-32, offset; sorted by

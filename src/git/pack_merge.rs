@@ -1,17 +1,21 @@
-//! `git loaf gc` merging the packs git-loaf wrote (a dirty tree's objects, one pack per
-//! recording: see [`super::pack_write`]) into one, so that they do not pile up between git's
-//! own repacks: every object lookup that misses looks in every pack.
+//! The packs git-loaf wrote (a dirty tree's objects, one pack per recording: see
+//! [`super::pack_write`]), recorded in `<git dir>/loaf/packs` and merged into one by `git loaf
+//! gc` or when there are [`MERGE_FROM`], so that they do not pile up between git's own
+//! repacks: every object lookup that misses looks in every pack.
 //!
 //! The merged pack is written and synced before any old one goes, and an old one goes only
 //! when the new pack's index lists every object it held; its index is removed first, so that
 //! no reader sees a pack without one.
 
 use std::collections::HashSet;
+use std::io::Write as _;
 use std::path::Path;
 
 use git2::{Oid, Repository};
+use sha1::Digest as _;
 
-use super::pack_write::{self, entry};
+use super::pack_files;
+use super::pack_write::entry;
 
 /// What [`merge`] did, or would do.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -25,8 +29,8 @@ pub struct Merged {
 /// Merges the packs git-loaf wrote into one when there are two or more; with `dry_run`, only
 /// counts them.
 pub fn merge(repo: &Repository, dry_run: bool) -> Result<Merged, git2::Error> {
-    let pack_dir = repo.commondir().join("objects").join("pack");
-    let names = pack_write::recorded(repo);
+    let pack_dir = pack_files::pack_dir(repo);
+    let names = recorded(repo);
     if names.len() < 2 {
         return Ok(Merged::default());
     }
@@ -51,7 +55,8 @@ pub fn merge(repo: &Repository, dry_run: bool) -> Result<Merged, git2::Error> {
         entry(object.kind(), object.data())
             .map_err(|e| git2::Error::from_str(&format!("compressing {id}: {e}")))
     });
-    let new = pack_write::write_pack(repo, ids.len(), entries)?;
+    let new = write_through_indexer(repo, ids.len(), entries)?;
+    record(repo, &new);
     let (pack, idx) = (
         pack_dir.join(format!("{new}.pack")),
         pack_dir.join(format!("{new}.idx")),
@@ -72,9 +77,110 @@ pub fn merge(repo: &Repository, dry_run: bool) -> Result<Merged, git2::Error> {
             let _ = std::fs::remove_file(pack_dir.join(format!("{name}.{ext}")));
         }
     }
-    pack_write::set_recorded(repo, &[new])
+    set_recorded(repo, &[new])
         .map_err(|e| git2::Error::from_str(&format!("recording the merged pack: {e}")))?;
     Ok(merged)
+}
+
+/// Writes a pack of `count` entries (see [`entry`]; version 2, no deltas) through libgit2's
+/// indexer, which checks every object's name and the pack's checksum (what `git index-pack`
+/// does for a fetch) and writes its index; returns its name (`pack-<checksum>`). Streamed:
+/// the packs merged are never all in memory.
+fn write_through_indexer(
+    disk: &Repository,
+    count: usize,
+    entries: impl IntoIterator<Item = Result<Vec<u8>, git2::Error>>,
+) -> Result<String, git2::Error> {
+    let odb = disk.odb()?;
+    let mut writer = odb.packwriter()?;
+    let mut checksum = sha1::Sha1::new();
+    let mut put = |bytes: &[u8]| -> Result<(), git2::Error> {
+        checksum.update(bytes);
+        writer
+            .write_all(bytes)
+            .map_err(|e| git2::Error::from_str(&format!("writing a pack: {e}")))
+    };
+    put(&pack_files::header(count)?)?;
+    let mut written = 0;
+    for entry in entries {
+        put(&entry?)?;
+        written += 1;
+    }
+    if written != count {
+        return Err(git2::Error::from_str(&format!(
+            "a pack of {count} objects was given {written}"
+        )));
+    }
+    let checksum: [u8; 20] = checksum.finalize().into();
+    writer
+        .write_all(&checksum)
+        .map_err(|e| git2::Error::from_str(&format!("writing a pack: {e}")))?;
+    writer.commit()?;
+    Ok(format!("pack-{}", Oid::from_bytes(&checksum)?))
+}
+
+/// From this many packs of its own on, git-loaf merges them into one after writing the next
+/// (as `git loaf gc` does), so that they stay well below the 50 at which git's own `gc
+/// --auto` repacks the whole repository, and every lookup that misses reads few indexes.
+pub const MERGE_FROM: usize = 16;
+
+/// Merges git-loaf's packs when there are [`MERGE_FROM`] or more. Best effort: a merge that
+/// fails leaves every pack as it was.
+pub(crate) fn merge_when_many(disk: &Repository) {
+    if recorded(disk).len() >= MERGE_FROM
+        && let Err(e) = merge(disk, false)
+    {
+        tracing::debug!("packs not merged: {e}");
+    }
+}
+
+/// The file listing the packs git-loaf wrote (one name a line), which `git loaf gc` merges.
+fn record_path(repo: &Repository) -> std::path::PathBuf {
+    repo.commondir().join("loaf").join("packs")
+}
+
+/// Adds `name` to the packs git-loaf wrote. Best effort: a pack left out is only not merged
+/// by `git loaf gc` (git's own gc repacks it with the rest).
+pub(crate) fn record(repo: &Repository, name: &str) {
+    let path = record_path(repo);
+    let appended = std::fs::create_dir_all(path.parent().unwrap_or(&path)).and_then(|()| {
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| f.write_all(format!("{name}\n").as_bytes()))
+    });
+    if let Err(e) = appended {
+        tracing::debug!("cannot record pack {name}: {e}");
+    }
+}
+
+/// The packs git-loaf wrote that are still there (their index present), oldest first.
+pub(crate) fn recorded(repo: &Repository) -> Vec<String> {
+    let pack_dir = pack_files::pack_dir(repo);
+    let text = std::fs::read_to_string(record_path(repo)).unwrap_or_default();
+    let mut names: Vec<String> = Vec::new();
+    for name in text.lines() {
+        let valid = name.len() == 45
+            && name.starts_with("pack-")
+            && name[5..].bytes().all(|b| b.is_ascii_hexdigit());
+        if valid
+            && !names.iter().any(|n| n == name)
+            && pack_dir.join(format!("{name}.idx")).is_file()
+        {
+            names.push(name.to_owned());
+        }
+    }
+    names
+}
+
+/// Replaces the record with `names` (written aside, then renamed over it).
+fn set_recorded(repo: &Repository, names: &[String]) -> std::io::Result<()> {
+    let path = record_path(repo);
+    let aside = path.with_extension("new");
+    let text: String = names.iter().map(|n| format!("{n}\n")).collect();
+    std::fs::write(&aside, text)?;
+    std::fs::rename(&aside, &path)
 }
 
 fn read(path: &Path) -> Result<Vec<u8>, git2::Error> {

@@ -6,8 +6,8 @@
 //! through a [`Buffered`] handle instead, the objects stay in memory (libgit2's mempack
 //! backend: reads of them are served from there too) until [`Buffered::keep`] writes those a
 //! result needs: a few as loose objects, as before; from [`PACK_FROM`] on, as one pack with
-//! its index under `objects/pack` ([`super::pack_files`]; `git loaf gc` merges such packs
-//! through libgit2's indexer, [`write_pack`]). The pack holds no deltas, so it is written in
+//! its index under `objects/pack` ([`super::pack_files`]; they are recorded, and merged when
+//! many, by [`super::pack_merge`]). The pack holds no deltas, so it is written in
 //! the time it takes to compress the objects; `git gc` repacks it with the rest.
 //!
 //! Objects a result does not reach are never written. What the repository already has is
@@ -17,7 +17,6 @@ use std::collections::HashSet;
 use std::io::Write as _;
 
 use git2::{ObjectType, Odb, Oid, Repository};
-use sha1::Digest as _;
 
 /// From this many new objects on, they are written as one pack (git itself unpacks a
 /// fetched pack of fewer than 100 objects into loose ones: `transfer.unpackLimit`).
@@ -103,8 +102,8 @@ impl Buffered {
             let entries: Vec<(Oid, Vec<u8>)> =
                 found.iter().copied().zip(compressed(&objects)?).collect();
             let name = super::pack_files::write(disk, &entries)?;
-            record(disk, &name);
-            merge_when_many(disk);
+            super::pack_merge::record(disk, &name);
+            super::pack_merge::merge_when_many(disk);
         } else {
             for (kind, data) in &objects {
                 disk_odb.write(*kind, data)?;
@@ -167,113 +166,6 @@ impl Buffered {
     }
 }
 
-/// Writes a pack of `count` entries (see [`entry`]; version 2, no deltas) through libgit2's
-/// indexer, which checks every object's name and the pack's checksum (what `git index-pack`
-/// does for a fetch) and writes its index; records it as git-loaf's (see [`recorded`]) and
-/// returns its name (`pack-<checksum>`).
-pub(crate) fn write_pack(
-    disk: &Repository,
-    count: usize,
-    entries: impl IntoIterator<Item = Result<Vec<u8>, git2::Error>>,
-) -> Result<String, git2::Error> {
-    let odb = disk.odb()?;
-    let mut writer = odb.packwriter()?;
-    let mut checksum = sha1::Sha1::new();
-    let mut put = |bytes: &[u8]| -> Result<(), git2::Error> {
-        checksum.update(bytes);
-        writer
-            .write_all(bytes)
-            .map_err(|e| git2::Error::from_str(&format!("writing a pack: {e}")))
-    };
-    let declared =
-        u32::try_from(count).map_err(|_| git2::Error::from_str("too many objects for one pack"))?;
-    put(b"PACK")?;
-    put(&2u32.to_be_bytes())?;
-    put(&declared.to_be_bytes())?;
-    let mut written = 0;
-    for entry in entries {
-        put(&entry?)?;
-        written += 1;
-    }
-    if written != count {
-        return Err(git2::Error::from_str(&format!(
-            "a pack of {count} objects was given {written}"
-        )));
-    }
-    let checksum: [u8; 20] = checksum.finalize().into();
-    writer
-        .write_all(&checksum)
-        .map_err(|e| git2::Error::from_str(&format!("writing a pack: {e}")))?;
-    writer.commit()?;
-    let name = format!("pack-{}", Oid::from_bytes(&checksum)?);
-    record(disk, &name);
-    Ok(name)
-}
-
-/// From this many packs of its own on, git-loaf merges them into one after writing the next
-/// (as `git loaf gc` does), so that they stay well below the 50 at which git's own `gc
-/// --auto` repacks the whole repository, and every lookup that misses reads few indexes.
-pub const MERGE_FROM: usize = 16;
-
-/// Merges git-loaf's packs when there are [`MERGE_FROM`] or more. Best effort: a merge that
-/// fails leaves every pack as it was.
-fn merge_when_many(disk: &Repository) {
-    if recorded(disk).len() >= MERGE_FROM
-        && let Err(e) = super::pack_merge::merge(disk, false)
-    {
-        tracing::debug!("packs not merged: {e}");
-    }
-}
-
-/// The file listing the packs git-loaf wrote (one name a line), which `git loaf gc` merges.
-fn record_path(repo: &Repository) -> std::path::PathBuf {
-    repo.commondir().join("loaf").join("packs")
-}
-
-/// Adds `name` to the packs git-loaf wrote. Best effort: a pack left out is only not merged
-/// by `git loaf gc` (git's own gc repacks it with the rest).
-fn record(repo: &Repository, name: &str) {
-    let path = record_path(repo);
-    let appended = std::fs::create_dir_all(path.parent().unwrap_or(&path)).and_then(|()| {
-        std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| f.write_all(format!("{name}\n").as_bytes()))
-    });
-    if let Err(e) = appended {
-        tracing::debug!("cannot record pack {name}: {e}");
-    }
-}
-
-/// The packs git-loaf wrote that are still there (their index present), oldest first.
-pub(crate) fn recorded(repo: &Repository) -> Vec<String> {
-    let pack_dir = repo.commondir().join("objects").join("pack");
-    let text = std::fs::read_to_string(record_path(repo)).unwrap_or_default();
-    let mut names: Vec<String> = Vec::new();
-    for name in text.lines() {
-        let valid = name.len() == 45
-            && name.starts_with("pack-")
-            && name[5..].bytes().all(|b| b.is_ascii_hexdigit());
-        if valid
-            && !names.iter().any(|n| n == name)
-            && pack_dir.join(format!("{name}.idx")).is_file()
-        {
-            names.push(name.to_owned());
-        }
-    }
-    names
-}
-
-/// Replaces the record with `names` (written aside, then renamed over it).
-pub(crate) fn set_recorded(repo: &Repository, names: &[String]) -> std::io::Result<()> {
-    let path = record_path(repo);
-    let aside = path.with_extension("new");
-    let text: String = names.iter().map(|n| format!("{n}\n")).collect();
-    std::fs::write(&aside, text)?;
-    std::fs::rename(&aside, &path)
-}
-
 /// Each object as a pack entry (its type and size, then its zlib-compressed bytes), the
 /// compressing shared out between threads when there are many.
 fn compressed(objects: &[(ObjectType, Vec<u8>)]) -> Result<Vec<Vec<u8>>, git2::Error> {
@@ -333,7 +225,7 @@ pub(crate) fn entry(kind: ObjectType, data: &[u8]) -> std::io::Result<Vec<u8>> {
 
 /// The pack files under `objects/pack` (for tests and `gc`).
 pub fn packs(repo: &Repository) -> Vec<std::path::PathBuf> {
-    let dir = repo.commondir().join("objects").join("pack");
+    let dir = super::pack_files::pack_dir(repo);
     let mut found: Vec<_> = std::fs::read_dir(dir)
         .map(|read| {
             read.flatten()
@@ -348,9 +240,10 @@ pub fn packs(repo: &Repository) -> Vec<std::path::PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use std::path::Path;
 
+    use super::*;
+    use crate::git::pack_merge::{MERGE_FROM, recorded};
     use crate::git::testing::{committed_repo, git};
 
     /// A tree of `files` new blobs in folders of ten, built through `buffered`, on top of
@@ -526,7 +419,7 @@ mod tests {
         }
     }
 
-    /// Recording many dirty trees never leaves more than [`MERGE_FROM`] packs of git-loaf's:
+    /// Recording many dirty trees never leaves more than `MERGE_FROM` packs of git-loaf's:
     /// the one that reaches it merges them all into one, every object still readable.
     #[test]
     fn the_packs_are_merged_when_they_reach_the_limit() {
