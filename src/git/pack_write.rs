@@ -32,7 +32,39 @@ pub const MEMORY_BUDGET: usize = 8 << 20;
 /// [`Buffered::keep`].
 pub struct Buffered {
     repo: Repository,
-    budget: std::sync::atomic::AtomicUsize,
+    budget: MemoryBudget,
+}
+
+/// What a build through a [`Buffered`] handle shares with the threads reading its files: the
+/// bytes of content it may still hold in memory, and a plain handle on the same repository for
+/// what goes to disk instead (opened the first time one is needed, then kept for the build:
+/// a build reads an untracked folder's files one call each).
+pub struct MemoryBudget {
+    left: std::sync::atomic::AtomicUsize,
+    git_dir: std::path::PathBuf,
+    disk: std::sync::Mutex<Option<Repository>>,
+}
+
+impl MemoryBudget {
+    /// Takes `len` bytes from what is left, if that many are.
+    pub fn take(&self, len: usize) -> bool {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.left
+            .fetch_update(Relaxed, Relaxed, |left| left.checked_sub(len))
+            .is_ok()
+    }
+
+    /// Writes `content` as a blob straight to disk.
+    pub fn write_to_disk(&self, content: &[u8]) -> Result<Oid, git2::Error> {
+        let mut disk = self.disk.lock().unwrap_or_else(|e| e.into_inner());
+        if disk.is_none() {
+            *disk = Some(Repository::open(&self.git_dir)?);
+        }
+        match disk.as_ref() {
+            Some(repo) => repo.blob(content),
+            None => Err(git2::Error::from_str("no handle to write blobs with")),
+        }
+    }
 }
 
 /// What [`Buffered::keep`] wrote.
@@ -59,7 +91,11 @@ impl Buffered {
         buffered.odb()?.add_new_mempack_backend(1000)?;
         Ok(Buffered {
             repo: buffered,
-            budget: std::sync::atomic::AtomicUsize::new(MEMORY_BUDGET),
+            budget: MemoryBudget {
+                left: std::sync::atomic::AtomicUsize::new(MEMORY_BUDGET),
+                git_dir: repo.path().to_path_buf(),
+                disk: std::sync::Mutex::new(None),
+            },
         })
     }
 
@@ -70,7 +106,7 @@ impl Buffered {
 
     /// The bytes of file content the build may still hold in memory (see
     /// [`crate::git::treebuild::Source::objects_in_memory`]).
-    pub fn budget(&self) -> &std::sync::atomic::AtomicUsize {
+    pub fn budget(&self) -> &MemoryBudget {
         &self.budget
     }
 
@@ -479,6 +515,7 @@ mod tests {
         let buffered = Buffered::open(&repo).expect("buffered");
         buffered
             .budget()
+            .left
             .store(80 * 1000, std::sync::atomic::Ordering::Relaxed);
         let loose_before = loose_count(root);
         let source = crate::git::treebuild::Source {

@@ -7,7 +7,6 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
-use std::sync::atomic::AtomicUsize;
 
 use git2::{ObjectType, Oid, Repository, Tree};
 
@@ -49,9 +48,9 @@ pub struct Source<'a> {
     /// for the user's working tree, whose dirty files every operation records again.
     pub remember: bool,
     /// When `repo` keeps its writes in memory (a [`super::pack_write::Buffered`] handle),
-    /// the bytes of file content it may still take: files are then read on several threads
-    /// and stored through `repo` alone while the budget lasts, written to disk after.
-    pub objects_in_memory: Option<&'a AtomicUsize>,
+    /// its budget: files are then read on several threads and stored through `repo` alone
+    /// while the budget lasts, written to disk after.
+    pub objects_in_memory: Option<&'a super::pack_write::MemoryBudget>,
 }
 
 /// `base` with every path in `paths` (relative to the source's root) set to what the disk

@@ -2,14 +2,13 @@
 //! not changed since it was last recorded, otherwise read and hashed, many at once on
 //! several threads.
 
-use std::cell::OnceCell;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use git2::{Oid, Repository};
 
 use super::Source;
 use crate::git::blob_cache::{self, BlobCache, Stamp};
+use crate::git::pack_write::MemoryBudget;
 
 /// Plain files from this many on are read (and, unless the build's objects stay in memory,
 /// compressed and written) on several threads: that is most of recording a large change (a
@@ -24,15 +23,6 @@ const MAX_THREADS: usize = 4;
 /// memory (see [`crate::git::pack_write`]): held there it would be held twice, and a pack of
 /// one large blob saves nothing over a loose object.
 const IN_MEMORY_UP_TO: usize = 1 << 20;
-
-/// Takes `len` bytes from `budget` if it holds that many.
-fn take_from(budget: &AtomicUsize, len: usize) -> bool {
-    budget
-        .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
-            left.checked_sub(len)
-        })
-        .is_ok()
-}
 
 /// The blobs of the plain files `plain` (change, path, mode, stamp), as (change, blob, mode):
 /// with [`Source::remember`], those the cache knows unchanged are not read, and the others'
@@ -89,39 +79,40 @@ enum Read {
 
 /// The blobs of the plain files `paths` (relative to `root`), in order. A few are done on
 /// this thread, many are shared out between it and a handle per extra thread on the same
-/// object database (a handle is not shared between threads). With `in_memory` (the bytes
-/// `repo`'s in-memory store may still take), the workers only read the files, and this
+/// object database (a handle is not shared between threads). With `in_memory` (the budget of
+/// `repo`'s in-memory store), the workers only read the files, and this
 /// thread stores them through `repo`; a large file, or one past the budget, a worker writes
 /// to disk itself, so memory stays bounded however much is dirty.
 pub(super) fn plain_blobs(
     repo: &Repository,
     root: &Path,
     paths: &[&Path],
-    in_memory: Option<&AtomicUsize>,
+    in_memory: Option<&MemoryBudget>,
 ) -> Result<Vec<Oid>, git2::Error> {
     let git_dir = repo.path();
-    let work = |own: &Repository, path: &Path| -> Result<Read, git2::Error> {
+    // A file's bytes, and whether they stay in memory (else they are written to disk).
+    let read = |path: &Path| -> Result<(Vec<u8>, bool), git2::Error> {
         let full = root.join(path);
         let content = std::fs::read(&full)
             .map_err(|e| git2::Error::from_str(&format!("{}: {e}", full.display())))?;
-        if let Some(budget) = in_memory
-            && content.len() <= IN_MEMORY_UP_TO
-            && take_from(budget, content.len())
-        {
-            return Ok(Read::Bytes(content));
-        }
-        Ok(Read::Written(own.blob(&content)?))
+        let kept = in_memory
+            .is_some_and(|budget| content.len() <= IN_MEMORY_UP_TO && budget.take(content.len()));
+        Ok((content, kept))
     };
-    // This thread writes large files through a plain handle when `repo` keeps its writes.
-    let disk = OnceCell::new();
+    let work = |own: &Repository, path: &Path| -> Result<Read, git2::Error> {
+        match read(path)? {
+            (content, true) => Ok(Read::Bytes(content)),
+            (content, false) => Ok(Read::Written(own.blob(&content)?)),
+        }
+    };
+    // This thread writes what goes to disk through `repo`, or, when `repo` keeps its writes,
+    // through the budget's plain handle.
     let mine = |path: &Path| -> Result<Read, git2::Error> {
-        if in_memory.is_none() {
-            return work(repo, path);
-        }
-        if disk.get().is_none() {
-            let _ = disk.set(Repository::open(git_dir)?);
-        }
-        work(disk.get().unwrap_or(repo), path)
+        Ok(match (read(path)?, in_memory) {
+            ((content, true), _) => Read::Bytes(content),
+            ((content, false), Some(budget)) => Read::Written(budget.write_to_disk(&content)?),
+            ((content, false), None) => Read::Written(repo.blob(&content)?),
+        })
     };
     let threads = std::thread::available_parallelism()
         .map_or(1, |n| n.get())
