@@ -16,6 +16,15 @@ pub fn discover(dir: &Path) -> Result<Repository, git2::Error> {
     )
 }
 
+/// Stores `content` as a blob and returns its id. Not `Repository::blob`: libgit2 writes
+/// that through a stream, which compresses the content into a temporary file in the object
+/// folder before it learns the object is already there (and then deletes the file); most of
+/// what an operation stores is already there (the log's stacks and entries of an undo, a
+/// report written again, files the reply left as they were). Hashing first skips that file.
+pub fn write_blob(repo: &Repository, content: &[u8]) -> Result<Oid, git2::Error> {
+    repo.odb()?.write(git2::ObjectType::Blob, content)
+}
+
 /// A path as git stores it (index entries, tree entry names: bytes). On Unix any bytes are a
 /// path and nothing is copied; elsewhere a path that is not UTF-8 is converted lossily
 /// (repositories made there hold UTF-8).
