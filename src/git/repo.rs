@@ -68,6 +68,40 @@ pub fn worktree_root(dir: &Path) -> Option<PathBuf> {
 mod tests {
     use super::*;
 
+    /// A blob stored is the blob git names, readable, stored once; storing it again (the
+    /// common case) leaves the object folder as it was.
+    #[test]
+    fn a_blob_is_stored_once_under_the_id_git_gives_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = git2::Repository::init(dir.path()).expect("init");
+        let id = write_blob(&repo, b"hello\n").expect("stored");
+        assert_eq!(id.to_string(), "ce013625030ba8dba906f756967f9e9ca394464a");
+        assert_eq!(repo.find_blob(id).expect("read").content(), b"hello\n");
+        let objects = dir.path().join(".git/objects");
+        let names = || {
+            let mut all: Vec<_> = walk(&objects);
+            all.sort();
+            all
+        };
+        let before = names();
+        assert_eq!(write_blob(&repo, b"hello\n").expect("again"), id);
+        assert_eq!(names(), before);
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .expect("read")
+            .flatten()
+            .flat_map(|e| {
+                if e.path().is_dir() {
+                    walk(&e.path())
+                } else {
+                    vec![e.path()]
+                }
+            })
+            .collect()
+    }
+
     #[test]
     fn finds_the_root_from_a_subdirectory_and_nothing_outside() {
         let dir = tempfile::tempdir().expect("tempdir");
