@@ -461,3 +461,29 @@ fn a_copied_or_moved_repository_keeps_applying_and_the_original_too() {
         "{list}"
     );
 }
+
+/// A repository reached through a symlinked folder (`~/code` → `/data/code`): the model
+/// writes the paths the user showed it, through the link, and they are the repository's.
+#[test]
+fn paths_through_a_symlink_to_the_root_are_the_repositorys() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    let alias = s.sibling("alias");
+    std::os::unix::fs::symlink(&s.root, &alias).expect("symlink");
+    let through = |rel: &str| format!("{}/{rel}", alias.display());
+    let reply = [
+        block(
+            "k1a",
+            "file_write",
+            &[("path", &through("b.txt")), ("content", "AI\n")],
+        ),
+        block("k2b", "file_read", &[("path", &through("a.txt"))]),
+    ]
+    .join("\n");
+    let out = s.loaf_in(&alias, &["apply"], &reply);
+    s.assert_exit(&out, 0);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("a\n"), "the read is served: {report}");
+    assert_eq!(s.read("b.txt").as_deref(), Some("AI\n"));
+    assert_eq!(s.git(&["show", "HEAD:b.txt"]), "AI\n");
+    s.assert_tidy();
+}
