@@ -426,16 +426,20 @@ fn a_copied_or_moved_repository_keeps_applying_and_the_original_too() {
         &copy,
         &["commit", "-q", "--allow-empty", "-m", "only in the copy"],
     );
-    let in_copy = s.loaf_in(
-        &copy,
-        &["apply"],
-        &write("k2b", &format!("{}/c.txt", copy.display())),
-    );
-    s.assert_exit(&in_copy, 0);
-    assert_eq!(
-        std::fs::read_to_string(copy.join("c.txt")).ok().as_deref(),
-        Some("AI\n")
-    );
+    // An apply of a new file in the repository at `root`, which must land there.
+    let applies_in = |root: &std::path::Path, id: &str, name: &str| {
+        let out = s.loaf_in(
+            root,
+            &["apply"],
+            &write(id, &format!("{}/{name}", root.display())),
+        );
+        s.assert_exit(&out, 0);
+        assert_eq!(
+            std::fs::read_to_string(root.join(name)).ok().as_deref(),
+            Some("AI\n")
+        );
+    };
+    applies_in(&copy, "k2b", "c.txt");
     s.assert_exit(&s.apply(&write("k3c", "/repo/d.txt")), 0);
     assert_eq!(s.read("d.txt").as_deref(), Some("AI\n"));
     assert_eq!(
@@ -445,16 +449,7 @@ fn a_copied_or_moved_repository_keeps_applying_and_the_original_too() {
     );
     let moved = s.sibling("moved");
     std::fs::rename(&copy, &moved).expect("moved");
-    let in_moved = s.loaf_in(
-        &moved,
-        &["apply"],
-        &write("k4d", &format!("{}/e.txt", moved.display())),
-    );
-    s.assert_exit(&in_moved, 0);
-    assert_eq!(
-        std::fs::read_to_string(moved.join("e.txt")).ok().as_deref(),
-        Some("AI\n")
-    );
+    applies_in(&moved, "k4d", "e.txt");
     let list = git_in(&moved, &["worktree", "list", "--porcelain"]);
     assert!(
         list.contains(&format!("{}/.git/loaf/stage", moved.display())),
