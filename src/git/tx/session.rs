@@ -130,7 +130,7 @@ impl TxError {
                 "wait for it to finish and run the command again".into()
             }
             TxError::Lock(LockError::Io { .. }) => {
-                "check that the git directory is writable".into()
+                "check that the git directory is writable and that the lock is a plain file (git-loaf makes it when it is missing: anything else at its path can be removed)".into()
             }
             TxError::Refused { hint, .. } | TxError::Invalid { hint, .. } => hint.clone(),
             TxError::Config(_) => {
