@@ -138,3 +138,36 @@ fn step_back_keeps_a_staged_loaf_yml_away_with_the_other_changes() {
     s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
     assert_eq!(s.state(), before);
 }
+
+/// Something else than a file where git-loaf keeps its lock (a folder someone made): the
+/// operation stops before changing anything, names the path, and says it can go.
+#[test]
+fn a_folder_where_the_lock_goes_is_named_with_what_to_do() {
+    let s = Scratch::with(&[("a.txt", "1\n")]);
+    let lock = s.root.join(".git/loaf/lock");
+    let _ = std::fs::remove_file(&lock);
+    std::fs::create_dir_all(&lock).expect("a folder at the lock's path");
+    let before = s.state();
+    let out = s.apply(&block(
+        "aa1",
+        "file_write",
+        &[("path", "/repo/b.txt"), ("content", "b")],
+    ));
+    s.assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&lock.display().to_string()), "{stderr}");
+    assert!(
+        stderr.contains("anything else at its path can be removed"),
+        "{stderr}"
+    );
+    assert_eq!(s.state(), before, "nothing changed");
+    std::fs::remove_dir(&lock).expect("removed");
+    s.assert_exit(
+        &s.apply(&block(
+            "bb2",
+            "file_write",
+            &[("path", "/repo/b.txt"), ("content", "b")],
+        )),
+        0,
+    );
+}
