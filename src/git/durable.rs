@@ -150,7 +150,10 @@ fn sync_objects_since(repo: &Repository, since: SystemTime) -> std::io::Result<u
     }
     let count = all.len();
     synced.extend(all.into_iter().cloned());
-    if folders.is_empty() && !objects.is_dir() {
+    // The objects folder holds the names of the fan-out folders: a new one was made for a
+    // new object, so with none (an undo that writes nothing before its journal) there is no
+    // new name to sync, and an earlier call synced it with its objects.
+    if folders.is_empty() {
         return Ok(0);
     }
     sync_dir(&objects)?;

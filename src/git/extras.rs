@@ -87,7 +87,7 @@ impl State {
         };
         let blob = |bytes: &[u8]| -> Result<String, VisibleError> {
             Ok(match repo {
-                Some(repo) => repo.blob(bytes)?,
+                Some(repo) => crate::git::repo::write_blob(repo, bytes)?,
                 None => Oid::hash_object(ObjectType::Blob, bytes)?,
             }
             .to_string())

@@ -43,7 +43,7 @@ pub fn file_blob(
     let full = dir.join(path);
     let content = std::fs::read(&full).map_err(io(&full))?;
     if !conversions.apply_to(repo, path)? {
-        return Ok(repo.blob(&content)?);
+        return Ok(crate::git::repo::write_blob(repo, &content)?);
     }
     blob(repo, path, content)
 }

@@ -61,7 +61,7 @@ impl MemoryBudget {
             *disk = Some(Repository::open(&self.git_dir)?);
         }
         match disk.as_ref() {
-            Some(repo) => repo.blob(content),
+            Some(repo) => crate::git::repo::write_blob(repo, content),
             None => Err(git2::Error::from_str("no handle to write blobs with")),
         }
     }

@@ -16,6 +16,15 @@ pub fn discover(dir: &Path) -> Result<Repository, git2::Error> {
     )
 }
 
+/// Stores `content` as a blob and returns its id. Not `Repository::blob`: libgit2 writes
+/// that through a stream, which compresses the content into a temporary file in the object
+/// folder before it learns the object is already there (and then deletes the file); most of
+/// what an operation stores is already there (the log's stacks and entries of an undo, a
+/// report written again, files the reply left as they were). Hashing first skips that file.
+pub fn write_blob(repo: &Repository, content: &[u8]) -> Result<Oid, git2::Error> {
+    repo.odb()?.write(git2::ObjectType::Blob, content)
+}
+
 /// A path as git stores it (index entries, tree entry names: bytes). On Unix any bytes are a
 /// path and nothing is copied; elsewhere a path that is not UTF-8 is converted lossily
 /// (repositories made there hold UTF-8).
@@ -58,6 +67,40 @@ pub fn worktree_root(dir: &Path) -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A blob stored is the blob git names, readable, stored once; storing it again (the
+    /// common case) leaves the object folder as it was.
+    #[test]
+    fn a_blob_is_stored_once_under_the_id_git_gives_it() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = git2::Repository::init(dir.path()).expect("init");
+        let id = write_blob(&repo, b"hello\n").expect("stored");
+        assert_eq!(id.to_string(), "ce013625030ba8dba906f756967f9e9ca394464a");
+        assert_eq!(repo.find_blob(id).expect("read").content(), b"hello\n");
+        let objects = dir.path().join(".git/objects");
+        let names = || {
+            let mut all: Vec<_> = walk(&objects);
+            all.sort();
+            all
+        };
+        let before = names();
+        assert_eq!(write_blob(&repo, b"hello\n").expect("again"), id);
+        assert_eq!(names(), before);
+    }
+
+    fn walk(dir: &Path) -> Vec<PathBuf> {
+        std::fs::read_dir(dir)
+            .expect("read")
+            .flatten()
+            .flat_map(|e| {
+                if e.path().is_dir() {
+                    walk(&e.path())
+                } else {
+                    vec![e.path()]
+                }
+            })
+            .collect()
+    }
 
     #[test]
     fn finds_the_root_from_a_subdirectory_and_nothing_outside() {

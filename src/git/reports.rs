@@ -19,7 +19,7 @@ pub const REPORTS_REF: &str = "refs/loaf/reports";
 
 /// Stores `text` as the report of `commit`, replacing any earlier one.
 pub fn write(repo: &Repository, commit: Oid, text: &str) -> Result<(), git2::Error> {
-    let blob = repo.blob(text.as_bytes())?;
+    let blob = crate::git::repo::write_blob(repo, text.as_bytes())?;
     update(repo, |tree| {
         tree.insert(commit.to_string(), blob, 0o100644)?;
         Ok(true)

@@ -252,7 +252,7 @@ fn plan(
         let target = std::fs::read_link(&full)
             .map_err(|e| git2::Error::from_str(&format!("{}: {e}", full.display())))?;
         return Ok(Planned::Value(Some((
-            repo.blob(target.as_os_str().as_encoded_bytes())?,
+            crate::git::repo::write_blob(repo, target.as_os_str().as_encoded_bytes())?,
             0o120000,
         ))));
     }

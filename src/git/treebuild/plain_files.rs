@@ -9,6 +9,7 @@ use git2::{Oid, Repository};
 use super::Source;
 use crate::git::blob_cache::{self, BlobCache, Stamp};
 use crate::git::pack_write::MemoryBudget;
+use crate::git::repo::write_blob;
 
 /// Plain files from this many on are read (and, unless the build's objects stay in memory,
 /// compressed and written) on several threads: that is most of recording a large change (a
@@ -102,7 +103,7 @@ pub(super) fn plain_blobs(
     let work = |own: &Repository, path: &Path| -> Result<Read, git2::Error> {
         match read(path)? {
             (content, true) => Ok(Read::Bytes(content)),
-            (content, false) => Ok(Read::Written(own.blob(&content)?)),
+            (content, false) => Ok(Read::Written(write_blob(own, &content)?)),
         }
     };
     // This thread writes what goes to disk through `repo`, or, when `repo` keeps its writes,
@@ -111,7 +112,7 @@ pub(super) fn plain_blobs(
         Ok(match (read(path)?, in_memory) {
             ((content, true), _) => Read::Bytes(content),
             ((content, false), Some(budget)) => Read::Written(budget.write_to_disk(&content)?),
-            ((content, false), None) => Read::Written(repo.blob(&content)?),
+            ((content, false), None) => Read::Written(write_blob(repo, &content)?),
         })
     };
     let threads = std::thread::available_parallelism()
@@ -150,7 +151,7 @@ pub(super) fn plain_blobs(
     reads
         .into_iter()
         .map(|read| match read {
-            Read::Bytes(content) => repo.blob(&content),
+            Read::Bytes(content) => write_blob(repo, &content),
             Read::Written(id) => Ok(id),
         })
         .collect()

@@ -123,7 +123,7 @@ fn merge3(
         &input(t_blob.content()),
         Some(&mut options),
     )?;
-    let value = Some((repo.blob(result.content())?, t.1));
+    let value = Some((crate::git::repo::write_blob(repo, result.content())?, t.1));
     Ok(if result.is_automergeable() {
         Merged::Clean(value)
     } else {

@@ -113,7 +113,10 @@ pub fn merge_entry(
             "you and the reply both changed the same lines of {shown}"
         ))));
     }
-    Ok(Ok(Some((repo.blob(result.content())?, theirs.1))))
+    Ok(Ok(Some((
+        crate::git::repo::write_blob(repo, result.content())?,
+        theirs.1,
+    ))))
 }
 
 /// The working tree and index trees after a landing, and the paths merged with the user's

@@ -328,7 +328,7 @@ fn write_entry(
 ) -> Result<Oid, git2::Error> {
     let json = serde_json::to_vec_pretty(entry)
         .map_err(|e| git2::Error::from_str(&format!("operation log entry: {e}")))?;
-    let entry_blob = repo.blob(&json)?;
+    let entry_blob = crate::git::repo::write_blob(repo, &json)?;
     let mut tree = repo.treebuilder(None)?;
     tree.insert(ENTRY_FILE, entry_blob, 0o100644)?;
     // Keep the trees undo and redo restore from.

@@ -28,6 +28,17 @@ const NAME: &str = "loaf-stage";
 /// ([`WRITTEN`], next to the stage) when only the listed paths (NUL-separated after it) may hold some.
 const WRITTEN_PATHS: &[u8] = b"paths\n";
 
+/// The line the same record starts with while an apply runs in the stage: written with the
+/// record at the run's reset (before HEAD or any file there moves) and taken off when the run
+/// ends. A run that did not end (killed, a refused commit, failed hooks) leaves it, and the
+/// next apply then scans the whole stage and ends the processes a killed sandbox left. One
+/// record rewritten instead of a marker file made and deleted by every apply.
+pub(crate) const IN_FLIGHT: &[u8] = b"in flight\n";
+
+/// The marker file an earlier git-loaf made for the same purpose (`stage-in-flight`): one a
+/// crash left before an upgrade still counts.
+const OLD_IN_FLIGHT_MARKER: &str = "stage-in-flight";
+
 /// Why the stage could not be used.
 #[derive(Debug, thiserror::Error)]
 pub enum StageError {
@@ -44,6 +55,9 @@ pub enum StageError {
 pub struct Stage {
     repo: Repository,
     path: PathBuf,
+    /// An apply runs in the stage ([`Stage::begin_run`] to [`Stage::end_run`]): every record
+    /// written meanwhile starts with [`IN_FLIGHT`].
+    in_flight: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Stage {
@@ -62,6 +76,45 @@ pub enum Touched {
 }
 
 impl Stage {
+    fn new(repo: Repository, path: PathBuf) -> Stage {
+        Stage {
+            repo,
+            path,
+            in_flight: std::sync::atomic::AtomicBool::new(false),
+        }
+    }
+
+    /// An apply begins to run in the stage: whether the last one did not end (then the
+    /// caller scans the stage at its reset). From here until [`Stage::end_run`] the record of
+    /// where ignored content may be says the run is in flight; the reset writes it first.
+    pub fn begin_run(&self) -> bool {
+        let old_marker = self
+            .repo
+            .commondir()
+            .join("loaf")
+            .join(OLD_IN_FLIGHT_MARKER);
+        let crashed = old_marker.exists()
+            || std::fs::read(self.written_record()).is_ok_and(|b| b.starts_with(IN_FLIGHT));
+        // The record says it from the reset on.
+        let _ = std::fs::remove_file(old_marker);
+        self.in_flight
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+        crashed
+    }
+
+    /// The run ended (committed and published, or nothing to commit): the next apply need
+    /// not scan the stage. The record keeps what it says of ignored content.
+    pub fn end_run(&self) -> Result<(), StageError> {
+        self.in_flight
+            .store(false, std::sync::atomic::Ordering::SeqCst);
+        let record = self.written_record();
+        let bytes = std::fs::read(&record)?;
+        if let Some(rest) = bytes.strip_prefix(IN_FLIGHT) {
+            std::fs::write(&record, rest)?;
+        }
+        Ok(())
+    }
+
     /// Opens the stage, creating it at `start` the first time (or when it was deleted).
     pub fn open_or_create(repo: &Repository, start: Oid) -> Result<Stage, StageError> {
         let path = repo.commondir().join("loaf").join("stage");
@@ -81,7 +134,7 @@ impl Stage {
             && path.join(".git").exists()
         {
             let stage = Repository::open(&path)?;
-            return Ok(Stage { repo: stage, path });
+            return Ok(Stage::new(stage, path));
         }
         let start = repo.find_commit(start)?;
         remove_stage(repo, &path)?;
@@ -117,7 +170,7 @@ impl Stage {
             branch.delete()?;
         }
         detached?;
-        let stage = Stage { repo: stage?, path };
+        let stage = Stage::new(stage?, path);
         let plain = !crate::git::filters::may_convert_any(repo, start.tree_id())?;
         // Without any conversion, the files are their blobs: written on several threads.
         #[cfg(unix)]
@@ -306,6 +359,7 @@ impl Stage {
         let Ok(bytes) = std::fs::read(self.written_record()) else {
             return Touched::Anything;
         };
+        let bytes = bytes.strip_prefix(IN_FLIGHT).unwrap_or(&bytes);
         match bytes.strip_prefix(WRITTEN_PATHS) {
             Some(list) => Touched::Paths(
                 list.split(|b| *b == 0)
@@ -320,6 +374,9 @@ impl Stage {
     /// Records where the run may leave ignored content, for the next reset.
     fn record_written(&self, touched: &Touched) -> Result<(), StageError> {
         let mut bytes = Vec::new();
+        if self.in_flight.load(std::sync::atomic::Ordering::SeqCst) {
+            bytes.extend_from_slice(IN_FLIGHT);
+        }
         if let Touched::Paths(paths) = touched {
             bytes.extend_from_slice(WRITTEN_PATHS);
             for path in paths {
@@ -443,12 +500,6 @@ fn remove_stage(repo: &Repository, path: &Path) -> Result<(), StageError> {
         std::fs::remove_dir_all(path)?;
     }
     Ok(())
-}
-
-/// Marker: an apply is (or was, if it crashed) running in the stage, so the next reset must
-/// scan it.
-pub fn in_flight_marker(repo: &Repository) -> PathBuf {
-    repo.commondir().join("loaf").join("stage-in-flight")
 }
 
 #[cfg(test)]
@@ -633,5 +684,49 @@ mod tests {
             .and_then(|c| c.tree())
             .expect("base tree");
         assert_ne!(tree.id(), base.id());
+    }
+
+    /// A run that did not end (killed, refused) is found by the next one, which then scans;
+    /// one that ended is not; the record of where ignored content may be survives both, and
+    /// a publish forgetting that record keeps the run in flight.
+    #[test]
+    fn a_run_that_did_not_end_is_found_by_the_next() {
+        let (_dir, repo, first, second) = repo();
+        let stage = Stage::open_or_create(&repo, second).expect("created");
+        assert!(!stage.begin_run(), "a new stage has no unfinished run");
+        stage.reset_to(first, false).expect("reset");
+        let touched = Touched::Paths(vec![PathBuf::from("target/x.o")]);
+        stage.snapshot(&touched, &repo).expect("snapshot");
+        // Killed here: the next apply opens the stage anew.
+        let next = Stage::open_or_create(&repo, first).expect("reopened");
+        assert_eq!(
+            next.written(),
+            touched,
+            "the record is read past the run's line"
+        );
+        assert!(next.begin_run(), "the killed run is found");
+        next.reset_to(first, true).expect("reset");
+        super::super::stage_swap::forget_written(&repo).expect("forget");
+        let after_forget = Stage::open_or_create(&repo, first).expect("reopened");
+        assert_eq!(after_forget.written(), Touched::Anything);
+        assert!(
+            after_forget.begin_run(),
+            "forgetting the paths keeps the run in flight"
+        );
+        after_forget.reset_to(first, true).expect("reset");
+        after_forget.snapshot(&touched, &repo).expect("snapshot");
+        after_forget.end_run().expect("ended");
+        let ended = Stage::open_or_create(&repo, first).expect("reopened");
+        assert!(!ended.begin_run(), "a run that ended is not found");
+        assert_eq!(ended.written(), touched, "its record kept");
+        // A marker an earlier git-loaf left counts, once.
+        let old = repo.commondir().join("loaf").join(OLD_IN_FLIGHT_MARKER);
+        std::fs::write(&old, "id").expect("old marker");
+        assert!(
+            Stage::open_or_create(&repo, first)
+                .expect("reopened")
+                .begin_run()
+        );
+        assert!(!old.exists(), "the record says it from now on");
     }
 }

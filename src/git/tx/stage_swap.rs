@@ -29,9 +29,13 @@ const MOVED: &str = "stage-moved";
 pub(crate) const WRITTEN: &str = "stage-written";
 
 /// Forgets where the last run may have left ignored content, so that the next reset scans the
-/// whole stage for it.
+/// whole stage for it. Whether a run is in flight, which the record's first line says, stays.
 pub(crate) fn forget_written(repo: &Repository) -> std::io::Result<()> {
-    std::fs::write(repo.commondir().join("loaf").join(WRITTEN), b"")
+    let record = repo.commondir().join("loaf").join(WRITTEN);
+    let bytes = std::fs::read(&record).unwrap_or_default();
+    let in_flight = bytes.split_inclusive(|b| *b == b'\n').next();
+    let kept = in_flight.filter(|line| *line == super::stage::IN_FLIGHT);
+    std::fs::write(&record, kept.unwrap_or_default())
 }
 
 /// The paths recorded as moved by a publish since the stage's last reset.

@@ -60,7 +60,7 @@ impl Tx<'_> {
     }
 
     /// pre-commit runs against exactly this commit, as `git commit` runs it; what it
-    /// rewrites is committed too. A refusal publishes nothing (the marker stays: the next
+    /// rewrites is committed too. A refusal publishes nothing (the run stays in flight: the next
     /// reset scans).
     pub(super) fn pre_commit(
         &self,

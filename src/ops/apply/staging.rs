@@ -1,15 +1,13 @@
 //! The apply's first steps (DESIGN §2): with the lock held, load loaf.yml and note where
 //! HEAD is → checkpoint the user's uncommitted work → bring the stage to it.
 
-use std::path::PathBuf;
-
 use super::{ApplyOptions, Tx};
 use crate::config::Config;
 use crate::git::checkpoint::{self, Checkpoint};
 use crate::git::commit::write_commit;
 use crate::git::publish::crash_point;
 use crate::git::session::{Session, TxError};
-use crate::git::stage::{self, Stage};
+use crate::git::stage::Stage;
 use crate::git::{Oid, refs};
 use crate::ops::new_id;
 
@@ -18,8 +16,6 @@ pub(super) struct Staging {
     pub(super) stage: Stage,
     /// The commit it started from (the user's HEAD plus uncommitted work).
     start: Oid,
-    /// The in-flight marker: while it exists, the next apply scans the stage fully.
-    marker: PathBuf,
 }
 
 impl<'a> Tx<'a> {
@@ -71,21 +67,16 @@ impl<'a> Tx<'a> {
             _ => checkpoint.as_commit(repo, "loaf: stage start")?,
         };
         let stage = Stage::open_or_create(repo, start)?;
-        let marker = stage::in_flight_marker(repo);
-        let crashed = marker.exists();
+        let crashed = stage.begin_run();
         if crashed {
             // A crashed apply's exec may have left processes behind (without namespaces).
             let _ = crate::exec::sandbox::kill_recorded(self.session.common_dir());
         }
-        // Written before the reset, so that one a crash interrupts is scanned next time too.
-        std::fs::write(&marker, &self.id).map_err(stage::StageError::from)?;
+        // The reset records the run as in flight before it moves anything, so that one a
+        // crash interrupts is scanned next time too.
         stage.reset_to(start, crashed)?;
         crash_point("stage");
-        Ok(Staging {
-            stage,
-            start,
-            marker,
-        })
+        Ok(Staging { stage, start })
     }
 }
 
@@ -104,6 +95,8 @@ impl Staging {
 
     /// The stage holds what was committed: the next apply need not scan it fully.
     pub(super) fn finish(&self) {
-        let _ = std::fs::remove_file(&self.marker);
+        // Failing, the run stays in flight: the next apply scans the stage (slower, never
+        // wrong).
+        let _ = self.stage.end_run();
     }
 }

@@ -119,7 +119,11 @@ impl State {
     ) -> Result<(), git2::Error> {
         let json = serde_json::to_vec(self)
             .map_err(|e| git2::Error::from_str(&format!("operation log stacks: {e}")))?;
-        tree.insert(STACKS_FILE, repo.blob(&json)?, 0o100644)?;
+        tree.insert(
+            STACKS_FILE,
+            crate::git::repo::write_blob(repo, &json)?,
+            0o100644,
+        )?;
         if !nodes.is_empty() {
             let mut folder = repo.treebuilder(None)?;
             for (i, node) in nodes.iter().enumerate() {
@@ -201,7 +205,7 @@ fn drop_top(
 fn push(repo: &Repository, node: Node, written: &mut Vec<Oid>) -> Result<String, git2::Error> {
     let json = serde_json::to_vec(&node)
         .map_err(|e| git2::Error::from_str(&format!("operation log stack: {e}")))?;
-    let oid = repo.blob(&json)?;
+    let oid = crate::git::repo::write_blob(repo, &json)?;
     written.push(oid);
     Ok(oid.to_string())
 }
