@@ -14,11 +14,13 @@ but the code's own limits.
 In each repository, side by side with its git equivalent (tools alternating, medians):
 undo (`git reset --hard HEAD~1`), redo (`git reset --hard` to the undone commit), squash of
 two applies (`git reset --soft HEAD~2` + `git commit`), log -n 5 (`git log -n 5`), show
-(`git show --stat HEAD`). The last columns say how the deep repository's time compares with
+(`git show --stat HEAD`), take of an apply kept aside (`git cherry-pick --ff` of a side
+branch holding the same commit). The last columns say how the deep repository's time compares with
 the fresh one's: the target is that the history's length costs nothing.
 """
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -136,6 +138,29 @@ class Pair:
                 f.write(text)
         tb.run(["git", "commit", "-q", "-am", label], self.git, self.env)
 
+    def keep(self, label):
+        """An apply git-loaf keeps instead of publishing (the index was locked by another
+        git command), and the same commit on a side branch `kept` of the git copy; returns the
+        apply's id, for `take`."""
+        files, reply = edit_reply(self.loaf, label)
+        lock = os.path.join(self.loaf, ".git", "index.lock")
+        open(lock, "w").close()
+        try:
+            out = subprocess.run([self.bin, "apply"], cwd=self.loaf, env=self.env, input=reply,
+                                 capture_output=True)
+        finally:
+            os.remove(lock)
+        found = re.search(rb"git loaf take ([0-9a-f]+)", out.stdout)
+        if out.returncode != 3 or not found:
+            sys.exit("the apply was not kept: %r" % out.stdout[-300:])
+        tb.run(["git", "checkout", "-q", "-B", "kept"], self.git, self.env)
+        for rel, text in files:
+            with open(os.path.join(self.git, rel), "w") as f:
+                f.write(text)
+        tb.run(["git", "commit", "-q", "-am", label], self.git, self.env)
+        tb.run(["git", "checkout", "-q", "main"], self.git, self.env)
+        return found.group(1).decode()
+
     def loaf_cmd(self, *args):
         return lambda: tb.run([self.bin] + list(args), self.loaf, self.env)
 
@@ -181,6 +206,10 @@ def rounds(pair, runs):
         time_both("squash", pair.loaf_cmd("squash", "--limit", "2", "-m", "squashed"),
                   git_squash, r)
         pair.same("squash")
+        kept = pair.keep("round %d kept" % r)
+        time_both("take", pair.loaf_cmd("take", kept),
+                  pair.git_cmd("cherry-pick", "--ff", "kept"), r)
+        pair.same("take")
     return {k: statistics.median(v) for k, v in t.items()}
 
 
@@ -211,7 +240,8 @@ def main():
     print("| --- | --- | ---: | ---: | ---: | --- |")
     equivalents = {"undo": "`git reset --hard HEAD~1`", "redo": "`git reset --hard` (undone)",
                    "squash": "`git reset --soft HEAD~2` + `git commit`",
-                   "log": "`git log -n 5`", "show": "`git show --stat HEAD`"}
+                   "log": "`git log -n 5`", "show": "`git show --stat HEAD`",
+                   "take": "`git cherry-pick --ff` of a side branch"}
     for op, equivalent in equivalents.items():
         cells = []
         for name in ("fresh", "deep"):

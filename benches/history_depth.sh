@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# History-length independence (issue 27): undo, redo, squash, log and show on a fresh
+# History-length independence (issue 27): undo, redo, squash, log, show and take on a fresh
 # repository and on one with a long history (80,000 commits, nine remote-tracking refs), each
 # beside its git equivalent, in one run.
 #   bash benches/history_depth.sh                     (COMMITS=80000 RUNS=7)

@@ -246,29 +246,36 @@ def dirty_apply_undo_rounds(bench, text, runs):
     """Issue 27: a 5-file apply and its undo on a tree with the user's 200 modified and 50
     untracked files, against writing the 5 + `git add` of them + `git commit`, and
     `git reset --keep HEAD~1` (which keeps the user's changes as undo does)."""
-    times = {key: [] for key in ("loaf apply", "git apply", "loaf undo", "git undo")}
+    keys = [tool + " " + what + again for again in ("", " again")
+            for what in ("apply", "undo") for tool in ("loaf", "git")]
+    times = {key: [] for key in keys}
     for r in range(runs):
         modified = {rel for rel, _ in make_dirty(bench, text, r)}
-        edit = dirty_edit(text, r, modified)
-        reply = edit.reply(bench.loaf, 30 + r)
+        # The first apply on this work, then (after its undo, which puts the same work back)
+        # another on the same work: what the next turns of a session cost.
+        for again, n in (("", 0), (" again", 1)):
+            edit = dirty_edit(text, r * 2 + n, modified)
+            reply = edit.reply(bench.loaf, 30 + r * 2 + n)
 
-        def git_apply():
-            for rel, data in edit.files:
-                with open(os.path.join(bench.git, rel), "wb") as f:
-                    f.write(data)
-            tb.run(["git", "add", "--"] + [rel for rel, _ in edit.files], bench.git, bench.env)
-            tb.run(["git", "commit", "-q", "-m", "edit %s" % edit.label], bench.git, bench.env)
+            def git_apply(edit=edit):
+                for rel, data in edit.files:
+                    with open(os.path.join(bench.git, rel), "wb") as f:
+                        f.write(data)
+                tb.run(["git", "add", "--"] + [rel for rel, _ in edit.files], bench.git,
+                       bench.env)
+                tb.run(["git", "commit", "-q", "-m", "edit %s" % edit.label], bench.git,
+                       bench.env)
 
-        def git_undo():
-            tb.run(["git", "reset", "-q", "--keep", "HEAD~1"], bench.git, bench.env)
+            def git_undo():
+                tb.run(["git", "reset", "-q", "--keep", "HEAD~1"], bench.git, bench.env)
 
-        steps = [("apply", lambda: bench.loaf_apply(reply), git_apply),
-                 ("undo", bench.loaf_undo, git_undo)]
-        for what, loaf_fn, git_fn in steps:
-            pair = [("loaf " + what, loaf_fn), ("git " + what, git_fn)]
-            for key, fn in (pair if r % 2 == 0 else pair[::-1]):
-                times[key].append(tb.timed(fn)[0])
-            bench.check_same("dirty %s in round %d" % (what, r))
+            steps = [("apply", lambda reply=reply: bench.loaf_apply(reply), git_apply),
+                     ("undo", bench.loaf_undo, git_undo)]
+            for what, loaf_fn, git_fn in steps:
+                pair = [("loaf " + what + again, loaf_fn), ("git " + what + again, git_fn)]
+                for key, fn in (pair if r % 2 == 0 else pair[::-1]):
+                    times[key].append(tb.timed(fn)[0])
+                bench.check_same("dirty %s%s in round %d" % (what, again, r))
         for root in (bench.loaf, bench.git):
             tb.run(["git", "reset", "-q", "--hard"], root, bench.env)
             tb.run(["git", "clean", "-q", "-f"], root, bench.env)
@@ -304,6 +311,10 @@ def dirty_rows(bench, text, size, runs, table):
               med["git apply"], "write + `git add` of the 5 + `git commit`", 1.3)
     table.add(size, "undo, 5 files, with 200 modified + 50 untracked", med["loaf undo"],
               med["git undo"], "`git reset --keep HEAD~1`", 1.3)
+    table.add(size, "the next apply on the same uncommitted work", med["loaf apply again"],
+              med["git apply again"], "write + `git add` of the 5 + `git commit`", 1.3)
+    table.add(size, "its undo", med["loaf undo again"], med["git undo again"],
+              "`git reset --keep HEAD~1`", 1.3)
 
 
 def one_size(args, files, table):

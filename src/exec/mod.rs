@@ -187,6 +187,12 @@ impl PathMap {
     /// Where a path the model wrote really is. A path whose `..` climb out of the root
     /// (`<root>/../x`) is outside it, not under the real root's parent.
     pub fn to_real(&self, user: &Path) -> PathBuf {
+        let user = if self.user_root == self.real_root {
+            std::borrow::Cow::Borrowed(user)
+        } else {
+            root_spelled_as_ours(&self.user_root, user)
+        };
+        let user = user.as_ref();
         match user.strip_prefix(&self.user_root) {
             Ok(rest) if self.user_root != self.real_root && !climbs_out(rest) => {
                 self.real_root.join(rest)
@@ -300,6 +306,30 @@ fn normal_relative(relative: &Path) -> Option<PathBuf> {
 }
 
 /// Whether the `..` in relative `path` lead above where it starts.
+/// `path` with another spelling of `root` replaced by `root`: a folder that resolves to it
+/// (the user reached the repository through a symlink, `~/code` → `/data/code`, and showed
+/// the model those paths). Only a spelling of the root itself counts: a symlink under the
+/// root is the guard's to judge where it leads.
+pub(crate) fn root_spelled_as_ours<'p>(root: &Path, path: &'p Path) -> std::borrow::Cow<'p, Path> {
+    use std::borrow::Cow;
+    if !path.is_absolute() || path.starts_with(root) {
+        return Cow::Borrowed(path);
+    }
+    let Ok(canonical_root) = root.canonicalize() else {
+        return Cow::Borrowed(path);
+    };
+    for spelling in path.ancestors().filter(|a| a.parent().is_some()) {
+        if spelling
+            .canonicalize()
+            .is_ok_and(|found| found == canonical_root)
+            && let Ok(rest) = path.strip_prefix(spelling)
+        {
+            return Cow::Owned(root.join(rest));
+        }
+    }
+    Cow::Borrowed(path)
+}
+
 fn climbs_out(path: &Path) -> bool {
     let mut depth = 0usize;
     for component in path.components() {

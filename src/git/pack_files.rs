@@ -15,12 +15,21 @@ use std::path::Path;
 use git2::{Oid, Repository};
 use sha1::Digest as _;
 
+/// How the files a pack is written into before their rename are named (git's `prune`
+/// removes `tmp_*` files of the pack folder after two weeks; git-loaf's own tidying, at once).
+pub(crate) const TEMPORARY_PREFIX: &str = "tmp_loaf_";
+
 /// Offsets from here on go to the index's table of 64-bit offsets.
 const LARGE_OFFSET: u64 = 0x8000_0000;
 
 /// Writes `entries` (each object's name and pack entry, see [`super::pack_write::entry`]),
-/// distinct names, as one pack with its index; returns its name (`pack-<checksum>`).
-pub(crate) fn write(disk: &Repository, entries: &[(Oid, Vec<u8>)]) -> Result<String, git2::Error> {
+/// distinct names, as one pack with its index; returns its name (`pack-<checksum>`), which
+/// `before_files` is given first, before either file is in place.
+pub(crate) fn write(
+    disk: &Repository,
+    entries: &[(Oid, Vec<u8>)],
+    before_files: impl FnOnce(&str),
+) -> Result<String, git2::Error> {
     let size = 12 + entries.iter().map(|(_, e)| e.len()).sum::<usize>() + 20;
     let mut pack = Vec::with_capacity(size);
     pack.extend_from_slice(&header(entries.len())?);
@@ -41,6 +50,7 @@ pub(crate) fn write(disk: &Repository, entries: &[(Oid, Vec<u8>)]) -> Result<Str
     let name = format!("pack-{}", Oid::from_bytes(&checksum)?);
     let dir = pack_dir(disk);
     std::fs::create_dir_all(&dir).map_err(|e| io_error(&dir, e))?;
+    before_files(&name);
     put(&dir, &format!("{name}.pack"), &pack)?;
     put(&dir, &format!("{name}.idx"), &index)?;
     Ok(name)
@@ -106,7 +116,7 @@ fn index(listed: &[(Oid, u32, u64)], checksum: &[u8; 20]) -> Vec<u8> {
 fn put(dir: &Path, name: &str, bytes: &[u8]) -> Result<(), git2::Error> {
     let target = dir.join(name);
     let mut aside = tempfile::Builder::new()
-        .prefix("tmp_loaf_")
+        .prefix(TEMPORARY_PREFIX)
         .tempfile_in(dir)
         .map_err(|e| io_error(dir, e))?;
     aside
@@ -152,7 +162,7 @@ mod tests {
                 )
             })
             .collect();
-        let name = write(&repo, &entries).expect("written");
+        let name = write(&repo, &entries, |_| {}).expect("written");
         let pack_dir = dir.path().join(".git/objects/pack");
         let ours = std::fs::read(pack_dir.join(format!("{name}.idx"))).expect("our index");
         let theirs = dir.path().join("theirs.idx");
@@ -221,7 +231,7 @@ mod tests {
         let repo = Repository::open(dir.path()).expect("repo");
         let id = Oid::hash_object(git2::ObjectType::Blob, b"x").expect("id");
         let one = entry(git2::ObjectType::Blob, b"x").expect("entry");
-        let err = write(&repo, &[(id, one.clone()), (id, one)]).expect_err("refused");
+        let err = write(&repo, &[(id, one.clone()), (id, one)], |_| {}).expect_err("refused");
         assert!(err.message().contains("twice"), "{err}");
         assert!(
             !dir.path()

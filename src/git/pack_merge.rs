@@ -29,6 +29,9 @@ pub struct Merged {
 /// Merges the packs git-loaf wrote into one when there are two or more; with `dry_run`, only
 /// counts them.
 pub fn merge(repo: &Repository, dry_run: bool) -> Result<Merged, git2::Error> {
+    if !dry_run {
+        drop_leftovers(repo);
+    }
     let pack_dir = pack_files::pack_dir(repo);
     let names = recorded(repo);
     if names.len() < 2 {
@@ -127,6 +130,7 @@ pub const MERGE_FROM: usize = 16;
 /// Merges git-loaf's packs when there are [`MERGE_FROM`] or more. Best effort: a merge that
 /// fails leaves every pack as it was.
 pub(crate) fn merge_when_many(disk: &Repository) {
+    drop_leftovers(disk);
     if recorded(disk).len() >= MERGE_FROM
         && let Err(e) = merge(disk, false)
     {
@@ -172,6 +176,34 @@ pub(crate) fn recorded(repo: &Repository) -> Vec<String> {
         }
     }
     names
+}
+
+/// Removes what a killed write of git-loaf's left in the pack folder, which no reader uses:
+/// a recorded pack without its index (killed between the renames of the two, or between a
+/// merge's removal of an old pack's index and of the pack), and the files `tmp_loaf_*` its
+/// writes start with. The caller holds git-loaf's lock, under which alone git-loaf writes
+/// packs, so none of these is being written. A pack git-loaf did not record is left alone
+/// (git's own fetch or repack renames a pack before its index too). Best effort.
+pub(crate) fn drop_leftovers(repo: &Repository) {
+    let pack_dir = pack_files::pack_dir(repo);
+    let Ok(entries) = std::fs::read_dir(&pack_dir) else {
+        return;
+    };
+    let text = std::fs::read_to_string(record_path(repo)).unwrap_or_default();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let orphan = name.strip_suffix(".pack").is_some_and(|base| {
+            text.lines().any(|line| line == base) && !pack_dir.join(format!("{base}.idx")).exists()
+        });
+        if orphan || name.starts_with(pack_files::TEMPORARY_PREFIX) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+    let kept = recorded(repo);
+    if kept.len() != text.lines().count() {
+        let _ = set_recorded(repo, &kept);
+    }
 }
 
 /// Replaces the record with `names` (written aside, then renamed over it).
@@ -226,4 +258,42 @@ pub(crate) fn index_holds(idx: &[u8], name: &[u8]) -> bool {
     };
     let end = count_at(idx, first);
     (start..end.min(total)).any(|i| &idx[names + i * width..names + (i + 1) * width] == name)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::git::testing::committed_repo;
+
+    /// What a killed write left is tidied: a recorded pack whose index never came (and the
+    /// record of it), git-loaf's temporary files; a pack git-loaf did not record, and a
+    /// recorded pack with its index, stay.
+    #[test]
+    fn a_killed_write_leaves_nothing_behind_after_the_next() {
+        let dir = committed_repo();
+        let repo = Repository::open(dir.path()).expect("repo");
+        let pack = |text: &str| {
+            let data = text.as_bytes();
+            let id = Oid::hash_object(git2::ObjectType::Blob, data).expect("id");
+            let entry = entry(git2::ObjectType::Blob, data).expect("entry");
+            pack_files::write(&repo, &[(id, entry)], |name| record(&repo, name)).expect("pack")
+        };
+        let whole = pack("a pack with its index\n");
+        let killed = pack("a pack whose index never came\n");
+        let pack_dir = pack_files::pack_dir(&repo);
+        std::fs::remove_file(pack_dir.join(format!("{killed}.idx"))).expect("index gone");
+        let temporary = pack_dir.join(format!("{}x1y2z3", pack_files::TEMPORARY_PREFIX));
+        std::fs::write(&temporary, "half a pack").expect("temporary");
+        let theirs = pack_dir.join(format!("pack-{}.pack", "ab".repeat(20)));
+        std::fs::write(&theirs, "git's fetch, its index to come").expect("theirs");
+        drop_leftovers(&repo);
+        assert!(!pack_dir.join(format!("{killed}.pack")).exists());
+        assert!(!temporary.exists());
+        assert!(theirs.exists(), "not git-loaf's: left alone");
+        for ext in ["pack", "idx"] {
+            assert!(pack_dir.join(format!("{whole}.{ext}")).exists());
+        }
+        let record = std::fs::read_to_string(record_path(&repo)).expect("record");
+        assert_eq!(record, format!("{whole}\n"));
+    }
 }

@@ -137,8 +137,11 @@ impl Buffered {
         if packed {
             let entries: Vec<(Oid, Vec<u8>)> =
                 found.iter().copied().zip(compressed(&objects)?).collect();
-            let name = super::pack_files::write(disk, &entries)?;
-            super::pack_merge::record(disk, &name);
+            // Recorded before its files are there: a write killed between the pack and its
+            // index leaves a recorded pack, which the next merge's tidying removes.
+            super::pack_files::write(disk, &entries, |name| {
+                super::pack_merge::record(disk, name);
+            })?;
             super::pack_merge::merge_when_many(disk);
         } else {
             for (kind, data) in &objects {

@@ -14,7 +14,7 @@ mod staging;
 use std::path::{Path, PathBuf};
 
 use super::exec_changes::StageWatch;
-use super::targets::{action_targets, through_symlink};
+use super::targets::{action_targets, through_symlink, writes_unplaced};
 use crate::config::Config;
 use crate::config::NotesOutputs;
 use crate::git::Oid;
@@ -265,7 +265,12 @@ fn touched(result: &ExecutionResult, config: &Config, root: &Path, stage: &Path)
         return Touched::Anything;
     }
     let paths = write_targets(result, root, stage);
-    if paths.iter().any(|path| through_symlink(stage, path)) {
+    if paths.iter().any(|path| through_symlink(stage, path))
+        || result
+            .results
+            .iter()
+            .any(|r| writes_unplaced(r, root, stage))
+    {
         return Touched::Anything;
     }
     Touched::Paths(paths)

@@ -1,7 +1,8 @@
 //! Repositories as users have them: empty, detached HEAD, a linked worktree checkout, a
 //! submodule, CRLF line endings by `.gitattributes` and by `core.autocrlf`, large and binary
 //! files next to the edited ones, and paths with spaces and non-ASCII characters. Each is
-//! applied to and undone with the binary, and checked with the git CLI.
+//! applied to and undone with the binary, and checked with the git CLI. Also: a repository
+//! copied whole or moved to another folder.
 
 use std::os::unix::fs::MetadataExt as _;
 
@@ -401,4 +402,83 @@ fn paths_with_spaces_and_non_ascii_characters() {
     s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(s.state(), before);
     assert!(!s.root.join("nouveau dossier").exists());
+}
+
+/// A repository copied whole (`cp -a`, as when trying something on a copy) and one moved to
+/// another folder keep applying: each with a stage of its own (the copy's entry led to the
+/// original's stage, whose commits then went missing; the moved one's led nowhere and no
+/// stage could be made), and the original keeps its own.
+#[test]
+fn a_copied_or_moved_repository_keeps_applying_and_the_original_too() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    let write =
+        |id: &str, path: &str| block(id, "file_write", &[("path", path), ("content", "AI\n")]);
+    s.assert_exit(&s.apply(&write("k1a", "/repo/b.txt")), 0);
+    let copy = s.sibling("copy");
+    let copied = std::process::Command::new("cp")
+        .arg("-a")
+        .arg(&s.root)
+        .arg(&copy)
+        .status()
+        .expect("cp runs");
+    assert!(copied.success());
+    git_in(
+        &copy,
+        &["commit", "-q", "--allow-empty", "-m", "only in the copy"],
+    );
+    // An apply of a new file in the repository at `root`, which must land there.
+    let applies_in = |root: &std::path::Path, id: &str, name: &str| {
+        let out = s.loaf_in(
+            root,
+            &["apply"],
+            &write(id, &format!("{}/{name}", root.display())),
+        );
+        s.assert_exit(&out, 0);
+        assert_eq!(
+            std::fs::read_to_string(root.join(name)).ok().as_deref(),
+            Some("AI\n")
+        );
+    };
+    applies_in(&copy, "k2b", "c.txt");
+    s.assert_exit(&s.apply(&write("k3c", "/repo/d.txt")), 0);
+    assert_eq!(s.read("d.txt").as_deref(), Some("AI\n"));
+    assert_eq!(
+        s.read("c.txt"),
+        None,
+        "nothing of the copy's in the original"
+    );
+    let moved = s.sibling("moved");
+    std::fs::rename(&copy, &moved).expect("moved");
+    applies_in(&moved, "k4d", "e.txt");
+    let list = git_in(&moved, &["worktree", "list", "--porcelain"]);
+    assert!(
+        list.contains(&format!("{}/.git/loaf/stage", moved.display())),
+        "{list}"
+    );
+}
+
+/// A repository reached through a symlinked folder (`~/code` → `/data/code`): the model
+/// writes the paths the user showed it, through the link, and they are the repository's.
+#[test]
+fn paths_through_a_symlink_to_the_root_are_the_repositorys() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    let alias = s.sibling("alias");
+    std::os::unix::fs::symlink(&s.root, &alias).expect("symlink");
+    let through = |rel: &str| format!("{}/{rel}", alias.display());
+    let reply = [
+        block(
+            "k1a",
+            "file_write",
+            &[("path", &through("b.txt")), ("content", "AI\n")],
+        ),
+        block("k2b", "file_read", &[("path", &through("a.txt"))]),
+    ]
+    .join("\n");
+    let out = s.loaf_in(&alias, &["apply"], &reply);
+    s.assert_exit(&out, 0);
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("a\n"), "the read is served: {report}");
+    assert_eq!(s.read("b.txt").as_deref(), Some("AI\n"));
+    assert_eq!(s.git(&["show", "HEAD:b.txt"]), "AI\n");
+    s.assert_tidy();
 }

@@ -132,8 +132,8 @@ impl Stage {
         if let Ok(worktree) = repo.find_worktree(NAME)
             && worktree.validate().is_ok()
             && path.join(".git").exists()
+            && let Some(stage) = own_stage(repo, &worktree, &path)
         {
-            let stage = Repository::open(&path)?;
             return Ok(Stage::new(stage, path));
         }
         let start = repo.find_commit(start)?;
@@ -480,23 +480,41 @@ fn remove_all(full: &Path) -> Result<(), StageError> {
     Ok(())
 }
 
-/// Removes the stage's worktree entry (however stale or locked) and its folder.
-fn remove_stage(repo: &Repository, path: &Path) -> Result<(), StageError> {
-    if let Ok(worktree) = repo.find_worktree(NAME) {
-        let _ = worktree.unlock();
-        let _ = worktree.prune(Some(
-            git2::WorktreePruneOptions::new()
-                .valid(true)
-                .locked(true)
-                .working_tree(true),
-        ));
+/// The stage at `path` opened, when it is this repository's and usable: the worktree entry
+/// names this folder, the folder's git dir is this repository's, and its HEAD is a commit
+/// this repository has. A repository copied whole (`cp -a`) holds the original's entry and
+/// folder, whose absolute paths lead to the original's stage: used, the copy's operations
+/// would move the original's stage onto commits the original lacks, and the original's
+/// next apply would fail. `None` for such a stage, or one a copy already spoiled: the caller
+/// makes a new one of its own.
+fn own_stage(repo: &Repository, worktree: &git2::Worktree, path: &Path) -> Option<Repository> {
+    let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    };
+    if !same(worktree.path(), path) {
+        return None;
     }
-    // An entry a crash left half made is not found as a worktree, yet blocks a new one.
+    let stage = Repository::open(path).ok()?;
+    if !same(stage.commondir(), repo.commondir()) {
+        return None;
+    }
+    let head = stage.head().ok()?.target()?;
+    repo.find_commit(head).ok()?;
+    Some(stage)
+}
+
+/// Removes the stage's worktree entry and folder, both by their paths in this repository.
+/// Not through libgit2's prune, which finds them through the entry's records: absolute
+/// paths of where the repository was when the stage was made. In a moved repository those
+/// lead nowhere (the prune failed, the entry stayed, and no stage could be made again); in a
+/// copied one they lead to the original's stage, which the prune would remove.
+fn remove_stage(repo: &Repository, path: &Path) -> Result<(), StageError> {
     let admin = repo.commondir().join("worktrees").join(NAME);
-    if admin.exists() && repo.find_worktree(NAME).is_err() {
+    if admin.symlink_metadata().is_ok() {
         std::fs::remove_dir_all(&admin)?;
     }
-    if path.exists() {
+    if path.symlink_metadata().is_ok() {
         std::fs::remove_dir_all(path)?;
     }
     Ok(())
@@ -728,5 +746,78 @@ mod tests {
                 .begin_run()
         );
         assert!(!old.exists(), "the record says it from now on");
+    }
+
+    /// A repository copied whole carries the original's stage entry, whose paths lead to the
+    /// original's stage: the copy makes its own, and the original's stays as it was.
+    #[test]
+    fn a_copied_repository_makes_its_own_stage_and_leaves_the_originals() {
+        let (dir, repo, _, second) = repo();
+        let stage = Stage::open_or_create(&repo, second).expect("created");
+        std::fs::write(stage.path().join("marker"), "the original's").expect("marker");
+        let copies = tempfile::tempdir().expect("tempdir");
+        let copy_root = copies.path().join("copy");
+        let copied = std::process::Command::new("cp")
+            .arg("-a")
+            .arg(dir.path())
+            .arg(&copy_root)
+            .status()
+            .expect("cp runs");
+        assert!(copied.success());
+        std::fs::write(copy_root.join("c.txt"), "only in the copy\n").expect("write");
+        git(&copy_root, &["add", "c.txt"]);
+        git(&copy_root, &["commit", "-q", "-m", "only in the copy"]);
+        let copy = Repository::open(&copy_root).expect("copy");
+        let only_in_copy = copy.head().expect("head").target().expect("commit");
+        let theirs = Stage::open_or_create(&copy, only_in_copy).expect("the copy's stage");
+        theirs.reset_to(only_in_copy, false).expect("reset");
+        assert_eq!(
+            theirs.repo().commondir().canonicalize().expect("path"),
+            copy.commondir().canonicalize().expect("path")
+        );
+        assert!(!theirs.path().join("marker").exists(), "a stage of its own");
+        let again = Stage::open_or_create(&repo, second).expect("the original's stage");
+        assert_eq!(
+            std::fs::read_to_string(again.path().join("marker"))
+                .ok()
+                .as_deref(),
+            Some("the original's"),
+            "the original's stage is the one it had"
+        );
+        assert_eq!(again.head().expect("head"), second);
+        again.reset_to(second, false).expect("reset");
+    }
+
+    /// A stage whose HEAD names a commit the repository lacks (spoilt by a copy before
+    /// git-loaf told them apart) is made anew instead of failing every apply.
+    #[test]
+    fn a_stage_on_a_missing_commit_is_made_anew() {
+        let (dir, repo, first, second) = repo();
+        let stage = Stage::open_or_create(&repo, second).expect("created");
+        let admin = dir.path().join(".git/worktrees").join(NAME).join("HEAD");
+        std::fs::write(&admin, format!("{}\n", "ab".repeat(20))).expect("spoil");
+        drop(stage);
+        let made = Stage::open_or_create(&repo, first).expect("made anew");
+        made.reset_to(first, false).expect("reset");
+        assert_eq!(made.head().expect("head"), first);
+    }
+
+    /// A repository moved to another folder: its stage entry names the old place, which is
+    /// gone. The stage is made again there, and git sees it where it is.
+    #[test]
+    fn a_moved_repository_makes_its_stage_again() {
+        let (dir, repo, _, second) = repo();
+        Stage::open_or_create(&repo, second).expect("created");
+        drop(repo);
+        let moved_to = tempfile::tempdir().expect("tempdir");
+        let moved = moved_to.path().join("moved");
+        std::fs::rename(dir.path(), &moved).expect("moved");
+        let repo = Repository::open(&moved).expect("the moved repository");
+        let stage = Stage::open_or_create(&repo, second).expect("made again");
+        stage.reset_to(second, false).expect("reset");
+        assert_eq!(stage.head().expect("head"), second);
+        let list = git(&moved, &["worktree", "list", "--porcelain"]);
+        let expected = moved.canonicalize().expect("path").join(".git/loaf/stage");
+        assert!(list.contains(&expected.display().to_string()), "{list}");
     }
 }
