@@ -438,6 +438,7 @@ fn unix_time(time: std::time::SystemTime) -> (i64, u32) {
 mod tests {
     use super::*;
     use crate::git::testing::{git, init_repo, write_file};
+    use git2::Oid;
 
     #[test]
     fn clean_only_when_nothing_differs() {
@@ -663,5 +664,162 @@ mod tests {
             b"bbbb\n",
             "the checkpoint records the file as it is"
         );
+    }
+
+    /// A repository holding `files` (and `links`: name, target), committed, its index
+    /// refreshed once the clock moved past the files: no entry is racily clean.
+    fn settled_repo(files: &[(&str, &str)], links: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = init_repo();
+        let root = dir.path();
+        for (path, content) in files {
+            write_file(root, path, content);
+        }
+        for (name, target) in links {
+            std::os::unix::fs::symlink(target, root.join(name)).expect("symlink");
+        }
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-q", "-m", "one"]);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        git(root, &["update-index", "--really-refresh"]);
+        dir
+    }
+
+    /// The candidates as sorted strings.
+    fn candidate_names(repo: &Repository) -> Option<Vec<String>> {
+        candidates(repo).expect("scan").map(|mut paths| {
+            paths.sort();
+            paths
+                .into_iter()
+                .map(|p| String::from_utf8_lossy(&p).into_owned())
+                .collect()
+        })
+    }
+
+    /// A tracked symlink is compared as a link: its own stat data, and when that cannot
+    /// tell (racily clean), its target as content — never the file it points to.
+    #[test]
+    fn a_tracked_symlink_is_compared_as_a_link() {
+        let dir = settled_repo(&[("a.txt", "a\n")], &[("link", "a.txt")]);
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        assert!(certainly_clean(&repo).expect("scan"), "an unchanged link");
+        assert_eq!(candidate_names(&repo), Some(vec![]));
+        // The index file made older than every file: each entry is racily clean, decided
+        // by its content (a link's target).
+        let long_ago = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        set_mtime(&repo.path().join("index"), long_ago);
+        let repo = Repository::open(root).expect("open");
+        assert_eq!(
+            candidate_names(&repo),
+            Some(vec![]),
+            "racily clean, unchanged"
+        );
+        std::fs::remove_file(root.join("link")).expect("rm");
+        std::os::unix::fs::symlink("b.txt", root.join("link")).expect("symlink");
+        assert_eq!(candidate_names(&repo), Some(vec!["link".to_owned()]));
+    }
+
+    /// `git update-index --chmod=+x` stages a mode the file on disk does not have: the file
+    /// differs from its entry, and the checkpoint records it as the disk has it.
+    #[test]
+    fn an_executable_bit_staged_but_not_on_disk_is_a_difference() {
+        let dir = settled_repo(&[("a.txt", "a\n"), ("b.txt", "b\n")], &[]);
+        let root = dir.path();
+        git(root, &["update-index", "--chmod=+x", "a.txt"]);
+        let repo = Repository::open(root).expect("open");
+        assert!(!certainly_clean(&repo).expect("scan"));
+        assert_eq!(candidate_names(&repo), Some(vec!["a.txt".to_owned()]));
+        let checkpoint = crate::git::checkpoint::take(&repo).expect("checkpoint");
+        let mode = |tree: Oid| {
+            let tree = repo.find_tree(tree).expect("tree");
+            tree.get_name("a.txt").expect("a.txt").filemode()
+        };
+        assert_eq!(
+            (mode(checkpoint.work_tree), mode(checkpoint.index_tree)),
+            (0o100644, 0o100755)
+        );
+    }
+
+    /// A file rewritten at the same size and given back its old modification time (what
+    /// `cp -p`, `tar -x` and `rsync -t` do) matches its entry in everything but its ctime:
+    /// git sees the change, so must the scan and the checkpoint.
+    #[test]
+    fn a_file_rewritten_with_its_old_mtime_is_seen() {
+        let dir = settled_repo(&[("a.txt", "a\n"), ("b.txt", "b\n")], &[]);
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let entry = repo
+            .index()
+            .expect("index")
+            .get_path(Path::new("a.txt"), 0)
+            .expect("entry");
+        write_file(root, "a.txt", "c\n");
+        let old = std::time::UNIX_EPOCH
+            + std::time::Duration::new(
+                u64::try_from(entry.mtime.seconds()).expect("a recent mtime"),
+                entry.mtime.nanoseconds(),
+            );
+        set_mtime(&root.join("a.txt"), old);
+        assert!(!certainly_clean(&repo).expect("scan"));
+        assert_eq!(candidate_names(&repo), Some(vec!["a.txt".to_owned()]));
+        let checkpoint = crate::git::checkpoint::take(&repo).expect("checkpoint");
+        let work = repo.find_tree(checkpoint.work_tree).expect("tree");
+        let blob = work.get_name("a.txt").expect("a.txt").id();
+        assert_eq!(repo.find_blob(blob).expect("blob").content(), b"c\n");
+    }
+
+    /// An entry git or libgit2 "smudged" (size 0, so that its stat data cannot pass as
+    /// clean) is decided by content: clean while the file holds its blob, a candidate when
+    /// it does not.
+    #[test]
+    fn a_smudged_entry_is_decided_by_content() {
+        let dir = settled_repo(&[("a.txt", "a\n"), ("b.txt", "b\n")], &[]);
+        let root = dir.path();
+        let smudge = |id: Option<Oid>| {
+            let repo = Repository::open(root).expect("open");
+            let mut index = repo.index().expect("index");
+            let mut entry = index.get_path(Path::new("a.txt"), 0).expect("entry");
+            entry.file_size = 0;
+            if let Some(id) = id {
+                entry.id = id;
+            }
+            index.add(&entry).expect("add entry");
+            index.write().expect("write index");
+            let repo = Repository::open(root).expect("open");
+            let entry = repo
+                .index()
+                .expect("index")
+                .get_path(Path::new("a.txt"), 0)
+                .expect("entry");
+            assert_eq!(entry.file_size, 0, "the entry is smudged");
+            repo
+        };
+        let repo = smudge(None);
+        assert!(
+            certainly_clean(&repo).expect("scan"),
+            "the file holds its blob"
+        );
+        assert_eq!(candidate_names(&repo), Some(vec![]));
+        let other = repo.blob(b"other\n").expect("blob");
+        let repo = smudge(Some(other));
+        assert!(!certainly_clean(&repo).expect("scan"));
+        assert_eq!(candidate_names(&repo), Some(vec!["a.txt".to_owned()]));
+    }
+
+    /// A tracked empty file replaced by a folder: the full status decides (it knows which
+    /// files in the folder to take), and the checkpoint records the folder's files.
+    #[test]
+    fn an_empty_file_turned_folder_defers_to_the_full_status() {
+        let dir = settled_repo(&[("e", ""), ("b.txt", "b\n")], &[]);
+        let root = dir.path();
+        std::fs::remove_file(root.join("e")).expect("rm");
+        write_file(root, "e/x.txt", "x\n");
+        let repo = Repository::open(root).expect("open");
+        assert!(!certainly_clean(&repo).expect("scan"));
+        assert_eq!(candidate_names(&repo), None);
+        let checkpoint = crate::git::checkpoint::take(&repo).expect("checkpoint");
+        let work = repo.find_tree(checkpoint.work_tree).expect("tree");
+        let file = work.get_path(Path::new("e/x.txt")).expect("e/x.txt").id();
+        assert_eq!(repo.find_blob(file).expect("blob").content(), b"x\n");
     }
 }

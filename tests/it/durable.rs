@@ -180,6 +180,15 @@ fn pausing(
         .expect("stdin written");
     let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
     while !handshake.exists() {
+        // Ended without pausing (refused or failed before the moment): say so now.
+        if let Ok(Some(_)) = child.try_wait() {
+            let out = child.wait_with_output().expect("ends");
+            panic!(
+                "ended before {moment}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
         assert!(std::time::Instant::now() < until, "never reached {moment}");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }

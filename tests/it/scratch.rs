@@ -126,6 +126,16 @@ impl Scratch {
         drop(stdin);
         let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
         while !handshake.exists() {
+            // Ended without pausing (it refused, or failed, before the moment): say so now,
+            // with what it said, rather than wait out the deadline.
+            if let Ok(Some(_)) = child.try_wait() {
+                let out = child.wait_with_output().expect("git-loaf ends");
+                panic!(
+                    "git-loaf ended before {moment}: {}{}",
+                    String::from_utf8_lossy(&out.stdout),
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
             assert!(
                 std::time::Instant::now() < until,
                 "git-loaf never reached {moment}"

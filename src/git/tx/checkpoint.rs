@@ -324,6 +324,19 @@ mod tests {
         assert!(dirty(), "a staged file");
     }
 
+    /// On an unborn branch nothing is committed yet: a new, empty repository holds no work,
+    /// and a staged file is work even when the disk holds exactly what the index does.
+    #[test]
+    fn is_dirty_on_an_unborn_branch_counts_what_is_staged() {
+        let dir = crate::git::testing::init_repo();
+        let root = dir.path();
+        let dirty = || is_dirty(&Repository::open(root).expect("open")).expect("scan");
+        assert!(!dirty(), "a new, empty repository");
+        crate::git::testing::write_file(root, "a.txt", "a\n");
+        git(root, &["add", "a.txt"]);
+        assert!(dirty(), "a file staged, none committed");
+    }
+
     /// Uncommitted work of every kind (a partially staged file, a deletion, an untracked and
     /// an ignored file): recorded as trees, nothing of the user's changed, no commit made.
     #[test]
