@@ -305,7 +305,6 @@ fn normal_relative(relative: &Path) -> Option<PathBuf> {
     (!out.as_os_str().is_empty()).then_some(out)
 }
 
-/// Whether the `..` in relative `path` lead above where it starts.
 /// `path` with another spelling of `root` replaced by `root`: a folder that resolves to it
 /// (the user reached the repository through a symlink, `~/code` → `/data/code`, and showed
 /// the model those paths). Only a spelling of the root itself counts: a symlink under the
@@ -330,6 +329,7 @@ pub(crate) fn root_spelled_as_ours<'p>(root: &Path, path: &'p Path) -> std::borr
     Cow::Borrowed(path)
 }
 
+/// Whether the `..` in relative `path` lead above where it starts.
 fn climbs_out(path: &Path) -> bool {
     let mut depth = 0usize;
     for component in path.components() {
