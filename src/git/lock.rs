@@ -92,13 +92,7 @@ impl RepoLock {
         let deadline = Instant::now() + wait;
         loop {
             // Opened again each round: an older git-loaf may have replaced the file.
-            let mut file = OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create(true)
-                .truncate(false)
-                .open(&path)
-                .map_err(io)?;
+            let mut file = open_lock_file(&path).map_err(io)?;
             let named = match file.try_lock() {
                 Ok(()) => {
                     let left = read_holder(&mut file);
@@ -164,6 +158,17 @@ impl Drop for RepoLock {
         // knows this one finished.
         let _ = self.file.set_len(0);
     }
+}
+
+/// The lock file, made when missing and never truncated on opening: its content names
+/// the holder, which only the holder of the flock may change.
+fn open_lock_file(path: &Path) -> std::io::Result<File> {
+    OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
 }
 
 /// Whether two holders are the same process (a long-lived one takes the lock many times).
@@ -340,13 +345,7 @@ mod tests {
     /// operation does.
     fn flocked(dir: &Path, holder: Option<&Holder>) -> File {
         std::fs::create_dir_all(dir.join("loaf")).expect("mkdir");
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(dir.join("loaf/lock"))
-            .expect("open");
+        let mut file = open_lock_file(&dir.join("loaf/lock")).expect("open");
         file.lock().expect("flock");
         if let Some(holder) = holder {
             write_holder(&mut file, holder).expect("named");
