@@ -601,6 +601,14 @@ mod tests {
 
     /// Sets the modification time of `path` (the file's ctime becomes now: do it before the
     /// index records the file).
+    /// The index entry of `path` as the index file holds it now.
+    fn indexed(repo: &Repository, path: &str) -> IndexEntry {
+        repo.index()
+            .expect("index")
+            .get_path(Path::new(path), 0)
+            .expect("entry")
+    }
+
     fn set_mtime(path: &Path, time: std::time::SystemTime) {
         std::fs::File::options()
             .write(true)
@@ -639,11 +647,7 @@ mod tests {
         set_mtime(&repo.path().join("index"), tick);
         drop(index);
         let repo = Repository::open(root).expect("open");
-        let entry = repo
-            .index()
-            .expect("index")
-            .get_path(Path::new("a.txt"), 0)
-            .expect("entry");
+        let entry = indexed(&repo, "a.txt");
         assert_eq!(
             (entry.id, entry.file_size, entry.mtime.seconds()),
             (before, 5, 1_600_000_000),
@@ -748,11 +752,7 @@ mod tests {
         let dir = settled_repo(&[("a.txt", "a\n"), ("b.txt", "b\n")], &[]);
         let root = dir.path();
         let repo = Repository::open(root).expect("open");
-        let entry = repo
-            .index()
-            .expect("index")
-            .get_path(Path::new("a.txt"), 0)
-            .expect("entry");
+        let entry = indexed(&repo, "a.txt");
         write_file(root, "a.txt", "c\n");
         let old = std::time::UNIX_EPOCH
             + std::time::Duration::new(
@@ -786,11 +786,7 @@ mod tests {
             index.add(&entry).expect("add entry");
             index.write().expect("write index");
             let repo = Repository::open(root).expect("open");
-            let entry = repo
-                .index()
-                .expect("index")
-                .get_path(Path::new("a.txt"), 0)
-                .expect("entry");
+            let entry = indexed(&repo, "a.txt");
             assert_eq!(entry.file_size, 0, "the entry is smudged");
             repo
         };
