@@ -19,10 +19,13 @@ use std::path::{Path, PathBuf};
 use git2::build::CheckoutBuilder;
 use git2::{BranchType, Oid, Repository, StatusOptions, WorktreeAddOptions};
 
-use super::stage_swap::WRITTEN;
-
 /// The worktree's name in `git worktree list`.
 const NAME: &str = "loaf-stage";
+
+/// The record of where the stage's last run left ignored content, next to the stage: the
+/// stage reads and writes it; a publish that moves a `.gitignore` into the stage forgets it
+/// ([`forget_written`]).
+const WRITTEN: &str = "stage-written";
 
 /// The first line of the record of where the last run may have left ignored content
 /// ([`WRITTEN`], next to the stage) when only the listed paths (NUL-separated after it) may hold some.
@@ -33,7 +36,7 @@ const WRITTEN_PATHS: &[u8] = b"paths\n";
 /// ends. A run that did not end (killed, a refused commit, failed hooks) leaves it, and the
 /// next apply then scans the whole stage and ends the processes a killed sandbox left. One
 /// record rewritten instead of a marker file made and deleted by every apply.
-pub(crate) const IN_FLIGHT: &[u8] = b"in flight\n";
+const IN_FLIGHT: &[u8] = b"in flight\n";
 
 /// The marker file an earlier git-loaf made for the same purpose (`stage-in-flight`): one a
 /// crash left before an upgrade still counts.
@@ -389,7 +392,7 @@ impl Stage {
     }
 
     fn written_record(&self) -> PathBuf {
-        self.repo.commondir().join("loaf").join(WRITTEN)
+        written_record_in(self.repo.commondir())
     }
 
     /// Writes the stage's files as a tree (ignored files left out). With [`Touched::Paths`]
@@ -478,6 +481,22 @@ fn remove_all(full: &Path) -> Result<(), StageError> {
         Err(e) => return Err(e.into()),
     }
     Ok(())
+}
+
+/// The record [`WRITTEN`] of the repository whose common git dir is `common_dir` (the stage
+/// shares it).
+fn written_record_in(common_dir: &Path) -> PathBuf {
+    common_dir.join("loaf").join(WRITTEN)
+}
+
+/// Forgets where the last run may have left ignored content, so that the next reset scans the
+/// whole stage for it. Whether a run is in flight, which the record's first line says, stays.
+pub(crate) fn forget_written(repo: &Repository) -> std::io::Result<()> {
+    let record = written_record_in(repo.commondir());
+    let bytes = std::fs::read(&record).unwrap_or_default();
+    let in_flight = bytes.split_inclusive(|b| *b == b'\n').next();
+    let kept = in_flight.filter(|line| *line == IN_FLIGHT);
+    std::fs::write(&record, kept.unwrap_or_default())
 }
 
 /// The stage at `path` opened, when it is this repository's and usable: the worktree entry

@@ -24,20 +24,6 @@ use crate::exec::fs::single_name;
 /// The record of the stage paths whose file may have come from the user's tree.
 const MOVED: &str = "stage-moved";
 
-/// The record of where the stage's last run left ignored content (the stage reads and writes
-/// it; a swap that moves a `.gitignore` empties it, see [`forget_written`]).
-pub(crate) const WRITTEN: &str = "stage-written";
-
-/// Forgets where the last run may have left ignored content, so that the next reset scans the
-/// whole stage for it. Whether a run is in flight, which the record's first line says, stays.
-pub(crate) fn forget_written(repo: &Repository) -> std::io::Result<()> {
-    let record = repo.commondir().join("loaf").join(WRITTEN);
-    let bytes = std::fs::read(&record).unwrap_or_default();
-    let in_flight = bytes.split_inclusive(|b| *b == b'\n').next();
-    let kept = in_flight.filter(|line| *line == super::stage::IN_FLIGHT);
-    std::fs::write(&record, kept.unwrap_or_default())
-}
-
 /// The paths recorded as moved by a publish since the stage's last reset.
 pub(crate) fn recorded(common_dir: &Path) -> Vec<PathBuf> {
     let Ok(bytes) = std::fs::read(record_path(common_dir)) else {
@@ -249,7 +235,7 @@ impl StageSwap {
             .iter()
             .any(|p| p.file_name().is_some_and(|n| n == ".gitignore"))
         {
-            forget_written(repo)
+            super::stage::forget_written(repo)
                 .map_err(|e| git2::Error::from_str(&format!("stage record: {e}")))?;
         }
         // A file moved out as new left its folders empty in the stage: git keeps no empty

@@ -202,7 +202,7 @@ fn a_run_that_did_not_end_is_found_by_the_next() {
     );
     assert!(next.begin_run(), "the killed run is found");
     next.reset_to(first, true).expect("reset");
-    super::super::stage_swap::forget_written(&repo).expect("forget");
+    forget_written(&repo).expect("forget");
     let after_forget = Stage::open_or_create(&repo, first).expect("reopened");
     assert_eq!(after_forget.written(), Touched::Anything);
     assert!(
