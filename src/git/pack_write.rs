@@ -57,13 +57,11 @@ impl MemoryBudget {
     /// Writes `content` as a blob straight to disk.
     pub fn write_to_disk(&self, content: &[u8]) -> Result<Oid, git2::Error> {
         let mut disk = self.disk.lock().unwrap_or_else(|e| e.into_inner());
-        if disk.is_none() {
-            *disk = Some(Repository::open(&self.git_dir)?);
-        }
-        match disk.as_ref() {
-            Some(repo) => crate::git::repo::write_blob(repo, content),
-            None => Err(git2::Error::from_str("no handle to write blobs with")),
-        }
+        let repo = match &mut *disk {
+            Some(repo) => repo,
+            none => none.insert(Repository::open(&self.git_dir)?),
+        };
+        crate::git::repo::write_blob(repo, content)
     }
 }
 
