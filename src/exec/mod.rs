@@ -14,6 +14,7 @@ pub mod isolate;
 pub mod process;
 pub mod sandbox;
 pub mod shell;
+mod user_view;
 
 use std::path::{Path, PathBuf};
 use std::rc::Rc;

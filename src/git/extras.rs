@@ -175,7 +175,13 @@ pub fn extras(
     };
     for path in touched {
         let Some(path) = normal(path) else { continue };
-        if in_git_dir(&path) {
+        // A path beyond a link is not a path of the tree: git cannot hold it, and the link
+        // leads elsewhere in the stage (which lives inside the git dir) than in the user's
+        // tree. What the run did there is not the user's to receive.
+        if in_git_dir(&path)
+            || beyond_folders(stage_root, &path)
+            || beyond_folders(user_root, &path)
+        {
             continue;
         }
         if let Some(folder) = users_empty_folder(user_root, &path) {
@@ -249,6 +255,21 @@ fn users_empty_folder(user_root: &Path, path: &Path) -> Option<PathBuf> {
     let is_dir = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir());
     let empty = is_dir && std::fs::read_dir(&full).is_ok_and(|mut e| e.next().is_none());
     empty.then(|| existing.to_path_buf())
+}
+
+/// Whether something other than a real folder (a symlink, a file) stands on the way to
+/// `relative` under `root`: then `root.join(relative)` is not the tree's path.
+fn beyond_folders(root: &Path, relative: &Path) -> bool {
+    relative
+        .ancestors()
+        .skip(1)
+        .take_while(|a| !a.as_os_str().is_empty())
+        .any(
+            |folder| match std::fs::symlink_metadata(root.join(folder)) {
+                Ok(meta) => !meta.is_dir(),
+                Err(_) => false,
+            },
+        )
 }
 
 /// `path` with `.` and `..` resolved lexically; `None` if it leaves the root or is empty.
@@ -358,6 +379,11 @@ fn move_path(
     from: &State,
     to: &State,
 ) -> Result<bool, VisibleError> {
+    if beyond_folders(root, &change.path) {
+        // A link (or a file) now stands where a folder on the way was: writing through it
+        // would write outside the tree. Left alone, as a path the user changed.
+        return Ok(false);
+    }
     let full = root.join(&change.path);
     let now = State::read(&full, None)?;
     if now.same(to) {

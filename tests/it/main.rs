@@ -45,6 +45,7 @@ mod scratch;
 mod secrets;
 mod slupe;
 mod squash;
+mod stage_links;
 mod stage_moves;
 mod states;
 mod step;

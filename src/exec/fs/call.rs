@@ -93,15 +93,21 @@ impl<'a> Call<'a> {
         if !path.is_absolute() {
             return Err(self.fail(format!("path must be absolute, got '{user}'")));
         }
-        let real = self.ws.paths.to_real(path);
-        crate::exec::bad_path::check(path, &real).map_err(|bad| self.fail(bad))?;
+        let mapped = self.ws.paths.to_real(path);
+        crate::exec::bad_path::check(path, &mapped).map_err(|bad| self.fail(bad))?;
+        // Judged where the user's tree would lead (a link climbing out of the stage means
+        // something else there than in the user's tree), but named as the model wrote it.
+        let leads_to = self.ws.paths.leads_to(path);
+        let real = self.ws.paths.entry_at(path);
         let mut checked = real.clone();
         for &access in needs {
-            checked = self
-                .ws
-                .guard
-                .check(access, &real)
-                .map_err(|refusal| self.ws.paths.scrub(&refusal))?;
+            checked = self.ws.guard.check(access, &leads_to).map_err(|refusal| {
+                let named = refusal.replace(
+                    &format!("'{}'", leads_to.display()),
+                    &format!("'{}'", mapped.display()),
+                );
+                self.ws.paths.scrub(&named)
+            })?;
         }
         if let Some(own) = self.ws.paths.show_through(&real) {
             if !needs.contains(&Access::Write) {
