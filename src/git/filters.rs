@@ -296,6 +296,16 @@ pub fn smudge_whole_worktree(repo: &Repository) -> Result<(), git2::Error> {
 /// `update_all`, except that the files with a driver are cleaned through it (libgit2 would
 /// store their raw bytes).
 pub fn add_all(repo: &Repository, index: &mut Index) -> Result<(), git2::Error> {
+    add_all_but(repo, index, &|_| false)
+}
+
+/// [`add_all`], leaving out the paths `leave_out` names (their bytes are never read, nor
+/// written as blobs).
+pub fn add_all_but(
+    repo: &Repository,
+    index: &mut Index,
+    leave_out: &dyn Fn(&Path) -> bool,
+) -> Result<(), git2::Error> {
     let Some(root) = repo.workdir().map(Path::to_path_buf) else {
         return Err(git2::Error::from_str(
             "a bare repository has no files to add",
@@ -309,7 +319,7 @@ pub fn add_all(repo: &Repository, index: &mut Index) -> Result<(), git2::Error> 
         let mut pick = |path: &Path, _: &[u8]| -> i32 {
             // An untracked nested repository comes as `dir/` (libgit2 cannot add it and
             // fails with "invalid path"): an untracked folder of another repository, left out.
-            if path.as_os_str().as_encoded_bytes().ends_with(b"/") {
+            if path.as_os_str().as_encoded_bytes().ends_with(b"/") || leave_out(path) {
                 return 1;
             }
             if !any || !root.join(path).is_file() {

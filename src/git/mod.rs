@@ -39,6 +39,7 @@ pub mod quickscan;
 pub mod refs;
 pub mod repo;
 pub mod reports;
+pub mod secret_files;
 pub mod sign;
 pub mod squash;
 pub mod states;

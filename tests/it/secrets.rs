@@ -453,3 +453,48 @@ fn the_local_report_follows_an_amended_commit_by_its_apply_id() {
         String::from_utf8_lossy(&shown.stderr)
     );
 }
+
+/// Every object in the repository's database, contents included (loose and packed,
+/// reachable or not).
+fn every_object(s: &Scratch) -> String {
+    let out = crate::scratch::git_cmd(&s.root, &["cat-file", "--batch-all-objects", "--batch"])
+        .output()
+        .expect("git cat-file runs");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// An untracked `.env` and key the user forgot to ignore never enter an object git-loaf
+/// writes (checkpoints, the stage's start, what step-back keeps aside), with the fast
+/// checkpoint and with libgit2's `add_all` (forced by `core.fileMode false`); apply, undo
+/// and step-back leave them in place.
+#[test]
+fn untracked_secret_files_never_enter_an_object_and_stay_in_place() {
+    for file_mode in ["true", "false"] {
+        let s = Scratch::with(&[("a.txt", "a\n")]);
+        s.git(&["config", "core.fileMode", file_mode]);
+        s.write(".env", &format!("TOKEN={SECRET}\n"));
+        s.write("deploy/id_rsa", &format!("{SECRET}-key\n"));
+        s.write("notes.txt", "my notes\n");
+        s.write("a.txt", "a\nmine\n");
+        let write =
+            |id: &str, path: &str| block(id, "file_write", &[("path", path), ("content", "x\n")]);
+        s.assert_exit(&s.apply(&write("w1a", "/repo/b.txt")), 0);
+        s.assert_exit(&s.apply(&write("w2b", "/repo/c.txt")), 0);
+        s.assert_exit(&s.loaf(&["undo"], ""), 0);
+        s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+        s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+        let objects = every_object(&s);
+        assert!(!objects.contains(SECRET), "core.fileMode {file_mode}");
+        assert!(
+            objects.contains("my notes"),
+            "other untracked work is recorded"
+        );
+        assert_eq!(s.read(".env"), Some(format!("TOKEN={SECRET}\n")));
+        assert_eq!(s.read("deploy/id_rsa"), Some(format!("{SECRET}-key\n")));
+        let status = s.git(&["status", "--porcelain", "--untracked-files=all"]);
+        assert!(
+            status.contains("?? .env") && status.contains("?? deploy/id_rsa"),
+            "{status}"
+        );
+    }
+}

@@ -196,6 +196,7 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
             .iter()
             .filter(|p| !p.ends_with(b"/"))
             .map(|p| crate::git::repo::path_from_bytes(p).into_owned())
+            .filter(|p| !untracked_secret(&index, p))
             .collect();
         // Built in memory, then kept as one pack when it made many objects (a dirty tree's
         // hundreds of blobs and folders), not as hundreds of loose files.
@@ -234,7 +235,14 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
     };
     // Add everything to the in-memory index to get the working tree as a tree, then drop
     // those changes: the index on disk is never written.
-    let added = crate::git::filters::add_all(repo, &mut index)
+    // Untracked secret files are left out before their bytes are read (libgit2 writes the
+    // blob of every path it adds).
+    let tracked: std::collections::HashSet<Vec<u8>> = index.iter().map(|e| e.path).collect();
+    let leave_out = |path: &Path| {
+        crate::git::secret_files::is_secret(path)
+            && !tracked.contains(path.as_os_str().as_encoded_bytes())
+    };
+    let added = crate::git::filters::add_all_but(repo, &mut index, &leave_out)
         .and_then(|()| sparse.iter().try_for_each(|e| index.add(e)))
         .and_then(|()| index.write_tree_to(repo));
     index.read(true)?;
@@ -244,6 +252,12 @@ pub fn take(repo: &Repository) -> Result<Checkpoint, git2::Error> {
         work_tree: added?,
         index_tree,
     })
+}
+
+/// Whether `path` is a secret file the index does not track: it stays out of the recorded
+/// working tree ([`crate::git::secret_files`]).
+fn untracked_secret(index: &git2::Index, path: &Path) -> bool {
+    crate::git::secret_files::is_secret(path) && index.get_path(path, 0).is_none()
 }
 
 /// Whether the changed paths alone can be laid on the index's tree: not when the index may
