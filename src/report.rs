@@ -74,6 +74,10 @@ pub struct GitInfo {
     /// part of the commit.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub uncommitted: Vec<String>,
+    /// Paths holding the user's uncommitted work that the reply's code reverted, reset or
+    /// deleted: the user's version stays in the working tree, uncommitted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub kept: Vec<String>,
     /// Files of the commit not written to the user's tree because the user changed them
     /// while it was being published (never overwritten).
     #[serde(rename = "notWritten", skip_serializing_if = "Vec::is_empty")]
@@ -158,8 +162,15 @@ impl ExecutionResult {
         if let Some(git) = self.git.as_ref().filter(|g| !g.uncommitted.is_empty()) {
             let _ = writeln!(
                 out,
-                "note: the commit includes uncommitted changes you had in {}",
+                "note: the commit includes the user's uncommitted lines that the reply changed: {}",
                 git.uncommitted.join(", ")
+            );
+        }
+        if let Some(git) = self.git.as_ref().filter(|g| !g.kept.is_empty()) {
+            let _ = writeln!(
+                out,
+                "note: these files hold the user's uncommitted work, which the reply's code reverted or deleted; the user's version was kept in place and not committed: {}",
+                git.kept.join(", ")
             );
         }
         for warning in &self.warnings {
@@ -523,6 +534,7 @@ mod tests {
                 base: Some("0f0f0f0".into()),
                 apply: "3f2a1c".into(),
                 uncommitted: Vec::new(),
+                kept: Vec::new(),
                 not_written: Vec::new(),
                 not_applied: None,
                 refused_output: None,

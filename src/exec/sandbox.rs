@@ -76,7 +76,18 @@ pub struct Sandbox {
     /// The apply's private folders (its `/tmp`, the git dir's private layer), made by the
     /// first isolated run and removed when the last copy of the sandbox goes.
     apply_dir: Arc<OnceLock<ApplyDir>>,
+    /// What code sees as the stage's HEAD and index: the user's ([`Sandbox::showing_users`]).
+    users_head: Option<Vec<u8>>,
 }
+
+/// The index the code sees, in the stage's admin folder: the user's index, then as the
+/// reply's earlier code left it. Written by the transaction before the run
+/// (`Stage::write_users_index`); in place of the stage's own index while code runs.
+pub const USERS_INDEX: &str = "index.loaf-users";
+
+/// Where the stage's own index waits while code runs with [`USERS_INDEX`] in its place; a
+/// crash leaves it there, and the next apply puts it back (`Stage::begin_run`).
+pub const OWN_INDEX: &str = "index.loaf-own";
 
 /// What the user's loaf.yml allows code beyond the stage (`exec.network`, `exec.writable`,
 /// `exec.sandbox`).
@@ -153,6 +164,7 @@ impl Sandbox {
             unisolated_because: None,
             policy: Policy::default(),
             apply_dir: Arc::new(OnceLock::new()),
+            users_head: None,
         };
         let turned_off = std::env::var_os(SANDBOX_ENV).is_some_and(|v| turns_off(&v));
         if turned_off {
@@ -167,6 +179,27 @@ impl Sandbox {
                 unisolated_because: Some(why),
                 ..sandbox
             },
+        }
+    }
+
+    /// The same sandbox, where code sees the user's repository (DESIGN §2 "Exec's view is
+    /// the user's view"): `head` is what the stage's HEAD file holds while code runs (the
+    /// user's branch, or their commit), and [`USERS_INDEX`], when the transaction wrote one,
+    /// is its index. What code does to either lives until the next run of the same apply,
+    /// then the stage's own HEAD and index are back.
+    pub fn showing_users(self, head: Vec<u8>) -> Sandbox {
+        Sandbox {
+            users_head: Some(head),
+            ..self
+        }
+    }
+
+    /// The same sandbox with the stage's own HEAD and index (the repository's git hooks,
+    /// which run against the commit's index as `git commit` runs them).
+    pub fn with_stage_own_view(&self) -> Sandbox {
+        Sandbox {
+            users_head: None,
+            ..self.clone()
         }
     }
 
@@ -341,7 +374,7 @@ impl Sandbox {
                 linked: Vec::new(),
                 record_at: None,
                 record: None,
-                stage_head: StageHead::save(&self.stage_root),
+                stage_head: StageHead::save(&self.stage_root, self.users_head.as_deref()),
             });
         }
         // Beside the stage (the same filesystem): the placeholders wait there, as the same
@@ -359,7 +392,7 @@ impl Sandbox {
             record_at: (!self.git_common_dir.as_os_str().is_empty())
                 .then(|| self.git_common_dir.join(RECORD)),
             record: None,
-            stage_head: StageHead::save(&self.stage_root),
+            stage_head: StageHead::save(&self.stage_root, self.users_head.as_deref()),
         })
     }
 
@@ -422,26 +455,65 @@ struct StageHead {
     admin: PathBuf,
     head: Vec<u8>,
     had_worktree_config: bool,
+    /// The user's view was put in place: the stage's own index waits at [`OWN_INDEX`].
+    swapped: bool,
 }
 
 impl StageHead {
     /// The stage's admin folder (named by its `.git` file) and HEAD; None for a stage that
-    /// is no linked worktree.
-    fn save(stage_root: &Path) -> Option<StageHead> {
+    /// is no linked worktree. With `users_head`, the user's HEAD and index are put in place
+    /// of the stage's for the run.
+    fn save(stage_root: &Path, users_head: Option<&[u8]>) -> Option<StageHead> {
         let text = fs::read_to_string(stage_root.join(".git")).ok()?;
         let admin = stage_root.join(text.strip_prefix("gitdir:")?.trim());
         let head = fs::read(admin.join("HEAD")).ok()?;
         let had_worktree_config = admin.join("config.worktree").exists();
-        Some(StageHead {
+        let mut saved = StageHead {
             admin,
             head,
             had_worktree_config,
-        })
+            swapped: false,
+        };
+        if let Some(users_head) = users_head {
+            saved.swapped = saved.show_users(users_head).is_ok();
+        }
+        Some(saved)
+    }
+
+    /// The user's index and HEAD in place of the stage's own.
+    fn show_users(&self, users_head: &[u8]) -> io::Result<()> {
+        let (index, users) = (self.admin.join("index"), self.admin.join(USERS_INDEX));
+        if !users.exists() {
+            return Err(io::ErrorKind::NotFound.into());
+        }
+        if index.exists() {
+            fs::rename(&index, self.admin.join(OWN_INDEX))?;
+        }
+        fs::rename(&users, &index)?;
+        let fresh = self.admin.join("HEAD.loaf-users");
+        fs::write(&fresh, users_head)?;
+        fs::rename(&fresh, self.admin.join("HEAD"))
+    }
+
+    /// The stage's own index back; the one code leaves is the user's view for the next run.
+    fn hide_users(&self) {
+        let (index, own) = (self.admin.join("index"), self.admin.join(OWN_INDEX));
+        if is_index(&index) {
+            let _ = fs::rename(&index, self.admin.join(USERS_INDEX));
+        }
+        if own.exists() {
+            let _ = fs::rename(&own, &index);
+        } else {
+            let _ = fs::remove_file(&index);
+        }
     }
 
     /// HEAD as it was; an index that is no longer one (deleted, truncated, overwritten) is
     /// removed, so that git-loaf rebuilds it from HEAD rather than failing on it.
     fn restore(&self) {
+        if self.swapped {
+            self.hide_users();
+        }
         let head = self.admin.join("HEAD");
         if fs::read(&head).ok().as_deref() != Some(self.head.as_slice()) {
             // Whole or not at all: a kill here must not leave the stage without a HEAD.
@@ -457,15 +529,19 @@ impl StageHead {
             let _ = fs::remove_file(self.admin.join("config.worktree"));
         }
         let index = self.admin.join("index");
-        let mut magic = [0u8; 4];
-        let is_index = fs::File::open(&index)
-            .and_then(|mut f| io::Read::read_exact(&mut f, &mut magic))
-            .is_ok()
-            && &magic == b"DIRC";
-        if !is_index {
+        if !is_index(&index) {
             let _ = fs::remove_file(&index);
         }
     }
+}
+
+/// Whether `path` holds a git index (its magic number).
+fn is_index(path: &Path) -> bool {
+    let mut magic = [0u8; 4];
+    fs::File::open(path)
+        .and_then(|mut f| io::Read::read_exact(&mut f, &mut magic))
+        .is_ok()
+        && &magic == b"DIRC"
 }
 
 impl Session {

@@ -53,7 +53,8 @@ pub mod visible;
 
 // The transaction machinery, under the names the operations have always used.
 pub use tx::{
-    carry, checkpoint, commits, githooks, head, merge, oplog, publish, recovery, session, stage,
+    carry, checkpoint, commits, githooks, head, merge, oplog, ownership, publish, recovery,
+    session, stage,
 };
 
 /// An object id, as the operations hold commits and trees between plumbing calls.

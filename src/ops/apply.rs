@@ -173,7 +173,8 @@ fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result
     let mut tx = Tx::begin(session, reply, options)?;
     let checkpoint = tx.checkpoint()?;
     let staging = tx.stage(&checkpoint)?;
-    let env = tx.run_env(reply, &staging.stage)?;
+    let mut env = tx.run_env(reply, &staging.stage)?;
+    tx.show_users_view(&staging.stage, &checkpoint, &mut env)?;
     let watch = StageWatch::new(&staging.stage, tx.repo(), checkpoint.work_tree, &tx.root);
     let mut result = tx.run_actions(reply, &staging.stage, &env, &checkpoint, &watch)?;
     let mut git = tx.git_info();
@@ -182,19 +183,21 @@ fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result
         // the marker stays so that the next apply scans what the hooks may have left.
         return Ok(Applied::unrecorded(result, git, tx.notices));
     }
-    let planned = tx.snapshot(&staging.stage, &checkpoint, &result, &watch)?;
+    let (planned, carried) = tx.snapshot(&staging.stage, &checkpoint, &result, &watch)?;
     let planned = match tx.pre_commit(&staging.stage, &env, planned)? {
         Ok(planned) => planned,
         Err(refusal) => return Ok(Applied::refused(result, git, tx.notices, refusal)),
     };
     let extras = tx.extras(&staging.stage, &env, &result, planned.tree)?;
+    let after = tx.user_after(&checkpoint, &planned)?;
+    git.kept = after.kept.iter().map(|p| p.display().to_string()).collect();
     if planned.changed.is_empty() && extras.is_empty() {
-        // Nothing changed (reads only, or writes that changed nothing): no commit.
-        staging.unchanged()?;
+        // Nothing changed (reads only, writes that changed nothing, or code that only
+        // reverted the user's work, which stays): no commit.
+        staging.unchanged(after.kept.is_empty())?;
         return Ok(Applied::unrecorded(result, git, tx.notices));
     }
-    let to_index = tx.index_tree(&checkpoint, &planned)?;
-    git.uncommitted = tx.carried_uncommitted(&checkpoint, &planned.changed)?;
+    git.uncommitted = tx.carried_uncommitted(carried);
     let subject = tx.subject(&result, &planned.changed);
     let commit = match tx.commit(&staging, &env, &planned, &subject, &result)? {
         Ok(commit) => commit,
@@ -206,7 +209,7 @@ fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result
     result.git = Some(git);
     tx.note(commit, &result)?;
     crash_point("committed");
-    let states = (planned.staged, to_index);
+    let states = (after.work, after.index);
     let transition = tx.transition(&checkpoint, states, commit, subject, extras);
     let outcome = tx.publish(transition)?;
     tx.report(result, outcome, commit, &checkpoint, &env)

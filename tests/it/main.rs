@@ -36,6 +36,7 @@ mod nesl_conformance;
 mod nesl_differential;
 mod nesl_properties;
 mod new_user;
+mod ownership;
 mod readme;
 mod real_world;
 mod reply_hooks;

@@ -246,8 +246,16 @@ fn a_dirty_tree_stays_uncommitted_except_the_touched_paths_and_undo_brings_it_ba
     );
     assert_eq!(
         s.git(&["show", "HEAD:a.txt"]),
-        "ONE\n2\nthree by AI\n",
-        "the touched file as the stage held it, the user's edits included"
+        "1\n2\nthree by AI\n",
+        "the reply's change on HEAD's version: the user's own line 3 it changed goes with it, the user's staged line 1 does not"
+    );
+    assert_eq!(
+        s.git(&["diff", "--cached", "-U0", "a.txt"])
+            .lines()
+            .filter(|l| l.starts_with(['+', '-']) && !l.starts_with("+++") && !l.starts_with("---"))
+            .collect::<Vec<_>>(),
+        ["-1", "+ONE"],
+        "the user's staged line stays staged"
     );
     let untouched = |status: &str| -> String {
         status
@@ -258,14 +266,16 @@ fn a_dirty_tree_stays_uncommitted_except_the_touched_paths_and_undo_brings_it_ba
     };
     let status = s.git(&["status", "--porcelain", "--untracked-files=all"]);
     assert_eq!(
-        status, " D gone.txt\nA  staged-new.txt\n?? untracked.txt\n",
-        "the rest stays uncommitted, staged and unstaged as it was"
+        status, "M  a.txt\n D gone.txt\nA  staged-new.txt\n?? untracked.txt\n",
+        "the rest stays uncommitted, staged and unstaged as it was (a.txt's staged line 1 too)"
     );
     assert_eq!(untouched(&before_status), untouched(&status));
     assert_eq!(s.read("debug.log").as_deref(), Some("ignored\n"));
     let report = s.redact(&out.stdout);
     assert!(
-        report.contains("note: the commit includes uncommitted changes you had in a.txt\n"),
+        report.contains(
+            "note: the commit includes the user's uncommitted lines that the reply changed: a.txt (line 3)\n"
+        ),
         "{report}"
     );
     assert!(

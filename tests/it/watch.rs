@@ -378,8 +378,8 @@ fn an_apply_that_commits_the_users_uncommitted_edits_says_so_on_the_terminal() {
         "file_replace_text",
         &[
             ("path", &path.to_string_lossy()),
-            ("old_text", "three"),
-            ("new_text", "3"),
+            ("old_text", "ONE"),
+            ("new_text", "1"),
         ],
     );
     save(&reply_file(&scratch), &reply);
@@ -387,14 +387,14 @@ fn an_apply_that_commits_the_users_uncommitted_edits_says_so_on_the_terminal() {
     let (code, out, err) = watching.stop();
     assert_eq!(code, Some(0), "{err}");
     assert!(
-        out.contains(" · includes your uncommitted changes in a.txt"),
+        out.contains(" · includes your uncommitted changes in a.txt (line 1)"),
         "{out}"
     );
     assert!(
-        err.contains("note: the commit includes the uncommitted changes you had in a.txt"),
+        err.contains("note: the commit includes uncommitted lines of yours that the reply changed: a.txt (line 1)"),
         "{err}"
     );
-    assert_eq!(scratch.git(&["show", "HEAD:a.txt"]), "ONE\ntwo\n3\n");
+    assert_eq!(scratch.git(&["show", "HEAD:a.txt"]), "1\ntwo\nthree\n");
 }
 
 #[test]

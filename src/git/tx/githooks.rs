@@ -258,12 +258,14 @@ impl GitHooks {
             timeout: GIT_HOOK_TIMEOUT,
             ..Hook::new(self.command(name, args))
         };
+        // Against the commit's index, as `git commit` runs them: not the user's view.
+        let sandbox = place.sandbox.map(Sandbox::with_stage_own_view);
         let mut result = run_hooks_in(
             &[hook],
             &BTreeMap::new(),
             place.root,
             place.paths,
-            place.sandbox,
+            sandbox.as_ref(),
         );
         result.runs.pop().unwrap_or(HookRun {
             command: name.to_owned(),

@@ -24,6 +24,7 @@ pub mod githooks;
 pub mod head;
 pub mod merge;
 pub mod oplog;
+pub mod ownership;
 pub mod publish;
 mod publish_files;
 pub mod recovery;

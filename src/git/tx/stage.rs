@@ -98,6 +98,11 @@ impl Stage {
             .join(OLD_IN_FLIGHT_MARKER);
         let crashed = old_marker.exists()
             || std::fs::read(self.written_record()).is_ok_and(|b| b.starts_with(IN_FLIGHT));
+        // A run killed while code saw the user's view left the stage's own index aside.
+        let own = self.repo.path().join(crate::exec::sandbox::OWN_INDEX);
+        if own.exists() {
+            let _ = std::fs::rename(&own, self.repo.path().join("index"));
+        }
         // The record says it from the reset on.
         let _ = std::fs::remove_file(old_marker);
         self.in_flight
@@ -465,10 +470,64 @@ impl Stage {
         Ok(Some(tree))
     }
 
+    /// Writes the index code sees while it runs ([`crate::exec::sandbox::USERS_INDEX`]):
+    /// the user's, `index_tree`, built on the stage's own index so that the entries that
+    /// agree keep their file stats (a `git status` in the code then reads only the files
+    /// that differ, not the whole tree).
+    pub fn write_users_index(&self, index_tree: Oid) -> Result<(), StageError> {
+        let admin = self.repo.path();
+        let users = admin.join(crate::exec::sandbox::USERS_INDEX);
+        let _ = std::fs::remove_file(&users);
+        let own = admin.join("index");
+        if own.exists() {
+            std::fs::copy(&own, &users)?;
+        }
+        let mut index = git2::Index::open(&users)?;
+        let tree = self.repo.find_tree(index_tree)?;
+        let diff = self
+            .repo
+            .diff_tree_to_index(Some(&tree), Some(&index), None)?;
+        let paths: Vec<PathBuf> = diff
+            .deltas()
+            .filter_map(|d| d.new_file().path().or(d.old_file().path()))
+            .map(Path::to_path_buf)
+            .collect();
+        for path in paths {
+            match tree.get_path(&path) {
+                Ok(entry) => index.add(&unstatted_entry(&path, entry.id(), entry.filemode()))?,
+                Err(_) => index.remove_path(&path)?,
+            }
+        }
+        index.write()?;
+        Ok(())
+    }
+
     /// Records that the stage now holds `commit` (its files and index already do).
     pub fn set_head(&self, commit: Oid) -> Result<(), StageError> {
         self.repo.set_head_detached(commit)?;
         Ok(())
+    }
+}
+
+/// An index entry for `path` with no file stats: git compares such an entry's content with
+/// the file the first time it looks.
+fn unstatted_entry(path: &Path, id: Oid, mode: i32) -> git2::IndexEntry {
+    let bytes = path.as_os_str().as_encoded_bytes().to_vec();
+    let zero = git2::IndexTime::new(0, 0);
+    git2::IndexEntry {
+        ctime: zero,
+        mtime: zero,
+        dev: 0,
+        ino: 0,
+        mode: u32::try_from(mode).unwrap_or(0o100644),
+        uid: 0,
+        gid: 0,
+        file_size: 0,
+        id,
+        // The name's length, as the index's flags carry it (capped at 0xfff).
+        flags: u16::try_from(bytes.len().min(0xfff)).unwrap_or(0xfff),
+        flags_extended: 0,
+        path: bytes,
     }
 }
 

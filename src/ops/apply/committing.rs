@@ -7,30 +7,31 @@ use std::path::PathBuf;
 use super::running::RunEnv;
 use super::staging::Staging;
 use super::{Tx, record, write_targets};
-use crate::git::checkpoint::{self, Checkpoint};
+use crate::git::checkpoint::Checkpoint;
 use crate::git::commit::{Trailers, message, write_commit};
 use crate::git::githooks::{self, Planned, Refusal};
+use crate::git::ownership::{self, Sides, UserAfter};
 use crate::git::publish::crash_point;
 use crate::git::session::TxError;
 use crate::git::sign::{self, SignError};
 use crate::git::stage::Stage;
 use crate::git::visible::{self, Extras};
-use crate::git::{Oid, treebuild, treediff};
+use crate::git::{Oid, treediff};
 use crate::ops::exec_changes::StageWatch;
 use crate::report::ExecutionResult;
 
 impl Tx<'_> {
-    /// The stage as the run left it, and the commit's tree: only the paths the apply
-    /// changed (the stage against the user's working tree) go into the commit, on HEAD's
-    /// tree, and into the index; everything else the user had uncommitted stays
-    /// uncommitted.
+    /// The stage as the run left it, and the commit's tree: HEAD's, with the reply's change
+    /// of each path it changed laid on the committed version (DESIGN §2 "Ownership"); the
+    /// user's uncommitted work stays uncommitted. Also the files whose own uncommitted lines
+    /// the reply changed, which the commit carries (named with the lines).
     pub(super) fn snapshot(
         &self,
         stage: &Stage,
         checkpoint: &Checkpoint,
         result: &ExecutionResult,
         watch: &StageWatch<'_>,
-    ) -> Result<Planned, TxError> {
+    ) -> Result<(Planned, Vec<String>), TxError> {
         let repo = self.repo();
         let touched = super::touched(result, &self.config, &self.root, stage.path());
         // The scan after the last exec, when nothing wrote since, is the stage as it is now.
@@ -39,24 +40,19 @@ impl Tx<'_> {
             None => stage.snapshot(&touched, repo)?,
         };
         crash_point("snapshot");
-        let from_work = checkpoint.work_tree;
-        let changed: Vec<PathBuf> = treediff::changed_paths(repo, Some(from_work), Some(staged))?
-            .into_iter()
-            .collect();
-        // With nothing uncommitted the stage started from HEAD's tree, so what it holds is
-        // already that tree with the apply's changes.
-        let tree = if changed.is_empty() {
-            checkpoint.head_tree
-        } else if from_work == checkpoint.head_tree {
-            staged
-        } else {
-            treebuild::tree_with_entries(repo, checkpoint.head_tree, staged, &changed)?
-        };
-        Ok(Planned {
-            tree,
-            staged,
-            changed,
-        })
+        let changed: Vec<PathBuf> =
+            treediff::changed_paths(repo, Some(checkpoint.work_tree), Some(staged))?
+                .into_iter()
+                .collect();
+        let committed = ownership::commit_tree(repo, sides(checkpoint, staged), &changed)?;
+        Ok((
+            Planned {
+                tree: committed.tree,
+                staged,
+                changed: committed.changed,
+            },
+            committed.carried,
+        ))
     }
 
     /// pre-commit runs against exactly this commit, as `git commit` runs it; what it
@@ -96,40 +92,35 @@ impl Tx<'_> {
         )?)
     }
 
-    /// The user's index after the apply: as it was, with the changed paths as staged.
-    pub(super) fn index_tree(
-        &self,
-        checkpoint: &Checkpoint,
-        planned: &Planned,
-    ) -> Result<Oid, TxError> {
-        if checkpoint.index_tree == checkpoint.work_tree {
-            return Ok(planned.staged);
-        }
-        let (from_index, staged) = (checkpoint.index_tree, planned.staged);
-        Ok(treebuild::tree_with_entries(
-            self.repo(),
-            from_index,
-            staged,
-            &planned.changed,
-        )?)
-    }
-
-    /// The files whose uncommitted edits the commit takes along (the reply changed them
-    /// too): the report tells the model; the user, at the terminal, is told too.
-    pub(super) fn carried_uncommitted(
+    /// The user's working tree and index after the apply: the commit with their
+    /// uncommitted and staged changes laid back on it, and the files where that kept work
+    /// the reply's code had reverted or deleted (told to the model and the user).
+    pub(super) fn user_after(
         &mut self,
         checkpoint: &Checkpoint,
-        changed: &[PathBuf],
-    ) -> Result<Vec<String>, TxError> {
-        let uncommitted = checkpoint::carried_uncommitted(self.repo(), checkpoint, changed)?;
-        if !uncommitted.is_empty() {
+        planned: &Planned,
+    ) -> Result<UserAfter, TxError> {
+        let after =
+            ownership::user_after(self.repo(), sides(checkpoint, planned.staged), planned.tree)?;
+        if !after.kept.is_empty() {
             self.notices.push(format!(
-                "the commit includes the uncommitted changes you had in {} (the reply changed {}); `git loaf undo` gives them back uncommitted",
-                uncommitted.join(", "),
-                if uncommitted.len() == 1 { "that file" } else { "those files" }
+                "kept your uncommitted changes in {}: the reply's code reverted or deleted them; they stay in your working tree, uncommitted",
+                list(&after.kept)
             ));
         }
-        Ok(uncommitted)
+        Ok(after)
+    }
+
+    /// The files whose own uncommitted lines the reply changed, which the commit takes
+    /// along: the report tells the model; the user, at the terminal, is told too.
+    pub(super) fn carried_uncommitted(&mut self, carried: Vec<String>) -> Vec<String> {
+        if !carried.is_empty() {
+            self.notices.push(format!(
+                "the commit includes uncommitted lines of yours that the reply changed: {}; `git loaf undo` gives them back uncommitted",
+                carried.join(", ")
+            ));
+        }
+        carried
     }
 
     /// The commit's subject: loaf.yml's `commit_message_format` with the summary in it,
@@ -228,4 +219,20 @@ impl Tx<'_> {
         }
         Ok(())
     }
+}
+
+/// The user's state in `checkpoint` and the stage's result `staged`, as ownership weighs them.
+fn sides(checkpoint: &Checkpoint, staged: Oid) -> Sides {
+    Sides {
+        head: checkpoint.head_tree,
+        work: checkpoint.work_tree,
+        index: checkpoint.index_tree,
+        staged,
+    }
+}
+
+/// Paths as a message lists them.
+fn list(paths: &[PathBuf]) -> String {
+    let names: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    names.join(", ")
 }

@@ -76,6 +76,36 @@ impl Tx<'_> {
         })
     }
 
+    /// Code sees the user's repository (DESIGN §2 "Exec's view is the user's view"): the
+    /// user's index and HEAD (their branch where the sandbox's private layer of the git dir
+    /// keeps what code does to it; their commit otherwise), whatever an earlier apply left in
+    /// the stage. Without namespaces on an unborn branch, the stage's own.
+    pub(super) fn show_users_view(
+        &self,
+        stage: &Stage,
+        checkpoint: &Checkpoint,
+        env: &mut RunEnv,
+    ) -> Result<(), TxError> {
+        let Some(sandbox) = env.sandbox.take() else {
+            return Ok(());
+        };
+        let head = match (sandbox.isolated(), self.old_head) {
+            (true, _) if self.ref_name.starts_with("refs/") => {
+                Some(format!("ref: {}\n", self.ref_name))
+            }
+            (_, Some(head)) => Some(format!("{head}\n")),
+            (_, None) => None,
+        };
+        env.sandbox = Some(match head {
+            Some(head) => {
+                stage.write_users_index(checkpoint.index_tree)?;
+                sandbox.showing_users(head.into_bytes())
+            }
+            None => sandbox,
+        });
+        Ok(())
+    }
+
     /// The sandbox for code: the stage at the repository's path, ignored entries mounted in.
     fn sandbox(&mut self, stage: &Stage, entries: Vec<visible::Entry>) -> Sandbox {
         let sandbox = Sandbox::new(

@@ -82,9 +82,13 @@ impl<'a> Tx<'a> {
 
 impl Staging {
     /// Nothing to commit: the stage's HEAD goes back to its start, and the run is over.
-    pub(super) fn unchanged(&self) -> Result<(), TxError> {
+    /// When its files are not that start (`same_files` false: code reverted the user's work
+    /// there, which the user keeps), the run stays in flight, so the next apply scans them.
+    pub(super) fn unchanged(&self, same_files: bool) -> Result<(), TxError> {
         self.reset_head()?;
-        self.finish();
+        if same_files {
+            self.finish();
+        }
         Ok(())
     }
 
