@@ -6,6 +6,7 @@
 //! the report is mapped back, so the model only ever sees its own paths.
 
 pub mod bad_path;
+pub mod descriptors;
 pub mod fs;
 
 pub mod guard;

@@ -182,6 +182,9 @@ pub(crate) fn run_shown_as(job: &Job, label: &str) -> Result<Finished, RunError>
     if let Some(path) = &job.path {
         command.env("PATH", path);
     }
+    // First of the child's preparations: the sandbox's relay and init must not hold them
+    // either.
+    super::descriptors::withhold_from(&mut command);
     let io_error = |source: io::Error| RunError::Io {
         program: job.program.to_owned(),
         source,

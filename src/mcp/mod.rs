@@ -43,6 +43,7 @@ pub enum ServeError {
 /// The runtime lives here and only here: the rest of git-loaf is synchronous, and each tool
 /// runs its operation on a blocking thread.
 pub fn serve(repo: &Path) -> Result<(), ServeError> {
+    crate::exec::descriptors::withhold_inherited();
     let out = protocol_stdout()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -67,7 +68,8 @@ async fn run(repo: PathBuf, out: std::fs::File) -> Result<(), ServeError> {
 /// A private handle on the real stdout for the protocol; file descriptor 1 then points at
 /// stderr, so that anything else written "to stdout" goes to the log.
 fn protocol_stdout() -> std::io::Result<std::fs::File> {
-    let protocol = rustix::io::dup(std::io::stdout())?;
+    // Close-on-exec: code run by a tool call must not find the protocol stream open.
+    let protocol = rustix::io::fcntl_dupfd_cloexec(std::io::stdout(), 3)?;
     rustix::stdio::dup2_stdout(std::io::stderr())?;
     Ok(std::fs::File::from(protocol))
 }

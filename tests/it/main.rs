@@ -10,6 +10,7 @@ mod cli_parse;
 mod config;
 mod crash;
 mod demo;
+mod descriptors;
 #[path = "../common/deterministic.rs"]
 mod deterministic;
 mod durable;
