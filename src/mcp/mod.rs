@@ -14,6 +14,7 @@
 
 mod actions;
 mod answer;
+mod line_limit;
 mod server;
 
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 pub use actions::{ActionsError, block_id, to_reply};
+pub use line_limit::MAX_LINE_BYTES;
 pub use server::LoafServer;
 
 /// Why the server could not run or stopped abnormally (bad input never ends it: each call
@@ -53,7 +55,7 @@ pub fn serve(repo: &Path) -> Result<(), ServeError> {
 
 async fn run(repo: PathBuf, out: std::fs::File) -> Result<(), ServeError> {
     use rmcp::ServiceExt as _;
-    let transport = (tokio::io::stdin(), tokio::fs::File::from_std(out));
+    let transport = line_limit::Limited::new(tokio::io::stdin(), tokio::fs::File::from_std(out));
     let service = LoafServer::new(repo)
         .serve(transport)
         .await

@@ -33,6 +33,7 @@ mod instructions;
 mod man;
 mod mcp;
 mod mcp_python;
+mod mcp_stream;
 mod nesl_conformance;
 mod nesl_differential;
 mod nesl_properties;
