@@ -7,6 +7,7 @@
 
 pub mod bad_path;
 pub mod descriptors;
+pub mod environment;
 pub mod fs;
 
 pub mod guard;

@@ -7,6 +7,7 @@ mod cli_apply;
 mod cli_apply_no_commit;
 mod cli_output;
 mod cli_parse;
+mod code_environment;
 mod config;
 mod crash;
 mod demo;
