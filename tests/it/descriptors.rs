@@ -7,6 +7,7 @@
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 use crate::scratch::{ENV, Scratch, block};
@@ -55,14 +56,17 @@ fn reply() -> String {
     )
 }
 
-/// `git loaf args` with descriptor 7 appending to `victim.txt` beside the repository, 8 on
-/// the real git dir and 9 on the working tree, as `(exec 7>>victim.txt 8<.git 9<.; git loaf
-/// …)` would leave them; returns its output and the victim's path.
-fn apply_holding_descriptors(
-    s: &Scratch,
-    args: &[&str],
-    env: &[(&str, &str)],
-) -> (Output, std::path::PathBuf) {
+/// A running `git loaf args` (its stdin holding `reply`) with descriptor 7 appending to
+/// `victim.txt` beside the repository, 8 on the real git dir and 9 on the working tree, as
+/// `(exec 7>>victim.txt 8<.git 9<.; git loaf …)` would leave them.
+struct Holding {
+    child: std::process::Child,
+    victim: PathBuf,
+    /// The three files, open in the test too.
+    held: [File; 3],
+}
+
+fn spawn_holding(s: &Scratch, args: &[&str], env: &[(&str, &str)], reply: &str) -> Holding {
     use std::io::Write as _;
     let victim = s.sibling("victim.txt");
     std::fs::write(&victim, "mine\n").expect("write the victim");
@@ -101,11 +105,24 @@ fn apply_holding_descriptors(
         .stdin
         .take()
         .expect("stdin")
-        .write_all(s.reply(&reply()).as_bytes())
+        .write_all(s.reply(reply).as_bytes())
         .expect("reply written");
-    let out = child.wait_with_output().expect("git-loaf ends");
-    drop(held);
-    (out, victim)
+    Holding {
+        child,
+        victim,
+        held,
+    }
+}
+
+/// [`spawn_holding`] of [`reply`], to its end: its output and the victim's path.
+fn apply_holding_descriptors(
+    s: &Scratch,
+    args: &[&str],
+    env: &[(&str, &str)],
+) -> (Output, PathBuf) {
+    let holding = spawn_holding(s, args, env, &reply());
+    let out = holding.child.wait_with_output().expect("git-loaf ends");
+    (out, holding.victim)
 }
 
 /// Nothing was written through the descriptors, and each piece of code saw none of them.
@@ -162,4 +179,101 @@ fn inherited_descriptors_reach_no_code_with_no_commit() {
     let s = project();
     let (out, victim) = apply_holding_descriptors(&s, &["apply", "--no-commit"], &[]);
     assert_nothing_reached(&s, &out, &victim, &["exec-seen.txt", "before-seen.txt"]);
+}
+
+/// The processes descending from `pid` (not itself), from the host's /proc.
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").expect("/proc").flatten() {
+        let Some(child) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        // `pid (comm) state ppid …`; comm may hold spaces, so read after its last ')'.
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        if let Some(parent) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+            parents.push((child, parent));
+        }
+    }
+    let mut found = vec![pid];
+    let mut at = 0;
+    while at < found.len() {
+        let parent = found[at];
+        found.extend(
+            parents
+                .iter()
+                .filter(|(_, p)| *p == parent)
+                .map(|(c, _)| *c),
+        );
+        at += 1;
+    }
+    found.split_off(1)
+}
+
+/// Device and inode of what a path (or an open descriptor's `/proc` link) leads to.
+fn identity(path: &std::path::Path) -> Option<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(path).ok().map(|m| (m.dev(), m.ino()))
+}
+
+#[test]
+fn no_process_of_the_apply_holds_an_inherited_descriptor_while_code_runs() {
+    // The sandbox's relay and init never exec: close-on-exec alone would leave the
+    // descriptors open in them, reachable through /proc. Code waits in the middle of its run
+    // (a folder it may write, outside the repository) while the test looks at every
+    // process git-loaf started.
+    let s = project();
+    let meeting = s.sibling("meeting");
+    std::fs::create_dir(&meeting).expect("mkdir");
+    s.write(
+        "loaf.yml",
+        &format!(
+            "allowed-actions: [defaults, exec]\nexec:\n  writable: [\"{}\"]\n",
+            meeting.display()
+        ),
+    );
+    s.commit_all("meeting point");
+    let code = format!(
+        "touch {0}/started; while [ ! -e {0}/go ]; do sleep 0.05; done",
+        meeting.display()
+    );
+    let reply = block("d2b", "exec", &[("lang", "bash"), ("code", &code)]);
+    let holding = spawn_holding(&s, &["apply"], &[], &reply);
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !meeting.join("started").exists() {
+        assert!(std::time::Instant::now() < until, "the code never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let inherited: Vec<(u64, u64)> = holding
+        .held
+        .iter()
+        .map(|f| identity(&PathBuf::from(format!("/proc/self/fd/{}", f.as_raw_fd()))))
+        .collect::<Option<_>>()
+        .expect("the held files");
+    let processes = descendants(holding.child.id());
+    let mut holders = Vec::new();
+    for pid in &processes {
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            if identity(&fd.path()).is_some_and(|id| inherited.contains(&id)) {
+                holders.push(fd.path());
+            }
+        }
+    }
+    std::fs::write(meeting.join("go"), "").expect("let the code end");
+    let out = holding.child.wait_with_output().expect("git-loaf ends");
+    s.assert_exit(&out, 0);
+    assert!(processes.len() >= 3, "relay, init and code: {processes:?}");
+    assert!(
+        holders.is_empty(),
+        "held by the apply's processes: {holders:?}"
+    );
 }
