@@ -49,6 +49,12 @@ pub struct CodeEnvironment {
     pub set: Vec<(String, String)>,
 }
 
+/// The default: nothing passed, nothing set (code outside any loaf.yml's reach).
+pub static DEFAULT_ENVIRONMENT: CodeEnvironment = CodeEnvironment {
+    pass: Vec::new(),
+    set: Vec::new(),
+};
+
 impl CodeEnvironment {
     /// Whether this is the default (nothing passed, nothing set).
     pub fn is_default(&self) -> bool {

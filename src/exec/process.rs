@@ -49,6 +49,8 @@ pub struct Job<'a> {
     /// Extra environment variables on top of the inherited environment (without its
     /// secrets: see `environment.rs`).
     pub env: Vec<(OsString, OsString)>,
+    /// What the child gets of this process's environment (before `env` and `path`).
+    pub environment: &'a CodeEnvironment,
     /// Replaces PATH, for looking up the program and in the child's environment.
     pub path: Option<OsString>,
     /// When to kill the process group.
@@ -175,10 +177,7 @@ pub(crate) fn run_shown_as(job: &Job, label: &str) -> Result<Finished, RunError>
     }
     let mut command = Command::new(job.program);
     // First: what the run's own variables (below) set stands.
-    match job.sandbox {
-        Some(sandbox) => sandbox.environment().apply(&mut command),
-        None => CodeEnvironment::default().apply(&mut command),
-    }
+    job.environment.apply(&mut command);
     command
         .args(&job.args)
         .envs(job.env.iter().map(|(k, v)| (k, v)))

@@ -1,5 +1,5 @@
 //! What code sees of git-loaf's environment (DESIGN §2 "Secrets"): a reply's exec, a loaf.yml
-//! hook and a git hook get it without the variables holding secrets (`MY_API_KEY` here),
+//! hook and the git hooks (`pre-commit` in the sandbox, `post-commit` in the user's tree) get it without the variables holding secrets (`MY_API_KEY` here),
 //! with the others (`NORMAL_VAR`); loaf.yml's `exec.env.pass` gives one back, `exec.env.set`
 //! sets one.
 
@@ -12,7 +12,7 @@ const PROBE: &str =
     r#"printf '%s|%s|%s\n' "${MY_API_KEY-unset}" "${NORMAL_VAR-unset}" "${LOAF_GREETING-unset}""#;
 
 /// A repository whose exec, loaf.yml before hook and pre-commit hook each run [`PROBE`] into
-/// a file of the commit; `env` is loaf.yml's `exec.env` section (indented), if any.
+/// a file of the commit, and whose post-commit hook runs it into a file of the user's tree; `env` is loaf.yml's `exec.env` section (indented), if any.
 fn project(env: &str) -> Scratch {
     use std::os::unix::fs::PermissionsExt as _;
     let s = Scratch::with(&[
@@ -24,13 +24,18 @@ fn project(env: &str) -> Scratch {
             ),
         ),
     ]);
-    let hook = s.root.join(".git/hooks/pre-commit");
-    std::fs::write(
-        &hook,
-        "#!/bin/sh\nsh probe.sh > hook-seen.txt && git add hook-seen.txt\n",
-    )
-    .expect("write the hook");
-    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    for (name, script) in [
+        (
+            "pre-commit",
+            "sh probe.sh > hook-seen.txt && git add hook-seen.txt",
+        ),
+        // After publish, in the user's tree, outside the sandbox.
+        ("post-commit", "sh probe.sh > post-seen.txt"),
+    ] {
+        let hook = s.root.join(".git/hooks").join(name);
+        std::fs::write(&hook, format!("#!/bin/sh\n{script}\n")).expect("write the hook");
+        std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
     s
 }
 
@@ -57,7 +62,12 @@ fn apply(s: &Scratch, extra: &[(&str, &str)]) -> Output {
 /// Each piece of code saw `expected`.
 fn assert_seen(s: &Scratch, out: &Output, expected: &str) {
     s.assert_exit(out, 0);
-    for file in ["exec-seen.txt", "before-seen.txt", "hook-seen.txt"] {
+    for file in [
+        "exec-seen.txt",
+        "before-seen.txt",
+        "hook-seen.txt",
+        "post-seen.txt",
+    ] {
         assert_eq!(s.read(file).as_deref(), Some(expected), "{file}");
     }
 }
