@@ -56,6 +56,15 @@ pub static DEFAULT_ENVIRONMENT: CodeEnvironment = CodeEnvironment {
 };
 
 impl CodeEnvironment {
+    /// All of this process's environment, secrets included: for a program the user runs on
+    /// purpose with it (lorch's model command needs its API key), never for a reply's code.
+    pub fn whole() -> CodeEnvironment {
+        CodeEnvironment {
+            pass: vec!["*".to_owned()],
+            set: Vec::new(),
+        }
+    }
+
     /// Whether this is the default (nothing passed, nothing set).
     pub fn is_default(&self) -> bool {
         self.pass.is_empty() && self.set.is_empty()
@@ -148,6 +157,13 @@ mod tests {
         ] {
             assert!(!is_secret_name(kept), "{kept}");
         }
+    }
+
+    #[test]
+    fn the_whole_environment_withholds_nothing() {
+        let names = ["MY_API_KEY", "GH_TOKEN"].map(OsString::from);
+        let passed = pass_set(&CodeEnvironment::whole().pass).expect("globs");
+        assert!(withheld(names.into_iter(), &passed).is_empty());
     }
 
     #[test]
