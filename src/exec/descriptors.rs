@@ -19,7 +19,10 @@
 //!
 //! Git-loaf's own pipes to the child are made while spawning, after the list is taken, and
 //! are moved to 0–2 before the child's preparation runs, so they keep working; so does the
-//! pipe std uses to report a failed exec.
+//! pipe std uses to report a failed exec. (Should another thread close a listed descriptor
+//! before the fork and std's pipe take its number, the child closes that pipe: a program
+//! that cannot be started then shows as a child killed by SIGABRT instead of "not found";
+//! nothing else changes.)
 
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
