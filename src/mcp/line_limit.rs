@@ -278,4 +278,20 @@ mod tests {
         assert_eq!(passed, "{\"id\":1}\n{\"id\":3}\n");
         assert_eq!(rx.recv().await, Some(Some(RequestId::Number(2))));
     }
+
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_limit_counts_the_newline() {
+        let fits = format!("{}\n", "a".repeat(19));
+        let past = format!("{}\n", "b".repeat(20));
+        let input = format!("{fits}{past}");
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut reader = LineLimit::new(input.as_bytes(), 20, tx);
+        let mut passed = String::new();
+        reader
+            .read_to_string(&mut passed)
+            .await
+            .expect("reads to the end");
+        assert_eq!(passed, fits);
+        assert_eq!(rx.recv().await, Some(None), "no id in it");
+    }
 }
