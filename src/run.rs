@@ -91,6 +91,7 @@ pub(crate) fn sandbox_policy(config: &Config) -> crate::exec::sandbox::Policy {
         network: config.exec.network,
         writable: config.exec.writable.clone(),
         unisolated_allowed: config.exec.sandbox_off,
+        env: config.exec.env.clone(),
     }
 }
 

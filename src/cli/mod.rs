@@ -121,6 +121,8 @@ impl From<Outcome> for ExitCode {
 
 /// Runs the command line and returns the process exit code.
 pub fn main() -> ExitCode {
+    // Before anything can start a program: what the caller left open is not passed on.
+    crate::exec::descriptors::withhold_inherited();
     crate::git::publish::mark_start();
     crate::git::init();
     init_logging();

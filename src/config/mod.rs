@@ -140,6 +140,9 @@ pub struct ExecConfig {
     /// `sandbox: off`: where namespaces are unavailable, run code without them instead of
     /// refusing it. It never turns off a sandbox that can be made.
     pub sandbox_off: bool,
+    /// `env`: what code gets of git-loaf's environment beyond the default (which withholds
+    /// the variables holding secrets).
+    pub env: crate::exec::environment::CodeEnvironment,
 }
 
 /// `stage`: the staging worktree.
@@ -209,6 +212,7 @@ impl Config {
                 network: false,
                 writable: Vec::new(),
                 sandbox_off: false,
+                env: crate::exec::environment::CodeEnvironment::default(),
             },
             stage: StageConfig {
                 isolate: crate::exec::isolate::DEFAULT_ISOLATE
@@ -334,6 +338,9 @@ impl Config {
             let path = writable_path(entry, dir)
                 .map_err(|why| format!("{}exec.writable: {why}", line_of(text, entry)))?;
             self.exec.writable.push(path);
+        }
+        if let Some(env) = exec.env {
+            self.exec.env = code_environment(text, env)?;
         }
         Ok(())
     }
@@ -463,3 +470,44 @@ fn check_hooks(text: &str, hooks: &RawHooks) -> Result<(), String> {
 
 #[cfg(test)]
 mod tests;
+
+/// loaf.yml's `exec.env`: each `pass` entry a name or a glob, each `set` name one a program
+/// can be given; an error names its line.
+fn code_environment(
+    text: &str,
+    env: raw::RawExecEnv,
+) -> Result<crate::exec::environment::CodeEnvironment, String> {
+    let pass: Vec<String> = env.pass.into_iter().map(|p| p.0).collect();
+    for pattern in &pass {
+        if pattern.trim().is_empty() {
+            return Err(format!(
+                "{}exec.env.pass: an empty entry; write a variable's name or a glob such as `AWS_*`",
+                line_in_section(text, "exec", |key, _| key == "pass")
+            ));
+        }
+        if let Err(e) = crate::exec::environment::pass_set(std::slice::from_ref(pattern)) {
+            return Err(format!(
+                "{}exec.env.pass: '{pattern}' is not a name or a glob ({}); write a variable's name or a glob such as `AWS_*`",
+                line_of(text, pattern),
+                e.kind()
+            ));
+        }
+    }
+    let mut set = Vec::new();
+    for (name, value) in env.set {
+        let bad_name = name.is_empty() || name.contains(['=', '\0']);
+        if bad_name || value.0.contains('\0') {
+            let what = if bad_name {
+                format!("'{name}' cannot be a variable's name (empty, or holding `=`)")
+            } else {
+                format!("the value of '{name}' holds a NUL byte")
+            };
+            return Err(format!(
+                "{}exec.env.set: {what}; write `NAME: value`",
+                line_in_section(text, "exec", |key, _| key == name)
+            ));
+        }
+        set.push((name, value.0));
+    }
+    Ok(crate::exec::environment::CodeEnvironment { pass, set })
+}

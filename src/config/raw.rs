@@ -141,6 +141,18 @@ pub(super) struct RawExec {
     #[serde(default)]
     pub(super) writable: Vec<String>,
     pub(super) sandbox: Option<String>,
+    pub(super) env: Option<RawExecEnv>,
+}
+
+/// `exec.env`: variables passed to code although they look like secrets, and variables
+/// set for it.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawExecEnv {
+    #[serde(default)]
+    pub(super) pass: Vec<Text>,
+    #[serde(default)]
+    pub(super) set: BTreeMap<String, Text>,
 }
 
 /// An `exec.writable` entry as a path: absolute, or `~/…` under the home folder; never

@@ -28,6 +28,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use super::PathMap;
+use super::environment::{CodeEnvironment, DEFAULT_ENVIRONMENT};
 use super::process::{self, Ending, Job};
 use super::sandbox::Sandbox;
 
@@ -121,6 +122,19 @@ pub fn run_hooks_in(
     paths: &PathMap,
     sandbox: Option<&Sandbox>,
 ) -> HooksResult {
+    let environment = sandbox.map_or(&DEFAULT_ENVIRONMENT, |sandbox| sandbox.environment());
+    run_hooks_with(hooks, vars, (default_cwd, paths), sandbox, environment)
+}
+
+/// [`run_hooks_in`] with `environment` (loaf.yml's `exec.env`) where no sandbox carries it:
+/// the git hook run in the user's tree after the commit.
+pub(crate) fn run_hooks_with(
+    hooks: &[Hook],
+    vars: &BTreeMap<String, String>,
+    (default_cwd, paths): (&Path, &PathMap),
+    sandbox: Option<&Sandbox>,
+    environment: &CodeEnvironment,
+) -> HooksResult {
     let env = var_environment(vars);
     let mut result = HooksResult {
         runs: Vec::new(),
@@ -128,7 +142,13 @@ pub fn run_hooks_in(
         success: true,
     };
     for hook in hooks {
-        let run = run_one(hook, vars, &env, (default_cwd, paths), sandbox);
+        let run = run_one(
+            hook,
+            vars,
+            &env,
+            (default_cwd, paths),
+            (sandbox, environment),
+        );
         let stop = run.error.is_some() && !hook.continue_on_error;
         if let Some(error) = &run.error {
             result.errors.push(format!("{}: {error}", hook.run));
@@ -177,7 +197,7 @@ fn run_one(
     vars: &BTreeMap<String, String>,
     env: &[(OsString, OsString)],
     (default_cwd, paths): (&Path, &PathMap),
-    sandbox: Option<&Sandbox>,
+    (sandbox, environment): (Option<&Sandbox>, &CodeEnvironment),
 ) -> HookRun {
     let failed = |error: String| HookRun {
         command: hook.run.clone(),
@@ -204,6 +224,7 @@ fn run_one(
         args: vec!["-c".into(), reference_vars(&hook.run, vars).into()],
         cwd: &cwd,
         env: env.to_vec(),
+        environment,
         path: None,
         timeout: hook.timeout,
         max_output: HOOK_OUTPUT_CAP,

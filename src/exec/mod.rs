@@ -6,6 +6,8 @@
 //! the report is mapped back, so the model only ever sees its own paths.
 
 pub mod bad_path;
+pub mod descriptors;
+pub mod environment;
 pub mod fs;
 
 pub mod guard;

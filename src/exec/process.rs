@@ -29,6 +29,7 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, kill_process_group};
 
+use super::environment::CodeEnvironment;
 use super::sandbox::Sandbox;
 
 /// How long, once the process group is gone, the output pipes may take to reach their end
@@ -45,8 +46,11 @@ pub struct Job<'a> {
     /// Where it runs; must be an existing directory (a missing one would also fail with
     /// ENOENT and be mistaken for a missing program, so callers check it first).
     pub cwd: &'a Path,
-    /// Extra environment variables on top of the inherited environment.
+    /// Extra environment variables on top of the inherited environment (without its
+    /// secrets: see `environment.rs`).
     pub env: Vec<(OsString, OsString)>,
+    /// What the child gets of this process's environment (before `env` and `path`).
+    pub environment: &'a CodeEnvironment,
     /// Replaces PATH, for looking up the program and in the child's environment.
     pub path: Option<OsString>,
     /// When to kill the process group.
@@ -172,6 +176,8 @@ pub(crate) fn run_shown_as(job: &Job, label: &str) -> Result<Finished, RunError>
         return Err(RunError::Refused(refusal));
     }
     let mut command = Command::new(job.program);
+    // First: what the run's own variables (below) set stands.
+    job.environment.apply(&mut command);
     command
         .args(&job.args)
         .envs(job.env.iter().map(|(k, v)| (k, v)))
@@ -182,6 +188,9 @@ pub(crate) fn run_shown_as(job: &Job, label: &str) -> Result<Finished, RunError>
     if let Some(path) = &job.path {
         command.env("PATH", path);
     }
+    // First of the child's preparations: the sandbox's relay and init must not hold them
+    // either.
+    super::descriptors::withhold_from(&mut command);
     let io_error = |source: io::Error| RunError::Io {
         program: job.program.to_owned(),
         source,

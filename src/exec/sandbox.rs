@@ -101,6 +101,8 @@ pub struct Policy {
     /// Run code without namespaces where they are unavailable (`exec.sandbox: off`); by
     /// default such code is refused.
     pub unisolated_allowed: bool,
+    /// What code gets of git-loaf's environment beyond the default (`exec.env`).
+    pub env: super::environment::CodeEnvironment,
 }
 
 /// The private folders of one apply's isolated runs.
@@ -248,6 +250,11 @@ impl Sandbox {
             },
             ..self
         }
+    }
+
+    /// What code gets of git-loaf's environment beyond the default (`exec.env`).
+    pub(crate) fn environment(&self) -> &super::environment::CodeEnvironment {
+        &self.policy.env
     }
 
     /// Why code may not run here at all: namespaces are unavailable and the user did not

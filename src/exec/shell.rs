@@ -21,6 +21,7 @@ use std::path::PathBuf;
 
 use serde_json::{Map, Value, json};
 
+use super::environment::DEFAULT_ENVIRONMENT;
 use super::process::{self, Captured, Ending, Finished, Job};
 use super::{Access, Outcome, Params, Workspace};
 
@@ -83,6 +84,9 @@ pub fn run_exec_with_path(params: &Params, ws: &Workspace, path: Option<&OsStr>)
         args: vec![flag.into(), code.into()],
         cwd: &cwd,
         env: Vec::new(),
+        environment: ws
+            .sandbox
+            .map_or(&DEFAULT_ENVIRONMENT, |sandbox| sandbox.environment()),
         path: path.map(OsStr::to_os_string),
         timeout: ws.exec_timeout,
         max_output: ws.max_output,

@@ -14,6 +14,7 @@
 
 mod actions;
 mod answer;
+mod line_limit;
 mod server;
 
 use std::path::{Path, PathBuf};
@@ -21,6 +22,7 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 pub use actions::{ActionsError, block_id, to_reply};
+pub use line_limit::MAX_LINE_BYTES;
 pub use server::LoafServer;
 
 /// Why the server could not run or stopped abnormally (bad input never ends it: each call
@@ -43,6 +45,7 @@ pub enum ServeError {
 /// The runtime lives here and only here: the rest of git-loaf is synchronous, and each tool
 /// runs its operation on a blocking thread.
 pub fn serve(repo: &Path) -> Result<(), ServeError> {
+    crate::exec::descriptors::withhold_inherited();
     let out = protocol_stdout()?;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -52,7 +55,7 @@ pub fn serve(repo: &Path) -> Result<(), ServeError> {
 
 async fn run(repo: PathBuf, out: std::fs::File) -> Result<(), ServeError> {
     use rmcp::ServiceExt as _;
-    let transport = (tokio::io::stdin(), tokio::fs::File::from_std(out));
+    let transport = line_limit::Limited::new(tokio::io::stdin(), tokio::fs::File::from_std(out));
     let service = LoafServer::new(repo)
         .serve(transport)
         .await
@@ -67,7 +70,8 @@ async fn run(repo: PathBuf, out: std::fs::File) -> Result<(), ServeError> {
 /// A private handle on the real stdout for the protocol; file descriptor 1 then points at
 /// stderr, so that anything else written "to stdout" goes to the log.
 fn protocol_stdout() -> std::io::Result<std::fs::File> {
-    let protocol = rustix::io::dup(std::io::stdout())?;
+    // Close-on-exec: code run by a tool call must not find the protocol stream open.
+    let protocol = rustix::io::fcntl_dupfd_cloexec(std::io::stdout(), 3)?;
     rustix::stdio::dup2_stdout(std::io::stderr())?;
     Ok(std::fs::File::from(protocol))
 }

@@ -18,7 +18,7 @@ fn summary(config: &Config) -> Value {
             })
             .collect::<Vec<_>>()
     };
-    json!({
+    let mut summary = json!({
         "version": config.version,
         "allowed_actions": config.allowed_actions,
         "fs_guard": config.fs_guard.as_ref().map(|g| json!({
@@ -33,7 +33,13 @@ fn summary(config: &Config) -> Value {
                  "network": config.exec.network, "writable": config.exec.writable,
                  "sandbox_off": config.exec.sandbox_off},
         "stage": config.stage.share,
-    })
+    });
+    // Only where loaf.yml sets it, so that the other cases need not name the default.
+    let env = &config.exec.env;
+    if !env.is_default() {
+        summary["exec"]["env"] = json!({"pass": env.pass, "set": env.set});
+    }
+    summary
 }
 
 fn cases(kind: &str) -> Vec<(String, String)> {
@@ -125,6 +131,9 @@ fn example_documents_every_key_and_loads() {
         "max_output:",
         "notes:",
         "outputs:",
+        "env:",
+        "pass:",
+        "set:",
     ] {
         assert!(text.contains(key), "loaf.yml.example documents {key}");
     }

@@ -34,6 +34,7 @@ mod recovery;
 use std::path::Path;
 use std::time::Duration;
 
+use git_loaf::exec::environment::DEFAULT_ENVIRONMENT;
 use git_loaf::exec::process::{self, Ending, Job};
 use serde_json::{Value, json};
 
@@ -283,6 +284,8 @@ fn run_checks(shim: &Shim, command: &Command) -> Vec<Value> {
                 args: vec!["-c".into(), check.into()],
                 cwd: root,
                 env: Vec::new(),
+                // The model's code: without the secrets of lorch's environment.
+                environment: &DEFAULT_ENVIRONMENT,
                 path: None,
                 timeout,
                 max_output: CHECK_OUTPUT_BYTES,

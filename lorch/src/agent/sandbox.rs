@@ -25,6 +25,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use git_loaf::exec::environment::CodeEnvironment;
 use git_loaf::exec::process::{self, Ending, Job, RunError};
 use git_loaf::exec::sandbox::{Policy, Sandbox};
 
@@ -47,6 +48,7 @@ pub fn contain(
         network: true,
         writable: folders,
         unisolated_allowed: false,
+        env: CodeEnvironment::default(),
     });
     if !sandbox.isolated() {
         let why = sandbox
@@ -83,6 +85,8 @@ pub fn ask(
         prompt_file.clone().into(),
     ];
     args.extend(cmd.iter().map(OsString::from));
+    // The model's command is the user's, run on purpose: it gets its API key.
+    let whole = CodeEnvironment::whole();
     let job = Job {
         program: "sh",
         args,
@@ -91,6 +95,7 @@ pub fn ask(
             .iter()
             .map(|(k, v)| (OsString::from(k), OsString::from(v)))
             .collect(),
+        environment: &whole,
         path: None,
         timeout,
         // One byte past the cap tells a reply that is too long from one that fits.

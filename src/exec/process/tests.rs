@@ -8,6 +8,7 @@ fn bash(script: &str, timeout_ms: u64, max_output: usize) -> Job<'static> {
         args: vec!["-c".into(), script.into()],
         cwd: Path::new("/"),
         env: Vec::new(),
+        environment: &crate::exec::environment::DEFAULT_ENVIRONMENT,
         path: None,
         timeout: Duration::from_millis(timeout_ms),
         max_output,

@@ -21,9 +21,11 @@
 //! user namespace it could otherwise unmount what hides the user's files.
 //!
 //! Between `fork` and `exec` only system calls run: every path and string is prepared
-//! before, as C strings, and nothing allocates. The relay and the init close every other
-//! file descriptor they inherited (in particular std's pipe that reports a failed exec,
-//! which git-loaf reads until every copy is closed).
+//! before, as C strings, and nothing allocates. Every descriptor git-loaf held before the
+//! spawn is closed first thing in the relay (`exec/descriptors.rs`), so none reaches the
+//! init or the code; the relay and the init then close the rest of theirs once they have
+//! forked (in particular std's pipe that reports a failed exec, which git-loaf reads until
+//! every copy is closed).
 
 use std::ffi::{CStr, CString};
 use std::fs;

@@ -46,6 +46,7 @@ fn bash<'a>(script: &str, cwd: &'a Path, sandbox: &'a Sandbox, timeout: Duration
         args: vec!["-c".into(), script.into()],
         cwd,
         env: Vec::new(),
+        environment: &crate::exec::environment::DEFAULT_ENVIRONMENT,
         path: None,
         timeout,
         max_output: 4096,

@@ -45,7 +45,8 @@ use git2::{Oid, Repository};
 
 use super::stage::{Stage, StageError, Touched};
 use crate::exec::PathMap;
-use crate::exec::hooks::{Hook, HookRun, run_hooks_in};
+use crate::exec::environment::CodeEnvironment;
+use crate::exec::hooks::{Hook, HookRun, run_hooks_with};
 use crate::exec::sandbox::Sandbox;
 
 /// How long a git hook may run (`git commit` waits forever; the pre-commit framework's first
@@ -74,6 +75,9 @@ pub struct GitHooks {
     found: Vec<&'static str>,
     /// The copy of the hooks folder, when there are hooks to run.
     copy: Option<HooksCopy>,
+    /// loaf.yml's `exec.env`, for the hook run outside the sandbox (`post-commit`); the
+    /// others get the sandbox's.
+    environment: CodeEnvironment,
 }
 
 /// The private copy of a hooks folder, under the git common dir: every hook (even one of
@@ -211,13 +215,26 @@ impl GitHooks {
             _ => {}
         }
         if found.is_empty() {
-            return Ok(GitHooks { found, copy: None });
+            return Ok(GitHooks {
+                found,
+                copy: None,
+                environment: CodeEnvironment::default(),
+            });
         }
         let copy = copy_hooks(&dir, root, &found, top)?;
         Ok(GitHooks {
             found,
             copy: Some(copy),
+            environment: CodeEnvironment::default(),
         })
+    }
+
+    /// With loaf.yml's `exec.env` for the hooks run outside the sandbox.
+    pub fn with_environment(self, environment: CodeEnvironment) -> GitHooks {
+        GitHooks {
+            environment,
+            ..self
+        }
     }
 
     /// Whether `name` will run.
@@ -260,12 +277,15 @@ impl GitHooks {
         };
         // Against the commit's index, as `git commit` runs them: not the user's view.
         let sandbox = place.sandbox.map(Sandbox::with_stage_own_view);
-        let mut result = run_hooks_in(
+        let environment = place
+            .sandbox
+            .map_or(&self.environment, |sandbox| sandbox.environment());
+        let mut result = run_hooks_with(
             &[hook],
             &BTreeMap::new(),
-            place.root,
-            place.paths,
+            (place.root, place.paths),
             sandbox.as_ref(),
+            environment,
         );
         result.runs.pop().unwrap_or(HookRun {
             command: name.to_owned(),

@@ -44,8 +44,9 @@ impl Tx<'_> {
             (true, true) => Verify::NoVerify,
             (true, false) => Verify::All,
         };
-        let git_hooks =
-            GitHooks::take(self.repo(), &self.root, verify).map_err(stage::StageError::from)?;
+        let git_hooks = GitHooks::take(self.repo(), &self.root, verify)
+            .map_err(stage::StageError::from)?
+            .with_environment(self.config.exec.env.clone());
         let runs_code = runs_code || git_hooks.any_before_commit();
         let mut view = visible::Visibility::new(&self.root, isolate.clone());
         let sandbox = if runs_code {
