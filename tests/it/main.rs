@@ -8,6 +8,7 @@ mod cli_apply_no_commit;
 mod cli_output;
 mod cli_parse;
 mod config;
+mod config_accept;
 mod crash;
 mod demo;
 #[path = "../common/deterministic.rs"]
