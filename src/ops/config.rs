@@ -123,8 +123,20 @@ struct Version {
 }
 
 /// The loaf.yml that governs in `repo` (whose working tree is `root`), learning on the way
-/// a version that is the user's (it is recorded as accepted).
+/// a version that is the user's (it is recorded as accepted). For an operation that holds
+/// the lock; [`peek`] for one that only reads.
 pub fn governing(repo: &Repository, root: &Path) -> Result<Governing, TrustError> {
+    find_governing(repo, root, true)
+}
+
+/// [`governing`], recording nothing: for commands that change nothing (`instructions`,
+/// `apply --dry-run`, `config`). It finds what [`governing`] finds: the record only keeps
+/// what the repository's state shows at that moment.
+pub fn peek(repo: &Repository, root: &Path) -> Result<Governing, TrustError> {
+    find_governing(repo, root, false)
+}
+
+fn find_governing(repo: &Repository, root: &Path, learn: bool) -> Result<Governing, TrustError> {
     let working = read_working(root)?;
     let mut record = Record::load(repo);
     let mut accepted = record.accepted.clone();
@@ -139,7 +151,7 @@ pub fn governing(repo: &Repository, root: &Path) -> Result<Governing, TrustError
         Some(version) => version,
         None => first_accepted(repo)?,
     };
-    if record.accepted.as_ref() != Some(&accepted) {
+    if learn && record.accepted.as_ref() != Some(&accepted) {
         record.accepted = Some(accepted.clone());
         record.save(repo)?;
     }
@@ -170,7 +182,7 @@ pub fn governing(repo: &Repository, root: &Path) -> Result<Governing, TrustError
 pub fn show(cwd: &Path) -> Result<Governing, TxError> {
     let repo = crate::git::session::open(cwd, "config")?;
     let root: PathBuf = repo.workdir().ok_or(TxError::Bare)?.components().collect();
-    Ok(governing(&repo, &root)?)
+    Ok(peek(&repo, &root)?)
 }
 
 /// `git loaf config accept`, with the operation lock held (an apply reads the record under
@@ -184,7 +196,7 @@ pub fn accept_here(cwd: &Path) -> Result<Acceptance, TxError> {
 /// a repository (`apply --no-commit` in a plain folder), `root`'s loaf.yml as it is.
 pub fn load(root: &Path) -> Result<Config, TrustError> {
     match crate::git::repo::discover(root) {
-        Ok(repo) if repo.workdir().is_some() => Ok(governing(&repo, root)?.config),
+        Ok(repo) if repo.workdir().is_some() => Ok(peek(&repo, root)?.config),
         _ => Ok(Config::load(root)?),
     }
 }

@@ -202,7 +202,7 @@ pub fn auto(cwd: &Path) -> Result<Option<Collected>, TxError> {
             return Ok(None);
         };
         (
-            crate::ops::config::governing(&repo, root)?.config,
+            crate::ops::config::peek(&repo, root)?.config,
             repo.commondir().join(AUTO_STAMP),
         )
     };
