@@ -295,3 +295,63 @@ fn accept_refuses_a_loaf_yml_that_does_not_load() {
     // The accepted one still governs: applies go on.
     s.assert_exit(&s.apply(&writes_config(FS_ONLY)), 0);
 }
+
+#[test]
+fn taking_a_kept_reply_that_widens_loaf_yml_over_the_users_edit_waits_too() {
+    let lines = "# one\n# two\n# three\nvars: {}\n";
+    let s = users_repo(&format!("{FS_ONLY}{lines}"));
+    let reply = writes_config(&format!("{EXEC}{lines}"));
+    // The branch moves while the apply runs: its commit is kept aside, not published.
+    let out = s.apply_pausing(&reply, "committed", || {
+        s.git(&["commit", "-q", "--allow-empty", "-m", "meanwhile"]);
+    });
+    s.assert_exit(&out, 3);
+    let kept = s.git(&["for-each-ref", "--format=%(refname:lstrip=2)", "refs/loaf/"]);
+    let id = kept
+        .lines()
+        .find(|l| *l != "oplog" && !l.contains('/'))
+        .expect("a kept commit")
+        .to_owned();
+    // The user edits another line of loaf.yml, then takes the reply: the file merges both.
+    s.write(
+        "loaf.yml",
+        &format!("{FS_ONLY}{}", lines.replace("{}", "{ who: me }")),
+    );
+    let taken = s.loaf(&["take", &id], "");
+    s.assert_exit(&taken, 0);
+    assert_eq!(
+        s.read("loaf.yml"),
+        Some(format!("{EXEC}{}", lines.replace("{}", "{ who: me }")))
+    );
+    assert!(String::from_utf8_lossy(&taken.stderr).contains(WAITS));
+    let out = s.apply(&exec("echo ran > ran.txt"));
+    assert!(
+        stdout(&s, &out).contains("not enabled"),
+        "{}",
+        stdout(&s, &out)
+    );
+    assert_eq!(s.read("ran.txt"), None);
+}
+
+#[test]
+fn a_reply_widening_an_ignored_loaf_yml_waits() {
+    // An ignored loaf.yml is never committed: what tells the reply's text from the user's is
+    // git-loaf's note of what the apply wrote.
+    let s = Scratch::with(&[(".gitignore", "loaf.yml\n"), ("a.txt", "a\n")]);
+    s.write("loaf.yml", FS_ONLY);
+    s.assert_exit(&s.apply(&writes_config(EXEC)), 0);
+    assert_eq!(s.read("loaf.yml").as_deref(), Some(EXEC));
+    assert_eq!(s.git(&["ls-files", "loaf.yml"]), "", "not committed");
+    let out = s.apply(&exec("echo ran > ran.txt"));
+    assert!(
+        stdout(&s, &out).contains("not enabled"),
+        "{}",
+        stdout(&s, &out)
+    );
+    assert!(stdout(&s, &out).contains(WAITS));
+    assert_eq!(s.read("ran.txt"), None);
+    // The user's own edit of it afterwards is theirs again.
+    s.write("loaf.yml", &format!("{EXEC}# mine\n"));
+    s.assert_exit(&s.apply(&exec("echo ran > ran.txt")), 0);
+    assert_eq!(s.read("ran.txt").as_deref(), Some("ran\n"));
+}
