@@ -12,10 +12,10 @@
 //!
 //! Otherwise a reply or an agent wrote it: it governs only if it widens nothing
 //! ([`crate::config::widenings`]); if it does, the accepted text governs and the change
-//! waits. The record of what was accepted is `loaf/config-accepted.json` in the git dir,
-//! which a reply's code cannot write (the git dir is read-only inside the sandbox). A
-//! repository without a record starts from the newest loaf.yml a commit of the user's wrote
-//! on HEAD's first-parent history (none: no loaf.yml, the defaults).
+//! waits. The record of what was accepted is `loaf/config-accepted.json` in the git dir (one
+//! per working tree), which a reply's code cannot write (the git dir is read-only inside the
+//! sandbox). A repository without a record starts from the newest loaf.yml a commit of the
+//! user's wrote on HEAD's first-parent history (none: no loaf.yml, the defaults).
 
 use std::path::{Path, PathBuf};
 
@@ -28,7 +28,7 @@ use crate::git::commit::parse_trailers;
 use crate::git::file_history;
 use crate::git::session::TxError;
 
-/// The record, inside the repository's common git dir.
+/// The record, inside the repository's common git dir (a linked worktree's: [`Record::path`]).
 const RECORD: &str = "loaf/config-accepted.json";
 
 /// Why the governing loaf.yml could not be found.
@@ -311,8 +311,16 @@ fn fingerprint(text: Option<&str>) -> String {
 }
 
 impl Record {
+    /// One record per working tree (each may have its own loaf.yml): the main one's is
+    /// [`RECORD`], a linked worktree's carries its name.
     fn path(repo: &Repository) -> PathBuf {
-        repo.commondir().join(RECORD)
+        let main = repo.commondir().join(RECORD);
+        match repo.path().file_name().filter(|_| repo.is_worktree()) {
+            Some(name) => {
+                main.with_file_name(format!("config-accepted-{}.json", name.to_string_lossy()))
+            }
+            None => main,
+        }
     }
 
     /// The record; a missing or unreadable one is no record (the start is then worked out

@@ -355,3 +355,23 @@ fn a_reply_widening_an_ignored_loaf_yml_waits() {
     s.assert_exit(&s.apply(&exec("echo ran > ran.txt")), 0);
     assert_eq!(s.read("ran.txt").as_deref(), Some("ran\n"));
 }
+
+#[test]
+fn each_worktree_keeps_its_own_accepted_loaf_yml() {
+    let s = users_repo(EXEC);
+    let other = s.sibling("other");
+    let other_path = other.to_string_lossy().into_owned();
+    s.git(&["worktree", "add", "-q", "-b", "other", &other_path]);
+    std::fs::write(other.join("loaf.yml"), EXEC_NETWORK).expect("write");
+    crate::scratch::git_in(&other, &["commit", "-qam", "the network, on this branch"]);
+    s.assert_exit(&s.apply(&writes_config(EXEC_NETWORK)), 0);
+    // The other worktree's loaf.yml is the user's there, not here.
+    let read = block(
+        "r1a",
+        "file_read",
+        &[("path", &format!("{other_path}/a.txt"))],
+    );
+    s.assert_exit(&s.loaf_in(&other, &["apply"], &read), 0);
+    let out = s.apply(&exec("true"));
+    assert!(stdout(&s, &out).contains(WAITS), "{}", stdout(&s, &out));
+}
