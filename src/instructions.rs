@@ -100,7 +100,10 @@ fn rules_section(root: &str) -> String {
          message (line N)`), followed by the output of reads and commands. Fix a failed \
          block in a new block with a new id.\n\
          - Read a file before changing text in it: `old_text` must match the file exactly, \
-         and only once unless the action says otherwise.\n"
+         and only once unless the action says otherwise.\n\
+         - Writing loaf.yml gives your replies no more than they have: a change that allows \
+         more (actions, exec, the network, writable paths, hooks) waits until the user \
+         accepts it. If you need more, say so and ask the user.\n"
     )
 }
 

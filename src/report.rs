@@ -89,6 +89,10 @@ pub struct GitInfo {
     /// failed), trimmed, with the user's paths.
     #[serde(rename = "refusedOutput", skip_serializing_if = "Option::is_none")]
     pub refused_output: Option<String>,
+    /// A change to loaf.yml that widens what code may do and waits for the user (DESIGN §2
+    /// "Config a reply writes waits for the user"): what it widens and how to accept it.
+    #[serde(rename = "configPending", skip_serializing_if = "Option::is_none")]
+    pub config_pending: Option<String>,
 }
 
 /// One action that ran.
@@ -172,6 +176,9 @@ impl ExecutionResult {
                 "note: these files hold the user's uncommitted work, which the reply's code reverted or deleted; the user's version was kept in place and not committed: {}",
                 git.kept.join(", ")
             );
+        }
+        if let Some(pending) = self.git.as_ref().and_then(|g| g.config_pending.as_ref()) {
+            let _ = writeln!(out, "note: {pending}");
         }
         for warning in &self.warnings {
             let _ = writeln!(out, "warning: {warning}");
@@ -538,6 +545,7 @@ mod tests {
                 not_written: Vec::new(),
                 not_applied: None,
                 refused_output: None,
+                config_pending: None,
             }),
             warnings: Vec::new(),
         }

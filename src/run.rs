@@ -32,7 +32,9 @@ pub struct Loaf {
 }
 
 impl Loaf {
-    /// Reads `root/loaf.yml` (defaults without one).
+    /// Reads `root/loaf.yml` as it is (defaults without one). In a repository where a reply
+    /// may have written it, [`crate::ops::config::load`] gives the one the user accepted
+    /// (DESIGN §2 "Config a reply writes waits for the user"), for [`Loaf::with_config`].
     pub fn open(root: &Path) -> Result<Loaf, ConfigError> {
         Ok(Loaf {
             root: root.to_path_buf(),

@@ -171,9 +171,10 @@ fn result_response(result: &report::ExecutionResult) -> Response {
     response
 }
 
-/// loaf.yml of `root`; an unusable one stops the command (exit 2) with the reason.
+/// The loaf.yml that governs `root` (the one the user accepted, DESIGN §2); an unusable one
+/// stops the command (exit 2) with the reason.
 fn load_config(root: &Path) -> Result<Config, CliError> {
-    Config::load(root).map_err(|e| {
+    crate::ops::config::load(root).map_err(|e| {
         CliError::usage(
             e.to_string(),
             "fix loaf.yml (see loaf.yml.example for every key), or move it away to use the defaults",

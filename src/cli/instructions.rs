@@ -4,7 +4,6 @@ use clap::Args;
 
 use super::examples::examples;
 use super::{CliError, Outcome};
-use crate::config::Config;
 
 /// Print the instructions to put in a model's system prompt for this repository.
 ///
@@ -31,7 +30,8 @@ pub fn render(cwd: &std::path::Path) -> Result<String, CliError> {
     let cwd = cwd.to_path_buf();
     // The same root and configuration `apply` uses, so the text matches what it accepts.
     let root = crate::git::worktree_root(&cwd).unwrap_or(cwd);
-    let config = Config::load(&root).map_err(|e| {
+    // The loaf.yml the user accepted: a wider one a reply wrote is not in force yet.
+    let config = crate::ops::config::load(&root).map_err(|e| {
         CliError::usage(
             e.to_string(),
             "fix loaf.yml (see loaf.yml.example for every key), or move it away to use the defaults",

@@ -4,6 +4,7 @@
 mod agent_hook;
 pub(crate) mod apply;
 mod completions;
+mod config;
 mod error;
 pub mod examples;
 mod gc;
@@ -94,6 +95,7 @@ enum Command {
     Squash(squash::SquashArgs),
     Record(record::RecordArgs),
     AgentHook(agent_hook::AgentHookArgs),
+    Config(config::ConfigArgs),
     Gc(gc::GcArgs),
     Instructions(instructions::InstructionsArgs),
     Mcp(mcp::McpArgs),
@@ -144,6 +146,7 @@ pub fn main() -> ExitCode {
         Command::Squash(args) => squash::run(&args),
         Command::Record(args) => record::run(&args),
         Command::AgentHook(args) => agent_hook::run(&args),
+        Command::Config(args) => config::run(&args),
         Command::Gc(args) => gc::run(&args),
         Command::Instructions(args) => instructions::run(&args),
         Command::Mcp(args) => mcp::run(&args),

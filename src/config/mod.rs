@@ -4,6 +4,7 @@
 
 mod locate;
 mod raw;
+mod widen;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +15,7 @@ use serde::Deserialize;
 use crate::actions::Schema;
 use locate::{first_line, has_word, line_in_section, line_of, name_the_key, unquoted};
 use raw::{RawConfig, RawExec, RawHook, RawHooks, RawStage, writable_path};
+pub use widen::widenings;
 
 /// The `allowed-actions` entry that stands for every default action: all the filesystem
 /// actions (what a reply may run without the key), so that `[defaults, exec]` adds `exec`

@@ -77,6 +77,19 @@ pub struct FsGuard {
     isolation: Option<Isolation>,
 }
 
+/// The guard without a `fs-guard` key in loaf.yml: the root allowed for reading and writing,
+/// `.git` denied (patterns relative to the root).
+pub fn built_in_rules() -> FsGuardConfig {
+    let rules = GuardRules {
+        allow: vec!["./**".into()],
+        deny: vec!["./.git".into(), "./.git/**".into()],
+    };
+    FsGuardConfig {
+        read: rules.clone(),
+        write: rules,
+    }
+}
+
 impl FsGuard {
     /// The guard for `config` (loaf.yml's `fs-guard`, or the defaults when `None`), with
     /// relative patterns resolved from `config_dir`; `root` is the repository root (or the
@@ -96,14 +109,7 @@ impl FsGuard {
         let (config, base) = match config {
             Some(config) => (config, config_dir),
             None => {
-                let rules = GuardRules {
-                    allow: vec!["./**".into()],
-                    deny: vec!["./.git".into(), "./.git/**".into()],
-                };
-                defaults = FsGuardConfig {
-                    read: rules.clone(),
-                    write: rules,
-                };
+                defaults = built_in_rules();
                 (&defaults, root)
             }
         };

@@ -113,6 +113,14 @@ pub fn load(repo: &Repository, key: &str) -> Result<Option<Turn>, git2::Error> {
     })
 }
 
+/// Whether any session has a begun turn (an agent may be editing the working tree now).
+pub fn any_begun(repo: &Repository) -> Result<bool, git2::Error> {
+    Ok(repo
+        .references_glob(&format!("{TURN_PREFIX}*"))?
+        .next()
+        .is_some())
+}
+
 /// Forgets session `key`'s begun turn (nothing when there is none). The user's files are
 /// not touched.
 pub fn forget(repo: &Repository, key: &str) -> Result<(), git2::Error> {

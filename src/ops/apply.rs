@@ -222,7 +222,12 @@ struct Tx<'a> {
     options: &'a ApplyOptions,
     /// The repository's root as the model sees it.
     root: PathBuf,
+    /// The loaf.yml that governs (the one the user accepted, DESIGN §2).
     config: Config,
+    /// The working tree's loaf.yml when the apply began (`None`: no file).
+    loaf_yml: Option<String>,
+    /// A wider loaf.yml waiting for the user: what the report says of it.
+    config_pending: Option<String>,
     /// The apply's id.
     id: String,
     /// The ref the commit moves and where it was (`None`: unborn).
@@ -242,6 +247,7 @@ impl Tx<'_> {
         GitInfo {
             apply: self.id.clone(),
             base: self.old_head.map(|o| o.to_string()),
+            config_pending: self.config_pending.clone(),
             ..GitInfo::default()
         }
     }

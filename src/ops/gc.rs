@@ -18,7 +18,6 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::now_secs;
-use crate::config::Config;
 use crate::git::oplog::{self, OpEntry, OpKind, gc::Packed};
 use crate::git::session::{self, Session, TxError};
 use crate::git::{Oid, refs, reports};
@@ -58,7 +57,12 @@ pub fn gc(cwd: &Path, keep_days: Option<u64>, dry_run: bool) -> Result<Collected
     let session = Session::begin(cwd, "gc")?;
     let keep_days = match keep_days {
         Some(days) => days,
-        None => Config::load(&session.root)?.gc.keep_days,
+        None => {
+            crate::ops::config::governing(&session.repo, &session.root)?
+                .config
+                .gc
+                .keep_days
+        }
     };
     collect(&session, keep_days, now_secs(), dry_run)
 }
@@ -197,7 +201,10 @@ pub fn auto(cwd: &Path) -> Result<Option<Collected>, TxError> {
         let Some(root) = repo.workdir() else {
             return Ok(None);
         };
-        (Config::load(root)?, repo.commondir().join(AUTO_STAMP))
+        (
+            crate::ops::config::peek(&repo, root)?.config,
+            repo.commondir().join(AUTO_STAMP),
+        )
     };
     if !config.gc.auto {
         return Ok(None);

@@ -109,6 +109,9 @@ pub fn begin(cwd: &Path, options: &BeginOptions) -> Result<Begun, TxError> {
     }
     refuse_intent_to_add(repo, "record begin")?;
     let cp = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
+    // A loaf.yml the user edited before the turn is theirs (and accepted); one that changes
+    // while the turn is being recorded is not (DESIGN §2 "Config a reply writes waits").
+    crate::ops::config::governing(repo, &session.root)?;
     let begun = Turn {
         session: name.clone(),
         agent: options.agent.clone(),
@@ -243,6 +246,16 @@ fn end_turn(session: &Session, begun: &Turn) -> Result<Ended, TxError> {
         }
         other => TxError::Publish(other),
     })?;
+    if recorded
+        .paths
+        .iter()
+        .any(|p| p == Path::new(crate::config::FILE_NAME))
+    {
+        // The agent's loaf.yml: it governs only once the user accepts it, if it widens.
+        // The turn is committed: failing here must not say otherwise, and the commit's
+        // trailers already mark the text as the agent's while it is HEAD's.
+        let _ = crate::ops::config::note_written_now(repo, &session.root);
+    }
     Ok(Ended::Committed(recorded))
 }
 

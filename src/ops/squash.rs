@@ -286,7 +286,9 @@ fn record_merged(
     id: &str,
     picked: &[Picked],
 ) -> Result<(), TxError> {
-    let outputs = crate::config::Config::load(root)?.notes_outputs;
+    let outputs = crate::ops::config::governing(repo, root)?
+        .config
+        .notes_outputs;
     let commits: Vec<Oid> = picked.iter().map(|p| p.commit).collect();
     let notes = read_notes(repo, &commits);
     let reports: Vec<Option<String>> = commits

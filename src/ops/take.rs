@@ -134,11 +134,31 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
         }
         other => TxError::Publish(other),
     })?;
+    let pending = config_taken(repo, &session.root, &changed);
     let mut notices = std::mem::take(&mut session.notices);
     notices.extend(publish::left_alone_notice(&skipped));
+    notices.extend(pending);
     Ok(Taken {
         commit: landed,
         merged,
         notices,
     })
+}
+
+/// When the taken commit changed loaf.yml: the text in the working tree is the reply's
+/// (merged with the user's edits or not), and waits for the user if it widens anything; the
+/// notice saying so. Taken already: a failure here is only a lost notice, and the commit's
+/// trailers mark the text as the reply's while it is HEAD's.
+fn config_taken(repo: &crate::git::Repository, root: &Path, changed: &[PathBuf]) -> Option<String> {
+    if !changed
+        .iter()
+        .any(|p| p == Path::new(crate::config::FILE_NAME))
+    {
+        return None;
+    }
+    let _ = crate::ops::config::note_written_now(repo, root);
+    crate::ops::config::governing(repo, root)
+        .ok()
+        .and_then(|g| g.pending)
+        .map(|p| p.message())
 }

@@ -9,6 +9,7 @@ mod cli_output;
 mod cli_parse;
 mod code_environment;
 mod config;
+mod config_accept;
 mod crash;
 mod demo;
 mod descriptors;

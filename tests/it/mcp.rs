@@ -299,3 +299,43 @@ async fn outside_a_repository_every_call_says_so() {
     assert!(!dir.path().join("x").exists());
     client.cancel().await.expect("closed");
 }
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_loaf_yml_a_reply_widens_waits_and_every_apply_answer_says_so() {
+    // DESIGN §2 "Config a reply writes waits for the user": through MCP too, the next apply
+    // runs under the accepted loaf.yml, and its answer (text and JSON) says what waits.
+    let s = Scratch::with(&[("loaf.yml", "allowed-actions: [defaults]\n")]);
+    let client = connect(&s.root).await;
+    let widen = s.reply(&block(
+        "c1",
+        "file_write",
+        &[
+            ("path", "/repo/loaf.yml"),
+            ("content", "allowed-actions: [defaults, exec]\n"),
+        ],
+    ));
+    let applied = call(&client, "apply", json!({"reply": widen})).await;
+    assert!(!is_error(&applied), "{}", text(&applied));
+    let run = block(
+        "e2",
+        "exec",
+        &[("lang", "bash"), ("code", "echo ran > ran.txt")],
+    );
+    let next = call(&client, "apply", json!({"reply": run})).await;
+    assert!(text(&next).contains("not enabled"), "{}", text(&next));
+    assert!(
+        text(&next).contains("`git loaf config accept`"),
+        "{}",
+        text(&next)
+    );
+    let structured = next.structured_content.clone().expect("the JSON result");
+    let pending = structured["git"]["configPending"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        pending.contains("allowed-actions: adds exec"),
+        "{structured}"
+    );
+    assert_eq!(s.read("ran.txt"), None);
+    client.cancel().await.expect("closed");
+}

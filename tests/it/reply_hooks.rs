@@ -234,7 +234,7 @@ fn a_hook_the_reply_creates_never_runs_in_its_own_apply() {
 }
 
 #[test]
-fn a_reply_adding_loaf_yml_hooks_does_not_run_them_in_its_own_apply() {
+fn a_reply_adding_loaf_yml_hooks_runs_them_only_once_the_user_accepts_them() {
     let s = Scratch::with(&[("a.txt", "one\n"), ("loaf.yml", "vars: {}\n")]);
     let config = "hooks:\n  before:\n    - run: \"echo reply-before-ran >&2; exit 3\"\n  after:\n    - run: \"echo reply-after-ran >&2; exit 4\"\n";
     let mut reply = block(
@@ -250,19 +250,38 @@ fn a_reply_adding_loaf_yml_hooks_does_not_run_them_in_its_own_apply() {
     let out = s.apply(&reply);
     s.assert_exit(&out, 0);
     let report = s.redact(&out.stdout);
-    assert!(!report.contains("ran"), "{report}");
+    // (The report names the waiting hooks: what shows they ran is their output.)
+    assert!(
+        !report.contains("hook (") && !report.contains("FATAL"),
+        "{report}"
+    );
     assert_eq!(s.git(&["show", "HEAD:a.txt"]), "two\n");
     assert_eq!(s.git(&["show", "HEAD:loaf.yml"]), config);
 
-    // The next apply reads the committed loaf.yml: its before hook runs (and stops it).
-    let out = s.apply(&block(
+    // The next apply still runs under the loaf.yml the user accepted: the reply's hooks
+    // wait for the user (DESIGN §2 "Config a reply writes waits for the user").
+    let three = block(
         "y3c",
         "file_write",
         &[("path", "/repo/a.txt"), ("content", "three\n")],
-    ));
+    );
+    let out = s.apply(&three);
+    s.assert_exit(&out, 0);
+    let report = s.redact(&out.stdout);
+    // (The report names the waiting hooks: what shows they ran is their output.)
+    assert!(
+        !report.contains("hook (") && !report.contains("FATAL"),
+        "{report}"
+    );
+    assert!(report.contains("git loaf config accept"), "{report}");
+    assert_eq!(s.read("a.txt").as_deref(), Some("three\n"));
+
+    // Accepted, its before hook runs (and stops the apply).
+    s.assert_exit(&s.loaf(&["config", "accept"], ""), 0);
+    let out = s.apply(&three.replace("three", "four"));
     let report = s.redact(&out.stdout);
     assert!(report.contains("reply-before-ran"), "{report}");
-    assert_eq!(s.read("a.txt").as_deref(), Some("two\n"));
+    assert_eq!(s.read("a.txt").as_deref(), Some("three\n"));
 }
 
 #[test]

@@ -685,3 +685,45 @@ fn a_reply_appended_below_one_that_ran_runs_only_its_own_blocks() {
     );
     assert_eq!(loaf_commits(&scratch), 2);
 }
+
+#[test]
+fn a_loaf_yml_a_watched_reply_widens_waits_for_the_user() {
+    // DESIGN §2 "Config a reply writes waits for the user": the watcher applies the next
+    // reply under the accepted loaf.yml, says that a change waits, and never accepts it.
+    let scratch = Scratch::with(&[("loaf.yml", "allowed-actions: [defaults]\n")]);
+    let watching = Watching::start(&scratch, &[]);
+    let file = reply_file(&scratch);
+    let config = scratch.root.join("loaf.yml");
+    let first = block(
+        "c1a",
+        "file_write",
+        &[
+            ("path", &config.to_string_lossy()),
+            ("content", "allowed-actions: [defaults, exec]\n"),
+        ],
+    );
+    save(&file, &first);
+    watching.wait_applies(1);
+    let second = format!(
+        "{first}\n{}",
+        block(
+            "e2b",
+            "exec",
+            &[("lang", "bash"), ("code", "echo ran > ran.txt")]
+        )
+    );
+    save(&file, &second);
+    watching.wait_applies(2);
+    let (code, out, err) = watching.stop();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(scratch.read("ran.txt"), None, "exec ran unaccepted: {out}");
+    let results = std::fs::read_to_string(scratch.root.join(".loaf/results.md")).expect("results");
+    assert!(results.contains("e2b ❌ exec"), "{results}");
+    assert!(results.contains("`git loaf config accept`"), "{results}");
+    assert!(err.contains("`git loaf config accept`"), "{err}");
+    let shown = scratch.loaf(&["config"], "");
+    assert!(
+        String::from_utf8_lossy(&shown.stdout).contains("allowed-actions: adds exec"),
+        "still waiting after the watcher"
+    );
+}

@@ -122,11 +122,35 @@ impl Tx<'_> {
             }
             Err(reason) => Some(self.keep(&mut result, reason, commit, checkpoint)?),
         };
+        self.config_after(&mut result);
         Ok(Applied {
             result,
             kept,
             notices: self.notices,
         })
+    }
+
+    /// loaf.yml after the apply: if the apply changed it, the new text is the reply's (it
+    /// waits for the user if it widens anything), and the report says whether a change
+    /// waits now. The apply is done: a failure here is a notice, not an error.
+    fn config_after(&mut self, result: &mut ExecutionResult) {
+        let repo = &self.session.repo;
+        let pending = crate::ops::config::note_written(repo, &self.root, self.loaf_yml.as_deref())
+            .and_then(|()| crate::ops::config::governing(repo, &self.root));
+        match pending {
+            Ok(governing) => {
+                let pending = governing.pending.map(|p| p.message());
+                // The user reads stderr; the model, the report.
+                self.notices.extend(pending.clone());
+                result
+                    .git
+                    .get_or_insert_with(GitInfo::default)
+                    .config_pending = pending;
+            }
+            Err(error) => self.notices.push(format!(
+                "could not tell whether loaf.yml changes wait for you: {error}"
+            )),
+        }
     }
 
     /// Published: files the user changed meanwhile were left alone (the record says so),

@@ -1,8 +1,7 @@
-//! The apply's first steps (DESIGN §2): with the lock held, load loaf.yml and note where
+//! The apply's first steps (DESIGN §2): with the lock held, load the loaf.yml that governs and note where
 //! HEAD is → checkpoint the user's uncommitted work → bring the stage to it.
 
 use super::{ApplyOptions, Tx};
-use crate::config::Config;
 use crate::git::checkpoint::{self, Checkpoint};
 use crate::git::commit::write_commit;
 use crate::git::publish::crash_point;
@@ -27,8 +26,11 @@ impl<'a> Tx<'a> {
     ) -> Result<Self, TxError> {
         let mut notices = session.notices.clone();
         let root = session.root.clone();
-        let config = Config::load(&root)?;
+        // The loaf.yml the user accepted, not a wider one a reply wrote (DESIGN §2).
+        let governing = crate::ops::config::governing(&session.repo, &root)?;
+        let config = governing.config;
         notices.extend(config.notices.iter().cloned());
+        let config_pending = governing.pending.map(|p| p.message());
         let id = new_id(reply);
         let (ref_name, old_head) = refs::head_ref(&session.repo)?;
         Ok(Tx {
@@ -36,6 +38,8 @@ impl<'a> Tx<'a> {
             options,
             root,
             config,
+            loaf_yml: governing.working,
+            config_pending,
             id,
             ref_name,
             old_head,

@@ -19,7 +19,6 @@
 
 use std::path::Path;
 
-use git_loaf::config::Config;
 use git_loaf::ops::apply::{Applied, ApplyOptions, apply};
 use git_loaf::ops::squash::{SquashOptions, squash as loaf_squash};
 use serde_json::{Value, json};
@@ -72,8 +71,9 @@ pub fn converse(
     earlier: Option<&str>,
 ) -> Result<Step, StepError> {
     let root = &shim.options.workspace;
-    // The same text `git loaf instructions` prints here: the syntax and allowed actions.
-    let config = Config::load(root).map_err(|e| StepError::Apply(e.to_string()))?;
+    // The same text `git loaf instructions` prints here: the syntax and the actions the
+    // loaf.yml the user accepted allows (a wider one a turn wrote waits for the user).
+    let config = git_loaf::ops::config::load(root).map_err(|e| StepError::Apply(e.to_string()))?;
     let instructions = git_loaf::instructions::render(root, &config);
     let mut made = Vec::new();
     match talk(shim, command, key, earlier, &instructions, &mut made) {
