@@ -1,6 +1,7 @@
 //! The one integration test binary: reference conformance, the command line, and
 //! property tests of the parser.
 
+mod agent_init;
 mod agents;
 mod bad_paths;
 mod cli_apply;
