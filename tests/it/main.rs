@@ -2,6 +2,7 @@
 //! property tests of the parser.
 
 mod agent_init;
+mod agent_prompts;
 mod agents;
 mod bad_paths;
 mod cli_apply;
@@ -52,6 +53,7 @@ mod step;
 mod step_crash;
 mod storage;
 mod support;
+mod terminal_output;
 mod transaction;
 mod undo_safety;
 mod undo_to;
