@@ -66,3 +66,22 @@ fn json_output_keeps_the_bytes_exec_printed() {
         "copied\x1b]52;c;cm0gLXJmIH4=\x07 cleared\x1b[2J titled\x1b]0;pwned\x07 nul\0 del\x7f cr\rover\n"
     );
 }
+
+#[test]
+fn a_path_holding_an_escape_shows_escaped_in_the_report_and_the_commit_subject() {
+    let scratch = scratch();
+    let reply = block(
+        "p1e",
+        "file_write",
+        &[("path", "/repo/a\x1b]0;pwned\x07b.txt"), ("content", "x")],
+    );
+    let out = scratch.loaf(&["apply"], &scratch.reply(&reply));
+    scratch.assert_exit(&out, 0);
+    assert_inert(&out.stdout);
+    assert!(
+        scratch.root.join("a\x1b]0;pwned\x07b.txt").exists(),
+        "the file has its name"
+    );
+    let subject = scratch.git(&["log", "-1", "--format=%s"]);
+    assert_eq!(subject, "AI: file_write a\\e]0;pwned\\x07b.txt\n");
+}
