@@ -34,12 +34,19 @@ pub fn declare_server(text: &str, changes: &mut Changes) -> Result<Option<String
             return Ok(None);
         }
     }
-    let empty = doc.as_table().is_empty();
+    let empty = text.trim().is_empty();
     match doc.get_mut(SERVERS) {
         None => {
+            // Comments at the end of the file stay above the new table, where they were.
+            let trailing = doc.trailing().as_str().unwrap_or_default().to_owned();
+            let mut server = server_table(!empty, false);
+            if !trailing.trim().is_empty() {
+                doc.set_trailing("");
+                server.decor_mut().set_prefix(format!("{trailing}\n"));
+            }
             let mut servers = Table::new();
             servers.set_implicit(true);
-            servers.insert(SERVER, Item::Table(server_table(!empty, false)));
+            servers.insert(SERVER, Item::Table(server));
             doc.insert(SERVERS, Item::Table(servers));
         }
         Some(Item::Table(servers)) => {
@@ -151,6 +158,20 @@ mod tests {
             )
         );
         assert_eq!(changes.added.len(), 1);
+        let (new, _) = declared("# only a comment\n");
+        assert_eq!(
+            new.as_deref(),
+            Some(
+                "# only a comment\n\n[mcp_servers.git-loaf]\ncommand = \"git\"\nargs = [\"loaf\", \"mcp\"]\n"
+            )
+        );
+        let (new, _) = declared("model = \"m\"\n# the end\n");
+        assert_eq!(
+            new.as_deref(),
+            Some(
+                "model = \"m\"\n# the end\n\n[mcp_servers.git-loaf]\ncommand = \"git\"\nargs = [\"loaf\", \"mcp\"]\n"
+            )
+        );
         let (new, _) = declared("");
         assert_eq!(
             new.as_deref(),
@@ -186,6 +207,14 @@ mod tests {
             new.as_deref(),
             Some(
                 "[mcp_servers]\ndb = { command = \"db\" }\n\n[mcp_servers.git-loaf]\ncommand = \"git\"\nargs = [\"loaf\", \"mcp\"]\n"
+            )
+        );
+        let (new, _) =
+            declared("[mcp_servers.db]\ncommand = \"db\"\n\n[profiles.x]\nmodel = \"m\"\n");
+        assert_eq!(
+            new.as_deref(),
+            Some(
+                "[mcp_servers.db]\ncommand = \"db\"\n\n[mcp_servers.git-loaf]\ncommand = \"git\"\nargs = [\"loaf\", \"mcp\"]\n\n[profiles.x]\nmodel = \"m\"\n"
             )
         );
         let (new, _) = declared("mcp_servers = { db = { command = \"db\" } }\n");
