@@ -9,6 +9,7 @@ use serde_json::Value;
 use crate::actions::{BlockError, OutputDisplay, Schema};
 use crate::exec::Params;
 
+pub mod inert;
 pub mod missing_end;
 pub mod near_miss;
 pub mod redact;
@@ -128,8 +129,15 @@ impl ExecutionResult {
             .unwrap_or_else(|e| format!("{{\"fatalError\": \"cannot serialize: {e}\"}}"))
     }
 
-    /// The text report for the model.
+    /// The text report for the model, which is also what a terminal shows: control
+    /// characters in it (from what exec printed, a file read, a hook's output) are shown
+    /// escaped ([`inert`]); `--json` keeps the bytes.
     pub fn to_text(&self) -> String {
+        inert::inert(&self.raw_text()).into_owned()
+    }
+
+    /// The text report as its parts hold it, control characters and all.
+    fn raw_text(&self) -> String {
         // The header: the apply's id and commit when there are any, then the verdict
         // (or why nothing was applied), separated by ` · `.
         let mut parts = Vec::new();

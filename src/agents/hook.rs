@@ -20,8 +20,12 @@
 //!   `BeforeAgent` (with `prompt`) → begin; `AfterAgent` → commit.
 //!
 //! An event that is not JSON, not an object, or lacks a field its step needs is an error
-//! (nothing is changed); an event of another name is ignored.
+//! (nothing is changed); an event of another name is ignored. Bytes that are not UTF-8 in
+//! an event (a prompt pasted from a binary file) are read as the text `\xNN`, and so is a
+//! lone UTF-16 surrogate as `\uXXXX` ([`event_text`]), so any prompt begins a turn.
 
+use std::borrow::Cow;
+use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use serde_json::{Map, Value};
@@ -75,6 +79,72 @@ pub enum HookError {
         /// The field.
         field: &'static str,
     },
+}
+
+/// An event's bytes as text that serde_json reads whatever the prompt held: each byte that
+/// is not UTF-8 becomes `\\xNN` (an escaped backslash, then `xNN`), and each `\uXXXX`
+/// escape of a lone UTF-16 surrogate (JavaScript's `JSON.stringify` writes them for a
+/// prompt cut inside an emoji; serde_json refuses them) gets its backslash escaped,
+/// `\\uXXXX`. Inside a JSON string, the one place either can stand in an event, they read
+/// back as the text `\xNN` and `\uXXXX`.
+pub fn event_text(input: &[u8]) -> Cow<'_, str> {
+    let text = match std::str::from_utf8(input) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => {
+            let mut text = String::with_capacity(input.len() + 16);
+            for chunk in input.utf8_chunks() {
+                text.push_str(chunk.valid());
+                for byte in chunk.invalid() {
+                    let _ = write!(text, "\\\\x{byte:02x}");
+                }
+            }
+            Cow::Owned(text)
+        }
+    };
+    match lone_surrogates_as_text(&text) {
+        Some(fixed) => Cow::Owned(fixed),
+        None => text,
+    }
+}
+
+/// `text` with the backslash of each `\u` escape of a lone surrogate escaped; `None` when
+/// it has none.
+fn lone_surrogates_as_text(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let unit = |at: usize| -> Option<u16> {
+        let hex = std::str::from_utf8(bytes.get(at..at + 4)?).ok()?;
+        u16::from_str_radix(hex, 16).ok()
+    };
+    let escape_at = |at: usize| bytes.get(at) == Some(&b'\\') && bytes.get(at + 1) == Some(&b'u');
+    let mut out: Option<String> = None;
+    let mut copied = 0;
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] != b'\\' {
+            at += 1;
+            continue;
+        }
+        let Some(first) = escape_at(at).then(|| unit(at + 2)).flatten() else {
+            at += 2; // an escape of one character (`\\\\`, `\\"`, `\\n`, …)
+            continue;
+        };
+        let paired = (0xD800..=0xDBFF).contains(&first)
+            && escape_at(at + 6)
+            && unit(at + 8).is_some_and(|second| (0xDC00..=0xDFFF).contains(&second));
+        if paired || !(0xD800..=0xDFFF).contains(&first) {
+            at += if paired { 12 } else { 6 };
+            continue;
+        }
+        let fixed = out.get_or_insert_with(String::new);
+        fixed.push_str(&text[copied..at]);
+        fixed.push('\\');
+        copied = at;
+        at += 6;
+    }
+    out.map(|mut fixed| {
+        fixed.push_str(&text[copied..]);
+        fixed
+    })
 }
 
 /// The record-mode step for `agent`'s event `input`.
@@ -252,6 +322,33 @@ mod tests {
             })
         );
         assert!(read(Agent::Gemini, r#"{"session_id":"s"}"#).is_err());
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_read_as_escaped_text() {
+        let event = b"{\"session_id\":\"s\",\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"a\xff\xfe b\"}";
+        let text = event_text(event);
+        assert_eq!(
+            read(Agent::ClaudeCode, &text),
+            Ok(Step::Begin {
+                session: "s".into(),
+                prompt: Some("a\\xff\\xfe b".into()),
+                cwd: None
+            })
+        );
+        assert!(matches!(event_text(b"{}"), Cow::Borrowed("{}")));
+    }
+
+    #[test]
+    fn lone_surrogates_read_as_escaped_text_and_pairs_as_characters() {
+        let event = br#"{"session_id":"s","hook_event_name":"UserPromptSubmit","prompt":"cut \ud83d| \ude00| \ud83d\ude00| \\ud83d| \u00e9"}"#;
+        let Ok(Step::Begin { prompt, .. }) = read(Agent::ClaudeCode, &event_text(event)) else {
+            panic!("read")
+        };
+        assert_eq!(
+            prompt.as_deref(),
+            Some("cut \\ud83d| \\ude00| 😀| \\ud83d| é")
+        );
     }
 
     #[test]

@@ -2,9 +2,11 @@
 //! front door beside `cli/` and `watch/` (DESIGN §3b). [`hook`] reads an agent's hook event
 //! and says which record-mode step it is (the operation itself is [`crate::ops::record`]);
 //! [`settings`] wires the hooks and the MCP server into the agent's project settings for
-//! `git loaf init --agent`.
+//! `git loaf init --agent` ([`codex_config`] for Codex's TOML).
 
+pub mod codex_config;
 pub mod hook;
+pub mod json_doc;
 pub mod settings;
 
 use std::fmt;

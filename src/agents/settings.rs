@@ -1,9 +1,12 @@
 //! `git loaf init --agent AGENT`: the agent's project settings get the record-mode hooks
 //! (`git loaf agent-hook AGENT` on the events [`super::hook`] reads) and the MCP server
-//! (`git loaf mcp`), merged into what the files hold: no key is lost, an entry already there
-//! is left as it is (running it twice changes nothing), and a file that is not a JSON
-//! object is refused, never overwritten. Every file is read and checked before any is
-//! written.
+//! (`git loaf mcp`), merged into what the files hold: no key is lost, numbers are written
+//! back exactly as they were read, an entry already there is left as it is (running it
+//! twice changes nothing; a `git-loaf` MCP server the user declared otherwise is kept, and
+//! the summary says so), and a file that is not a JSON object (or, for Codex's
+//! `config.toml`, not TOML: [`super::codex_config`]) is refused, never overwritten. Every
+//! file is read and checked before any is written; a settings file that is a symlink (to
+//! the user's dotfiles) is updated where it points, and stays a symlink.
 //!
 //! The files, as each tool documents them:
 //! - Claude Code: `.claude/settings.json` (`hooks.<Event>: [{hooks: [{type: "command",
@@ -17,18 +20,21 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::Agent;
+use super::json_doc::Json;
 
 /// The MCP server's name in the settings.
 const SERVER: &str = "git-loaf";
+/// How many symlinks in a row a settings file may go through (as the kernel's limit).
+const MAX_LINKS: usize = 40;
 
 /// Why an agent's settings were not written. Nothing was written.
 #[derive(Debug, thiserror::Error)]
 pub enum SettingsError {
-    /// An existing file is not what the agent reads (not JSON, not an object, a key of the
-    /// wrong type).
+    /// An existing file is not what the agent reads (not JSON or TOML, not an object, a
+    /// key of the wrong type).
     #[error("{} {reason}: left as it is", .path.display())]
     Unreadable {
         /// The file.
@@ -46,6 +52,16 @@ pub enum SettingsError {
     },
 }
 
+/// What an edit adds to a settings file, and what of the user's it keeps that the user
+/// should know about.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// What is added (`record-mode hooks …`, `MCP server …`).
+    pub added: Vec<String>,
+    /// What was there already under git-loaf's name and is left as the user wrote it.
+    pub kept: Vec<String>,
+}
+
 /// One settings file and what `init` does to it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Edit {
@@ -53,6 +69,8 @@ pub struct Edit {
     pub path: PathBuf,
     /// Its new text; `None` when it already holds everything (left untouched).
     pub text: Option<String>,
+    /// What the new text adds, and what it keeps.
+    pub changes: Changes,
 }
 
 /// The hook command for `agent`.
@@ -65,41 +83,49 @@ pub fn plan(root: &Path, agent: Agent) -> Result<Vec<Edit>, SettingsError> {
     let command = hook_command(agent);
     match agent {
         Agent::ClaudeCode => Ok(vec![
-            json_edit(root, ".claude/settings.json", |doc| {
-                nested_hooks(doc, &["UserPromptSubmit", "Stop"], &command)
+            json_edit(root, ".claude/settings.json", |doc, changes| {
+                nested_hooks(doc, &["UserPromptSubmit", "Stop"], &command, changes)
             })?,
             json_edit(root, ".mcp.json", mcp_server)?,
         ]),
         Agent::Codex => Ok(vec![
-            json_edit(root, ".codex/hooks.json", |doc| {
-                nested_hooks(doc, &["UserPromptSubmit", "Stop"], &command)
+            json_edit(root, ".codex/hooks.json", |doc, changes| {
+                nested_hooks(doc, &["UserPromptSubmit", "Stop"], &command, changes)
             })?,
             codex_mcp(root)?,
         ]),
         Agent::Cursor => Ok(vec![
-            json_edit(root, ".cursor/hooks.json", |doc| {
-                cursor_hooks(doc, &["beforeSubmitPrompt", "stop"], &command)
+            json_edit(root, ".cursor/hooks.json", |doc, changes| {
+                cursor_hooks(doc, &["beforeSubmitPrompt", "stop"], &command, changes)
             })?,
             json_edit(root, ".cursor/mcp.json", mcp_server)?,
         ]),
-        Agent::Gemini => Ok(vec![json_edit(root, ".gemini/settings.json", |doc| {
-            let hooks = nested_hooks(doc, &["BeforeAgent", "AfterAgent"], &command)?;
-            Ok(mcp_server(doc)? || hooks)
-        })?]),
+        Agent::Gemini => Ok(vec![json_edit(
+            root,
+            ".gemini/settings.json",
+            |doc, changes| {
+                nested_hooks(doc, &["BeforeAgent", "AfterAgent"], &command, changes)?;
+                mcp_server(doc, changes)
+            },
+        )?]),
     }
 }
 
-/// Writes the edits that change something (each file replaced whole by a rename).
+/// Writes the edits that change something: each file replaced whole by a rename, in the
+/// folder of the file itself. A symlink is followed to the file it names, which is the one
+/// replaced: the symlink stays.
 pub fn write(root: &Path, edits: &[Edit]) -> Result<(), SettingsError> {
     for edit in edits {
         let Some(text) = &edit.text else { continue };
-        let path = root.join(&edit.path);
         let io = |error| SettingsError::Io {
             path: edit.path.clone(),
             error,
         };
-        let folder = path.parent().unwrap_or(root);
+        let link = root.join(&edit.path);
+        let folder = link.parent().unwrap_or(root);
         std::fs::create_dir_all(folder).map_err(io)?;
+        let path = through_symlinks(&link).map_err(io)?;
+        let folder = path.parent().unwrap_or(root);
         let mut temp = tempfile::NamedTempFile::new_in(folder).map_err(io)?;
         std::io::Write::write_all(&mut temp, text.as_bytes()).map_err(io)?;
         if let Ok(meta) = std::fs::metadata(&path) {
@@ -110,53 +136,70 @@ pub fn write(root: &Path, edits: &[Edit]) -> Result<(), SettingsError> {
     Ok(())
 }
 
+/// The file `path` names once every symlink on the way is followed (`path` itself when it
+/// is no symlink; the named file need not exist yet).
+fn through_symlinks(path: &Path) -> std::io::Result<PathBuf> {
+    let mut path = path.to_owned();
+    for _ in 0..MAX_LINKS {
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(&path)?;
+                path = match path.parent() {
+                    Some(folder) => folder.join(target),
+                    None => target,
+                };
+            }
+            _ => return Ok(path),
+        }
+    }
+    Err(std::io::Error::from_raw_os_error(libc::ELOOP))
+}
+
+/// The file's text; empty when it does not exist.
+fn read_settings(root: &Path, path: &Path) -> Result<String, SettingsError> {
+    match std::fs::read_to_string(root.join(path)) {
+        Ok(text) => Ok(text),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(String::new()),
+        Err(error) => Err(SettingsError::Io {
+            path: path.to_owned(),
+            error,
+        }),
+    }
+}
+
 /// A JSON file's edit: `change` adds what is missing to the document (an empty object when
-/// the file does not exist) and says whether it added anything.
+/// the file does not exist) and says in `changes` what it added.
 fn json_edit(
     root: &Path,
     relative: &str,
-    change: impl FnOnce(&mut Map<String, Value>) -> Result<bool, String>,
+    change: impl FnOnce(&mut Json, &mut Changes) -> Result<(), String>,
 ) -> Result<Edit, SettingsError> {
     let path = PathBuf::from(relative);
     let unreadable = |reason: String| SettingsError::Unreadable {
         path: path.clone(),
         reason,
     };
-    let mut doc = match std::fs::read_to_string(root.join(relative)) {
-        Ok(text) if text.trim().is_empty() => Map::new(),
-        Ok(text) => match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(doc)) => doc,
+    let text = read_settings(root, &path)?;
+    let mut doc = if text.trim().is_empty() {
+        Json::Object(Vec::new())
+    } else {
+        match Json::parse(&text) {
+            Ok(doc @ Json::Object(_)) => doc,
             Ok(_) => return Err(unreadable("is not a JSON object".into())),
             Err(e) => return Err(unreadable(format!("is not valid JSON ({e})"))),
-        },
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Map::new(),
-        Err(error) => return Err(SettingsError::Io { path, error }),
+        }
     };
-    let changed = change(&mut doc).map_err(unreadable)?;
-    let text = changed
-        .then(|| serde_json::to_string_pretty(&Value::Object(doc)).map(|t| t + "\n"))
+    let mut changes = Changes::default();
+    change(&mut doc, &mut changes).map_err(unreadable)?;
+    let text = (!changes.added.is_empty())
+        .then(|| doc.to_pretty())
         .transpose()
         .map_err(|e| unreadable(e.to_string()))?;
-    Ok(Edit { path, text })
-}
-
-/// The object under `key`, made when missing; an error when it is something else.
-fn object<'a>(
-    doc: &'a mut Map<String, Value>,
-    key: &str,
-) -> Result<&'a mut Map<String, Value>, String> {
-    doc.entry(key.to_owned())
-        .or_insert_with(|| Value::Object(Map::new()))
-        .as_object_mut()
-        .ok_or_else(|| format!("has `{key}` that is not an object"))
-}
-
-/// The array under `key`, made when missing; an error when it is something else.
-fn array<'a>(doc: &'a mut Map<String, Value>, key: &str) -> Result<&'a mut Vec<Value>, String> {
-    doc.entry(key.to_owned())
-        .or_insert_with(|| Value::Array(Vec::new()))
-        .as_array_mut()
-        .ok_or_else(|| format!("has `{key}` that is not a list"))
+    Ok(Edit {
+        path,
+        text,
+        changes,
+    })
 }
 
 /// Whether `entry` runs `command` (`{command}` or `{hooks: [{command}]}`).
@@ -170,87 +213,93 @@ fn runs(entry: &Value, command: &str) -> bool {
 /// Claude Code's, Codex's and Gemini CLI's shape: `hooks.<event>` is a list of groups, each
 /// with its own `hooks` list of commands.
 fn nested_hooks(
-    doc: &mut Map<String, Value>,
+    doc: &mut Json,
     events: &[&str],
     command: &str,
-) -> Result<bool, String> {
-    let hooks = object(doc, "hooks")?;
-    let mut changed = false;
+    changes: &mut Changes,
+) -> Result<(), String> {
+    let hooks = doc.object("hooks")?;
+    let mut added = Vec::new();
     for event in events {
-        let groups = array(hooks, event).map_err(|e| format!("hooks {e}"))?;
-        if !groups.iter().any(|g| runs(g, command)) {
-            groups.push(json!({"hooks": [{"type": "command", "command": command}]}));
-            changed = true;
+        let groups = hooks.array(event).map_err(|e| format!("hooks {e}"))?;
+        if !groups.iter().any(|g| runs(&g.to_value(), command)) {
+            groups.push(json!({"hooks": [{"type": "command", "command": command}]}).into());
+            added.push(*event);
         }
     }
-    Ok(changed)
+    hooks_added(changes, command, &added);
+    Ok(())
 }
 
 /// Cursor's shape: `version: 1` and `hooks.<event>` a list of `{command}`.
 fn cursor_hooks(
-    doc: &mut Map<String, Value>,
+    doc: &mut Json,
     events: &[&str],
     command: &str,
-) -> Result<bool, String> {
-    let mut changed = false;
-    if !doc.contains_key("version") {
-        doc.insert("version".into(), json!(1));
-        changed = true;
+    changes: &mut Changes,
+) -> Result<(), String> {
+    if doc.get("version").is_none() {
+        doc.insert("version", json!(1).into());
+        changes.added.push("`version: 1`".into());
     }
-    let hooks = object(doc, "hooks")?;
+    let hooks = doc.object("hooks")?;
+    let mut added = Vec::new();
     for event in events {
-        let entries = array(hooks, event).map_err(|e| format!("hooks {e}"))?;
-        if !entries.iter().any(|e| runs(e, command)) {
-            entries.push(json!({"command": command}));
-            changed = true;
+        let entries = hooks.array(event).map_err(|e| format!("hooks {e}"))?;
+        if !entries.iter().any(|e| runs(&e.to_value(), command)) {
+            entries.push(json!({"command": command}).into());
+            added.push(*event);
         }
     }
-    Ok(changed)
+    hooks_added(changes, command, &added);
+    Ok(())
 }
 
-/// `mcpServers.git-loaf`: `git loaf mcp`, unless a server of that name is there already.
-fn mcp_server(doc: &mut Map<String, Value>) -> Result<bool, String> {
-    let servers = object(doc, "mcpServers")?;
-    if servers.contains_key(SERVER) {
-        return Ok(false);
+/// Says which events got the hook `command`.
+fn hooks_added(changes: &mut Changes, command: &str, events: &[&str]) {
+    if !events.is_empty() {
+        changes.added.push(format!(
+            "record-mode hooks `{command}` on {}",
+            events.join(", ")
+        ));
     }
-    servers.insert(
-        SERVER.into(),
-        json!({"command": "git", "args": ["loaf", "mcp"]}),
-    );
-    Ok(true)
 }
 
-/// Codex's MCP servers live in `.codex/config.toml`: the table is appended when no
-/// `[mcp_servers.git-loaf]` is there (a table of that name is left as it is).
+/// `mcpServers.git-loaf`: `git loaf mcp`, unless a server of that name is there already
+/// (kept as it is).
+fn mcp_server(doc: &mut Json, changes: &mut Changes) -> Result<(), String> {
+    let servers = doc.object("mcpServers")?;
+    let ours = json!({"command": "git", "args": ["loaf", "mcp"]});
+    match servers.get(SERVER).map(Json::to_value) {
+        Some(theirs) if theirs["command"] == ours["command"] && theirs["args"] == ours["args"] => {}
+        Some(_) => changes.kept.push(format!(
+            "your own MCP server `{SERVER}` in mcpServers, as you declared it"
+        )),
+        None => {
+            servers.insert(SERVER, ours.into());
+            changes
+                .added
+                .push(format!("MCP server `{SERVER}` (`git loaf mcp`)"));
+        }
+    }
+    Ok(())
+}
+
+/// Codex's MCP servers live in `.codex/config.toml` ([`super::codex_config`]).
 fn codex_mcp(root: &Path) -> Result<Edit, SettingsError> {
     let path = PathBuf::from(".codex/config.toml");
-    let table = format!("[mcp_servers.{SERVER}]");
-    let quoted = format!("[mcp_servers.\"{SERVER}\"]");
-    let text = match std::fs::read_to_string(root.join(&path)) {
-        Ok(text) => text,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(error) => return Err(SettingsError::Io { path, error }),
-    };
-    if text
-        .lines()
-        .any(|l| l.trim() == table || l.trim() == quoted)
-    {
-        return Ok(Edit { path, text: None });
-    }
-    let mut new = text;
-    if !new.is_empty() && !new.ends_with('\n') {
-        new.push('\n');
-    }
-    if !new.is_empty() {
-        new.push('\n');
-    }
-    new.push_str(&format!(
-        "{table}\ncommand = \"git\"\nargs = [\"loaf\", \"mcp\"]\n"
-    ));
+    let text = read_settings(root, &path)?;
+    let mut changes = Changes::default();
+    let text = super::codex_config::declare_server(&text, &mut changes).map_err(|reason| {
+        SettingsError::Unreadable {
+            path: path.clone(),
+            reason,
+        }
+    })?;
     Ok(Edit {
         path,
-        text: Some(new),
+        text,
+        changes,
     })
 }
 
@@ -258,11 +307,8 @@ fn codex_mcp(root: &Path) -> Result<Edit, SettingsError> {
 mod tests {
     use super::*;
 
-    fn doc(text: &str) -> Map<String, Value> {
-        match serde_json::from_str(text) {
-            Ok(Value::Object(map)) => map,
-            other => panic!("not an object: {other:?}"),
-        }
+    fn doc(text: &str) -> Json {
+        Json::parse(text).expect("JSON")
     }
 
     #[test]
@@ -271,14 +317,20 @@ mod tests {
             r#"{"model":"opus","hooks":{"Stop":[{"hooks":[{"type":"command","command":"say done"}]}]}}"#,
         );
         let command = "git loaf agent-hook claude-code";
+        let mut changes = Changes::default();
+        let events = ["UserPromptSubmit", "Stop"];
         assert_eq!(
-            nested_hooks(&mut settings, &["UserPromptSubmit", "Stop"], command),
-            Ok(true)
+            nested_hooks(&mut settings, &events, command, &mut changes),
+            Ok(())
         );
+        assert_eq!(changes.added.len(), 1);
+        let mut again = Changes::default();
         assert_eq!(
-            nested_hooks(&mut settings, &["UserPromptSubmit", "Stop"], command),
-            Ok(false)
+            nested_hooks(&mut settings, &events, command, &mut again),
+            Ok(())
         );
+        assert_eq!(again, Changes::default());
+        let settings = settings.to_value();
         assert_eq!(settings["model"], "opus");
         assert_eq!(settings["hooks"]["Stop"].as_array().map(Vec::len), Some(2));
         assert_eq!(
@@ -289,18 +341,25 @@ mod tests {
 
     #[test]
     fn keys_of_the_wrong_type_are_refused() {
+        let changes = &mut Changes::default();
         let mut settings = doc(r#"{"hooks":[]}"#);
-        assert!(nested_hooks(&mut settings, &["Stop"], "x").is_err());
+        assert!(nested_hooks(&mut settings, &["Stop"], "x", changes).is_err());
         let mut settings = doc(r#"{"hooks":{"Stop":{}}}"#);
-        assert!(nested_hooks(&mut settings, &["Stop"], "x").is_err());
+        assert!(nested_hooks(&mut settings, &["Stop"], "x", changes).is_err());
         let mut mcp = doc(r#"{"mcpServers":"x"}"#);
-        assert!(mcp_server(&mut mcp).is_err());
+        assert!(mcp_server(&mut mcp, changes).is_err());
     }
 
     #[test]
     fn an_mcp_server_of_that_name_is_kept() {
         let mut mcp = doc(r#"{"mcpServers":{"git-loaf":{"command":"/opt/git-loaf"}}}"#);
-        assert_eq!(mcp_server(&mut mcp), Ok(false));
-        assert_eq!(mcp["mcpServers"]["git-loaf"]["command"], "/opt/git-loaf");
+        let mut changes = Changes::default();
+        assert_eq!(mcp_server(&mut mcp, &mut changes), Ok(()));
+        assert!(changes.added.is_empty());
+        assert_eq!(changes.kept.len(), 1, "the summary says it was kept");
+        assert_eq!(
+            mcp.to_value()["mcpServers"]["git-loaf"]["command"],
+            "/opt/git-loaf"
+        );
     }
 }

@@ -40,19 +40,19 @@ fn parse_agent(text: &str) -> Result<Agent, String> {
 /// Runs `git loaf agent-hook`.
 pub fn run(args: &AgentHookArgs) -> Result<Outcome, CliError> {
     let input = match &args.event {
-        Some(event) => event.clone(),
+        Some(event) => event.clone().into_bytes(),
         None => {
-            let mut text = String::new();
-            std::io::stdin().read_to_string(&mut text).map_err(|e| {
+            let mut bytes = Vec::new();
+            std::io::stdin().read_to_end(&mut bytes).map_err(|e| {
                 CliError::usage(
                     format!("cannot read the hook event on stdin: {e}"),
                     "the agent passes its event as JSON on standard input",
                 )
             })?;
-            text
+            bytes
         }
     };
-    let step = hook::read(args.agent, &input).map_err(|e| {
+    let step = hook::read(args.agent, &hook::event_text(&input)).map_err(|e| {
         CliError::usage(
             e.to_string(),
             format!(

@@ -35,8 +35,10 @@ pub struct InitArgs {
     /// AGENT`, so each turn becomes a commit, and its MCP servers list `git loaf mcp`
     /// (claude-code: .claude/settings.json, .mcp.json; codex: .codex/hooks.json,
     /// .codex/config.toml; cursor: .cursor/hooks.json, .cursor/mcp.json; gemini:
-    /// .gemini/settings.json). Merged into what the files hold; a file that is not valid
-    /// JSON is refused and left as it is.
+    /// .gemini/settings.json). Merged into what the files hold (comments and layout of
+    /// config.toml kept; a `git-loaf` MCP server already declared is left as it is); a file
+    /// that is not valid JSON (TOML for config.toml) is refused and nothing is written; a
+    /// settings file that is a symlink is updated where it points.
     #[arg(long = "agent", value_name = "AGENT", value_parser = parse_agent)]
     agents: Vec<Agent>,
 }
@@ -152,17 +154,30 @@ fn write_agents(
     for (agent, edits) in wiring {
         settings::write(root, edits).map_err(|e| settings_error(*agent, &e))?;
         for edit in edits {
-            let path = edit.path.display();
-            done.push(match edit.text {
-                Some(_) => format!(
-                    "{agent}: wrote {path} (record-mode hooks `{}`, MCP server `git loaf mcp`)",
-                    settings::hook_command(*agent)
-                ),
-                None => format!("{agent}: {path} is already set up"),
-            });
+            done.push(edit_line(*agent, edit));
         }
     }
     Ok(done)
+}
+
+/// What `init` did to one settings file, for the summary: what it added, and what of the
+/// user's it kept under git-loaf's name.
+fn edit_line(agent: Agent, edit: &Edit) -> String {
+    let path = edit.path.display();
+    let mut line = match edit.text {
+        Some(_) => format!(
+            "{agent}: wrote {path}: added {}",
+            edit.changes.added.join("; ")
+        ),
+        None => format!("{agent}: {path} is already set up"),
+    };
+    if !edit.changes.kept.is_empty() {
+        line.push_str(&format!(
+            " (kept {}: not changed)",
+            edit.changes.kept.join("; ")
+        ));
+    }
+    line
 }
 
 fn settings_error(agent: Agent, error: &SettingsError) -> CliError {

@@ -1,11 +1,14 @@
 //! `git loaf record begin|commit`: an agent's turn (it edits files itself) as one commit.
 
+use std::ffi::OsString;
+
 use clap::{Args, Subcommand};
 
 use super::examples::examples;
 use super::{CliError, Outcome};
 use crate::git::short_oid;
 use crate::ops::record::{self, BeginOptions, Committed, Ended};
+use crate::report::inert::{inert, inert_bytes};
 
 /// Record an agent's turn (it edits files itself) as one undoable commit.
 ///
@@ -47,9 +50,10 @@ struct BeginArgs {
     /// The agent, recorded as `Assisted-by: NAME`.
     #[arg(long, value_name = "NAME")]
     agent: Option<String>,
-    /// The user's prompt: its first line is the commit's subject.
+    /// The user's prompt: its first line is the commit's subject (any text: control
+    /// characters and bytes that are not UTF-8 are kept escaped, `\e`, `\0`, `\xff`).
     #[arg(long, value_name = "TEXT")]
-    prompt: Option<String>,
+    prompt: Option<OsString>,
 }
 
 /// `record commit`'s options.
@@ -70,13 +74,16 @@ pub fn run(args: &RecordArgs) -> Result<Outcome, CliError> {
                 &BeginOptions {
                     session: begin.session.clone(),
                     agent: begin.agent.clone(),
-                    prompt: begin.prompt.clone(),
+                    prompt: begin
+                        .prompt
+                        .as_deref()
+                        .map(|p| inert_bytes(p.as_encoded_bytes())),
                 },
             )?;
             super::print_notices(&begun.notices);
             super::print_out(&format!(
                 "record: began a turn of session {}\n",
-                begun.session
+                inert(&begun.session)
             ))?;
         }
         RecordStep::Commit(commit) => {
@@ -90,7 +97,7 @@ pub fn run(args: &RecordArgs) -> Result<Outcome, CliError> {
 
 /// The one line `record commit` prints.
 pub fn committed_line(committed: &Committed) -> String {
-    let session = &committed.session;
+    let session = inert(&committed.session);
     match &committed.ended {
         None => format!(
             "record: no turn of session {session} to commit (`git loaf record begin` starts one)\n"

@@ -28,6 +28,7 @@ use crate::git::session::{Session, TxError};
 use crate::git::sign::{self, SignRequest};
 use crate::git::turn::{self, Turn};
 use crate::git::{Oid, Repository, refs, short_oid, treebuild, treediff};
+use crate::report::inert::inert;
 use crate::report::subject::fit_subject;
 use crate::report::{ExecutionResult, GitInfo};
 
@@ -43,7 +44,9 @@ pub struct BeginOptions {
     pub session: Option<String>,
     /// `Assisted-by: <agent>`.
     pub agent: Option<String>,
-    /// The user's prompt (its first line becomes the subject).
+    /// The user's prompt (its first line becomes the subject). Any text: its control
+    /// characters are stored escaped ([`inert`]), so a NUL or an escape sequence never
+    /// reaches the turn, the commit or a terminal.
     pub prompt: Option<String>,
 }
 
@@ -115,7 +118,7 @@ pub fn begin(cwd: &Path, options: &BeginOptions) -> Result<Begun, TxError> {
     let begun = Turn {
         session: name.clone(),
         agent: options.agent.clone(),
-        prompt: options.prompt.clone(),
+        prompt: options.prompt.as_deref().map(|p| inert(p).into_owned()),
         time: now_secs(),
         head: cp.head.map(|h| h.to_string()),
         work: cp.work_tree.to_string(),
@@ -391,11 +394,12 @@ fn transition(
 }
 
 /// `AI: <first line of the prompt>`, or a summary of the paths without one; at most 72
-/// characters, cut at a word with `…` (as an apply's subject is: [`fit_subject`]).
+/// characters, cut at a word with `…` (as an apply's subject is: [`fit_subject`]). Control
+/// characters show escaped (a turn begun before prompts were stored so may hold them).
 pub fn subject(prompt: Option<&str>, paths: &[PathBuf]) -> String {
     let line = prompt
         .and_then(|p| p.lines().map(str::trim).find(|l| !l.is_empty()))
-        .map(str::to_owned);
+        .map(|l| inert(l).into_owned());
     let text = line.unwrap_or_else(|| {
         let names: Vec<String> = paths
             .iter()
@@ -414,7 +418,7 @@ pub fn subject(prompt: Option<&str>, paths: &[PathBuf]) -> String {
 
 /// The commit message: the subject, then `Loaf-Apply`, `Loaf-Session` and `Assisted-by`.
 fn message(subject: &str, id: &str, session: &str, agent: Option<&str>) -> String {
-    let one_line = |v: &str| v.replace(['\r', '\n'], " ");
+    let one_line = |v: &str| inert(&v.replace(['\r', '\n'], " ")).into_owned();
     let mut text = format!(
         "{subject}\n\nLoaf-Apply: {id}\n{SESSION_TRAILER}: {}\n",
         one_line(session)
@@ -513,7 +517,7 @@ fn record_text(begun: &Turn, recorded: &Recorded, files: &[Value]) -> String {
         ));
     }
     out.push_str("=== END ===\n");
-    out
+    inert(&out).into_owned()
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@ use crate::actions::Schema;
 use crate::exec::guard::lexical;
 
 use super::ExecutionResult;
+use super::inert::inert;
 
 /// git's convention for a subject line's length (`git log --oneline`, `git shortlog`, and
 /// every tool that lists commits one per line, cut or wrap past it).
@@ -42,7 +43,7 @@ pub fn subject_line(
     let items = items(result, root, changed);
     let line = |named: usize, short: bool| {
         let text = format.replace("{operation_summary}", &summary(&items, named, short));
-        text.lines().next().unwrap_or("").trim().to_owned()
+        inert(text.lines().next().unwrap_or("").trim()).into_owned()
     };
     for named in (1..=items.len().min(NAMED_MAX)).rev() {
         for short in [false, true] {
@@ -56,9 +57,12 @@ pub fn subject_line(
 }
 
 /// `text`'s first line in at most [`SUBJECT_MAX`] characters: cut at the last word boundary
-/// that fits, ending with `…` (a single word longer than that is cut inside it).
+/// that fits, ending with `…` (a single word longer than that is cut inside it). Control
+/// characters (from a path the reply named) show escaped ([`inert`]): `git log` prints the
+/// subject on the user's terminal.
 pub fn fit_subject(text: &str) -> String {
-    let text = text.lines().next().unwrap_or("").trim();
+    let text = inert(text.lines().next().unwrap_or("").trim());
+    let text = text.as_ref();
     if text.chars().count() <= SUBJECT_MAX {
         return text.to_owned();
     }

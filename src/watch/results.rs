@@ -4,6 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::ops::apply::Applied;
+use crate::report::inert::inert;
 
 /// The name of the results file, beside the watched file.
 pub const RESULTS_FILE: &str = "results.md";
@@ -35,7 +36,8 @@ pub fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
 }
 
 /// One line for the terminal: the apply's id, the counts, the commit (or why it was not
-/// applied), e.g. `apply 3f2a1c · 2 ✅ 1 ❌ · commit 1a2b3c4`.
+/// applied), e.g. `apply 3f2a1c · 2 ✅ 1 ❌ · commit 1a2b3c4`; control characters (in a
+/// fatal error's words, a path) shown escaped.
 pub fn status_line(applied: &Applied) -> String {
     let result = &applied.result;
     let ok = result.results.iter().filter(|r| r.success).count();
@@ -69,12 +71,28 @@ pub fn status_line(applied: &Applied) -> String {
             git.uncommitted.join(", ")
         ));
     }
-    parts.join(" · ")
+    inert(&parts.join(" · ")).into_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_status_line_shows_control_characters_escaped() {
+        let applied = Applied {
+            result: crate::report::ExecutionResult {
+                fatal_error: Some("cannot read \x1b[2J\x1b]0;x\x07 here\nmore".into()),
+                ..Default::default()
+            },
+            kept: None,
+            notices: Vec::new(),
+        };
+        assert_eq!(
+            status_line(&applied),
+            "apply (nothing recorded) · 0 ✅ 0 ❌ · FATAL: cannot read \\e[2J\\e]0;x\\x07 here · no commit (nothing changed)"
+        );
+    }
 
     #[test]
     fn results_go_beside_the_file_and_never_over_it() {

@@ -1,6 +1,8 @@
 //! The one integration test binary: reference conformance, the command line, and
 //! property tests of the parser.
 
+mod agent_init;
+mod agent_prompts;
 mod agents;
 mod bad_paths;
 mod cli_apply;
@@ -57,6 +59,7 @@ mod step;
 mod step_crash;
 mod storage;
 mod support;
+mod terminal_output;
 mod transaction;
 mod undo_safety;
 mod undo_to;
