@@ -186,7 +186,7 @@ impl Sandbox {
 
     /// The same sandbox, where code sees the user's repository (DESIGN §2 "Exec's view is
     /// the user's view"): `head` is what the stage's HEAD file holds while code runs (the
-    /// user's branch, or their commit), and [`USERS_INDEX`], when the transaction wrote one,
+    /// user's commit, detached), and [`USERS_INDEX`], when the transaction wrote one,
     /// is its index. What code does to either lives until the next run of the same apply,
     /// then the stage's own HEAD and index are back.
     pub fn showing_users(self, head: Vec<u8>) -> Sandbox {

@@ -124,6 +124,15 @@ pub fn user_after(
     sides: Sides,
     committed: Oid,
 ) -> Result<UserAfter, git2::Error> {
+    if sides.work == sides.head && sides.index == sides.head {
+        // Nothing uncommitted: the user gets the commit, in the files and the index (the
+        // hooks may have made it differ from what the reply left).
+        return Ok(UserAfter {
+            work: sides.staged,
+            index: committed,
+            kept: Vec::new(),
+        });
+    }
     let mut paths: Vec<PathBuf> = changed_paths(repo, Some(sides.work), Some(sides.staged))?
         .into_iter()
         .chain(changed_paths(repo, Some(sides.head), Some(committed))?)

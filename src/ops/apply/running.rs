@@ -78,9 +78,11 @@ impl Tx<'_> {
     }
 
     /// Code sees the user's repository (DESIGN §2 "Exec's view is the user's view"): the
-    /// user's index and HEAD (their branch where the sandbox's private layer of the git dir
-    /// keeps what code does to it; their commit otherwise), whatever an earlier apply left in
-    /// the stage. Without namespaces on an unborn branch, the stage's own.
+    /// user's index and HEAD commit, whatever an earlier apply left in the stage. HEAD is
+    /// detached there, not the user's branch: the stage's HEAD file is a real one, and while
+    /// it named the branch, git would refuse the user's own `git switch` or `git rebase` of
+    /// it as "checked out" in the stage (and a kill would leave it so). On an unborn branch,
+    /// the stage's own.
     pub(super) fn show_users_view(
         &self,
         stage: &Stage,
@@ -90,17 +92,10 @@ impl Tx<'_> {
         let Some(sandbox) = env.sandbox.take() else {
             return Ok(());
         };
-        let head = match (sandbox.isolated(), self.old_head) {
-            (true, _) if self.ref_name.starts_with("refs/") => {
-                Some(format!("ref: {}\n", self.ref_name))
-            }
-            (_, Some(head)) => Some(format!("{head}\n")),
-            (_, None) => None,
-        };
-        env.sandbox = Some(match head {
+        env.sandbox = Some(match self.old_head {
             Some(head) => {
                 stage.write_users_index(checkpoint.index_tree)?;
-                sandbox.showing_users(head.into_bytes())
+                sandbox.showing_users(format!("{head}\n").into_bytes())
             }
             None => sandbox,
         });
