@@ -51,6 +51,18 @@ fn with_exec() -> Scratch {
     ])
 }
 
+/// [`with_exec`] after an apply that changed `b.txt` to `two`.
+fn after_an_apply() -> Scratch {
+    let s = with_exec();
+    let first = block(
+        "w1a",
+        "file_write",
+        &[("path", "/repo/b.txt"), ("content", "two\n")],
+    );
+    s.assert_exit(&s.apply(&first), 0);
+    s
+}
+
 fn exec(s: &Scratch, sandbox: &str, code: &str) -> Output {
     crate::support::git_loaf()
         .current_dir(&s.root)
@@ -160,14 +172,8 @@ fn a_reply_changing_the_users_own_line_commits_it_and_names_file_and_line() {
 const LOOK: &str = "git status --porcelain=v1 --untracked-files=all; echo ---; git rev-parse HEAD; echo ---; git stash list; echo ---; git diff --cached; echo ---; git diff; echo ---; git log --format=%s";
 
 fn exec_sees_what_the_user_sees(sandbox: &str) {
-    let s = with_exec();
     // An earlier apply committed a change (its stage index must not linger).
-    let first = block(
-        "w1a",
-        "file_write",
-        &[("path", "/repo/b.txt"), ("content", "two\n")],
-    );
-    s.assert_exit(&s.apply(&first), 0);
+    let s = after_an_apply();
     s.write("stashed.txt", "s\n");
     s.git(&["add", "stashed.txt"]);
     s.git(&["stash", "-q"]);
@@ -210,13 +216,7 @@ fn without_namespaces_exec_sees_the_users_repository_too() {
 
 #[test]
 fn git_checkout_dot_after_an_apply_reverts_nothing_and_commits_nothing() {
-    let s = with_exec();
-    let first = block(
-        "w1a",
-        "file_write",
-        &[("path", "/repo/b.txt"), ("content", "two\n")],
-    );
-    s.assert_exit(&s.apply(&first), 0);
+    let s = after_an_apply();
     s.write("f.txt", &with_line(TEN, 1, "mine"));
     let before = s.state();
     let head = s.head();
