@@ -54,7 +54,6 @@ pub fn default_text() -> String {
     let value = serde_json::json!({
         "version": "1.0",
         "workspace_root": ".",
-        "spec_path": DEFAULT_SPEC_PATH,
         "policy": {
             "concurrency": 1,
             "message_max_bytes": 262144,
@@ -116,7 +115,8 @@ pub enum ConfigError {
          - each agent's model command, after `--` in its `cmd` (now `claude -p`; docs/lorch.md \
          has recipes for claude, codex, llm, ollama and gemini);\n  \
          - your task: its `goal` and the `files` it is about (now a placeholder, T-0042);\n  \
-         - `spec_path`, where your spec is (now SPEC.md).\n\
+         - `spec_path`, where your spec is (unset, lorch reads specs/MASTER-SPEC.md, the \
+         spec's layout, or SPEC.md when that is where it is).\n\
          Then `lorch doctor`, and `lorch run --task ID`. To watch a whole run with a scripted \
          model first, no LLM needed: sh examples/lorch/try.sh (in a clone of git-loaf)",
         .0.display()
@@ -141,8 +141,12 @@ pub struct Config {
     /// Where the agents work and lorch keeps its records, relative to `lorch.json`'s folder.
     #[serde(default = "dot")]
     pub workspace_root: String,
-    /// The spec the spec-maintainer keeps, relative to the workspace (default `SPEC.md`).
-    #[serde(default = "default_spec_path")]
+    /// `spec_path` as lorch.json gives it, if it does.
+    #[serde(default, rename = "spec_path")]
+    pub configured_spec_path: Option<String>,
+    /// The spec the spec-maintainer keeps, relative to the workspace: lorch.json's
+    /// `spec_path`, else the first of [`SPEC_PATHS`] that exists (see [`Config::find_spec`]).
+    #[serde(skip)]
     pub spec_path: String,
     /// §8.2's `policy`.
     #[serde(default)]
@@ -158,12 +162,12 @@ fn dot() -> String {
     ".".to_owned()
 }
 
-/// `spec_path` when lorch.json does not say.
-pub const DEFAULT_SPEC_PATH: &str = "SPEC.md";
+/// `spec_path` when lorch.json does not say and no spec exists yet: the spec's own layout
+/// (§5.2).
+pub const DEFAULT_SPEC_PATH: &str = "specs/MASTER-SPEC.md";
 
-fn default_spec_path() -> String {
-    DEFAULT_SPEC_PATH.to_owned()
-}
+/// Where lorch looks for the spec when lorch.json has no `spec_path`, in this order.
+pub const SPEC_PATHS: [&str; 2] = [DEFAULT_SPEC_PATH, "SPEC.md"];
 
 /// §8.2's `policy`.
 #[derive(Debug, Clone, Deserialize)]
@@ -184,6 +188,20 @@ pub struct Policy {
     /// The most turns of one builder step's conversation with its model (DESIGN §3c): each
     /// reply applied, its report and failed checks sent back, until the step is done.
     pub max_turns: u32,
+    /// The most model calls of a run and of each task.
+    pub max_model_calls: ModelCalls,
+    /// The most seconds one `lorch run` or `lorch resume` goes on.
+    pub max_wall_s: Option<f64>,
+}
+
+/// `policy.max_model_calls`: none set, no limit.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ModelCalls {
+    /// Of the whole run.
+    pub per_run: Option<u64>,
+    /// Of each task of the run.
+    pub per_task: Option<u64>,
 }
 
 impl Default for Policy {
@@ -195,6 +213,8 @@ impl Default for Policy {
             redact_secrets_in_logs: true,
             strict_version_pinning: true,
             max_turns: DEFAULT_MAX_TURNS,
+            max_model_calls: ModelCalls::default(),
+            max_wall_s: None,
         }
     }
 }
@@ -205,8 +225,10 @@ impl Default for Policy {
 pub struct RetryPolicy {
     /// Attempts of one command (same IK) before the run fails.
     pub max_attempts: u32,
-    /// Backoff before restarting an agent.
+    /// Backoff before restarting an agent, and before each retry of a command.
     pub backoff: Backoff,
+    /// How a model command says it is rate-limited.
+    pub rate_limit: RateLimit,
 }
 
 impl Default for RetryPolicy {
@@ -214,7 +236,52 @@ impl Default for RetryPolicy {
         RetryPolicy {
             max_attempts: 3,
             backoff: Backoff::default(),
+            rate_limit: RateLimit::default(),
         }
+    }
+}
+
+/// `policy.retry.rate_limit`: a model command whose exit code is one of `exit_codes`, or
+/// whose stderr holds one of `stderr_contains`, is rate-limited; the retry waits the seconds
+/// its stderr names after `retry after`, else `wait_s`. lorch hands these to its agents as
+/// [`RATE_LIMIT_ENV`].
+#[derive(Debug, Clone, Default, Deserialize, serde::Serialize, PartialEq)]
+#[serde(default)]
+pub struct RateLimit {
+    /// Exit codes that mean "rate-limited".
+    pub exit_codes: Vec<i32>,
+    /// Texts of stderr that mean it (case-insensitive).
+    pub stderr_contains: Vec<String>,
+    /// Seconds to wait when the command does not say.
+    pub wait_s: Option<f64>,
+}
+
+/// The environment variable lorch passes [`RateLimit`] to its agents in, as JSON.
+pub const RATE_LIMIT_ENV: &str = "LORCH_RATE_LIMIT";
+
+impl RateLimit {
+    /// Whether a model command that ended with `code` and `stderr` is rate-limited, and
+    /// then how long to wait.
+    pub fn wait(&self, code: Option<i32>, stderr: &str) -> Option<Duration> {
+        let lower = stderr.to_lowercase();
+        let limited = code.is_some_and(|c| self.exit_codes.contains(&c))
+            || self
+                .stderr_contains
+                .iter()
+                .any(|t| lower.contains(&t.to_lowercase()));
+        if !limited {
+            return None;
+        }
+        let told = lower.find("retry after").and_then(|at| {
+            let rest = lower[at + "retry after".len()..].trim_start_matches([' ', ':', '=']);
+            let digits: String = rest
+                .chars()
+                .take_while(|c| c.is_ascii_digit() || *c == '.')
+                .collect();
+            digits.parse::<f64>().ok()
+        });
+        let seconds = told.or(self.wait_s).unwrap_or(0.0);
+        Some(Duration::from_secs_f64(seconds.clamp(0.0, 3600.0)))
     }
 }
 
@@ -275,6 +342,11 @@ pub struct Agents {
 }
 
 impl Agents {
+    /// The orchestration agent, when configured and not `enabled: false`.
+    pub fn orchestration(&self) -> Option<&AgentConfig> {
+        self.orchestration.as_ref().filter(|a| a.enabled)
+    }
+
     /// The configuration of one role. lorch starts the orchestration agent only when it is
     /// configured (`lorch run` without `--task` checks first); unconfigured, its settings
     /// read as the builder's, which nothing then uses.
@@ -282,7 +354,7 @@ impl Agents {
         match agent {
             AgentType::Reviewer => &self.reviewer,
             AgentType::SpecMaintainer => &self.spec_maintainer,
-            AgentType::Orchestration => self.orchestration.as_ref().unwrap_or(&self.builder),
+            AgentType::Orchestration => self.orchestration().unwrap_or(&self.builder),
             _ => &self.builder,
         }
     }
@@ -291,6 +363,10 @@ impl Agents {
 /// One agent.
 #[derive(Debug, Clone, Deserialize)]
 pub struct AgentConfig {
+    /// `false` leaves the agent out (§8.2's `orchestration.enabled`): as if it were not
+    /// configured.
+    #[serde(default = "yes")]
+    pub enabled: bool,
     /// The command line.
     pub cmd: Vec<String>,
     /// Heartbeats expected this often (§7.1: 10 s).
@@ -302,6 +378,10 @@ pub struct AgentConfig {
     /// Environment added to the agent's.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn ten() -> f64 {
@@ -367,7 +447,7 @@ impl Config {
             AgentType::Reviewer,
             AgentType::SpecMaintainer,
         ];
-        if self.agents.orchestration.is_some() {
+        if self.agents.orchestration().is_some() {
             agents.push(AgentType::Orchestration);
         }
         agents
@@ -376,6 +456,19 @@ impl Config {
     /// The workspace, `workspace_root` resolved against `base` (the folder of `lorch.json`).
     pub fn workspace(&self, base: &Path) -> PathBuf {
         base.join(&self.workspace_root)
+    }
+
+    /// Settles `spec_path` when lorch.json does not set it: the first of [`SPEC_PATHS`]
+    /// that is a file in `workspace`, else [`DEFAULT_SPEC_PATH`].
+    pub fn find_spec(&mut self, workspace: &Path) {
+        if self.configured_spec_path.is_some() {
+            return;
+        }
+        let found = SPEC_PATHS
+            .iter()
+            .find(|p| workspace.join(p).is_file())
+            .unwrap_or(&DEFAULT_SPEC_PATH);
+        self.spec_path = (*found).to_owned();
     }
 
     /// The task `id`, refused while its goal is the placeholder lorch wrote.
@@ -425,19 +518,29 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
     if !violations.is_empty() {
         return Err(invalid(violations));
     }
-    serde_json::from_value(value).map_err(|e| {
+    let mut config: Config = serde_json::from_value(value).map_err(|e| {
         invalid(vec![Violation {
             path: String::new(),
             message: e.to_string(),
         }])
-    })
+    })?;
+    config.spec_path = config
+        .configured_spec_path
+        .clone()
+        .unwrap_or_else(|| DEFAULT_SPEC_PATH.to_owned());
+    Ok(config)
 }
 
 /// Reads `dir/lorch.json`, or `None` when there is none.
 pub fn load(dir: &Path) -> Result<Option<Config>, ConfigError> {
     let path = dir.join(FILE_NAME);
     match std::fs::read_to_string(&path) {
-        Ok(text) => parse(&path, &text).map(Some),
+        Ok(text) => {
+            let mut config = parse(&path, &text)?;
+            let workspace = config.workspace(dir);
+            config.find_spec(&workspace);
+            Ok(Some(config))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(ConfigError::Io { path, source }),
     }
@@ -477,6 +580,22 @@ mod tests {
             Duration::from_secs(180)
         );
         assert_eq!(config.tasks[0].id, "T-0042");
+    }
+
+    #[test]
+    fn a_rate_limit_is_known_by_its_exit_code_or_its_words_and_waits_as_told() {
+        let limit = RateLimit {
+            exit_codes: vec![75],
+            stderr_contains: vec!["Rate limit".into()],
+            wait_s: Some(2.0),
+        };
+        assert_eq!(limit.wait(Some(1), "boom"), None);
+        assert_eq!(limit.wait(Some(75), ""), Some(Duration::from_secs(2)));
+        assert_eq!(
+            limit.wait(Some(1), "429: RATE LIMIT reached, retry after 7 s"),
+            Some(Duration::from_secs(7))
+        );
+        assert_eq!(RateLimit::default().wait(Some(75), "rate limit"), None);
     }
 
     #[test]

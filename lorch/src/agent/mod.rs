@@ -37,6 +37,7 @@ pub mod change;
 pub mod discovery;
 pub mod emit;
 pub mod intake;
+pub mod limits;
 pub mod llm;
 pub mod prompt;
 pub mod receipts;
@@ -90,6 +91,8 @@ pub struct Options {
     pub state_dir: PathBuf,
     /// `--sandbox`: where the model command and the checks run ([`sandbox`]).
     pub sandbox: Option<git_loaf::exec::sandbox::Sandbox>,
+    /// How the model command says it is rate-limited (from lorch, [`limits`]).
+    pub rate_limit: crate::config::RateLimit,
 }
 
 impl Options {
@@ -134,6 +137,7 @@ impl Options {
             false => None,
         };
         Ok(Options {
+            rate_limit: limits::rate_limit_from_env(),
             sandbox,
             snapshot_root,
             state_dir,
@@ -192,6 +196,17 @@ pub enum StepError {
     /// The model did not answer.
     #[error(transparent)]
     Llm(#[from] llm::LlmError),
+    /// The command's budget of model calls is spent (`inputs.max_model_calls`).
+    #[error("the budget of {0} model call(s) for this command is spent (policy.max_model_calls)")]
+    Budget(u64),
+    /// The model command said it is rate-limited: lorch waits `wait` before the retry.
+    #[error("rate-limited, lorch waits {}s before the retry: {message}", .wait.as_secs_f64())]
+    RateLimited {
+        /// How long to wait.
+        wait: Duration,
+        /// The model command's failure.
+        message: String,
+    },
     /// git-loaf could not run the transaction at all.
     #[error("git-loaf could not apply the reply: {0}")]
     Apply(String),
@@ -246,6 +261,8 @@ impl StepError {
             StepError::Unsupported { .. } => "unsupported_action",
             StepError::DeadlinePassed(_) => "deadline_passed",
             StepError::Llm(e) => e.code(),
+            StepError::Budget(_) => "budget_spent",
+            StepError::RateLimited { .. } => "rate_limited",
             StepError::Apply(_) => "apply_failed",
             StepError::NoVerdict(_) => "no_verdict",
             StepError::NoProposal(_) => "no_proposal",
@@ -261,6 +278,9 @@ impl StepError {
         let mut payload = Object::new();
         payload.insert("code".into(), json!(self.code()));
         payload.insert("message".into(), json!(self.to_string()));
+        if let StepError::RateLimited { wait, .. } = self {
+            payload.insert("retry_after_ms".into(), json!(limits::millis(*wait)));
+        }
         if let StepError::ForbiddenSpecEdit { file, sections, .. } = self {
             payload.insert("file".into(), json!(file));
             payload.insert("sections".into(), json!(sections));
@@ -312,6 +332,8 @@ pub struct Shim {
     /// The version the agent saw when it checked the command in hand ([`check_version`]),
     /// which its events report.
     pub observed: std::sync::Mutex<Option<ObservedVersion>>,
+    /// Model calls made for the command in hand (its terminal event says how many).
+    pub calls: std::sync::atomic::AtomicU64,
 }
 
 impl Shim {
@@ -343,6 +365,9 @@ impl Shim {
         turn: usize,
     ) -> Result<llm::Reply, StepError> {
         let left = time_left(command)?;
+        let used = self.calls.load(std::sync::atomic::Ordering::SeqCst);
+        limits::within_budget(command, used)?;
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let env = [
             ("LORCH_TURN", turn.to_string()),
             ("LORCH_ROLE", self.options.role_name().to_owned()),
@@ -373,7 +398,13 @@ impl Shim {
                 left,
             ),
         };
-        Ok(reply?)
+        reply.map_err(|error| {
+            if matches!(error, llm::LlmError::Start { .. }) {
+                // A program that could not start was no call.
+                self.calls.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            limits::rate_limited(&self.options.rate_limit, &error).unwrap_or(StepError::Llm(error))
+        })
     }
 }
 
@@ -423,6 +454,7 @@ pub fn serve(
         options,
         emitter,
         observed: std::sync::Mutex::new(None),
+        calls: std::sync::atomic::AtomicU64::new(0),
     });
     shim.emitter.heartbeat()?;
     shim.emitter.set_status(HeartbeatStatus::Ready, None);
@@ -511,13 +543,19 @@ fn handle(shim: &Shim, command: &Command) -> Result<(), WriteError> {
             if let Ok(mut observed) = shim.observed.lock() {
                 *observed = None;
             }
-            let answer = dispatch(shim, command).unwrap_or_else(|error| Answer {
+            shim.calls.store(0, std::sync::atomic::Ordering::SeqCst);
+            let mut answer = dispatch(shim, command).unwrap_or_else(|error| Answer {
                 drafts: vec![Draft {
                     observed: error.observed(),
                     ..Draft::new(EventType::Error, Some("failed"), error.payload())
                 }],
                 keep: false,
             });
+            // lorch counts the model calls against policy.max_model_calls from these.
+            if let Some(last) = answer.drafts.last_mut() {
+                let calls = shim.calls.load(std::sync::atomic::Ordering::SeqCst);
+                last.payload.insert("model_calls".into(), json!(calls));
+            }
             let seen = shim.observed.lock().ok().and_then(|o| o.clone());
             let events: Vec<_> = answer
                 .drafts

@@ -436,6 +436,8 @@ fn essence(answer: &[Value]) -> Vec<Value> {
                 "receipt",
                 "notices",
                 "turns",
+                // What each answer cost: the recovered one made no model call.
+                "model_calls",
             ] {
                 payload.as_object_mut().expect("payload").remove(key);
             }
@@ -477,6 +479,8 @@ fn a_step_whose_receipt_was_lost_is_answered_from_its_commit_without_asking_the_
     assert_eq!(ws.runs(), 1, "the model is not asked again");
     assert_eq!(commits(&ws), "2", "no second commit");
     assert_eq!(essence(&second), essence(&first), "{second:#?}");
+    assert_eq!(first.last().expect("done")["payload"]["model_calls"], 1);
+    assert_eq!(second.last().expect("done")["payload"]["model_calls"], 0);
     assert!(
         second
             .iter()
