@@ -105,6 +105,7 @@ pub fn doctor(base: &Path) -> Vec<Check> {
         let builder = &config.agents.get(AgentType::Builder).cmd;
         if is_shim(builder) {
             checks.push(check("builder runs checks", builder_checks(builder)));
+            checks.push(check("builder runs lint", Ok(builder_lints(builder))));
         }
         let ws = config.workspace(base);
         for agent in config.configured_agents() {
@@ -212,24 +213,39 @@ pub(crate) fn programs(cmd: &[String]) -> Vec<&str> {
 /// The `--check` commands of `lorch agent builder …`: lorch accepts a builder's step only
 /// with passing tests (§4.1.3, §14.2), so a builder that runs none could never finish one.
 pub(crate) fn builder_checks(cmd: &[String]) -> Result<String, String> {
-    let own = cmd
-        .iter()
-        .position(|a| a == "--")
-        .map_or(cmd, |at| &cmd[..at]);
-    let checks: Vec<&str> = own
-        .iter()
-        .enumerate()
-        .filter_map(|(i, a)| match a.strip_prefix("--check") {
-            Some("") => own.get(i + 1).map(String::as_str),
-            Some(rest) => rest.strip_prefix('='),
-            None => None,
-        })
-        .collect();
+    let checks = shim_flag(cmd, "--check");
     if checks.is_empty() {
         Err("none: a step is accepted only with passing tests (§4); add `--check CMD` before `--` (e.g. --check 'cargo test')".to_owned())
     } else {
         Ok(checks.join("; "))
     }
+}
+
+/// The `--lint` commands of `lorch agent builder …` (optional: without any,
+/// `builder.completed` carries no lint results).
+fn builder_lints(cmd: &[String]) -> String {
+    let lints = shim_flag(cmd, "--lint");
+    if lints.is_empty() {
+        "none (add `--lint CMD` before `--`, e.g. --lint 'cargo clippy', for builder.completed to carry lint results, §4.1.3)".to_owned()
+    } else {
+        lints.join("; ")
+    }
+}
+
+/// The values of the shim's own `flag` (`--check X` or `--check=X`) before `--`.
+fn shim_flag<'a>(cmd: &'a [String], flag: &str) -> Vec<&'a str> {
+    let own = cmd
+        .iter()
+        .position(|a| a == "--")
+        .map_or(cmd, |at| &cmd[..at]);
+    own.iter()
+        .enumerate()
+        .filter_map(|(i, a)| match a.strip_prefix(flag) {
+            Some("") => own.get(i + 1).map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        })
+        .collect()
 }
 
 /// Whether an agent command is `lorch agent … --sandbox … -- CMD` (the shim would refuse

@@ -548,6 +548,16 @@ fn builder_result(status: Option<&str>, payload: &Object) -> Result<String, Stri
             ));
         }
     }
+    // Lint, when the builder runs it (`--lint`), must pass as the tests do.
+    let lint_status = payload
+        .get("lint")
+        .and_then(|l| l.get("status"))
+        .and_then(Value::as_str);
+    if let Some(status) = lint_status.filter(|s| !matches!(*s, "pass" | "passed")) {
+        return Err(format!(
+            "builder.completed without passing lint (lint {status})"
+        ));
+    }
     if ok_status {
         Ok("success".to_owned())
     } else {
@@ -588,4 +598,30 @@ pub fn check_artifact(workspace: &Path, a: &Artifact, max: u64) -> Result<(), St
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_builder_step_is_accepted_only_with_passing_tests_and_lint_when_it_ran_lint() {
+        let payload = |lint: &str| -> Object {
+            let value = json!({"tests": {"status": "pass"}, "lint": {"status": lint}});
+            value.as_object().cloned().unwrap_or_default()
+        };
+        assert_eq!(
+            builder_result(Some("success"), &payload("pass")),
+            Ok("success".to_owned())
+        );
+        assert_eq!(
+            builder_result(Some("success"), &payload("fail")),
+            Err("builder.completed without passing lint (lint fail)".to_owned())
+        );
+        let no_lint = json!({"tests": {"status": "pass"}});
+        assert_eq!(
+            builder_result(Some("success"), no_lint.as_object().expect("object")),
+            Ok("success".to_owned())
+        );
+    }
 }

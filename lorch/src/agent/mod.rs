@@ -73,8 +73,10 @@ pub struct Options {
     pub workspace: PathBuf,
     /// The LLM command line.
     pub cmd: Vec<String>,
-    /// Builder: test and lint commands, run with `sh -c`.
+    /// Builder: test commands (`--check`), run with `sh -c`.
     pub checks: Vec<String>,
+    /// Builder: lint commands (`--lint`), run with `sh -c` after the tests.
+    pub lints: Vec<String>,
     /// Builder: the most turns of a step when the command does not say.
     pub max_turns: usize,
     /// Between heartbeats.
@@ -145,6 +147,7 @@ impl Options {
             workspace,
             cmd: args.cmd.clone(),
             checks: args.checks.clone(),
+            lints: args.lints.clone(),
             max_turns: usize::from(args.max_turns),
             heartbeat: Duration::from_secs_f64(args.heartbeat_s),
             agent_id: args.agent_id.clone().unwrap_or_else(|| format!("{role}#1")),

@@ -236,3 +236,35 @@ fn a_rate_limited_model_is_waited_for_as_it_asks() {
     assert_eq!(retry[0]["payload"]["rate_limited"], true);
     assert!(root.join("src/a.txt").exists());
 }
+
+#[test]
+fn a_run_past_its_wall_time_stops_and_says_so() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let pairs = a_task("T-0042", "src/a.txt");
+    let pairs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    replies(scratch.path(), &pairs);
+    let folder = scratch.path().display().to_string();
+    let (ws, root) = real_agents(&scripted_model(), &[("FAKE_REPLY", &folder)]);
+    // Less than it takes to start the agents: nothing is sent.
+    set_policy(&ws, "max_wall_s", json!(0.001));
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
+    assert_exit(&out, 1);
+    let run = ws.run_id();
+    let shown = stdout(&out);
+    assert!(
+        shown.contains("[lorch] FAILED: time spent: this lorch went on for ")
+            && shown.contains(&format!(
+                "policy.max_wall_s is 0.001; `lorch resume --run {run}` goes on\n"
+            )),
+        "{shown}"
+    );
+    assert!(!shown.contains("command implement"), "{shown}");
+    // Each lorch has its own time: resumed with room, the run ends.
+    set_policy(&ws, "max_wall_s", json!(600));
+    let out = ws.lorch(&["resume", "--run", &run], &[]);
+    assert_exit(&out, 0);
+    assert!(root.join("src/a.txt").exists());
+}
