@@ -93,4 +93,22 @@ mod tests {
                 .is_empty()
         );
     }
+
+    #[test]
+    fn a_folder_the_project_tracks_is_never_excluded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = git2::Repository::init(dir.path()).expect("init");
+        std::fs::create_dir_all(dir.path().join("reviews")).expect("mkdir");
+        std::fs::write(dir.path().join("reviews/notes.md"), "ours\n").expect("write");
+        let mut index = repo.index().expect("index");
+        index
+            .add_path(Path::new("reviews/notes.md"))
+            .expect("track reviews/");
+        index.write().expect("write index");
+        assert_eq!(
+            exclude(dir.path(), &["/reviews/", "/spec_notes/"]).expect("exclude"),
+            ["/spec_notes/"],
+            "new files in the project's reviews/ must stay visible to git"
+        );
+    }
 }

@@ -75,6 +75,20 @@ pub fn root(workspace: &Path) -> PathBuf {
     location(workspace).root(workspace)
 }
 
+/// Lists lorch's record folders in the workspace repository's `.git/info/exclude`: the
+/// builder's steps are git-loaf applies, and untracked records would make `git loaf undo`
+/// and `squash` of a run refuse. Only the folders that are lorch's: `/.lorch/` when the
+/// records are there, never a folder of the project's.
+pub fn keep_out_of_git(workspace: &Path) -> std::io::Result<()> {
+    let patterns: Vec<String> = if location(workspace).at_top() {
+        FOLDERS.iter().map(|f| format!("/{f}/")).collect()
+    } else {
+        vec![format!("/{OWN_DIR}/")]
+    };
+    let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
+    crate::git_exclude::exclude(workspace, &patterns).map(|_| ())
+}
+
 /// The record folder names that git tracks files under in `workspace` (none outside a
 /// repository).
 pub fn tracked_folders(workspace: &Path) -> Vec<&'static str> {

@@ -148,7 +148,7 @@ impl Orchestrator {
         let task = tasks.remove(0);
         let _lock = store::lock_workspace(&workspace)?;
         signals::install();
-        keep_records_out_of_git(&workspace)?;
+        super::records::keep_out_of_git(&workspace)?;
         let run_id = store::new_run_id();
         let mut o = Orchestrator::new(config, workspace, RunState::new(&run_id, task.clone()));
         o.state.queue = tasks;
@@ -680,22 +680,4 @@ pub fn load_config(base: &Path) -> Result<Config, config::ConfigError> {
         return Err(config::ConfigError::Created(base.join(config::FILE_NAME)));
     }
     Ok(config)
-}
-
-/// lorch's record folders, listed in the workspace repository's `.git/info/exclude`: the
-/// builder's steps are git-loaf applies, and untracked records would make `git loaf undo`
-/// and `squash` of a run refuse. Only the folders that are lorch's: `/.lorch/` when the
-/// records are there ([`crate::records`]), never a folder of the project's.
-fn keep_records_out_of_git(workspace: &std::path::Path) -> std::io::Result<()> {
-    let location = super::records::location(workspace);
-    let patterns: Vec<String> = if location.at_top() {
-        super::records::FOLDERS
-            .iter()
-            .map(|f| format!("/{f}/"))
-            .collect()
-    } else {
-        vec![format!("/{}/", super::records::OWN_DIR)]
-    };
-    let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
-    crate::git_exclude::exclude(workspace, &patterns).map(|_| ())
 }
