@@ -30,8 +30,12 @@ fi
 cp -R "$here/project/." "$dir/"
 cd "$dir"
 git init -q -b main
+# An identity of the scratch repository's own: the builder's steps are commits, and a
+# machine without user.name/user.email (a fresh container, CI) must run this too.
+git config user.name "lorch example"
+git config user.email "lorch-example@example.invalid"
 git add -A
-git -c user.name=example -c user.email=example@example.invalid commit -q -m "the example project"
+git commit -q -m "the example project"
 
 # An agent's command; the builder's step is accepted only when its check passes (§4).
 agent() {
@@ -62,9 +66,12 @@ echo "== lorch run --task T-0001 in $dir"
 status=0
 "$lorch" run --task T-0001 || status=$?
 echo
+if [ "$status" -ne 0 ]; then
+  echo "try.sh: lorch run failed (exit $status): what it said is above; \`lorch doctor\` in $dir checks the setup" >&2
+  exit $status
+fi
 echo "== git log (one commit per builder step, and the spec update)"
 git --no-pager log --format='%h %s'
 echo
 echo "Look around in $dir: the ledger events/run-*.ndjson, reviews/T-0001.json,"
 echo "git loaf log, git loaf show. The agents' view: logs/<role>/."
-exit $status

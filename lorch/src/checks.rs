@@ -79,7 +79,12 @@ pub fn doctor(base: &Path) -> Vec<Check> {
                 "lorch.json",
                 Ok("absent: created with the defaults on the first run".to_owned()),
             ));
-            config::parse(Path::new(config::FILE_NAME), &config::default_text()).ok()
+            config::parse(Path::new(config::FILE_NAME), &config::default_text())
+                .ok()
+                .map(|mut c| {
+                    c.find_spec(&c.workspace(base));
+                    c
+                })
         }
         Err(e) => {
             checks.push(check("lorch.json", Err(e.to_string())));
@@ -100,6 +105,7 @@ pub fn doctor(base: &Path) -> Vec<Check> {
         let builder = &config.agents.get(AgentType::Builder).cmd;
         if is_shim(builder) {
             checks.push(check("builder runs checks", builder_checks(builder)));
+            checks.push(check("builder runs lint", Ok(builder_lints(builder))));
         }
         let ws = config.workspace(base);
         for agent in config.configured_agents() {
@@ -116,10 +122,12 @@ pub fn doctor(base: &Path) -> Vec<Check> {
             .configured_agents()
             .iter()
             .any(|a| is_shim(&config.agents.get(*a).cmd));
-        checks.push(check(
-            format!("spec `{}` (spec_path)", config.spec_path),
-            spec_file(&ws, &config.spec_path),
-        ));
+        let spec = match &config.configured_spec_path {
+            Some(path) => format!("spec `{path}` (spec_path)"),
+            None => format!("spec `{}` (spec_path unset)", config.spec_path),
+        };
+        checks.push(check(spec, spec_file(&ws, config)));
+        checks.push(check("records", Ok(records_place(&ws))));
         checks.push(check(
             "workspace is a git repository",
             match git2::Repository::discover(&ws) {
@@ -141,7 +149,52 @@ pub fn doctor(base: &Path) -> Vec<Check> {
             .map(|p| p.display().to_string())
             .ok_or_else(|| "not found".to_owned()),
     ));
+    let ws = config
+        .as_ref()
+        .map_or_else(|| base.to_owned(), |c| c.workspace(base));
+    checks.push(check("git identity", git_identity(&ws)));
     checks
+}
+
+/// The name and email git would sign the builder's commits with (`GIT_AUTHOR_NAME`, …,
+/// else `user.name`/`user.email`), or the commands that set them.
+fn git_identity(ws: &Path) -> Result<String, String> {
+    let Ok(repo) = git2::Repository::discover(ws) else {
+        return Ok("not needed: the workspace is not a git repository".to_owned());
+    };
+    let mut found = Vec::new();
+    for role in ["AUTHOR", "COMMITTER"] {
+        let sig = git_loaf::git::identity::identity(&repo, role).map_err(|_| no_identity())?;
+        found.push(format!(
+            "{} <{}>",
+            sig.name().unwrap_or("?"),
+            sig.email().unwrap_or("?")
+        ));
+    }
+    found.dedup();
+    Ok(found.join(", committer "))
+}
+
+fn no_identity() -> String {
+    "not set: git (and git-loaf, which commits the builder's work) needs your name and email. \
+     Set them with:\n    git config --global user.name \"Your Name\"\n    git config --global \
+     user.email \"you@example.com\"\n  (or without --global, for this repository only)"
+        .to_owned()
+}
+
+/// Where lorch keeps its records in `ws`, and why there.
+fn records_place(ws: &Path) -> String {
+    let ws = &ws.canonicalize().unwrap_or_else(|_| ws.to_owned());
+    match super::records::location(ws) {
+        super::records::Location::Top => format!(
+            "{} (events/, state/, receipts/, snapshots/, logs/, transcripts/ at the top, §5.2)",
+            ws.display()
+        ),
+        super::records::Location::OwnFolder(why) => format!(
+            "{} ({why}: the §5.2 layout inside lorch's own folder)",
+            ws.join(super::records::OWN_DIR).display()
+        ),
+    }
 }
 
 /// The programs an agent command runs: its first word, and for `lorch agent ROLE -- CMD…`
@@ -160,24 +213,39 @@ pub(crate) fn programs(cmd: &[String]) -> Vec<&str> {
 /// The `--check` commands of `lorch agent builder …`: lorch accepts a builder's step only
 /// with passing tests (§4.1.3, §14.2), so a builder that runs none could never finish one.
 pub(crate) fn builder_checks(cmd: &[String]) -> Result<String, String> {
-    let own = cmd
-        .iter()
-        .position(|a| a == "--")
-        .map_or(cmd, |at| &cmd[..at]);
-    let checks: Vec<&str> = own
-        .iter()
-        .enumerate()
-        .filter_map(|(i, a)| match a.strip_prefix("--check") {
-            Some("") => own.get(i + 1).map(String::as_str),
-            Some(rest) => rest.strip_prefix('='),
-            None => None,
-        })
-        .collect();
+    let checks = shim_flag(cmd, "--check");
     if checks.is_empty() {
         Err("none: a step is accepted only with passing tests (§4); add `--check CMD` before `--` (e.g. --check 'cargo test')".to_owned())
     } else {
         Ok(checks.join("; "))
     }
+}
+
+/// The `--lint` commands of `lorch agent builder …` (optional: without any,
+/// `builder.completed` carries no lint results).
+fn builder_lints(cmd: &[String]) -> String {
+    let lints = shim_flag(cmd, "--lint");
+    if lints.is_empty() {
+        "none (add `--lint CMD` before `--`, e.g. --lint 'cargo clippy', for builder.completed to carry lint results, §4.1.3)".to_owned()
+    } else {
+        lints.join("; ")
+    }
+}
+
+/// The values of the shim's own `flag` (`--check X` or `--check=X`) before `--`.
+fn shim_flag<'a>(cmd: &'a [String], flag: &str) -> Vec<&'a str> {
+    let own = cmd
+        .iter()
+        .position(|a| a == "--")
+        .map_or(cmd, |at| &cmd[..at]);
+    own.iter()
+        .enumerate()
+        .filter_map(|(i, a)| match a.strip_prefix(flag) {
+            Some("") => own.get(i + 1).map(String::as_str),
+            Some(rest) => rest.strip_prefix('='),
+            None => None,
+        })
+        .collect()
 }
 
 /// Whether an agent command is `lorch agent … --sandbox … -- CMD` (the shim would refuse
@@ -198,17 +266,31 @@ pub(crate) fn is_shim(cmd: &[String]) -> bool {
 }
 
 /// The spec file inside the workspace: the spec-maintainer reads and edits it at the end of
-/// every run, after all the builder's work.
-fn spec_file(ws: &Path, spec_path: &str) -> Result<String, String> {
-    let path = super::safety::confine(ws, spec_path).map_err(|e| e.to_string())?;
+/// every run, after all the builder's work. Without `spec_path`, both places lorch looks
+/// are named.
+fn spec_file(ws: &Path, config: &Config) -> Result<String, String> {
+    let path = super::safety::confine(ws, &config.spec_path).map_err(|e| e.to_string())?;
     if path.is_file() {
-        Ok(path.display().to_string())
-    } else {
-        Err(format!(
+        return Ok(path.display().to_string());
+    }
+    if config.configured_spec_path.is_some() {
+        return Err(format!(
             "{} does not exist: write the spec there, or set spec_path in lorch.json to where it is",
             path.display()
-        ))
+        ));
     }
+    let places: Vec<String> = config::SPEC_PATHS
+        .iter()
+        .map(|p| {
+            let path = super::safety::confine(ws, p).unwrap_or_else(|_| ws.join(p));
+            path.display().to_string()
+        })
+        .collect();
+    Err(format!(
+        "neither {} (the spec's layout, §5.2) nor {} exists: write the spec at one of them, \
+         or set spec_path in lorch.json to where it is",
+        places[0], places[1]
+    ))
 }
 
 fn writable(ws: &Path) -> Result<String, String> {
@@ -245,8 +327,9 @@ pub fn validate_recorded(workspace: &Path) -> std::io::Result<Vec<FileReport>> {
         }
         Ok(())
     };
-    collect(workspace.join("events"))?;
-    if let Ok(agents) = std::fs::read_dir(workspace.join("logs")) {
+    let records = super::records::root(workspace);
+    collect(records.join("events"))?;
+    if let Ok(agents) = std::fs::read_dir(records.join("logs")) {
         for agent in agents {
             collect(agent?.path())?;
         }

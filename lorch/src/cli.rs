@@ -59,10 +59,11 @@ pub enum Command {
 /// `lorch run`.
 #[derive(Debug, Clone, Default, Args)]
 pub struct RunArgs {
-    /// The task of lorch.json to run, e.g. T-0042. Without it, lorch asks what to do and the
-    /// orchestration agent (agents.orchestration in lorch.json) proposes the tasks.
+    /// The task of lorch.json to run, e.g. T-0042; repeat it to run several, in order, in
+    /// one run. Without it, lorch asks what to do and the orchestration agent
+    /// (agents.orchestration in lorch.json) proposes the tasks.
     #[arg(long, value_name = "ID")]
-    pub task: Option<String>,
+    pub task: Vec<String>,
 }
 
 /// `lorch resume`.
@@ -186,21 +187,33 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
         Ok(x) => x,
         Err(code) => return code,
     };
-    let Some(task_id) = &args.task else {
+    if args.task.is_empty() {
         return run_from_words(config, workspace);
-    };
-    let task = match config.task(task_id) {
-        Ok(t) => t.clone(),
-        Err(e) => {
-            eprintln!("lorch: {e}");
-            return ExitCode::from(USAGE);
+    }
+    let mut tasks = Vec::new();
+    for id in &args.task {
+        match config.task(id) {
+            Ok(t) if tasks.iter().any(|x: &config::Task| x.id == t.id) => {
+                eprintln!("lorch: task {id} is given twice: name each task once");
+                return ExitCode::from(USAGE);
+            }
+            Ok(t) => tasks.push(t.clone()),
+            Err(e) => {
+                eprintln!("lorch: {e}");
+                return ExitCode::from(USAGE);
+            }
         }
-    };
+    }
     if let Err(code) = preflight() {
         return code;
     }
     with_user(&workspace, |user| {
-        ended(Orchestrator::run(config, workspace.clone(), task, user))
+        ended(Orchestrator::run_tasks(
+            config,
+            workspace.clone(),
+            tasks,
+            user,
+        ))
     })
 }
 
@@ -214,6 +227,8 @@ fn with_user(
     let Some(base) = workspace_dir() else {
         return ExitCode::from(USAGE);
     };
+    // What an agent leaves when it dies (its model, its checks) is lorch's to reap.
+    super::supervisor::adopt_orphans();
     let stdin = std::io::stdin();
     let echo = !stdin.is_terminal();
     let mut input = stdin.lock();
@@ -232,7 +247,7 @@ fn with_user(
 /// agent's proposal, the user's edits and approval, then the approved tasks, one after
 /// another in the same run.
 fn run_from_words(config: Config, workspace: PathBuf) -> ExitCode {
-    if config.agents.orchestration.is_none() {
+    if config.agents.orchestration().is_none() {
         let ids: Vec<&str> = config.tasks.iter().map(|t| t.id.as_str()).collect();
         eprintln!(
             "lorch: no --task given, and no orchestration agent to turn what you want into a task. \

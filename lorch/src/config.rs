@@ -19,6 +19,10 @@ use super::protocol::{Action, AgentType};
 use super::safety;
 use super::validate::Violation;
 
+mod retry;
+
+pub use retry::{Backoff, RATE_LIMIT_ENV, RateLimit, RetryPolicy};
+
 /// The file's name, in the folder lorch runs in.
 pub const FILE_NAME: &str = "lorch.json";
 
@@ -54,7 +58,6 @@ pub fn default_text() -> String {
     let value = serde_json::json!({
         "version": "1.0",
         "workspace_root": ".",
-        "spec_path": DEFAULT_SPEC_PATH,
         "policy": {
             "concurrency": 1,
             "message_max_bytes": 262144,
@@ -116,7 +119,8 @@ pub enum ConfigError {
          - each agent's model command, after `--` in its `cmd` (now `claude -p`; docs/lorch.md \
          has recipes for claude, codex, llm, ollama and gemini);\n  \
          - your task: its `goal` and the `files` it is about (now a placeholder, T-0042);\n  \
-         - `spec_path`, where your spec is (now SPEC.md).\n\
+         - `spec_path`, where your spec is (unset, lorch reads specs/MASTER-SPEC.md, the \
+         spec's layout, or SPEC.md when that is where it is).\n\
          Then `lorch doctor`, and `lorch run --task ID`. To watch a whole run with a scripted \
          model first, no LLM needed: sh examples/lorch/try.sh (in a clone of git-loaf)",
         .0.display()
@@ -141,8 +145,12 @@ pub struct Config {
     /// Where the agents work and lorch keeps its records, relative to `lorch.json`'s folder.
     #[serde(default = "dot")]
     pub workspace_root: String,
-    /// The spec the spec-maintainer keeps, relative to the workspace (default `SPEC.md`).
-    #[serde(default = "default_spec_path")]
+    /// `spec_path` as lorch.json gives it, if it does.
+    #[serde(default, rename = "spec_path")]
+    pub configured_spec_path: Option<String>,
+    /// The spec the spec-maintainer keeps, relative to the workspace: lorch.json's
+    /// `spec_path`, else the first of [`SPEC_PATHS`] that exists (see [`Config::find_spec`]).
+    #[serde(skip)]
     pub spec_path: String,
     /// §8.2's `policy`.
     #[serde(default)]
@@ -158,12 +166,12 @@ fn dot() -> String {
     ".".to_owned()
 }
 
-/// `spec_path` when lorch.json does not say.
-pub const DEFAULT_SPEC_PATH: &str = "SPEC.md";
+/// `spec_path` when lorch.json does not say and no spec exists yet: the spec's own layout
+/// (§5.2).
+pub const DEFAULT_SPEC_PATH: &str = "specs/MASTER-SPEC.md";
 
-fn default_spec_path() -> String {
-    DEFAULT_SPEC_PATH.to_owned()
-}
+/// Where lorch looks for the spec when lorch.json has no `spec_path`, in this order.
+pub const SPEC_PATHS: [&str; 2] = [DEFAULT_SPEC_PATH, "SPEC.md"];
 
 /// §8.2's `policy`.
 #[derive(Debug, Clone, Deserialize)]
@@ -184,6 +192,20 @@ pub struct Policy {
     /// The most turns of one builder step's conversation with its model (DESIGN §3c): each
     /// reply applied, its report and failed checks sent back, until the step is done.
     pub max_turns: u32,
+    /// The most model calls of a run and of each task.
+    pub max_model_calls: ModelCalls,
+    /// The most seconds one `lorch run` or `lorch resume` goes on.
+    pub max_wall_s: Option<f64>,
+}
+
+/// `policy.max_model_calls`: none set, no limit.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+pub struct ModelCalls {
+    /// Of the whole run.
+    pub per_run: Option<u64>,
+    /// Of each task of the run.
+    pub per_task: Option<u64>,
 }
 
 impl Default for Policy {
@@ -195,67 +217,9 @@ impl Default for Policy {
             redact_secrets_in_logs: true,
             strict_version_pinning: true,
             max_turns: DEFAULT_MAX_TURNS,
+            max_model_calls: ModelCalls::default(),
+            max_wall_s: None,
         }
-    }
-}
-
-/// `policy.retry`.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
-pub struct RetryPolicy {
-    /// Attempts of one command (same IK) before the run fails.
-    pub max_attempts: u32,
-    /// Backoff before restarting an agent.
-    pub backoff: Backoff,
-}
-
-impl Default for RetryPolicy {
-    fn default() -> Self {
-        RetryPolicy {
-            max_attempts: 3,
-            backoff: Backoff::default(),
-        }
-    }
-}
-
-/// `policy.retry.backoff`: exponential, with full jitter (§7.2).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(default)]
-pub struct Backoff {
-    /// First ceiling.
-    pub initial_ms: u64,
-    /// Largest ceiling.
-    pub max_ms: u64,
-    /// Growth per restart.
-    pub multiplier: f64,
-    /// `full` (a random delay up to the ceiling) or `none` (the ceiling).
-    pub jitter: String,
-}
-
-impl Default for Backoff {
-    fn default() -> Self {
-        Backoff {
-            initial_ms: 1000,
-            max_ms: 60_000,
-            multiplier: 2.0,
-            jitter: "full".to_owned(),
-        }
-    }
-}
-
-impl Backoff {
-    /// The delay before restart number `restart` (0 for the first): with full jitter a uniform
-    /// random value in `[0, min(max, initial × multiplier^restart)]`.
-    pub fn delay(&self, restart: u32, random: u64) -> Duration {
-        let ceiling = (self.initial_ms as f64 * self.multiplier.powi(restart as i32))
-            .min(self.max_ms as f64)
-            .max(0.0) as u64;
-        let ms = if self.jitter == "none" || ceiling == 0 {
-            ceiling
-        } else {
-            random % (ceiling + 1)
-        };
-        Duration::from_millis(ms)
     }
 }
 
@@ -275,6 +239,11 @@ pub struct Agents {
 }
 
 impl Agents {
+    /// The orchestration agent, when configured and not `enabled: false`.
+    pub fn orchestration(&self) -> Option<&AgentConfig> {
+        self.orchestration.as_ref().filter(|a| a.enabled)
+    }
+
     /// The configuration of one role. lorch starts the orchestration agent only when it is
     /// configured (`lorch run` without `--task` checks first); unconfigured, its settings
     /// read as the builder's, which nothing then uses.
@@ -282,7 +251,7 @@ impl Agents {
         match agent {
             AgentType::Reviewer => &self.reviewer,
             AgentType::SpecMaintainer => &self.spec_maintainer,
-            AgentType::Orchestration => self.orchestration.as_ref().unwrap_or(&self.builder),
+            AgentType::Orchestration => self.orchestration().unwrap_or(&self.builder),
             _ => &self.builder,
         }
     }
@@ -291,6 +260,10 @@ impl Agents {
 /// One agent.
 #[derive(Debug, Clone, Deserialize)]
 pub struct AgentConfig {
+    /// `false` leaves the agent out (§8.2's `orchestration.enabled`): as if it were not
+    /// configured.
+    #[serde(default = "yes")]
+    pub enabled: bool,
     /// The command line.
     pub cmd: Vec<String>,
     /// Heartbeats expected this often (§7.1: 10 s).
@@ -302,6 +275,10 @@ pub struct AgentConfig {
     /// Environment added to the agent's.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 fn ten() -> f64 {
@@ -367,7 +344,7 @@ impl Config {
             AgentType::Reviewer,
             AgentType::SpecMaintainer,
         ];
-        if self.agents.orchestration.is_some() {
+        if self.agents.orchestration().is_some() {
             agents.push(AgentType::Orchestration);
         }
         agents
@@ -376,6 +353,19 @@ impl Config {
     /// The workspace, `workspace_root` resolved against `base` (the folder of `lorch.json`).
     pub fn workspace(&self, base: &Path) -> PathBuf {
         base.join(&self.workspace_root)
+    }
+
+    /// Settles `spec_path` when lorch.json does not set it: the first of [`SPEC_PATHS`]
+    /// that is a file in `workspace`, else [`DEFAULT_SPEC_PATH`].
+    pub fn find_spec(&mut self, workspace: &Path) {
+        if self.configured_spec_path.is_some() {
+            return;
+        }
+        let found = SPEC_PATHS
+            .iter()
+            .find(|p| workspace.join(p).is_file())
+            .unwrap_or(&DEFAULT_SPEC_PATH);
+        self.spec_path = (*found).to_owned();
     }
 
     /// The task `id`, refused while its goal is the placeholder lorch wrote.
@@ -425,19 +415,29 @@ pub fn parse(path: &Path, text: &str) -> Result<Config, ConfigError> {
     if !violations.is_empty() {
         return Err(invalid(violations));
     }
-    serde_json::from_value(value).map_err(|e| {
+    let mut config: Config = serde_json::from_value(value).map_err(|e| {
         invalid(vec![Violation {
             path: String::new(),
             message: e.to_string(),
         }])
-    })
+    })?;
+    config.spec_path = config
+        .configured_spec_path
+        .clone()
+        .unwrap_or_else(|| DEFAULT_SPEC_PATH.to_owned());
+    Ok(config)
 }
 
 /// Reads `dir/lorch.json`, or `None` when there is none.
 pub fn load(dir: &Path) -> Result<Option<Config>, ConfigError> {
     let path = dir.join(FILE_NAME);
     match std::fs::read_to_string(&path) {
-        Ok(text) => parse(&path, &text).map(Some),
+        Ok(text) => {
+            let mut config = parse(&path, &text)?;
+            let workspace = config.workspace(dir);
+            config.find_spec(&workspace);
+            Ok(Some(config))
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(source) => Err(ConfigError::Io { path, source }),
     }
@@ -477,19 +477,5 @@ mod tests {
             Duration::from_secs(180)
         );
         assert_eq!(config.tasks[0].id, "T-0042");
-    }
-
-    #[test]
-    fn backoff_grows_to_its_ceiling_and_jitter_stays_below_it() {
-        let b = Backoff::default();
-        let none = Backoff {
-            jitter: "none".into(),
-            ..Backoff::default()
-        };
-        assert_eq!(none.delay(0, 0), Duration::from_secs(1));
-        assert_eq!(none.delay(3, 0), Duration::from_secs(8));
-        assert_eq!(none.delay(20, 0), Duration::from_secs(60));
-        assert_eq!(b.delay(2, 4001), Duration::from_millis(4001 % 4001));
-        assert!(b.delay(2, u64::MAX) <= Duration::from_secs(4));
     }
 }

@@ -121,9 +121,13 @@ fn completed(workspace: &Path, state: &RunState) -> Result<String, String> {
     if state.status != Status::Completed {
         return Err(format!("the ledger says {}", state.status.as_str()));
     }
-    let index = store::read_json(&workspace.join("state").join("index.json"))
-        .map_err(|e| format!("state/index.json: {e}"))?
-        .unwrap_or(Value::Null);
+    let index = store::read_json(
+        &crate::records::root(workspace)
+            .join("state")
+            .join("index.json"),
+    )
+    .map_err(|e| format!("state/index.json: {e}"))?
+    .unwrap_or(Value::Null);
     match index["runs"][&state.run_id]["status"].as_str() {
         Some("completed") => Ok("ledger and state/index.json".to_owned()),
         other => Err(format!(

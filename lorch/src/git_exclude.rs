@@ -6,8 +6,8 @@
 //! Why: git-loaf refuses to undo or squash a builder step when files changed since it (it
 //! would otherwise lose them), and a new untracked `reviews/T-0042.json` counts. Ignored
 //! files do not: they are the user's, kept where they are, and the builder's stage still
-//! sees them. A folder the project already tracks stays tracked; exclude only hides
-//! untracked files.
+//! sees them. A folder the project tracks is never listed: its new files would be hidden
+//! from git, and left out of the builder's commits.
 
 use std::io::{self, Write as _};
 use std::path::Path;
@@ -31,6 +31,7 @@ pub fn exclude(workspace: &Path, patterns: &[&str]) -> io::Result<Vec<String>> {
     let missing: Vec<String> = patterns
         .iter()
         .filter(|p| !have.lines().any(|line| line.trim() == **p))
+        .filter(|p| !crate::records::is_tracked(workspace, p.trim_matches('/')))
         .map(|p| (*p).to_owned())
         .collect();
     if missing.is_empty() {
@@ -90,6 +91,24 @@ mod tests {
             exclude(outside.path(), &["/x/"])
                 .expect("no repo")
                 .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_folder_the_project_tracks_is_never_excluded() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let repo = git2::Repository::init(dir.path()).expect("init");
+        std::fs::create_dir_all(dir.path().join("reviews")).expect("mkdir");
+        std::fs::write(dir.path().join("reviews/notes.md"), "ours\n").expect("write");
+        let mut index = repo.index().expect("index");
+        index
+            .add_path(Path::new("reviews/notes.md"))
+            .expect("track reviews/");
+        index.write().expect("write index");
+        assert_eq!(
+            exclude(dir.path(), &["/reviews/", "/spec_notes/"]).expect("exclude"),
+            ["/spec_notes/"],
+            "new files in the project's reviews/ must stay visible to git"
         );
     }
 }

@@ -28,6 +28,8 @@
 //! - [`config`]: `lorch.json` (§8), created with the defaults, checked against a schema;
 //! - [`configure`]: `lorch config`, the interactive editor of `lorch.json` (Phase 3);
 //! - [`store`]: the ledger, receipts, state and snapshots of §5;
+//! - [`records`]: where they go (the workspace's top, or `.lorch/` when the project has
+//!   folders of those names);
 //! - [`supervisor`]: agent processes, their stdout drained and checked on threads (§7);
 //! - [`run_state`]: the run as a state machine over its ledger, and the order of §4.2;
 //! - [`scheduler`]: drives it: implement → review → spec maintenance, retries, restarts,
@@ -50,6 +52,7 @@ pub mod git_exclude;
 pub mod intake;
 pub mod ndjson;
 pub mod protocol;
+pub mod records;
 pub mod run_state;
 pub mod safety;
 pub mod scheduler;

@@ -112,6 +112,17 @@ pub struct RunState {
     /// Steps of a task before it is a persistent conflict: [`MAX_STEPS`], and as many
     /// again each time the user chose to go on (`system.user_decision` `continue`).
     pub step_limit: u32,
+    /// Model calls the agents reported (`payload.model_calls` of their terminal events).
+    pub model_calls: ModelCalls,
+}
+
+/// Model calls of a run, and of its current task.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelCalls {
+    /// The whole run's.
+    pub run: u64,
+    /// The current task's.
+    pub task: u64,
 }
 
 pub(crate) fn text(p: &Object, key: &str) -> String {
@@ -157,6 +168,7 @@ impl RunState {
             status: Status::Running,
             restarts: HashMap::new(),
             step_limit: MAX_STEPS,
+            model_calls: ModelCalls::default(),
         }
     }
 
@@ -287,6 +299,12 @@ impl RunState {
                 }
             }
             Message::Event(e) => {
+                // An answer replayed from a receipt made no new call.
+                if is_terminal(&e.event) && e.payload.get("replayed") != Some(&Value::Bool(true)) {
+                    let calls = e.payload.get("model_calls").and_then(Value::as_u64);
+                    self.model_calls.run += calls.unwrap_or(0);
+                    self.model_calls.task += calls.unwrap_or(0);
+                }
                 if let Some(cur) = self.current.as_mut()
                     && e.correlation_id == cur.command.correlation_id
                     && e.from.agent_type == cur.command.to.agent_type
@@ -312,6 +330,7 @@ impl RunState {
         self.finished.push((done, steps));
         self.current = None;
         self.step_limit = MAX_STEPS;
+        self.model_calls.task = 0;
     }
 
     /// Every task of the run with its steps, in order: those built, then the current one.
@@ -389,6 +408,7 @@ impl RunState {
             "tasks_next": self.queue.iter().map(|t| t.id.clone()).collect::<Vec<_>>(),
             "status": status,
             "failure": failure,
+            "model_calls": { "run": self.model_calls.run, "task": self.model_calls.task },
             "snapshot_id": self.snapshots.first(),
             "steps": steps,
             "current": current,
@@ -528,6 +548,16 @@ fn builder_result(status: Option<&str>, payload: &Object) -> Result<String, Stri
             ));
         }
     }
+    // Lint, when the builder runs it (`--lint`), must pass as the tests do.
+    let lint_status = payload
+        .get("lint")
+        .and_then(|l| l.get("status"))
+        .and_then(Value::as_str);
+    if let Some(status) = lint_status.filter(|s| !matches!(*s, "pass" | "passed")) {
+        return Err(format!(
+            "builder.completed without passing lint (lint {status})"
+        ));
+    }
     if ok_status {
         Ok("success".to_owned())
     } else {
@@ -568,4 +598,30 @@ pub fn check_artifact(workspace: &Path, a: &Artifact, max: u64) -> Result<(), St
         ));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_builder_step_is_accepted_only_with_passing_tests_and_lint_when_it_ran_lint() {
+        let payload = |lint: &str| -> Object {
+            let value = json!({"tests": {"status": "pass"}, "lint": {"status": lint}});
+            value.as_object().cloned().unwrap_or_default()
+        };
+        assert_eq!(
+            builder_result(Some("success"), &payload("pass")),
+            Ok("success".to_owned())
+        );
+        assert_eq!(
+            builder_result(Some("success"), &payload("fail")),
+            Err("builder.completed without passing lint (lint fail)".to_owned())
+        );
+        let no_lint = json!({"tests": {"status": "pass"}});
+        assert_eq!(
+            builder_result(Some("success"), no_lint.as_object().expect("object")),
+            Ok("success".to_owned())
+        );
+    }
 }

@@ -42,6 +42,7 @@ use super::store::{self, Store};
 use super::supervisor::{self, Agent, Incoming, Item, Spawn};
 use super::transcript;
 
+mod budget;
 mod commands;
 mod conflicts;
 mod intake;
@@ -78,6 +79,10 @@ pub struct Orchestrator {
     tx: Sender<Incoming>,
     rx: Receiver<Incoming>,
     sys_seq: u64,
+    /// When this lorch began driving the run (`policy.max_wall_s`).
+    began: Instant,
+    /// The wait before the command in flight is sent again (its retry's backoff).
+    retry_wait: Option<Duration>,
 }
 
 fn secrets(config: &Config) -> Vec<String> {
@@ -95,6 +100,7 @@ impl Orchestrator {
     fn new(config: Config, workspace: PathBuf, state: RunState) -> Self {
         let (tx, rx) = channel();
         let store = Store {
+            records: super::records::root(&workspace),
             workspace,
             run_id: state.run_id.clone(),
             secrets: secrets(&config),
@@ -108,6 +114,8 @@ impl Orchestrator {
             tx,
             rx,
             sys_seq: 0,
+            began: Instant::now(),
+            retry_wait: None,
         }
     }
 
@@ -119,16 +127,36 @@ impl Orchestrator {
         task: Task,
         user: &mut dyn User,
     ) -> Result<Status, RunError> {
+        Orchestrator::run_tasks(config, workspace, vec![task], user)
+    }
+
+    /// Starts one run of `tasks` (at least one), built one after another in their order
+    /// (`lorch run --task A --task B`); the ledger's `run_started` lists those after the
+    /// first, so that a resumed run goes on with them.
+    pub fn run_tasks(
+        config: Config,
+        workspace: PathBuf,
+        mut tasks: Vec<Task>,
+        user: &mut dyn User,
+    ) -> Result<Status, RunError> {
+        if tasks.is_empty() {
+            return Err(RunError::NoRun(
+                String::new(),
+                "no task to run: name one with --task ID".to_owned(),
+            ));
+        }
+        let task = tasks.remove(0);
         let _lock = store::lock_workspace(&workspace)?;
         signals::install();
-        keep_records_out_of_git(&workspace)?;
+        super::records::keep_out_of_git(&workspace)?;
         let run_id = store::new_run_id();
         let mut o = Orchestrator::new(config, workspace, RunState::new(&run_id, task.clone()));
-        let started = o.system(
-            "system.run_started",
-            None,
-            json!({"run_id": run_id, "goal": task.goal, "files": task.files}),
-        );
+        o.state.queue = tasks;
+        let mut payload = json!({"run_id": run_id, "goal": task.goal, "files": task.files});
+        if !o.state.queue.is_empty() {
+            payload["queue"] = o.state.queue.iter().map(task_json).collect();
+        }
+        let started = o.system("system.run_started", None, payload);
         o.record(&started)?;
         o.pin()?;
         o.drive(user)
@@ -191,7 +219,7 @@ impl Orchestrator {
         let ws = &self.store.workspace;
         self.store
             .write_json(&store::state_path(ws), &self.state.to_json(&self.agents))?;
-        let index_path = ws.join("state").join("index.json");
+        let index_path = self.store.records.join("state").join("index.json");
         let mut index = store::read_json(&index_path)
             .ok()
             .flatten()
@@ -237,6 +265,7 @@ impl Orchestrator {
             *slot = None;
         }
         let mut ended = self.sweep();
+        supervisor::reap_orphans(Duration::from_secs(2));
         if let Some(signal) = aborted {
             ended = ended.and_then(|()| self.abort(signal));
         }
@@ -254,7 +283,7 @@ impl Orchestrator {
             let m = self.system(
                 "system.run_completed",
                 Some("completed"),
-                json!({"specs_hash": end.specs_hash}),
+                json!({"specs_hash": end.specs_hash, "model_calls": self.state.model_calls.run}),
             );
             return self.record(&m);
         };
@@ -305,6 +334,7 @@ impl Orchestrator {
             }
             let Some(cur) = self.state.current.clone() else {
                 match next_action(&self.state.steps, self.state.step_limit) {
+                    Ok(Some(_)) if self.stop_if_spent()? => {}
                     Ok(Some(action)) => self.send_new(action)?,
                     Ok(None) => self.task_done()?,
                     Err(reason) => self.persistent_conflict(reason, user)?,
@@ -316,7 +346,15 @@ impl Orchestrator {
                     self.decide()?;
                 }
             } else if !cur.sent_live {
-                self.resend()?;
+                if let Some(wait) = self.retry_wait.take() {
+                    signals::sleep(wait);
+                    if signals::received().is_some() {
+                        break;
+                    }
+                }
+                if !self.stop_if_spent()? {
+                    self.resend()?;
+                }
             } else {
                 self.wait()?;
             }
@@ -324,7 +362,8 @@ impl Orchestrator {
         Ok(self.state.status.clone())
     }
 
-    fn send(&mut self, command: Command) -> Result<(), RunError> {
+    fn send(&mut self, mut command: Command) -> Result<(), RunError> {
+        self.give_budget(&mut command);
         let agent = command.to.agent_type;
         if let Err(reason) = self.ensure_agent(agent) {
             return self.fail(reason);
@@ -369,10 +408,16 @@ impl Orchestrator {
             self.record(&m).map_err(|e| e.to_string())?;
         }
         let ac = self.config.agents.get(agent).clone();
+        let mut env = ac.env.clone();
+        let rate_limit = &self.config.policy.retry.rate_limit;
+        if *rate_limit != config::RateLimit::default() {
+            let text = serde_json::to_string(rate_limit).map_err(|e| e.to_string())?;
+            env.insert(config::RATE_LIMIT_ENV.to_owned(), text);
+        }
         let spawned = Spawn {
             agent_type: agent,
             cmd: &ac.cmd,
-            env: &ac.env,
+            env: &env,
             heartbeat_interval: ac.heartbeat_interval(),
             workspace: &self.store.workspace,
             run_id: &self.state.run_id,
@@ -557,8 +602,14 @@ impl Orchestrator {
         });
         match verdict {
             Ok((result, artifacts)) => {
-                let receipt_rel = format!("receipts/{}/step-{}.json", command.task_id, cur.step);
-                let mut receipt = json!({
+                let receipt =
+                    store::receipt_path(&self.store.workspace, &command.task_id, cur.step);
+                let receipt_rel = receipt
+                    .strip_prefix(&self.store.workspace)
+                    .unwrap_or(&receipt)
+                    .display()
+                    .to_string();
+                let mut record = json!({
                     "task_id": command.task_id,
                     "step": cur.step,
                     "action": command.action.as_str(),
@@ -572,13 +623,10 @@ impl Orchestrator {
                 // The builder's commit: the reviewer and the spec-maintainer are shown the
                 // task's whole change from these (`inputs.base`, `inputs.commits`).
                 if let Some(commit) = terminal.payload.get("commit").filter(|c| c.is_string()) {
-                    receipt["commit"] = commit.clone();
+                    record["commit"] = commit.clone();
                 }
-                self.store.write_json(
-                    &store::receipt_path(&self.store.workspace, &command.task_id, cur.step),
-                    &receipt,
-                )?;
-                let mut payload = receipt.clone();
+                self.store.write_json(&receipt, &record)?;
+                let mut payload = record.clone();
                 payload["receipt_path"] = receipt_rel.into();
                 let m = self.system("system.step_completed", Some("ok"), payload);
                 self.record(&m)
@@ -590,11 +638,21 @@ impl Orchestrator {
                 // seen them changed: `version_mismatch`): the retry is pinned to the
                 // workspace as it is now, the same IK only if nothing changed (§5.4).
                 let resnapshot = true;
-                let m = self.system(
-                    "system.step_completed",
-                    Some(status),
-                    json!({"step": cur.step, "action": command.action.as_str(), "reason": reason, "resnapshot": resnapshot}),
-                );
+                let mut payload = json!({"step": cur.step, "action": command.action.as_str(), "reason": reason, "resnapshot": resnapshot});
+                if !last {
+                    let asked = terminal
+                        .payload
+                        .get("retry_after_ms")
+                        .and_then(Value::as_u64)
+                        .map(Duration::from_millis);
+                    let wait = self.retry_wait(command.retry.attempt + 1, asked);
+                    payload["delay_ms"] = budget::delay_ms(wait).into();
+                    if asked.is_some() {
+                        payload["rate_limited"] = true.into();
+                    }
+                    self.retry_wait = Some(wait);
+                }
+                let m = self.system("system.step_completed", Some(status), payload);
                 self.record(&m)?;
                 if last {
                     self.fail(format!(
@@ -622,20 +680,4 @@ pub fn load_config(base: &Path) -> Result<Config, config::ConfigError> {
         return Err(config::ConfigError::Created(base.join(config::FILE_NAME)));
     }
     Ok(config)
-}
-
-/// lorch's record folders, listed in the workspace repository's `.git/info/exclude`: the
-/// builder's steps are git-loaf applies, and untracked records would make `git loaf undo`
-/// and `squash` of a run refuse.
-const RECORD_FOLDERS: [&str; 6] = [
-    "/events/",
-    "/state/",
-    "/receipts/",
-    "/logs/",
-    "/snapshots/",
-    "/transcripts/",
-];
-
-fn keep_records_out_of_git(workspace: &std::path::Path) -> std::io::Result<()> {
-    crate::git_exclude::exclude(workspace, &RECORD_FOLDERS).map(|_| ())
 }

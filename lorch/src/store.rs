@@ -1,4 +1,5 @@
-//! The durable records of §5, under the workspace: the ledger `events/run-<id>.ndjson`,
+//! The durable records of §5, in the folder [`crate::records`] chooses (the workspace, or
+//! its `.lorch/` when the project has folders of those names): the ledger `events/run-<id>.ndjson`,
 //! `receipts/<task>/step-<n>.json`, `state/run.json` and `state/index.json`,
 //! `snapshots/snap-XXXX.manifest.json`, the agents' logs `logs/<agent>/run-<id>.ndjson` and
 //! the transcript `transcripts/run-<id>.txt`.
@@ -20,15 +21,8 @@ use super::canonical::{sha256_hex, snapshot_id};
 use super::protocol::{Message, Timestamp, Version};
 use super::safety::{self, redact};
 
-/// Folders of the workspace that are lorch's own records, never part of a snapshot.
-pub const OWN_DIRS: [&str; 6] = [
-    "events",
-    "state",
-    "receipts",
-    "snapshots",
-    "logs",
-    "transcripts",
-];
+/// The record folders: at the top of the workspace, lorch's own, never part of a snapshot.
+pub const OWN_DIRS: [&str; 6] = super::records::FOLDERS;
 
 /// The environment variable of the crash hook.
 pub const CRASH_ENV: &str = "LORCH_CRASH_AFTER_WRITES";
@@ -51,7 +45,7 @@ fn wrote() {
 
 /// The ledger of run `run_id`.
 pub fn ledger_path(workspace: &Path, run_id: &str) -> PathBuf {
-    workspace
+    super::records::root(workspace)
         .join("events")
         .join(format!("run-{run_id}.ndjson"))
 }
@@ -59,7 +53,7 @@ pub fn ledger_path(workspace: &Path, run_id: &str) -> PathBuf {
 /// What to tell someone who named a run that is not here: the runs that are (their ids,
 /// newest last), and how to resume one.
 pub fn known_runs(workspace: &Path) -> String {
-    let mut ids: Vec<String> = std::fs::read_dir(workspace.join("events"))
+    let mut ids: Vec<String> = std::fs::read_dir(super::records::root(workspace).join("events"))
         .into_iter()
         .flatten()
         .flatten()
@@ -82,12 +76,14 @@ pub fn known_runs(workspace: &Path) -> String {
 
 /// `state/run.json`.
 pub fn state_path(workspace: &Path) -> PathBuf {
-    workspace.join("state").join("run.json")
+    super::records::root(workspace)
+        .join("state")
+        .join("run.json")
 }
 
 /// A run's receipt of step `step`.
 pub fn receipt_path(workspace: &Path, task_id: &str, step: u32) -> PathBuf {
-    workspace
+    super::records::root(workspace)
         .join("receipts")
         .join(task_id)
         .join(format!("step-{step}.json"))
@@ -98,6 +94,9 @@ pub fn receipt_path(workspace: &Path, task_id: &str, step: u32) -> PathBuf {
 pub struct Store {
     /// The workspace.
     pub workspace: PathBuf,
+    /// Where the record folders are ([`crate::records::root`] of the workspace, settled
+    /// once when the run starts).
+    pub records: PathBuf,
     /// The run.
     pub run_id: String,
     /// Values never written anywhere (§13).
@@ -107,12 +106,14 @@ pub struct Store {
 impl Store {
     /// The ledger file.
     pub fn ledger(&self) -> PathBuf {
-        ledger_path(&self.workspace, &self.run_id)
+        self.records
+            .join("events")
+            .join(format!("run-{}.ndjson", self.run_id))
     }
 
     /// The console transcript's copy, `transcripts/run-<id>.txt`.
     pub fn transcript(&self) -> PathBuf {
-        self.workspace
+        self.records
             .join("transcripts")
             .join(format!("run-{}.txt", self.run_id))
     }
@@ -142,7 +143,7 @@ impl Store {
 
     /// The folder of one agent's logs (heartbeats, log lines, stderr).
     pub fn log_dir(&self, agent: &str) -> PathBuf {
-        self.workspace.join("logs").join(agent)
+        self.records.join("logs").join(agent)
     }
 }
 
@@ -211,7 +212,7 @@ pub struct ManifestEntry {
 pub fn take_snapshot(store: &Store, spec: Option<&str>) -> io::Result<Version> {
     let (version, bytes) = crate::version::version_of(&store.workspace, spec)?;
     let path = store
-        .workspace
+        .records
         .join("snapshots")
         .join(format!("{}.manifest.json", version.snapshot_id));
     if !path.exists() {
@@ -219,7 +220,7 @@ pub fn take_snapshot(store: &Store, spec: Option<&str>) -> io::Result<Version> {
         wrote();
     }
     if let (Some(spec), Some(hash)) = (spec, &version.specs_hash) {
-        let copy = spec_copy_path(&store.workspace, hash);
+        let copy = spec_copy_in(&store.records, hash);
         if !copy.exists()
             && let Some(bytes) = crate::version::spec_bytes(&store.workspace, spec)?
         {
@@ -232,13 +233,18 @@ pub fn take_snapshot(store: &Store, spec: Option<&str>) -> io::Result<Version> {
 
 /// Where [`take_snapshot`] keeps the spec whose `specs_hash` is `hash`.
 pub fn spec_copy_path(workspace: &Path, hash: &str) -> PathBuf {
+    spec_copy_in(&super::records::root(workspace), hash)
+}
+
+fn spec_copy_in(records: &Path, hash: &str) -> PathBuf {
     let hex = hash.strip_prefix("sha256:").unwrap_or(hash);
-    workspace.join("snapshots").join(format!("spec-{hex}.md"))
+    records.join("snapshots").join(format!("spec-{hex}.md"))
 }
 
 /// The snapshot of the workspace at `root` (§5.3): its id and its manifest's bytes. Every
 /// file git would track (hidden files, ignored files, lorch.json and lorch's own folders
-/// left out), sorted by path. lorch pins commands to it; an agent computes it again to
+/// left out: the record folders only when lorch keeps its records at the top, never the
+/// project's folders of those names), sorted by path. lorch pins commands to it; an agent computes it again to
 /// find out whether it sees what the command was meant for (`version_mismatch`, §6.2).
 pub fn snapshot_of(root: &Path) -> io::Result<(String, Vec<u8>)> {
     let files = manifest(root)?;
@@ -257,13 +263,14 @@ pub fn manifest_bytes(files: &[ManifestEntry]) -> io::Result<Vec<u8>> {
 /// The files of a snapshot (see [`snapshot_of`]), sorted by path.
 pub fn manifest(root: &Path) -> io::Result<Vec<ManifestEntry>> {
     let mut files = Vec::new();
+    let records_at_top = super::records::location(root).at_top();
     let walk = ignore::WalkBuilder::new(root)
         .hidden(true)
         .require_git(false)
         .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(|e| {
+        .filter_entry(move |e| {
             e.depth() != 1
-                || !(OWN_DIRS.iter().any(|d| e.file_name() == *d)
+                || !(records_at_top && OWN_DIRS.iter().any(|d| e.file_name() == *d)
                     || e.file_name() == super::config::FILE_NAME)
         })
         .build();
@@ -329,7 +336,7 @@ pub struct WorkspaceLock {
 pub fn lock_workspace(workspace: &Path) -> io::Result<WorkspaceLock> {
     use std::io::{Read as _, Seek as _, Write as _};
     use std::os::unix::fs::OpenOptionsExt as _;
-    let dir = workspace.join("state");
+    let dir = super::records::root(workspace).join("state");
     safety::create_private_dir(&dir)?;
     let mut file = std::fs::OpenOptions::new()
         .read(true)

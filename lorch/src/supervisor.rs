@@ -348,6 +348,45 @@ fn processes_with(var: &str) -> Vec<u32> {
         .collect()
 }
 
+/// Makes lorch the reaper of what its agents leave: a model (or a check) whose agent died
+/// is handed to lorch instead of to init, which in a container is often a program that
+/// reaps nothing, so that [`reap_orphans`] can collect it. Best effort: without it, orphans
+/// go to init as before.
+/// Called by the `lorch` binary only ([`crate::cli`]): a program that drives a run
+/// in-process has children of its own, which lorch must not reap.
+pub fn adopt_orphans() {
+    // SAFETY: prctl(PR_SET_CHILD_SUBREAPER) only sets a flag of this process.
+    let set = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    if set == 0 {
+        ADOPTING.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// Whether [`adopt_orphans`] made this process the reaper of its descendants.
+static ADOPTING: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Reaps every child lorch has left once its agents are stopped and the run's leftovers
+/// killed (orphaned models and checks handed to it by [`adopt_orphans`]), so that no
+/// zombie outlives the run; waits up to `grace` for those still dying.
+pub fn reap_orphans(grace: Duration) {
+    if !ADOPTING.load(std::sync::atomic::Ordering::SeqCst) {
+        return;
+    }
+    let until = Instant::now() + grace;
+    loop {
+        let mut status = 0;
+        // SAFETY: waitpid(2) writes only `status`.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::WNOHANG) };
+        match pid {
+            p if p > 0 => continue,
+            // Children are left, none has ended yet: they were killed, give them a moment.
+            0 if Instant::now() < until => std::thread::sleep(Duration::from_millis(10)),
+            // No child left (ECHILD), or the grace is over.
+            _ => break,
+        }
+    }
+}
+
 /// Sends `signal` to process group `pgid`.
 pub fn kill_group(pgid: i32, signal: i32) {
     if pgid > 1 {

@@ -29,6 +29,14 @@ pub fn render(message: &Message) -> Option<String> {
                     c.retry.max_attempts
                 ));
             }
+            // With a budget (policy.max_model_calls): what the run has spent, what is left.
+            if let Some(left) = c.inputs.get("max_model_calls").and_then(Value::as_u64) {
+                let used = c.inputs.get("model_calls_used").and_then(Value::as_u64);
+                line.push_str(&format!(
+                    " · model calls: {} used, {left} left",
+                    used.unwrap_or(0)
+                ));
+            }
             Some(line)
         }
         Message::Event(e) if e.from.agent_type == AgentType::System => system(e),

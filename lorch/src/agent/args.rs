@@ -22,6 +22,11 @@ pub struct AgentArgs {
     /// applied reply; repeatable; all must pass for `builder.completed` to say success.
     #[arg(long = "check", value_name = "COMMAND")]
     pub checks: Vec<String>,
+    /// Builder: a lint command to run (with `sh -c`, in the workspace) after the tests of
+    /// each applied reply; repeatable; all must pass for `builder.completed` to say success,
+    /// whose `lint` then carries their results beside `tests` (§4.1.3, §14.2).
+    #[arg(long = "lint", value_name = "COMMAND")]
+    pub lints: Vec<String>,
     /// Builder: the most turns of one step's conversation with the model (each turn's
     /// reply applied, its report and failed checks sent back as the next turn). A command's
     /// `inputs.max_turns` (lorch sends lorch.json's `policy.max_turns`) wins.

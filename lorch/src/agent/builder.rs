@@ -12,7 +12,8 @@
 //! payload carries the last turn's git-loaf report (the text the model saw), the ✅/❌
 //! counts, the commit and apply (or squash) ids, `turns`, and `tests`: each `--check`
 //! command's exit code and output tail, with `status` `pass`, `fail` or `skipped` (no checks
-//! configured). Its status is `success` only when the last turn's apply had no failure,
+//! configured); with `--lint` commands, `lint` beside it, their results the same way (run
+//! after the tests; a failing one fails the step). Its status is `success` only when the last turn's apply had no failure,
 //! reached the user's branch, the step changed at least one file, every required
 //! `expected_outputs` file exists, and every check passed; otherwise `failed`, with the
 //! reasons in `payload.problems`.
@@ -153,14 +154,17 @@ fn assess(
     if !problems.is_empty() {
         return (problems, Vec::new());
     }
-    let checks = run_checks(shim, command);
-    let failing: Vec<&str> = checks
-        .iter()
-        .filter(|c| c["status"] != "pass")
-        .filter_map(|c| c["command"].as_str())
-        .collect();
-    if !failing.is_empty() {
-        problems.push(format!("checks failed: {}", failing.join(", ")));
+    let mut checks = run_checks(shim, command, &shim.options.checks, "test");
+    checks.extend(run_checks(shim, command, &shim.options.lints, "lint"));
+    for (kind, what) in [("test", "checks"), ("lint", "lint")] {
+        let failing: Vec<&str> = checks
+            .iter()
+            .filter(|c| c["kind"] == kind && c["status"] != "pass")
+            .filter_map(|c| c["command"].as_str())
+            .collect();
+        if !failing.is_empty() {
+            problems.push(format!("{what} failed: {}", failing.join(", ")));
+        }
     }
     (problems, checks)
 }
@@ -201,6 +205,10 @@ fn answer(shim: &Shim, step: Step) -> Result<Answer, StepError> {
     } else {
         "fail"
     };
+    // The lint commands' results beside the tests' (§4.1.3: tests and lint pass).
+    let (lints, tests): (Vec<Value>, Vec<Value>) =
+        step.checks.into_iter().partition(|c| c["kind"] == "lint");
+    let lint_status = if success { "pass" } else { "fail" };
     let mut payload = Object::new();
     payload.insert("report".into(), json!(clip(&step.report, MAX_REPORT_BYTES)));
     payload.insert("succeeded".into(), json!(step.succeeded));
@@ -211,8 +219,14 @@ fn answer(shim: &Shim, step: Step) -> Result<Answer, StepError> {
     payload.insert("deleted".into(), json!(deleted));
     payload.insert(
         "tests".into(),
-        json!({ "status": tests_status, "checks": step.checks }),
+        json!({ "status": tests_status, "checks": tests }),
     );
+    if !shim.options.lints.is_empty() {
+        payload.insert(
+            "lint".into(),
+            json!({ "status": lint_status, "checks": lints }),
+        );
+    }
     if step.turns > 0 {
         payload.insert("turns".into(), json!(step.turns));
     }
@@ -268,12 +282,12 @@ fn changed_files(root: &Path, commit: &str) -> Result<Vec<String>, StepError> {
         .collect())
 }
 
-/// Runs every `--check` in the workspace with `sh -c`, within the command's deadline (at
-/// least a second each: a check that could not even start tells nothing).
-fn run_checks(shim: &Shim, command: &Command) -> Vec<Value> {
+/// Runs each of `commands` (the `--check`s, `kind` `test`, or the `--lint`s, `lint`) in the
+/// workspace with `sh -c`, within the command's deadline (at least a second each: a check
+/// that could not even start tells nothing).
+fn run_checks(shim: &Shim, command: &Command, commands: &[String], kind: &str) -> Vec<Value> {
     let root = &shim.options.workspace;
-    shim.options
-        .checks
+    commands
         .iter()
         .map(|check| {
             let timeout = super::time_left(command)
@@ -302,6 +316,7 @@ fn run_checks(shim: &Shim, command: &Command) -> Vec<Value> {
                         Ending::TimedOut => ("timeout", None),
                     };
                     json!({
+                        "kind": kind,
                         "command": check,
                         "status": status,
                         "exit_code": exit_code,
@@ -309,6 +324,7 @@ fn run_checks(shim: &Shim, command: &Command) -> Vec<Value> {
                     })
                 }
                 Err(e) => json!({
+                    "kind": kind,
                     "command": check,
                     "status": "error",
                     "exit_code": null,

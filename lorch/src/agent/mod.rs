@@ -36,7 +36,9 @@ pub mod builder;
 pub mod change;
 pub mod discovery;
 pub mod emit;
+mod error;
 pub mod intake;
+pub mod limits;
 pub mod llm;
 pub mod prompt;
 pub mod receipts;
@@ -44,6 +46,8 @@ pub mod reviewer;
 pub mod sandbox;
 pub mod spec;
 pub mod verdict;
+
+pub use error::StepError;
 
 use std::io::{self, Read, Write};
 use std::path::{Path, PathBuf};
@@ -60,7 +64,7 @@ use self::receipts::{Receipt, Store};
 use super::ndjson::{LineReader, ReadError, WriteError};
 use super::protocol::{
     Action, Command, EventType, HeartbeatStatus, LogLevel, Message, Object, ObservedVersion,
-    Timestamp, Version,
+    Timestamp,
 };
 
 /// How the shim runs: the command line, resolved.
@@ -72,8 +76,10 @@ pub struct Options {
     pub workspace: PathBuf,
     /// The LLM command line.
     pub cmd: Vec<String>,
-    /// Builder: test and lint commands, run with `sh -c`.
+    /// Builder: test commands (`--check`), run with `sh -c`.
     pub checks: Vec<String>,
+    /// Builder: lint commands (`--lint`), run with `sh -c` after the tests.
+    pub lints: Vec<String>,
     /// Builder: the most turns of a step when the command does not say.
     pub max_turns: usize,
     /// Between heartbeats.
@@ -90,6 +96,8 @@ pub struct Options {
     pub state_dir: PathBuf,
     /// `--sandbox`: where the model command and the checks run ([`sandbox`]).
     pub sandbox: Option<git_loaf::exec::sandbox::Sandbox>,
+    /// How the model command says it is rate-limited (from lorch, [`limits`]).
+    pub rate_limit: crate::config::RateLimit,
 }
 
 impl Options {
@@ -134,6 +142,7 @@ impl Options {
             false => None,
         };
         Ok(Options {
+            rate_limit: limits::rate_limit_from_env(),
             sandbox,
             snapshot_root,
             state_dir,
@@ -141,6 +150,7 @@ impl Options {
             workspace,
             cmd: args.cmd.clone(),
             checks: args.checks.clone(),
+            lints: args.lints.clone(),
             max_turns: usize::from(args.max_turns),
             heartbeat: Duration::from_secs_f64(args.heartbeat_s),
             agent_id: args.agent_id.clone().unwrap_or_else(|| format!("{role}#1")),
@@ -167,132 +177,6 @@ impl Options {
     }
 }
 
-/// Why a command failed: becomes an `error` event with `payload.code`.
-#[derive(Debug, thiserror::Error)]
-pub enum StepError {
-    /// The command is for another role.
-    #[error("this agent is the {ours}; the command is for the {theirs}")]
-    WrongAgent {
-        /// Our role.
-        ours: &'static str,
-        /// The addressee.
-        theirs: String,
-    },
-    /// The role does not do this action.
-    #[error("the {role} does not do `{action}`")]
-    Unsupported {
-        /// Our role.
-        role: &'static str,
-        /// The action.
-        action: Action,
-    },
-    /// The deadline passed before any work started.
-    #[error("the deadline {0} has passed")]
-    DeadlinePassed(String),
-    /// The model did not answer.
-    #[error(transparent)]
-    Llm(#[from] llm::LlmError),
-    /// git-loaf could not run the transaction at all.
-    #[error("git-loaf could not apply the reply: {0}")]
-    Apply(String),
-    /// The reply has no verdict the role can read.
-    #[error("the reply has no verdict: {0}")]
-    NoVerdict(String),
-    /// The orchestration agent's reply proposes no usable task (nor asks a question).
-    #[error("the reply proposes no usable task: {0}")]
-    NoProposal(String),
-    /// The spec-maintainer's edit touches sections it may not change.
-    #[error("refused: the edit changes {} of {file}, which the spec-maintainer may not change ({why})", .sections.join(", "))]
-    ForbiddenSpecEdit {
-        /// The spec file.
-        file: String,
-        /// The sections, by heading.
-        sections: Vec<String>,
-        /// Why, section by section.
-        why: String,
-    },
-    /// The workspace is not what the command was pinned to (§6.2): lorch takes a new
-    /// snapshot and sends the command again.
-    #[error(
-        "the workspace is at {}, not at the command's {} ({} differ): it changed since lorch took its snapshot",
-        .observed.snapshot_id, .expected.snapshot_id, .parts.join(", ")
-    )]
-    VersionMismatch {
-        /// The command's version.
-        expected: Box<Version>,
-        /// The workspace's.
-        observed: Box<Version>,
-        /// What differs: `snapshot_id`, `code_hash`, `specs_hash`.
-        parts: Vec<&'static str>,
-    },
-    /// A path is not usable (outside the workspace, …).
-    #[error(transparent)]
-    Path(#[from] super::safety::PathError),
-    /// Reading or writing a file failed.
-    #[error("{what}: {source}")]
-    Io {
-        /// What was being done.
-        what: String,
-        /// What the OS said.
-        source: io::Error,
-    },
-}
-
-impl StepError {
-    /// The machine-readable `payload.code` (§3.4).
-    pub fn code(&self) -> &'static str {
-        match self {
-            StepError::WrongAgent { .. } => "wrong_agent",
-            StepError::Unsupported { .. } => "unsupported_action",
-            StepError::DeadlinePassed(_) => "deadline_passed",
-            StepError::Llm(e) => e.code(),
-            StepError::Apply(_) => "apply_failed",
-            StepError::NoVerdict(_) => "no_verdict",
-            StepError::NoProposal(_) => "no_proposal",
-            StepError::ForbiddenSpecEdit { .. } => "forbidden_spec_edit",
-            StepError::VersionMismatch { .. } => "version_mismatch",
-            StepError::Path(_) => "path_not_allowed",
-            StepError::Io { .. } => "io_error",
-        }
-    }
-
-    /// The error event's payload: the code, the message, and what else helps.
-    pub fn payload(&self) -> Object {
-        let mut payload = Object::new();
-        payload.insert("code".into(), json!(self.code()));
-        payload.insert("message".into(), json!(self.to_string()));
-        if let StepError::ForbiddenSpecEdit { file, sections, .. } = self {
-            payload.insert("file".into(), json!(file));
-            payload.insert("sections".into(), json!(sections));
-        }
-        if let StepError::VersionMismatch {
-            expected,
-            observed,
-            parts,
-        } = self
-        {
-            payload.insert("expected_snapshot".into(), json!(expected.snapshot_id));
-            payload.insert("observed_snapshot".into(), json!(observed.snapshot_id));
-            payload.insert("mismatched".into(), json!(parts));
-        }
-        payload
-    }
-
-    /// The version the agent saw, when it is not the command's.
-    pub fn observed(&self) -> Option<ObservedVersion> {
-        match self {
-            StepError::VersionMismatch { observed, .. } => Some(crate::version::observed(observed)),
-            _ => None,
-        }
-    }
-
-    /// An I/O error about `what`.
-    pub fn io(what: impl Into<String>) -> impl FnOnce(io::Error) -> StepError {
-        let what = what.into();
-        move |source| StepError::Io { what, source }
-    }
-}
-
 /// What a role's handler decided: the events, and whether the outcome gets a receipt.
 #[derive(Debug, Clone)]
 pub struct Answer {
@@ -312,6 +196,8 @@ pub struct Shim {
     /// The version the agent saw when it checked the command in hand ([`check_version`]),
     /// which its events report.
     pub observed: std::sync::Mutex<Option<ObservedVersion>>,
+    /// Model calls made for the command in hand (its terminal event says how many).
+    pub calls: std::sync::atomic::AtomicU64,
 }
 
 impl Shim {
@@ -343,6 +229,9 @@ impl Shim {
         turn: usize,
     ) -> Result<llm::Reply, StepError> {
         let left = time_left(command)?;
+        let used = self.calls.load(std::sync::atomic::Ordering::SeqCst);
+        limits::within_budget(command, used)?;
+        self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         let env = [
             ("LORCH_TURN", turn.to_string()),
             ("LORCH_ROLE", self.options.role_name().to_owned()),
@@ -373,7 +262,13 @@ impl Shim {
                 left,
             ),
         };
-        Ok(reply?)
+        reply.map_err(|error| {
+            if matches!(error, llm::LlmError::Start { .. }) {
+                // A program that could not start was no call.
+                self.calls.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            }
+            limits::rate_limited(&self.options.rate_limit, &error).unwrap_or(StepError::Llm(error))
+        })
     }
 }
 
@@ -423,6 +318,7 @@ pub fn serve(
         options,
         emitter,
         observed: std::sync::Mutex::new(None),
+        calls: std::sync::atomic::AtomicU64::new(0),
     });
     shim.emitter.heartbeat()?;
     shim.emitter.set_status(HeartbeatStatus::Ready, None);
@@ -511,13 +407,19 @@ fn handle(shim: &Shim, command: &Command) -> Result<(), WriteError> {
             if let Ok(mut observed) = shim.observed.lock() {
                 *observed = None;
             }
-            let answer = dispatch(shim, command).unwrap_or_else(|error| Answer {
+            shim.calls.store(0, std::sync::atomic::Ordering::SeqCst);
+            let mut answer = dispatch(shim, command).unwrap_or_else(|error| Answer {
                 drafts: vec![Draft {
                     observed: error.observed(),
                     ..Draft::new(EventType::Error, Some("failed"), error.payload())
                 }],
                 keep: false,
             });
+            // lorch counts the model calls against policy.max_model_calls from these.
+            if let Some(last) = answer.drafts.last_mut() {
+                let calls = shim.calls.load(std::sync::atomic::Ordering::SeqCst);
+                last.payload.insert("model_calls".into(), json!(calls));
+            }
             let seen = shim.observed.lock().ok().and_then(|o| o.clone());
             let events: Vec<_> = answer
                 .drafts

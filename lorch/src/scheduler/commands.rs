@@ -135,11 +135,14 @@ impl Orchestrator {
         }
         if cur.resnapshot {
             let version = self.pin()?;
+            let mut inputs = command.inputs.clone();
+            inputs.remove(super::budget::INPUT);
+            inputs.remove(super::budget::USED);
             command.idempotency_key = idempotency_key(
                 command.action,
                 &command.task_id,
                 &version.snapshot_id,
-                &Value::Object(command.inputs.clone()),
+                &Value::Object(inputs),
                 &command.expected_outputs,
             );
             command.version = version;

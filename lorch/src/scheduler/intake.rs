@@ -20,8 +20,7 @@ use serde_json::{Value, json};
 
 use super::{
     AgentRef, AgentType, Command, Config, EventType, Object, Orchestrator, Retry, RunError,
-    RunState, Status, Task, idempotency_key, keep_records_out_of_git, safety, signals, store,
-    task_json,
+    RunState, Status, Task, idempotency_key, safety, signals, store, task_json,
 };
 use crate::config::check_task_id;
 use crate::protocol::{Action, Event, strings};
@@ -98,7 +97,7 @@ impl Orchestrator {
     ) -> Result<Status, RunError> {
         let _lock = store::lock_workspace(&workspace)?;
         signals::install();
-        keep_records_out_of_git(&workspace)?;
+        crate::records::keep_out_of_git(&workspace)?;
         let run_id = store::new_run_id();
         let intake = Task {
             id: INTAKE_TASK.to_owned(),

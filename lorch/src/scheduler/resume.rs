@@ -9,8 +9,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use super::{
-    AGENTS, Artifact, Config, Orchestrator, RunError, RunState, Status, check_artifact,
-    keep_records_out_of_git, signals, store, supervisor,
+    AGENTS, Artifact, Config, Orchestrator, RunError, RunState, Status, check_artifact, signals,
+    store, supervisor,
 };
 
 impl Orchestrator {
@@ -24,7 +24,7 @@ impl Orchestrator {
     ) -> Result<Status, RunError> {
         // Above all, never two orchestrators for the agents of one run.
         let _lock = store::lock_workspace(&workspace)?;
-        keep_records_out_of_git(&workspace)?;
+        crate::records::keep_out_of_git(&workspace)?;
         let ledger = store::ledger_path(&workspace, run_id);
         if !ledger.exists() {
             return Err(RunError::NoRun(

@@ -436,6 +436,8 @@ fn essence(answer: &[Value]) -> Vec<Value> {
                 "receipt",
                 "notices",
                 "turns",
+                // What each answer cost: the recovered one made no model call.
+                "model_calls",
             ] {
                 payload.as_object_mut().expect("payload").remove(key);
             }
@@ -477,6 +479,8 @@ fn a_step_whose_receipt_was_lost_is_answered_from_its_commit_without_asking_the_
     assert_eq!(ws.runs(), 1, "the model is not asked again");
     assert_eq!(commits(&ws), "2", "no second commit");
     assert_eq!(essence(&second), essence(&first), "{second:#?}");
+    assert_eq!(first.last().expect("done")["payload"]["model_calls"], 1);
+    assert_eq!(second.last().expect("done")["payload"]["model_calls"], 0);
     assert!(
         second
             .iter()
@@ -663,4 +667,52 @@ fn assert_logged(agent: &Agent, text: &str) {
         "no log line with {text:?}: {:#?}",
         agent.seen
     );
+}
+
+#[test]
+fn lint_commands_run_after_the_tests_and_a_failing_one_fails_the_step() {
+    let ws = Workspace::with(&[("README.md", "# demo\n")]);
+    let reply = ws.reply("hello.md", HELLO);
+    let flags = ["--check", "true", "--lint", "grep -q hello src/hello.txt"];
+    let mut agent = Agent::start(&ws, "builder", &flags, &reply, &[]);
+    agent.send(&implement("c-1", "ik-implement-T-0042-1"));
+    let answer = agent.answer();
+    let done = answer.last().expect("done");
+    assert_eq!(done["status"], "success", "{done:#}");
+    assert_eq!(done["payload"]["tests"]["status"], "pass");
+    assert_eq!(done["payload"]["tests"]["checks"][0]["command"], "true");
+    assert_eq!(done["payload"]["lint"]["status"], "pass", "{done:#}");
+    assert_eq!(
+        done["payload"]["lint"]["checks"][0]["command"],
+        "grep -q hello src/hello.txt"
+    );
+    drop(agent);
+
+    let ws = Workspace::with(&[("README.md", "# demo\n")]);
+    let reply = ws.reply("hello.md", HELLO);
+    let flags = ["--check", "true", "--lint", "false", "--max-turns", "1"];
+    let mut agent = Agent::start(&ws, "builder", &flags, &reply, &[]);
+    agent.send(&implement("c-1", "ik-implement-T-0042-1"));
+    let answer = agent.answer();
+    let done = answer.last().expect("done");
+    assert_eq!(done["status"], "failed", "{done:#}");
+    assert_eq!(done["payload"]["lint"]["status"], "fail");
+    let problems = done["payload"]["problems"].to_string();
+    assert!(problems.contains("lint failed: false"), "{problems}");
+}
+
+#[test]
+fn a_builder_stops_asking_the_model_when_the_commands_budget_is_spent() {
+    let ws = Workspace::with(&[("README.md", "# demo\n")]);
+    let reply = ws.reply("nothing.md", "I will think about it.\n");
+    let mut agent = Agent::start(&ws, "builder", &["--check", "true"], &reply, &[]);
+    let mut command = implement("c-1", "ik-implement-T-0042-1");
+    command["inputs"]["max_model_calls"] = json!(2);
+    agent.send(&command);
+    let answer = agent.answer();
+    let done = answer.last().expect("done");
+    assert_eq!(done["event"], "error", "{done:#}");
+    assert_eq!(done["payload"]["code"], "budget_spent");
+    assert_eq!(done["payload"]["model_calls"], 2);
+    assert_eq!(ws.runs(), 2, "two turns, not the four --max-turns allows");
 }

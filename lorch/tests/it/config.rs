@@ -2,6 +2,7 @@
 //! what is expected; `lorch doctor`; `lorch run` without a task.
 
 use std::os::unix::fs::PermissionsExt as _;
+use std::path::Path;
 
 use lorch::config::default_text;
 use serde_json::{Value, json};
@@ -25,7 +26,8 @@ fn the_first_run_writes_lorch_json_and_stops_to_say_what_to_configure() {
         json!({"initial_ms": 1000, "max_ms": 60000, "multiplier": 2.0, "jitter": "full"})
     );
     assert_eq!(config["policy"]["max_turns"], 4);
-    assert_eq!(config["spec_path"], "SPEC.md");
+    // No spec_path: lorch finds the spec at specs/MASTER-SPEC.md (§5.2) or SPEC.md.
+    assert_eq!(config["spec_path"], Value::Null);
     assert_eq!(
         config["agents"]["builder"]["cmd"],
         json!(["lorch", "agent", "builder", "--", "claude", "-p"])
@@ -167,21 +169,42 @@ fn doctor_checks_agent_commands_workspace_and_git() {
         stdout(&out)
     );
 
-    // The spec where lorch.json does not say: SPEC.md, absent here.
+    // The spec where lorch.json does not say: the spec's layout, specs/MASTER-SPEC.md …
     let mut c = config();
     c.as_object_mut().expect("config").remove("spec_path");
     std::fs::write(ws.path().join("lorch.json"), c.to_string()).expect("write");
+    let out = ws.lorch(&["doctor"], &[]);
+    assert!(
+        stdout(&out).contains("ok   spec `specs/MASTER-SPEC.md` (spec_path unset): "),
+        "{}",
+        stdout(&out)
+    );
+    // … or SPEC.md when that is where the spec is …
+    std::fs::rename(
+        ws.path().join("specs/MASTER-SPEC.md"),
+        ws.path().join("SPEC.md"),
+    )
+    .expect("move the spec");
+    let out = ws.lorch(&["doctor"], &[]);
+    assert!(
+        stdout(&out).contains("ok   spec `SPEC.md` (spec_path unset): "),
+        "{}",
+        stdout(&out)
+    );
+    // … and when it is in neither, both places are named.
+    std::fs::remove_file(ws.path().join("SPEC.md")).expect("remove the spec");
     let out = ws.lorch(&["doctor"], &[]);
     assert_eq!(out.status.code(), Some(1));
     let root = ws.path().canonicalize().expect("canonical");
     assert!(
         stdout(&out).contains(&format!(
-            "FAIL spec `SPEC.md` (spec_path): {}/SPEC.md does not exist: write the spec there, or set spec_path in lorch.json to where it is",
+            "FAIL spec `specs/MASTER-SPEC.md` (spec_path unset): neither {0}/specs/MASTER-SPEC.md (the spec's layout, §5.2) nor {0}/SPEC.md exists: write the spec at one of them, or set spec_path in lorch.json to where it is",
             root.display()
         )),
         "{}",
         stdout(&out)
     );
+    ws.write("specs/MASTER-SPEC.md", "# Spec\n");
 
     let mut c = config();
     c["agents"]["reviewer"]["cmd"] = json!(["no-such-agent-cli-42"]);
@@ -230,5 +253,76 @@ fn doctor_checks_the_llm_command_behind_lorch_agent_too() {
     assert!(
         !ws.path().join("lorch.json").exists(),
         "doctor creates nothing"
+    );
+}
+
+#[test]
+fn doctor_checks_the_git_identity_and_says_how_to_set_it() {
+    let ws = Ws::new(&config());
+    git2::Repository::init(ws.path()).expect("git init");
+    let home = tempfile::tempdir().expect("home");
+    let home_dir = home.path().display().to_string();
+    let nobody = [
+        ("HOME", home_dir.as_str()),
+        ("XDG_CONFIG_HOME", home_dir.as_str()),
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("GIT_CONFIG_GLOBAL", "/dev/null"),
+    ];
+    let out = ws.lorch(&["doctor"], &nobody);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("FAIL git identity: not set: git (and git-loaf, which commits the builder's work) needs your name and email. Set them with:\n    git config --global user.name \"Your Name\"\n    git config --global user.email \"you@example.com\""),
+        "{text}"
+    );
+    // A run is refused before any agent starts.
+    let out = ws.lorch(&["run", "--task", "T-0042"], &nobody);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("FAIL git identity"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!ws.path().join("events").exists(), "no run started");
+
+    // As git finds it: the repository's config (or GIT_AUTHOR_NAME and the others).
+    crate::deterministic::git_in(ws.path(), &["config", "user.name", "Ada"]);
+    crate::deterministic::git_in(ws.path(), &["config", "user.email", "ada@example.com"]);
+    let out = ws.lorch(&["doctor"], &nobody);
+    assert!(
+        stdout(&out).contains("ok   git identity: Ada <ada@example.com>\n"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn doctor_shows_where_records_go() {
+    let ws = Ws::new(&config());
+    let repo = git2::Repository::init(ws.path()).expect("git init");
+    let root = ws.path().canonicalize().expect("canonical");
+    let out = ws.lorch(&["doctor"], &[]);
+    assert!(
+        stdout(&out).contains(&format!(
+            "ok   records: {} (events/, state/, receipts/, snapshots/, logs/, transcripts/ at the top, §5.2)",
+            root.display()
+        )),
+        "{}",
+        stdout(&out)
+    );
+    ws.write("state/store.py", "x = 1\n");
+    let mut index = repo.index().expect("index");
+    index
+        .add_path(Path::new("state/store.py"))
+        .expect("track state/");
+    index.write().expect("write index");
+    let out = ws.lorch(&["doctor"], &[]);
+    assert!(
+        stdout(&out).contains(&format!(
+            "ok   records: {}/.lorch (the project tracks state/ in git: the §5.2 layout inside lorch's own folder)",
+            root.display()
+        )),
+        "{}",
+        stdout(&out)
     );
 }

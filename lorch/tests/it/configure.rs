@@ -207,7 +207,8 @@ fn config_writes_nothing_when_the_user_says_no_or_the_answers_end() {
 #[test]
 fn config_without_lorch_json_starts_from_the_defaults_and_creates_it_on_yes() {
     let ws = Ws::new(&Value::Null);
-    let out = ws.lorch_typing(&["config"], "\n\n\n\nspecs/MASTER-SPEC.md\n\n\nn\n");
+    ws.write("SPEC.md", "# Spec\n");
+    let out = ws.lorch_typing(&["config"], "\n\n\n\nSPEC.md\n\n\nn\n");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         shown(&ws, &stdout(&out)).starts_with(
@@ -218,17 +219,17 @@ fn config_without_lorch_json_starts_from_the_defaults_and_creates_it_on_yes() {
     );
     assert!(!ws.path().join("lorch.json").exists(), "not created on no");
 
-    let out = ws.lorch_typing(&["config"], "\n\n\n\nspecs/MASTER-SPEC.md\n\n\ny\n");
+    let out = ws.lorch_typing(&["config"], "\n\n\n\nSPEC.md\n\n\ny\n");
     assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
     assert!(
         stdout(&out).contains(
-            "Changes:\n  lorch.json created\n  spec_path: SPEC.md → specs/MASTER-SPEC.md\n"
+            "Changes:\n  lorch.json created\n  spec_path: specs/MASTER-SPEC.md → SPEC.md\n"
         ),
         "{}",
         stdout(&out)
     );
     let mut expected: Value = serde_json::from_str(&lorch::config::default_text()).expect("JSON");
-    expected["spec_path"] = json!("specs/MASTER-SPEC.md");
+    expected["spec_path"] = json!("SPEC.md");
     assert_eq!(ws.json("lorch.json"), expected);
 }
 

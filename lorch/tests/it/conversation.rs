@@ -128,7 +128,7 @@ fn implement(correlation: &str, ik: &str) -> Value {
         "implement",
         correlation,
         ik,
-        json!({"goal": "Greet lorch in greeting.txt", "files": ["greeting.txt"]}),
+        json!({"goal": "Greet lorch in greeting.txt", "files": ["greeting.txt"], "step": 1}),
     )
 }
 
@@ -383,6 +383,17 @@ fn an_agent_killed_before_squashing_its_turns_squashes_them_when_the_command_com
     assert_eq!(
         done["payload"]["changed"],
         json!(["greeting.txt", "notes.txt"])
+    );
+    // The squashed step says which task and step it is, and who wrote it, as each turn's
+    // commit did (issues 37 and 38).
+    let message = ws.git(&["log", "-1", "--format=%B"]);
+    assert!(
+        message.starts_with("lorch T-0042 step 1 (implement): Greet lorch in greeting.txt\n"),
+        "{message}"
+    );
+    assert!(
+        message.contains("\nAssisted-by: lorch builder (sh)\n"),
+        "{message}"
     );
 }
 

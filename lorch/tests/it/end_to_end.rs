@@ -26,7 +26,7 @@ fn loaf(dir: &Path, args: &[&str]) -> std::process::Output {
 /// The §15 scenario's replies, by correlation id (the fake model prints the one for the
 /// command it is run for): implement, changes requested, implement_changes, approved,
 /// spec updated.
-const REPLIES: [(&str, &str); 5] = [
+pub(crate) const REPLIES: [(&str, &str); 5] = [
     (
         "T-0042-1",
         "Here is the module.\n\n#!nesl [@three-char-SHA-256: b1d]\naction = \"file_write\"\npath = \"@ROOT@/src/hello.txt\"\ncontent = \"hello\"\n#!end_b1d\n",
@@ -46,7 +46,7 @@ const REPLIES: [(&str, &str); 5] = [
     ),
 ];
 
-const SPEC: &str = "# Spec\n\n## Requirements\n\n- src/hello.txt says hello.\n\n## Status\n\n| Task | State |\n|------|-------|\n| T-0042 | todo |\n\n## Changelog\n";
+pub(crate) const SPEC: &str = "# Spec\n\n## Requirements\n\n- src/hello.txt says hello.\n\n## Status\n\n| Task | State |\n|------|-------|\n| T-0042 | todo |\n\n## Changelog\n";
 
 /// A git workspace whose lorch.json runs the real agents on the canned replies in `replies`.
 fn workspace(replies: &Path) -> (Ws, std::path::PathBuf) {

@@ -173,3 +173,85 @@ fn ctrl_c_records_the_abort_stops_every_agent_and_model_and_resume_continues() {
 fn sigterm_is_an_abort_too() {
     interrupted_then_resumed(libc::SIGTERM, "SIGTERM");
 }
+
+/// An init that reaps nothing, as in many containers: it becomes the reaper of what is
+/// orphaned below it (`PR_SET_CHILD_SUBREAPER`), starts lorch, writes lorch's pid to
+/// `$LORCH_PID_FILE`, waits for lorch alone, then prints the pids of its children left as
+/// zombies (none when lorch reaped what its agents left).
+const NO_REAPER: &str = r#"
+import ctypes, os, sys
+ctypes.CDLL(None).prctl(36, 1, 0, 0, 0)
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[1], sys.argv[1:])
+open(os.environ["LORCH_PID_FILE"], "w").write(str(pid))
+_, status = os.waitpid(pid, 0)
+me = str(os.getpid())
+zombies = []
+for entry in os.listdir("/proc"):
+    if not entry.isdigit():
+        continue
+    try:
+        stat = open("/proc/%s/stat" % entry).read()
+    except OSError:
+        continue
+    fields = stat.rsplit(")", 1)[1].split()
+    if fields[1] == me and fields[0] == "Z":
+        zombies.append(entry)
+print("lorch exit %d; zombies: %s" % (os.waitstatus_to_exitcode(status), " ".join(zombies) or "none"))
+"#;
+
+#[test]
+fn after_ctrl_c_lorch_reaps_the_model_its_agent_left_even_under_an_init_that_reaps_nothing() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    for (id, text) in REPLIES {
+        std::fs::write(scratch.path().join(format!("{id}.md")), text).expect("reply");
+    }
+    let model_pid = scratch.path().join("model.pid");
+    let lorch_pid = scratch.path().join("lorch.pid");
+    let init = scratch.path().join("no_reaper.py");
+    std::fs::write(&init, NO_REAPER).expect("init");
+    let replies = scratch.path().display().to_string();
+    let model_path = model_pid.display().to_string();
+    let (ws, _root) = real_agents(
+        &scripted_model(),
+        &[
+            ("FAKE_REPLY", &replies),
+            ("FAKE_PID", &model_path),
+            ("FAKE_SLEEP", "600"),
+        ],
+    );
+    let mut init = Command::new("python3")
+        .arg(&init)
+        .arg(assert_cmd::cargo::cargo_bin("lorch"))
+        .args(["run", "--task", "T-0042"])
+        .current_dir(ws.path())
+        .envs(ENV)
+        .env("LORCH_PID_FILE", &lorch_pid)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the init starts");
+    wait_for(&model_pid);
+    wait_for(&lorch_pid);
+    let lorch: i32 = std::fs::read_to_string(&lorch_pid)
+        .expect("pid")
+        .trim()
+        .parse()
+        .expect("a pid");
+    // SAFETY: kill(2) has no memory effects.
+    unsafe {
+        libc::kill(lorch, libc::SIGINT);
+    }
+    init.wait().expect("the init ends");
+    let mut said = String::new();
+    init.stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut said)
+        .expect("read");
+    assert!(
+        said.ends_with("continues it\nlorch exit 130; zombies: none\n"),
+        "{said}"
+    );
+}

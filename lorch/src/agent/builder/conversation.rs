@@ -77,7 +77,7 @@ pub fn converse(
     let instructions = git_loaf::instructions::render(root, &config);
     let mut made = Vec::new();
     match talk(shim, command, key, earlier, &instructions, &mut made) {
-        Ok((last, true)) => finish(shim, made, last),
+        Ok((last, true)) => finish(shim, command, made, last),
         Ok((last, false)) => Ok(give_up(shim, &made, last)),
         Err(error) => {
             // The model or git-loaf failed mid-step: what the earlier turns made goes too.
@@ -215,10 +215,10 @@ fn last_turn(applied: &Applied, problems: Vec<String>, checks: Vec<Value>, turns
 }
 
 /// The finished step as one commit: its turns squashed when there are several.
-fn finish(shim: &Shim, made: Vec<Made>, last: Last) -> Result<Step, StepError> {
+fn finish(shim: &Shim, command: &Command, made: Vec<Made>, last: Last) -> Result<Step, StepError> {
     let (apply_id, commit) = match made.as_slice() {
         [one] => (one.apply.clone(), one.commit.clone()),
-        _ => match squash(&shim.options.workspace, made.len()) {
+        _ => match squash(shim, command, made.len()) {
             Ok(squashed) => squashed,
             Err(error) => {
                 let mut last = last;
@@ -273,6 +273,31 @@ fn give_up(shim: &Shim, made: &[Made], last: Last) -> Step {
     }
 }
 
+/// The message of a step squashed from several turns: the task and the step in its subject
+/// (`lorch T-0042 step 3 (implement_changes): <goal>`), and who wrote it, `Assisted-by:
+/// lorch builder (<program>)`, as each turn's commit said (git-loaf's squash adds its own
+/// `Loaf-Squash` trailers after it).
+pub fn step_message(shim: &Shim, command: &Command, turns: usize) -> String {
+    let step = command
+        .inputs
+        .get("step")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    let goal = command
+        .inputs
+        .get("goal")
+        .and_then(Value::as_str)
+        .unwrap_or("");
+    let subject = git_loaf::report::subject::fit_subject(&format!(
+        "lorch {} step {step} ({}): {goal}",
+        command.task_id, command.action
+    ));
+    format!(
+        "{subject}\n\nThe builder's {turns} turns of this step, squashed into one commit.\n\nAssisted-by: {}\n",
+        shim.options.model()
+    )
+}
+
 /// Undoes the turns' commits through git-loaf (`git loaf undo --to <first apply>`). Files
 /// changed since the first turn besides the turns' own (what the `--check` commands left, a
 /// build's output) make git-loaf refuse; the undo is then forced, which first saves those
@@ -299,13 +324,15 @@ fn undo(root: &Path, made: &[Made]) -> Result<Option<String>, String> {
 }
 
 /// Squashes the last `turns` git-loaf applies at HEAD into one commit, as `git loaf squash
-/// --limit <turns>` does: its id and commit.
-pub fn squash(root: &Path, turns: usize) -> Result<(String, String), StepError> {
+/// --limit <turns>` does, with [`step_message`]: its id and commit.
+pub fn squash(shim: &Shim, command: &Command, turns: usize) -> Result<(String, String), StepError> {
     let options = SquashOptions {
         limit: Some(turns),
+        message: Some(step_message(shim, command, turns)),
         ..SquashOptions::default()
     };
-    let squashed = loaf_squash(root, &options).map_err(|e| StepError::Apply(e.to_string()))?;
+    let squashed = loaf_squash(&shim.options.workspace, &options)
+        .map_err(|e| StepError::Apply(e.to_string()))?;
     let commit = squashed
         .commit
         .ok_or_else(|| StepError::Apply("git-loaf squash made no commit".into()))?;

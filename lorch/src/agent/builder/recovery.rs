@@ -103,7 +103,7 @@ fn answer_from(shim: &Shim, command: &Command, prior: &Prior) -> Result<Option<A
         );
         return Ok(None);
     }
-    let (apply_id, step_commit) = step_commit(shim, prior, &commit)?;
+    let (apply_id, step_commit) = step_commit(shim, command, prior, &commit)?;
     let results = result["results"].as_array().map_or(&[][..], Vec::as_slice);
     let succeeded = results.iter().filter(|r| r["success"] == true).count();
     let parse_errors = result["parseErrors"].as_array().map_or(0, Vec::len);
@@ -132,10 +132,15 @@ fn answer_from(shim: &Shim, command: &Command, prior: &Prior) -> Result<Option<A
 /// The step's id and commit when its newest apply is `prior` (whose commit is `commit`):
 /// its turns squashed now when they are still separate commits on top of the undo stack;
 /// the squash that already folded them when HEAD is one; else the apply's own.
-fn step_commit(shim: &Shim, prior: &Prior, commit: &str) -> Result<(String, String), StepError> {
+fn step_commit(
+    shim: &Shim,
+    command: &Command,
+    prior: &Prior,
+    commit: &str,
+) -> Result<(String, String), StepError> {
     let root = &shim.options.workspace;
     if prior.top.len() > 1 && prior.top[0] == prior.id {
-        let (id, squashed) = super::conversation::squash(root, prior.top.len())?;
+        let (id, squashed) = super::conversation::squash(shim, command, prior.top.len())?;
         say(
             shim,
             format!(
