@@ -17,6 +17,7 @@ mod mcp;
 mod parse;
 mod record;
 mod response;
+mod saved;
 pub(crate) mod squash;
 mod step;
 pub mod style;
@@ -93,6 +94,8 @@ enum Command {
     StepBack(step::StepBackArgs),
     StepForward(step::StepForwardArgs),
     Squash(squash::SquashArgs),
+    Saved(saved::SavedArgs),
+    Restore(saved::RestoreArgs),
     Record(record::RecordArgs),
     AgentHook(agent_hook::AgentHookArgs),
     Config(config::ConfigArgs),
@@ -144,6 +147,8 @@ pub fn main() -> ExitCode {
         Command::StepBack(args) => step::run_back(&args),
         Command::StepForward(args) => step::run_forward(&args),
         Command::Squash(args) => squash::run(&args),
+        Command::Saved(args) => saved::run_saved(&args),
+        Command::Restore(args) => saved::run_restore(&args),
         Command::Record(args) => record::run(&args),
         Command::AgentHook(args) => agent_hook::run(&args),
         Command::Config(args) => config::run(&args),
