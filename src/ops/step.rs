@@ -187,11 +187,18 @@ pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
     notices.extend(left_alone_notice(&skipped));
     // The work kept aside for the child is back in its files: nothing left to restore.
     saved::drop(repo, &kept.id)?;
-    let brought: Checkpoint = Checkpoint {
-        head: Some(child),
-        head_tree: child_info.tree,
-        work_tree: theirs.work,
-        index_tree: theirs.index,
+    // What step-back kept aside for the child is what comes back (the rest stayed in place).
+    let brought = match kept_aside_by(repo, kept, child_info.tree)? {
+        Some(kept_aside) => kept_paths(
+            &session,
+            &Checkpoint {
+                head: Some(child),
+                head_tree: child_info.tree,
+                work_tree: kept_aside.work,
+                index_tree: kept_aside.index,
+            },
+        )?,
+        None => Vec::new(),
     };
     Ok(Stepped {
         id,
@@ -199,7 +206,7 @@ pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
         branch: walk.branch,
         tip: walk.tip,
         back,
-        paths: kept_paths(&session, &brought)?,
+        paths: brought,
         carried: Vec::new(),
         conflicts: shown(&carried.conflicts),
         marked: shown(&carried.marked),
@@ -521,14 +528,7 @@ fn save_kept_aside(
     step: &OpEntry,
     head_tree: Oid,
 ) -> Result<bool, TxError> {
-    let work = |state: &UserState| -> Result<Work, TxError> {
-        Ok(Work {
-            work: Oid::from_str(&state.work)?,
-            index: Oid::from_str(&state.index)?,
-        })
-    };
-    let Some(kept) = carry::kept_aside(repo, head_tree, work(&step.before)?, work(&step.after)?)?
-    else {
+    let Some(kept) = kept_aside_by(repo, step, head_tree)? else {
         return Ok(false);
     };
     let base = Work {
@@ -565,6 +565,26 @@ fn last_at_is(entry: &OpEntry, head: Oid) -> bool {
 
 fn repo_ref(session: &Session, name: &str) -> Option<Oid> {
     crate::git::publish::current(&session.repo, name).and_then(|o| Oid::from_str(&o).ok())
+}
+
+/// The work `step` (a step-back off a commit whose tree is `head_tree`) kept aside.
+fn kept_aside_by(
+    repo: &crate::git::Repository,
+    step: &OpEntry,
+    head_tree: Oid,
+) -> Result<Option<Work>, TxError> {
+    let work = |state: &UserState| -> Result<Work, TxError> {
+        Ok(Work {
+            work: Oid::from_str(&state.work)?,
+            index: Oid::from_str(&state.index)?,
+        })
+    };
+    Ok(carry::kept_aside(
+        repo,
+        head_tree,
+        work(&step.before)?,
+        work(&step.after)?,
+    )?)
 }
 
 fn work_of(cp: &Checkpoint) -> Work {
