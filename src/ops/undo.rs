@@ -451,7 +451,9 @@ impl Move {
         // made on the state the operation left, for `git loaf restore`) or commits made on
         // top of the operation.
         let head = now.head.as_deref().map(Oid::from_str).transpose()?;
-        if !current.is_clean() {
+        // What the user changed since (the work between the operations is saved apart).
+        let changed_files = now.work != expected.work || now.index != expected.index;
+        if changed_files && !current.is_clean() {
             saved::save_work(
                 repo,
                 id,
@@ -467,7 +469,7 @@ impl Move {
         }
         // HEAD holds the commits made since, or between the operations of a run.
         match head {
-            Some(h) if now.head != expected.head || !run.between.is_empty() => {
+            Some(h) if now.head != expected.head || run.between.iter().any(|b| b.head_moved) => {
                 Ok(Some(SavedBy::Commits {
                     name: refs::save(repo, id, h)?,
                 }))
