@@ -48,6 +48,7 @@ mod real_world;
 mod reply_hooks;
 mod report_quality;
 mod sandbox;
+mod saved;
 mod scratch;
 mod secrets;
 mod slupe;
