@@ -19,6 +19,7 @@ mod record;
 mod response;
 mod saved;
 pub(crate) mod squash;
+pub(crate) mod status;
 mod step;
 pub mod style;
 pub(crate) mod undo;
@@ -94,6 +95,7 @@ enum Command {
     StepBack(step::StepBackArgs),
     StepForward(step::StepForwardArgs),
     Squash(squash::SquashArgs),
+    Status(status::StatusArgs),
     Saved(saved::SavedArgs),
     Restore(saved::RestoreArgs),
     Record(record::RecordArgs),
@@ -147,6 +149,7 @@ pub fn main() -> ExitCode {
         Command::StepBack(args) => step::run_back(&args),
         Command::StepForward(args) => step::run_forward(&args),
         Command::Squash(args) => squash::run(&args),
+        Command::Status(args) => status::run(&args),
         Command::Saved(args) => saved::run_saved(&args),
         Command::Restore(args) => saved::run_restore(&args),
         Command::Record(args) => record::run(&args),

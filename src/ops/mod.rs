@@ -15,6 +15,7 @@ pub mod log;
 pub mod record;
 pub mod saved;
 pub mod squash;
+pub mod status;
 pub mod step;
 pub mod take;
 mod targets;

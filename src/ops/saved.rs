@@ -24,7 +24,7 @@ use crate::git::treebuild::{Value, tree_with_values};
 use crate::git::{Oid, refs};
 
 /// One piece of saved work, as `git loaf saved` lists it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Listed {
     /// The id `git loaf restore` takes.
     pub id: String,

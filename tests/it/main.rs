@@ -56,6 +56,7 @@ mod squash;
 mod stage_links;
 mod stage_moves;
 mod states;
+mod status;
 mod step;
 mod step_crash;
 mod storage;

@@ -94,9 +94,14 @@ fn step_back_leaves_an_untracked_loaf_yml_in_place_and_step_forward_keeps_it() {
         "?? loaf.yml\n"
     );
     let said = String::from_utf8_lossy(&back.stdout);
-    let (in_place, kept) = said.split_once("Kept aside").unwrap_or_else(|| panic!("{said}"));
+    let (in_place, kept) = said
+        .split_once("Kept aside")
+        .unwrap_or_else(|| panic!("{said}"));
     assert!(in_place.contains("  loaf.yml\n"), "{said}");
-    assert!(kept.contains("  a.txt") && !kept.contains("loaf.yml"), "{said}");
+    assert!(
+        kept.contains("  a.txt") && !kept.contains("loaf.yml"),
+        "{said}"
+    );
     // The configuration is in effect while stepped back.
     let instructions = s.loaf(&["instructions"], "");
     assert!(

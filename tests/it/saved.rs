@@ -17,7 +17,11 @@ fn stderr(out: &Output) -> String {
 /// An apply (b.txt), then the user's work of every kind, then `undo --force`, which moves
 /// it away; returns the saved work's id.
 fn forced_undo_over_work(s: &Scratch) -> String {
-    let reply = block("k1a", "file_write", &[("path", "/repo/b.txt"), ("content", "ai\n")]);
+    let reply = block(
+        "k1a",
+        "file_write",
+        &[("path", "/repo/b.txt"), ("content", "ai\n")],
+    );
     s.assert_exit(&s.apply(&reply), 0);
     s.write("u.txt", "untracked\n");
     s.write("s.txt", "staged\n");
@@ -25,7 +29,10 @@ fn forced_undo_over_work(s: &Scratch) -> String {
     s.write("a.txt", "one\nunstaged\n");
     let out = s.loaf(&["undo", "--force"], "");
     s.assert_exit(&out, 0);
-    assert_eq!(s.git(&["status", "--porcelain", "--untracked-files=all"]), "");
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
     let text = stdout(&out);
     text.split('`')
         .find_map(|c| c.strip_prefix("git loaf restore "))
@@ -86,7 +93,10 @@ fn restore_refuses_to_overwrite_the_users_changes_and_names_the_files() {
         err.contains("would overwrite your uncommitted changes in a.txt, u.txt"),
         "{err}"
     );
-    assert!(err.contains(&format!("`git loaf restore {id}` again")), "{err}");
+    assert!(
+        err.contains(&format!("`git loaf restore {id}` again")),
+        "{err}"
+    );
     assert_eq!(s.state(), before, "nothing changed");
     assert!(
         stdout(&s.loaf(&["saved"], "")).starts_with(&id),

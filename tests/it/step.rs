@@ -32,7 +32,11 @@ fn four_commits() -> Scratch {
 
 /// The id of the one piece of saved work (`refs/loaf/saved/<id>`).
 fn saved_id(s: &Scratch) -> String {
-    let refs = s.git(&["for-each-ref", "--format=%(refname:lstrip=3)", "refs/loaf/saved/"]);
+    let refs = s.git(&[
+        "for-each-ref",
+        "--format=%(refname:lstrip=3)",
+        "refs/loaf/saved/",
+    ]);
     let ids: Vec<&str> = refs.lines().collect();
     assert_eq!(ids.len(), 1, "one saved work: {refs}");
     ids[0].to_owned()
@@ -101,7 +105,8 @@ fn three_steps_back_and_three_forward_bring_every_change_back_exactly() {
         "c1 with the work in untouched files in place, staged and untracked as they were"
     );
     assert!(
-        stdout(&out).contains("stay in place (the step does not touch these files):\n  n.txt\n  u.txt\n"),
+        stdout(&out)
+            .contains("stay in place (the step does not touch these files):\n  n.txt\n  u.txt\n"),
         "{}",
         stdout(&out)
     );
@@ -295,10 +300,7 @@ fn a_conflict_without_markers_says_so_and_restore_brings_the_kept_version() {
     );
     assert_eq!(s.read("b.txt"), None, "the user's version: deleted");
     let id = saved_id(&s);
-    assert!(
-        text.contains(&format!("`git loaf restore {id}`")),
-        "{text}"
-    );
+    assert!(text.contains(&format!("`git loaf restore {id}`")), "{text}");
 
     let before = s.state();
     let refused = s.loaf(&["restore", &id], "");
@@ -329,18 +331,26 @@ fn step_back_leaves_work_in_untouched_files_on_disk() {
     s.assert_exit(&out, 0);
     assert_eq!(s.read("b.txt").as_deref(), Some("b\nc3\nmine\n"));
     assert_eq!(s.read("notes.txt").as_deref(), Some("my notes\n"));
-    assert_eq!(s.read("a.txt").as_deref(), Some("1\n2\n3\n"), "c3's: c4 changes it");
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some("1\n2\n3\n"),
+        "c3's: c4 changes it"
+    );
     assert_eq!(
         s.git(&["status", "--porcelain", "--untracked-files=all"]),
         " M b.txt\nM  c2.txt\n?? notes.txt\n"
     );
     let text = stdout(&out);
     assert!(
-        text.contains("stay in place (the step does not touch these files):\n  b.txt\n  c2.txt\n  notes.txt\n"),
+        text.contains(
+            "stay in place (the step does not touch these files):\n  b.txt\n  c2.txt\n  notes.txt\n"
+        ),
         "{text}"
     );
     assert!(
-        text.contains("Kept aside for the commit stepped off (the step changes these files):\n  a.txt\n"),
+        text.contains(
+            "Kept aside for the commit stepped off (the step changes these files):\n  a.txt\n"
+        ),
         "{text}"
     );
 
