@@ -10,10 +10,11 @@ use super::{CliError, Outcome, Response};
 use crate::ops::status::{self, Status};
 use crate::ops::undo::{display_ref, short};
 
-/// Show what git-loaf has in effect here: a step-back walk, a turn being recorded, applies
-/// kept (NOT APPLIED), saved work, an interrupted operation, a loaf.yml change that waits.
+/// Show what git-loaf has in effect here, each with the command that ends it.
 ///
-/// Each comes with the command that ends it. Only reads; exits 0.
+/// A step-back walk (from where, how many steps), a turn being recorded (session, agent,
+/// since), applies kept (NOT APPLIED), saved work, an interrupted operation, a loaf.yml
+/// change that waits for you. Only reads; exits 0.
 #[derive(Debug, Args)]
 #[command(after_help = examples(&[
     ("What is going on in this repository", &["git loaf status"]),

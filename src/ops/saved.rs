@@ -7,7 +7,8 @@
 //! restore: lock → read the saved work → checkpoint the user's files → refuse, naming them,
 //! the paths where the user has changes of their own that putting it back would overwrite →
 //! publish the files and index with the saved paths put back, as an operation of the log
-//! (`git loaf undo` takes it back) → the saved ref dropped: nothing is left to restore.
+//! (`git loaf undo` takes it back, and lists the work again) → the saved ref put away under
+//! `refs/loaf/restored/<id>`: nothing is left to restore.
 
 use std::path::{Path, PathBuf};
 
@@ -134,7 +135,7 @@ pub fn restore(cwd: &Path, id: &str) -> Result<Restored, TxError> {
             .map_err(|e| refuse_publish(e, id))?;
         notices.extend(left_alone_notice(&skipped));
     }
-    saved::drop(repo, id)?;
+    saved::put_away(repo, id)?;
     Ok(Restored {
         id: id.to_owned(),
         op,

@@ -186,7 +186,7 @@ pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
     let mut notices = std::mem::take(&mut session.notices);
     notices.extend(left_alone_notice(&skipped));
     // The work kept aside for the child is back in its files: nothing left to restore.
-    saved::drop(repo, &kept.id)?;
+    saved::put_away(repo, &kept.id)?;
     // What step-back kept aside for the child is what comes back (the rest stayed in place).
     let brought = match kept_aside_by(repo, kept, child_info.tree)? {
         Some(kept_aside) => kept_paths(

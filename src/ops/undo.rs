@@ -319,6 +319,7 @@ fn walk(
     }
     let transition = way.transition(&session, &id, &ref_name, &now);
     let (skipped, attached) = way.publish(repo, &transition, &ref_name)?;
+    way.follow_saved(repo)?;
     let mut notices = std::mem::take(&mut session.notices);
     notices.extend(publish::left_alone_notice(&skipped));
     notices.extend(way.left_detached(attached));
@@ -546,6 +547,22 @@ impl Move {
             detach_from,
             attach_to,
         )?)
+    }
+
+    /// Saved work follows the operation that moved it: undoing a restore lists the work
+    /// again, undoing a step-back (its kept work back in the files) puts it away; redoing
+    /// either does the opposite.
+    fn follow_saved(&self, repo: &crate::git::Repository) -> Result<(), TxError> {
+        let target = &self.target;
+        let restored = target.target.as_deref();
+        match (target.kind, self.undoing, restored) {
+            (OpKind::Restore, true, Some(id)) => saved::bring_back(repo, id)?,
+            (OpKind::Restore, false, Some(id)) => saved::put_away(repo, id)?,
+            (OpKind::StepBack, true, _) => saved::put_away(repo, &target.id)?,
+            (OpKind::StepBack, false, _) => saved::bring_back(repo, &target.id)?,
+            _ => {}
+        }
+        Ok(())
     }
 
     /// The notice when HEAD should have been attached to the wanted branch but the branch

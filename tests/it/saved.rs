@@ -73,9 +73,17 @@ fn restore_puts_back_untracked_untracked_staged_staged_and_unstaged_unstaged() {
     );
     assert_eq!(stdout(&s.loaf(&["saved"], "")), "No saved work.\n");
 
-    // A restore is an operation of the log: undo takes it back exactly.
+    // A restore is an operation of the log: undo takes it back exactly, and the work is
+    // listed again; redo restores it again.
     s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(s.state(), after_undo);
+    assert!(stdout(&s.loaf(&["saved"], "")).starts_with(&format!("{id} ")));
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    assert_eq!(stdout(&s.loaf(&["saved"], "")), "No saved work.\n");
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        " M a.txt\nA  s.txt\n?? u.txt\n"
+    );
 }
 
 #[test]

@@ -165,12 +165,18 @@ fn undo_takes_a_step_back_exactly_and_redo_steps_again() {
     s.assert_exit(&s.loaf(&["step-back"], ""), 0);
     let stepped = s.state();
 
+    let kept = saved_id(&s);
     let out = s.loaf(&["undo"], "");
     s.assert_exit(&out, 0);
     assert_eq!(
         s.state(),
         before,
         "HEAD on main again, the work back as it was"
+    );
+    assert_eq!(
+        s.git(&["for-each-ref", "refs/loaf/saved/"]),
+        "",
+        "the kept work is back in the files: nothing to restore"
     );
     assert!(
         stdout(&out).contains("HEAD is on main again"),
@@ -179,6 +185,7 @@ fn undo_takes_a_step_back_exactly_and_redo_steps_again() {
     );
     s.assert_exit(&s.loaf(&["redo"], ""), 0);
     assert_eq!(s.state(), stepped);
+    assert_eq!(saved_id(&s), kept, "kept aside again");
 
     // A step-forward is undone just as exactly, detached at c3 again.
     s.write("b.txt", "edited while back\n");

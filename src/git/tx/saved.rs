@@ -120,10 +120,34 @@ pub fn list(repo: &Repository) -> Result<Vec<SavedWork>, git2::Error> {
     Ok(out)
 }
 
-/// Deletes the saved work `id` (nothing when there is none).
-pub fn drop(repo: &Repository, id: &str) -> Result<(), git2::Error> {
-    match repo.find_reference(&format!("{SAVED_PREFIX}{id}")) {
-        Ok(mut reference) => reference.delete(),
+/// Where restored work waits, in case its restore is undone.
+pub const RESTORED_PREFIX: &str = "refs/loaf/restored/";
+
+/// Moves the saved work `id` out of the list once it is restored (under
+/// `refs/loaf/restored/<id>`, so that an undo of the restore can list it again).
+pub fn put_away(repo: &Repository, id: &str) -> Result<(), git2::Error> {
+    rename(
+        repo,
+        &format!("{SAVED_PREFIX}{id}"),
+        &format!("{RESTORED_PREFIX}{id}"),
+    )
+}
+
+/// Lists the saved work `id` again (its restore, or the step that brought it back, was
+/// undone); nothing when it was not put away.
+pub fn bring_back(repo: &Repository, id: &str) -> Result<(), git2::Error> {
+    rename(
+        repo,
+        &format!("{RESTORED_PREFIX}{id}"),
+        &format!("{SAVED_PREFIX}{id}"),
+    )
+}
+
+fn rename(repo: &Repository, from: &str, to: &str) -> Result<(), git2::Error> {
+    match repo.find_reference(from) {
+        Ok(mut reference) => reference
+            .rename(to, true, "git-loaf: saved work")
+            .map(|_| ()),
         Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(()),
         Err(e) => Err(e),
     }
@@ -135,7 +159,7 @@ fn of_commit(id: &str, commit: &git2::Commit<'_>) -> Result<SavedWork, git2::Err
     let time = commit.committer().when().seconds();
     let details = commit
         .parents()
-        .last()
+        .next_back()
         .filter(|p| subject(p).as_deref() == Some(DETAILS_SUBJECT));
     let head = commit
         .parents()
