@@ -303,4 +303,54 @@ mod tests {
             "nothing was staged on either side"
         );
     }
+
+    /// step-back's carry: the user's edit of a file both commits hold alike stays; an edit
+    /// of a file the step changes is kept; an untracked file where the commit stepped onto
+    /// has a file on its way (`d` beside `d/x`) is kept too, never laid over it.
+    #[test]
+    fn across_carries_untouched_files_and_keeps_touched_or_blocked_ones() {
+        let dir = committed_repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let from = tree(root, "HEAD^{tree}");
+        // The commit stepped onto: gone.txt changed, and a file `d`.
+        write_file(root, "gone.txt", "older\n");
+        write_file(root, "d", "a file\n");
+        git(root, &["add", "-A"]);
+        let to = Oid::from_str(git(root, &["write-tree"]).trim()).expect("a tree");
+        git(root, &["reset", "-q", "--hard"]); // `d` was staged: removed with it
+        // The user's work: a.txt (untouched by the step), gone.txt (touched), d/x (blocked).
+        write_file(root, "a.txt", "1\n2\n3\nmine\n");
+        write_file(root, "gone.txt", "mine\n");
+        write_file(root, "d/x", "untracked\n");
+        let mine = checkpoint::take(&repo).expect("checkpoint");
+        let ours = Work {
+            work: mine.work_tree,
+            index: mine.index_tree,
+        };
+        let across = across(&repo, ours, from, to).expect("carries");
+        assert_eq!(across.carried, vec![PathBuf::from("a.txt")]);
+        assert_eq!(
+            across.kept,
+            vec![PathBuf::from("d/x"), PathBuf::from("gone.txt")]
+        );
+        let cat = |tree: Oid, path: &str| git(root, &["cat-file", "-p", &format!("{tree}:{path}")]);
+        assert_eq!(cat(across.into.work, "a.txt"), "1\n2\n3\nmine\n");
+        assert_eq!(cat(across.into.work, "gone.txt"), "older\n");
+        assert_eq!(cat(across.into.work, "d"), "a file\n");
+        assert_eq!(
+            cat(across.into.index, "a.txt"),
+            "1\n2\n3\n",
+            "unstaged stays unstaged"
+        );
+        let kept = kept_aside(&repo, from, ours, across.into)
+            .expect("reads")
+            .expect("some work kept aside");
+        assert_eq!(cat(kept.work, "gone.txt"), "mine\n");
+        assert_eq!(
+            cat(kept.work, "a.txt"),
+            "1\n2\n3\n",
+            "the carried file is not in it"
+        );
+    }
 }
