@@ -7,9 +7,11 @@ use super::examples::examples;
 use super::{CliError, Outcome};
 use crate::ops::saved;
 
-/// List the work git-loaf saved out of your files (forced undo, step-back, step-forward).
+/// List the work git-loaf moved out of your files and saved.
 ///
-/// Each entry has an id for `git loaf restore`, what saved it, when, and the files it holds.
+/// A forced undo, a step-back (your work in files the step changes) and a step-forward
+/// (the kept version where yours stayed) save it. Each entry has an id for `git loaf
+/// restore`, when and what saved it, and the files it holds.
 #[derive(Debug, Args)]
 #[command(after_help = examples(&[
     ("See what was saved, then put it back", &["git loaf saved", "git loaf restore 3f2a1c"]),

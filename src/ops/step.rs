@@ -14,9 +14,16 @@
 //! HEAD on the child, files and index as carried → at the tip, HEAD re-attached to the branch.
 //!
 //! Both are ordinary operations of the log: `git loaf undo` takes a step back exactly.
+//! `kept` saves the work the steps keep aside for `git loaf restore`; `position` says
+//! where a walk left HEAD, for `git loaf status`.
 
 use std::collections::BTreeSet;
 use std::path::Path;
+
+mod kept;
+mod position;
+
+pub use position::{SteppedBack, stepped_back};
 
 use super::undo::{display_ref, short};
 use super::{new_id, now_secs};
@@ -26,7 +33,8 @@ use crate::git::commits::CommitInfo;
 use crate::git::oplog::{self, OpEntry, OpKind, UserState};
 use crate::git::publish::{PublishError, Transition, differing, left_alone_notice};
 use crate::git::session::{Session, TxError};
-use crate::git::{Oid, commits, head, refs, saved, treebuild};
+use crate::git::{Oid, commits, head, refs, saved};
+use kept::{diverged, kept_aside_by, save_kept_aside, save_unmerged};
 
 /// What a step did.
 #[derive(Debug)]
@@ -214,57 +222,6 @@ pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
         attached,
         notices,
     })
-}
-
-/// Where a walk of step-backs left HEAD, for `git loaf status`.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct SteppedBack {
-    /// The branch walked (`refs/heads/<name>`, or `HEAD` when the walk began detached).
-    pub branch: String,
-    /// Its tip when the walk began.
-    pub tip: String,
-    /// The commit HEAD is on.
-    pub at: String,
-    /// Its subject.
-    pub subject: String,
-    /// How many commits back from the tip HEAD is (`None`: HEAD left the tip's history).
-    pub back: Option<usize>,
-    /// Whether HEAD is where the last step left it (else step-forward refuses).
-    pub in_place: bool,
-}
-
-/// The walk in effect in the working tree `root` of `repo`, with HEAD detached; `None` when
-/// no walk is in effect or HEAD is on a branch again.
-pub fn stepped_back(
-    repo: &crate::git::Repository,
-    root: &Path,
-) -> Result<Option<SteppedBack>, TxError> {
-    let (ref_name, Some(head)) = refs::head_ref(repo)? else {
-        return Ok(None);
-    };
-    if ref_name != "HEAD" {
-        return Ok(None);
-    }
-    let workdir = root.display().to_string();
-    // The newest step is found from the top of the stack down, past restores only.
-    let Some(last) = oplog::undoable(repo, &workdir)?
-        .find(|e| !e.as_ref().is_ok_and(|e| e.kind == OpKind::Restore))
-        .transpose()?
-    else {
-        return Ok(None);
-    };
-    if !matches!(last.kind, OpKind::StepBack | OpKind::StepForward) || walk_finished(&last) {
-        return Ok(None);
-    }
-    let (branch, tip) = walk_of(&last)?;
-    Ok(Some(SteppedBack {
-        back: head::first_parent_distance(repo, tip, head)?,
-        in_place: last_at_is(&last, head),
-        branch,
-        tip: tip.to_string(),
-        at: head.to_string(),
-        subject: commits::read(repo, head)?.summary,
-    }))
 }
 
 /// The walk a step-forward continues: the undo stack, oldest first, and the newest step of
@@ -536,62 +493,6 @@ fn head_moved(
     }
 }
 
-/// Nothing may be lost when the two could not be merged: where the user's version stayed in
-/// the file (no conflict markers), the kept version (`theirs`) is saved for `git loaf
-/// restore` under the step's id, which is returned.
-fn save_unmerged(
-    repo: &crate::git::Repository,
-    id: &str,
-    kept: &OpEntry,
-    (child, child_tree, theirs): (Oid, Oid, Work),
-    carried: &carry::Carried,
-) -> Result<Option<String>, TxError> {
-    let unmarked: Vec<_> = carried
-        .conflicts
-        .iter()
-        .filter(|p| !carried.marked.contains(p))
-        .cloned()
-        .collect();
-    if unmarked.is_empty() {
-        return Ok(None);
-    }
-    let with = |tree: Oid| treebuild::tree_with_entries(repo, child_tree, tree, &unmarked);
-    let work = Work {
-        work: with(theirs.work)?,
-        index: with(theirs.index)?,
-    };
-    let base = Work {
-        work: child_tree,
-        index: child_tree,
-    };
-    let why = format!(
-        "loaf: changes kept by step-back {} that step-forward {id} could not merge with yours",
-        kept.id
-    );
-    saved::save_work(repo, id, &why, Some(child), base, work)?;
-    Ok(Some(id.to_owned()))
-}
-
-/// After a step-back: the work it kept aside (in the files it changes), saved for `git loaf
-/// restore` under the step's id; whether there was any.
-fn save_kept_aside(
-    repo: &crate::git::Repository,
-    step: &OpEntry,
-    head_tree: Oid,
-) -> Result<bool, TxError> {
-    let Some(kept) = kept_aside_by(repo, step, head_tree)? else {
-        return Ok(false);
-    };
-    let base = Work {
-        work: head_tree,
-        index: head_tree,
-    };
-    let head = step.before.head.as_deref().map(Oid::from_str).transpose()?;
-    let why = format!("loaf: your work in files step-back {} changed", step.id);
-    saved::save_work(repo, &step.id, &why, head, base, kept)?;
-    Ok(true)
-}
-
 /// The newest step in effect (not undone), if the last operation was one.
 fn last_step(stack: &[OpEntry]) -> Option<&OpEntry> {
     stack
@@ -616,26 +517,6 @@ fn last_at_is(entry: &OpEntry, head: Oid) -> bool {
 
 fn repo_ref(session: &Session, name: &str) -> Option<Oid> {
     crate::git::publish::current(&session.repo, name).and_then(|o| Oid::from_str(&o).ok())
-}
-
-/// The work `step` (a step-back off a commit whose tree is `head_tree`) kept aside.
-fn kept_aside_by(
-    repo: &crate::git::Repository,
-    step: &OpEntry,
-    head_tree: Oid,
-) -> Result<Option<Work>, TxError> {
-    let work = |state: &UserState| -> Result<Work, TxError> {
-        Ok(Work {
-            work: Oid::from_str(&state.work)?,
-            index: Oid::from_str(&state.index)?,
-        })
-    };
-    Ok(carry::kept_aside(
-        repo,
-        head_tree,
-        work(&step.before)?,
-        work(&step.after)?,
-    )?)
 }
 
 fn work_of(cp: &Checkpoint) -> Work {
@@ -670,51 +551,6 @@ fn kept_paths(session: &Session, cp: &Checkpoint) -> Result<Vec<String>, TxError
         );
     }
     Ok(paths.into_iter().collect())
-}
-
-/// The refusal when the walk's history changed: the changes kept aside by the walk's
-/// step-backs are saved under `refs/loaf/saved/<step id>` (the log keeps them too) and the
-/// message names the `git loaf restore` that puts them back.
-fn diverged(
-    session: &Session,
-    stack: &[OpEntry],
-    branch: &str,
-    why: String,
-) -> Result<TxError, TxError> {
-    let mut saved = Vec::new();
-    for step in stack.iter().rev() {
-        if !matches!(step.kind, OpKind::StepBack | OpKind::StepForward) {
-            break;
-        }
-        let (Some(at), true) = (step.before.head.as_deref(), step.kind == OpKind::StepBack) else {
-            continue;
-        };
-        let head_tree = commits::read(&session.repo, Oid::from_str(at)?)?.tree;
-        // Saved when the step was made (a log from before that: saved now).
-        if saved::read(&session.repo, &step.id)?.is_some()
-            || save_kept_aside(&session.repo, step, head_tree)?
-        {
-            saved.push(format!("`git loaf restore {}`", step.id));
-        }
-    }
-    let mut hint = if branch == "HEAD" {
-        "nothing was changed; carry on from here with git as usual".to_owned()
-    } else {
-        format!(
-            "nothing was changed; `git switch {}` goes back to the branch as it is now (a commit you made here: `git switch -c <new-branch>` first keeps it)",
-            display_ref(branch)
-        )
-    };
-    if !saved.is_empty() {
-        hint.push_str(&format!(
-            "; the changes step-back kept aside are saved: {} puts them back into your files (`git loaf saved` lists them)",
-            saved.join(", ")
-        ));
-    }
-    Ok(TxError::Refused {
-        message: format!("cannot step forward: {why}"),
-        hint,
-    })
 }
 
 /// A publish that found the user changing things meanwhile is a refusal (nothing changed).
