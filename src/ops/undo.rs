@@ -67,6 +67,16 @@ pub enum SavedBy {
     },
 }
 
+/// The ref it is under (`refs/loaf/saved/<id>`).
+impl std::fmt::Display for SavedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SavedBy::Work { id } => write!(f, "{}{id}", saved::SAVED_PREFIX),
+            SavedBy::Commits { name } => f.write_str(name),
+        }
+    }
+}
+
 /// Undoes the most recent operation not yet undone in the working tree containing `cwd`.
 pub fn undo(cwd: &Path, force: bool) -> Result<Walked, TxError> {
     let session = Session::begin(cwd, "undo")?;
