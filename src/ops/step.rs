@@ -99,7 +99,8 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
         .map_err(|paths| TxError::intent_to_add(&paths, "step-back"))?;
     // Carry on a walk already begun (HEAD where the last step left it), or begin one here.
     let workdir = session.root.display().to_string();
-    // Only the top of the undo stack matters here: read just it, whatever the log's length.
+    // Only the top of the undo stack matters here (past restores, which change only files):
+    // read just it, whatever the log's length.
     let stack: Vec<OpEntry> = oplog::undoable(repo, &workdir)?
         .find(|e| !e.as_ref().is_ok_and(|e| e.kind == OpKind::Restore))
         .transpose()?
@@ -186,15 +187,17 @@ pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
     let (theirs, carried) = walk.carry(repo, head, kept, &cp)?;
     let id = new_id(&format!("step-forward {head}"));
     let child_info = commits::read(repo, child)?;
-    let saved = save_unmerged(repo, &id, kept, (child, child_info.tree, theirs), &carried)?;
     let transition = walk.forward(&session, &id, &cp, (head, &child_info), &carried.into);
     let attach_to = (back == 0 && walk.branch != "HEAD").then_some(walk.branch.as_str());
     let (skipped, attached) = head::publish_across(repo, &transition, true, None, attach_to)
         .map_err(|e| refuse_publish(e, "step-forward"))?;
     let mut notices = std::mem::take(&mut session.notices);
     notices.extend(left_alone_notice(&skipped));
-    // The work kept aside for the child is back in its files: nothing left to restore.
+    // The work kept aside for the child is back in its files: nothing left to restore,
+    // but the kept version of a file where the user's stayed (saved once the step is made,
+    // so that a refused step leaves nothing listed).
     saved::put_away(repo, &kept.id)?;
+    let saved = save_unmerged(repo, &id, kept, (child, child_info.tree, theirs), &carried)?;
     // What step-back kept aside for the child is what comes back (the rest stayed in place).
     let brought = match kept_aside_by(repo, kept, child_info.tree)? {
         Some(kept_aside) => kept_paths(
