@@ -17,7 +17,9 @@ mod mcp;
 mod parse;
 mod record;
 mod response;
+mod saved;
 pub(crate) mod squash;
+pub(crate) mod status;
 mod step;
 pub mod style;
 pub(crate) mod undo;
@@ -93,6 +95,9 @@ enum Command {
     StepBack(step::StepBackArgs),
     StepForward(step::StepForwardArgs),
     Squash(squash::SquashArgs),
+    Status(status::StatusArgs),
+    Saved(saved::SavedArgs),
+    Restore(saved::RestoreArgs),
     Record(record::RecordArgs),
     AgentHook(agent_hook::AgentHookArgs),
     Config(config::ConfigArgs),
@@ -144,6 +149,9 @@ pub fn main() -> ExitCode {
         Command::StepBack(args) => step::run_back(&args),
         Command::StepForward(args) => step::run_forward(&args),
         Command::Squash(args) => squash::run(&args),
+        Command::Status(args) => status::run(&args),
+        Command::Saved(args) => saved::run_saved(&args),
+        Command::Restore(args) => saved::run_restore(&args),
         Command::Record(args) => record::run(&args),
         Command::AgentHook(args) => agent_hook::run(&args),
         Command::Config(args) => config::run(&args),

@@ -8,12 +8,14 @@ use super::{CliError, Outcome};
 use crate::ops::step::{self, Stepped};
 use crate::ops::undo::{display_ref, short};
 
-/// Step back one commit, keeping your uncommitted changes for the commit you leave.
+/// Step back one commit; your uncommitted work stays where the step allows it.
 ///
-/// Your uncommitted changes (untracked files included, staged and unstaged apart) are kept
-/// for the current commit, and HEAD moves, detached, to its first parent, with that commit's
-/// files. The branch stays where it is. Repeat to go further back; `git loaf step-forward`
-/// comes back, `git loaf undo` takes a step back exactly.
+/// HEAD moves, detached, to the first parent, with that commit's files. Your uncommitted
+/// work (untracked files included, staged and unstaged apart) stays in place in every file
+/// the step does not change, as `git switch` carries local changes; your work in a file the
+/// step changes is kept aside for the commit you leave (`git loaf step-forward` brings it
+/// back, `git loaf restore <id>` puts it back here). The branch stays where it is. Repeat to
+/// go further back; `git loaf undo` takes a step back exactly.
 #[derive(Debug, Args)]
 #[command(after_help = examples(&[
     (
@@ -39,11 +41,20 @@ pub fn run_back(_args: &StepBackArgs) -> Result<Outcome, CliError> {
     let stepped = step::step_back(&super::current_dir()?)?;
     super::print_notices(&stepped.notices);
     let mut out = format!("{}\n", position(&stepped));
-    if stepped.paths.is_empty() {
-        out.push_str("No uncommitted changes to keep.\n");
-    } else {
-        out.push_str("Kept your uncommitted changes for the commit stepped off (`git loaf step-forward` brings them back):\n");
+    if !stepped.carried.is_empty() {
+        out.push_str(
+            "Your uncommitted changes stay in place (the step does not touch these files):\n",
+        );
+        out.push_str(&listed(&stepped.carried));
+    }
+    if !stepped.paths.is_empty() {
+        out.push_str("Kept aside for the commit stepped off (the step changes these files):\n");
         out.push_str(&listed(&stepped.paths));
+        if let Some(id) = &stepped.saved {
+            out.push_str(&format!(
+                "`git loaf step-forward` brings them back; `git loaf restore {id}` puts them back here.\n"
+            ));
+        }
     }
     super::print_out(&out).map(|()| Outcome::Success)
 }
@@ -57,14 +68,27 @@ pub fn run_forward(_args: &StepForwardArgs) -> Result<Outcome, CliError> {
         out.push_str("Brought back the changes kept for it:\n");
         out.push_str(&listed(&stepped.paths));
     }
-    if !stepped.conflicts.is_empty() {
-        out.push_str("Your edits and the kept changes both changed (conflict markers in text files, your version otherwise):\n");
-        out.push_str(&listed(&stepped.conflicts));
-        if let Some(saved) = &stepped.saved {
+    if !stepped.marked.is_empty() {
+        out.push_str("Your edits and the kept changes changed the same lines; both are in the file, between conflict markers:\n");
+        out.push_str(&listed(&stepped.marked));
+    }
+    let unmarked: Vec<String> = stepped
+        .conflicts
+        .iter()
+        .filter(|p| !stepped.marked.contains(p))
+        .cloned()
+        .collect();
+    if !unmarked.is_empty() {
+        out.push_str("Your edits and the kept changes both changed these files (not text, or deleted on one side); your version stays:\n");
+        out.push_str(&listed(&unmarked));
+        if let Some(id) = &stepped.saved {
             out.push_str(&format!(
-                "The kept version of every file is {saved} (`git checkout {saved} -- <path>` takes one); `git loaf undo` goes back to before this step-forward exactly.\n"
+                "The kept version is saved: `git loaf restore {id}` puts it back once yours is out of the way.\n"
             ));
         }
+    }
+    if !stepped.conflicts.is_empty() {
+        out.push_str("`git loaf undo` goes back to before this step-forward exactly.\n");
     }
     super::print_out(&out).map(|()| Outcome::Success)
 }

@@ -4,7 +4,7 @@ use clap::Args;
 
 use super::examples::examples;
 use super::{CliError, Outcome, Response};
-use crate::ops::undo::{self, Walked, display_ref, short};
+use crate::ops::undo::{self, SavedBy, Walked, display_ref, short};
 
 /// Undo the most recent git-loaf operation (apply, squash, take, step).
 ///
@@ -26,7 +26,8 @@ use crate::ops::undo::{self, Walked, display_ref, short};
 ]))]
 pub struct UndoArgs {
     /// Undo even if things changed since or the commits were pushed. Your uncommitted work
-    /// and commits made since are first saved under refs/loaf/saved/.
+    /// is saved first (`git loaf saved` lists it, `git loaf restore` puts it back), and
+    /// commits made since under refs/loaf/saved/.
     #[arg(long)]
     force: bool,
     /// Undo every operation back to and including this one, in one step: an apply id, or a
@@ -105,29 +106,29 @@ fn report(verb: &str, walked: &Walked) -> Response {
     if walked.restored_uncommitted {
         out.push_str("Your uncommitted changes are back as they were (staged and unstaged).\n");
     }
-    if let Some(saved) = &walked.saved {
-        // The saved state holds the AI's edits too; the difference from what the operation
-        // left is only what the user did since, which is what they want back.
-        let left = short_tree(&walked.target.after.work);
-        out.push_str(&format!(
-            "What was there before this forced undo is saved as {saved}. `git diff {left} {saved} | git apply --3way` brings back only what you changed since {} (without the AI's edits).\n",
+    match &walked.saved {
+        // The saved work holds the AI's edits too; restore puts back only the paths the user
+        // changed since the operation, which is what they want back.
+        Some(SavedBy::Work { id }) => out.push_str(&format!(
+            "Your uncommitted work from before this forced undo is saved as {id}: `git loaf restore {id}` puts back what you changed since {} (`git loaf saved` lists it).\n",
             walked.target.id
-        ));
+        )),
+        Some(SavedBy::Commits { name }) => out.push_str(&format!(
+            "The commits you made since are saved as {name}: `git branch <name> {name}` puts them on a branch.\n"
+        )),
+        None => {}
     }
     for between in &walked.between {
+        let how = match &between.saved {
+            Some(id) => format!("`git loaf restore {id}` brings back only that"),
+            None => "it is in the saved state".to_owned(),
+        };
         out.push_str(&format!(
-            "What you did between {} and {} ({}) is in it too: `git diff {} {} | git apply --3way` brings back only that.\n",
+            "What you did between {} and {} ({}) was undone too: {how}.\n",
             between.earlier,
             between.later,
             undo::name_paths(&between.paths),
-            short_tree(&between.from_work),
-            short_tree(&between.to_work),
         ));
     }
     Response::text(out, Outcome::Success).with_notices(walked.notices.clone())
-}
-
-/// A tree id shortened as the saved-work hint shows it (long enough to stay unambiguous).
-fn short_tree(id: &str) -> String {
-    id.chars().take(12).collect()
 }

@@ -54,7 +54,7 @@ pub mod visible;
 
 // The transaction machinery, under the names the operations have always used.
 pub use tx::{
-    carry, checkpoint, commits, githooks, head, merge, oplog, ownership, publish, recovery,
+    carry, checkpoint, commits, githooks, head, merge, oplog, ownership, publish, recovery, saved,
     session, stage,
 };
 

@@ -2,7 +2,7 @@
 //! door beside the command line and `watch`.
 //!
 //! The tools are the user's operations (`apply`, `undo`, `redo`, `log`, `show`, `squash`,
-//! `instructions`), each answered with the text the command line prints and, where it has
+//! `status`, `instructions`), each answered with the text the command line prints and, where it has
 //! one, its JSON form as structured content: the server calls the command line's own
 //! `respond_*` functions ([`crate::cli`]), which call [`crate::ops`]. Each call takes the
 //! repository's operation lock as the command does, so `git loaf` and `watch` work beside

@@ -227,6 +227,15 @@ impl LoafServer {
             .await)
     }
 
+    /// What git-loaf has in effect in this repository, each with the command that ends it:
+    /// a step-back walk (HEAD detached, how far back), an agent's turn being recorded,
+    /// applies kept instead of applied (NOT APPLIED), saved work, an interrupted operation,
+    /// a loaf.yml change that waits for the user. Only reads.
+    #[tool(annotations(read_only_hint = true))]
+    async fn status(&self) -> Result<CallToolResult, ErrorData> {
+        Ok(self.run(|repo| answered(cli::status::respond(repo))).await)
+    }
+
     /// How to write replies for this repository: the NESL syntax, the repository's root
     /// (paths are absolute, under it), and every action loaf.yml allows with its
     /// parameters. Read it before the first `apply`.

@@ -212,7 +212,8 @@ fn counts(result: &Value) -> (usize, usize) {
     (ok, results.len() - ok + errors)
 }
 
-fn rfc3339(seconds: i64) -> String {
+/// `seconds` since the epoch as an RFC 3339 time in UTC.
+pub(crate) fn rfc3339(seconds: i64) -> String {
     let time = UNIX_EPOCH + Duration::from_secs(seconds.max(0) as u64);
     humantime::format_rfc3339_seconds(time).to_string()
 }

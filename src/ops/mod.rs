@@ -1,7 +1,8 @@
 //! The user's operations, one file each, written as the sequence of steps DESIGN describes:
 //! [`apply`] (lock → checkpoint → stage → actions → commit → publish), [`undo`] (undo and
 //! redo: walking the operation log), [`take`] (take or drop an apply that was kept, not
-//! published), [`record`] (an agent's turns as commits), [`config`] (which loaf.yml governs), [`log`] (`log` and `show`: reading the history back) and [`gc`]
+//! published), [`record`] (an agent's turns as commits), [`config`] (which loaf.yml governs), [`saved`] (work moved aside, and its restore), [`status`] (what is in
+//! effect), [`log`] (`log` and `show`: reading the history back) and [`gc`]
 //! (pruning the operation log, packing what git-loaf wrote). The git work under
 //! them — the lock, checkpoints, the stage, commits, publish, the operation log — is the
 //! plumbing in [`crate::git`].
@@ -12,7 +13,9 @@ mod exec_changes;
 pub mod gc;
 pub mod log;
 pub mod record;
+pub mod saved;
 pub mod squash;
+pub mod status;
 pub mod step;
 pub mod take;
 mod targets;

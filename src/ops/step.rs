@@ -3,29 +3,38 @@
 //! of each commit kept for it.
 //!
 //! step-back: lock → checkpoint the uncommitted work (untracked files included, staged and
-//! unstaged apart) → HEAD detached at the first parent, files and index that commit's → log
-//! the step, whose before state *is* the kept work. The branch is never moved: it stays at
-//! the tip, which the step records.
+//! unstaged apart) → HEAD detached at the first parent, files and index that commit's with
+//! the user's work carried in every file the step does not touch (as `git switch` carries
+//! local changes) → log the step, whose before state holds the work → the work in files the
+//! step does touch saved under `refs/loaf/saved/<step id>` for `git loaf restore`. The branch
+//! is never moved: it stays at the tip, which the step records.
 //!
 //! step-forward: lock → find the step-back that left HEAD here → refuse if the branch moved
 //! or HEAD left the chain → carry the user's edits made meanwhile into the kept work →
 //! HEAD on the child, files and index as carried → at the tip, HEAD re-attached to the branch.
 //!
 //! Both are ordinary operations of the log: `git loaf undo` takes a step back exactly.
+//! `kept` saves the work the steps keep aside for `git loaf restore`; `position` says
+//! where a walk left HEAD, for `git loaf status`.
 
 use std::collections::BTreeSet;
 use std::path::Path;
+
+mod kept;
+mod position;
+
+pub use position::{SteppedBack, stepped_back};
 
 use super::undo::{display_ref, short};
 use super::{new_id, now_secs};
 use crate::git::carry::{self, Work};
 use crate::git::checkpoint::{self, Checkpoint};
-use crate::git::commit::write_commit;
 use crate::git::commits::CommitInfo;
 use crate::git::oplog::{self, OpEntry, OpKind, UserState};
 use crate::git::publish::{PublishError, Transition, differing, left_alone_notice};
 use crate::git::session::{Session, TxError};
-use crate::git::{Oid, commits, head, refs};
+use crate::git::{Oid, commits, head, refs, saved};
+use kept::{diverged, kept_aside_by, save_kept_aside, save_unmerged};
 
 /// What a step did.
 #[derive(Debug)]
@@ -40,11 +49,17 @@ pub struct Stepped {
     pub tip: Oid,
     /// How many commits back from the tip HEAD is now (0: at the tip).
     pub back: usize,
-    /// step-back: the paths whose changes were kept. step-forward: the paths brought back.
+    /// step-back: the paths whose changes were kept aside (the step changes those files).
+    /// step-forward: the paths brought back.
     pub paths: Vec<String>,
+    /// step-back: the paths whose changes stay in place (the step does not touch them).
+    pub carried: Vec<String>,
     /// step-forward: paths where the user's edits and the kept ones could not both stay.
     pub conflicts: Vec<String>,
-    /// step-forward with conflicts: the ref holding the kept version of every file.
+    /// step-forward: the conflicts written with conflict markers (both sides in the file).
+    pub marked: Vec<String>,
+    /// The id of the saved work `git loaf restore` puts back: step-back's work kept aside,
+    /// or step-forward's kept version of the files where the user's version stayed.
     pub saved: Option<String>,
     /// Whether HEAD is attached to the branch again.
     pub attached: bool,
@@ -84,9 +99,10 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
         .map_err(|paths| TxError::intent_to_add(&paths, "step-back"))?;
     // Carry on a walk already begun (HEAD where the last step left it), or begin one here.
     let workdir = session.root.display().to_string();
-    // Only the top of the undo stack matters here: read just it, whatever the log's length.
+    // Only the top of the undo stack matters here (past restores, which change only files):
+    // read just it, whatever the log's length.
     let stack: Vec<OpEntry> = oplog::undoable(repo, &workdir)?
-        .next()
+        .find(|e| !e.as_ref().is_ok_and(|e| e.kind == OpKind::Restore))
         .transpose()?
         .into_iter()
         .collect();
@@ -98,8 +114,8 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
     };
     let cp = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
     let parent_tree = commits::read(repo, parent)?.tree;
-    // The files of the parent, with an untracked loaf.yml left where it is.
-    let parent_work = keeping_untracked_config(repo, &cp, parent_tree)?;
+    let across = carry::across(repo, work_of(&cp), cp.head_tree, parent_tree)?;
+    let (parent_work, parent_index) = (across.into.work, across.into.index);
     let id = new_id(&format!("step-back {head}"));
     let transition = Transition {
         workdir: session.root.clone(),
@@ -109,7 +125,7 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
         from_work: cp.work_tree.to_string(),
         from_index: cp.index_tree.to_string(),
         to_work: parent_work.to_string(),
-        to_index: parent_tree.to_string(),
+        to_index: parent_index.to_string(),
         message: format!("git-loaf step-back {id}"),
         op: OpEntry {
             id: id.clone(),
@@ -127,7 +143,7 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
             after: UserState {
                 head: Some(parent.to_string()),
                 work: parent_work.to_string(),
-                index: parent_tree.to_string(),
+                index: parent_index.to_string(),
             },
             extras: Default::default(),
             reply_key: None,
@@ -139,21 +155,20 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
     let mut notices = std::mem::take(&mut session.notices);
     notices.extend(left_alone_notice(&skipped));
     let back = head::first_parent_distance(repo, tip, parent)?.unwrap_or(0);
+    let saved = save_kept_aside(repo, &transition.op, cp.head_tree)?;
     Ok(Stepped {
-        id,
         at: (parent, commits::read(repo, parent)?.summary),
         branch,
         tip,
         back,
-        // An untracked loaf.yml left in place was not kept away.
-        paths: kept_paths(&session, &cp)?
-            .into_iter()
-            .filter(|p| parent_work == parent_tree || p != crate::config::FILE_NAME)
-            .collect(),
+        paths: shown(&across.kept),
+        carried: shown(&across.carried),
         conflicts: Vec::new(),
-        saved: None,
+        marked: Vec::new(),
+        saved: saved.then_some(id.clone()),
         attached: false,
         notices,
+        id,
     })
 }
 
@@ -171,7 +186,6 @@ pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
     let cp = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
     let (theirs, carried) = walk.carry(repo, head, kept, &cp)?;
     let id = new_id(&format!("step-forward {head}"));
-    let saved = save_unmerged(repo, &id, kept, (child, theirs), &carried)?;
     let child_info = commits::read(repo, child)?;
     let transition = walk.forward(&session, &id, &cp, (head, &child_info), &carried.into);
     let attach_to = (back == 0 && walk.branch != "HEAD").then_some(walk.branch.as_str());
@@ -179,11 +193,23 @@ pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
         .map_err(|e| refuse_publish(e, "step-forward"))?;
     let mut notices = std::mem::take(&mut session.notices);
     notices.extend(left_alone_notice(&skipped));
-    let brought: Checkpoint = Checkpoint {
-        head: Some(child),
-        head_tree: child_info.tree,
-        work_tree: theirs.work,
-        index_tree: theirs.index,
+    // The work kept aside for the child is back in its files: nothing left to restore,
+    // but the kept version of a file where the user's stayed (saved once the step is made,
+    // so that a refused step leaves nothing listed).
+    saved::put_away(repo, &kept.id)?;
+    let saved = save_unmerged(repo, &id, kept, (child, child_info.tree, theirs), &carried)?;
+    // What step-back kept aside for the child is what comes back (the rest stayed in place).
+    let brought = match kept_aside_by(repo, kept, child_info.tree)? {
+        Some(kept_aside) => kept_paths(
+            &session,
+            &Checkpoint {
+                head: Some(child),
+                head_tree: child_info.tree,
+                work_tree: kept_aside.work,
+                index_tree: kept_aside.index,
+            },
+        )?,
+        None => Vec::new(),
     };
     Ok(Stepped {
         id,
@@ -191,12 +217,10 @@ pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
         branch: walk.branch,
         tip: walk.tip,
         back,
-        paths: kept_paths(&session, &brought)?,
-        conflicts: carried
-            .conflicts
-            .iter()
-            .map(|p| p.display().to_string())
-            .collect(),
+        paths: brought,
+        carried: Vec::new(),
+        conflicts: shown(&carried.conflicts),
+        marked: shown(&carried.marked),
         saved,
         attached,
         notices,
@@ -221,6 +245,8 @@ impl Walk {
         // The undo stack, oldest first (read from the top down, then turned round).
         let mut stack = oplog::undoable(&session.repo, &workdir)?.collect::<Result<Vec<_>, _>>()?;
         stack.reverse();
+        // A restore of saved work changed only files, as an edit would: the walk goes on.
+        stack.retain(|e| e.kind != OpKind::Restore);
         let end = stack
             .iter()
             .rposition(|e| matches!(e.kind, OpKind::StepBack | OpKind::StepForward))
@@ -346,6 +372,7 @@ impl Walk {
             carry::Carried {
                 into: theirs,
                 conflicts: Vec::new(),
+                marked: Vec::new(),
             }
         } else {
             carry::carry(
@@ -469,30 +496,6 @@ fn head_moved(
     }
 }
 
-/// Nothing may be lost when the two could not be merged: the kept version of every file
-/// (`theirs`), as a commit on the child, under a ref the message names.
-fn save_unmerged(
-    repo: &crate::git::Repository,
-    id: &str,
-    kept: &OpEntry,
-    (child, theirs): (Oid, Work),
-    carried: &carry::Carried,
-) -> Result<Option<String>, TxError> {
-    if carried.conflicts.is_empty() {
-        return Ok(None);
-    }
-    let commit = write_commit(
-        repo,
-        theirs.work,
-        &[child],
-        &format!(
-            "loaf: changes kept by step-back {} for this commit",
-            kept.id
-        ),
-    )?;
-    Ok(Some(refs::save(repo, id, commit)?))
-}
-
 /// The newest step in effect (not undone), if the last operation was one.
 fn last_step(stack: &[OpEntry]) -> Option<&OpEntry> {
     stack
@@ -519,27 +522,15 @@ fn repo_ref(session: &Session, name: &str) -> Option<Oid> {
     crate::git::publish::current(&session.repo, name).and_then(|o| Oid::from_str(&o).ok())
 }
 
-/// `parent_tree` plus the user's loaf.yml when it is untracked (in neither the index nor
-/// the commit stepped back to): the configuration stays in place, untouched, while the user
-/// walks the history, instead of being kept away with the commit's other changes (every
-/// loaf command in between would run without it).
-fn keeping_untracked_config(
-    repo: &crate::git::Repository,
-    cp: &Checkpoint,
-    parent_tree: Oid,
-) -> Result<Oid, TxError> {
-    let config = Path::new(crate::config::FILE_NAME);
-    let has =
-        |tree: Oid| -> Result<bool, TxError> { Ok(repo.find_tree(tree)?.get_path(config).is_ok()) };
-    if !has(cp.work_tree)? || has(cp.index_tree)? || has(parent_tree)? {
-        return Ok(parent_tree);
+fn work_of(cp: &Checkpoint) -> Work {
+    Work {
+        work: cp.work_tree,
+        index: cp.index_tree,
     }
-    Ok(crate::git::treebuild::tree_with_entries(
-        repo,
-        parent_tree,
-        cp.work_tree,
-        &[config.to_path_buf()],
-    )?)
+}
+
+fn shown(paths: &[std::path::PathBuf]) -> Vec<String> {
+    paths.iter().map(|p| p.display().to_string()).collect()
 }
 
 fn state(cp: &Checkpoint) -> UserState {
@@ -563,62 +554,6 @@ fn kept_paths(session: &Session, cp: &Checkpoint) -> Result<Vec<String>, TxError
         );
     }
     Ok(paths.into_iter().collect())
-}
-
-/// The refusal when the walk's history changed: the changes kept by the walk's step-backs
-/// are saved under `refs/loaf/saved/<step id>` (the log keeps them too) and the message says
-/// how to get them back.
-fn diverged(
-    session: &Session,
-    stack: &[OpEntry],
-    branch: &str,
-    why: String,
-) -> Result<TxError, TxError> {
-    let mut saved = Vec::new();
-    for step in stack.iter().rev() {
-        if !matches!(step.kind, OpKind::StepBack | OpKind::StepForward) {
-            break;
-        }
-        let (Some(at), true) = (step.before.head.as_deref(), step.kind == OpKind::StepBack) else {
-            continue;
-        };
-        if step.before.work
-            == commits::read(&session.repo, Oid::from_str(at)?)?
-                .tree
-                .to_string()
-        {
-            continue; // nothing was kept for that commit
-        }
-        let commit = write_commit(
-            &session.repo,
-            Oid::from_str(&step.before.work)?,
-            &[Oid::from_str(at)?],
-            &format!("loaf: changes kept by step-back {}", step.id),
-        )?;
-        let name = refs::save(&session.repo, &step.id, commit)?;
-        saved.push(format!(
-            "`git diff {} {name} | git apply --3way`",
-            short(Some(at))
-        ));
-    }
-    let mut hint = if branch == "HEAD" {
-        "nothing was changed; carry on from here with git as usual".to_owned()
-    } else {
-        format!(
-            "nothing was changed; `git switch {}` goes back to the branch as it is now (a commit you made here: `git switch -c <new-branch>` first keeps it)",
-            display_ref(branch)
-        )
-    };
-    if !saved.is_empty() {
-        hint.push_str(&format!(
-            "; the changes step-back kept are saved under refs/loaf/saved/, and bring them back into your files: {}",
-            saved.join(", ")
-        ));
-    }
-    Ok(TxError::Refused {
-        message: format!("cannot step forward: {why}"),
-        hint,
-    })
 }
 
 /// A publish that found the user changing things meanwhile is a refusal (nothing changed).

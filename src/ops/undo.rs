@@ -13,12 +13,13 @@ use std::path::{Path, PathBuf};
 pub use since::{Between, name_paths};
 
 use super::{new_id, now_secs};
+use crate::git::carry::Work;
 use crate::git::checkpoint::{self, Checkpoint};
 use crate::git::oplog::{self, OpEntry, OpKind, UserState};
 use crate::git::publish::{self, Transition, crash_point, differing};
 use crate::git::session::{Session, TxError};
 use crate::git::visible::Extras;
-use crate::git::{Oid, head, refs};
+use crate::git::{Oid, head, refs, saved};
 
 /// What undo or redo did.
 #[derive(Debug)]
@@ -37,8 +38,8 @@ pub struct Walked {
     pub paths: Vec<String>,
     /// Whether uncommitted work (a checkpoint) was put back.
     pub restored_uncommitted: bool,
-    /// Where forced undo saved the user's uncommitted work, if there was any.
-    pub saved: Option<String>,
+    /// Where forced undo saved what it moved away from, if there was anything.
+    pub saved: Option<SavedBy>,
     /// Things to tell the user on stderr.
     pub notices: Vec<String>,
     /// For `undo --to`: the operations undone, oldest first.
@@ -48,6 +49,32 @@ pub struct Walked {
     /// For a forced `undo --to`: what the user did between the operations it undid (now
     /// saved under `refs/loaf/saved/`).
     pub between: Vec<Between>,
+}
+
+/// What a forced undo saved.
+#[derive(Debug)]
+pub enum SavedBy {
+    /// The user's uncommitted work (and HEAD, when it moved): `git loaf restore <id>` puts
+    /// back what changed since the operation.
+    Work {
+        /// The id `git loaf restore` takes.
+        id: String,
+    },
+    /// Commits made since, with a clean tree: kept reachable under the ref.
+    Commits {
+        /// The ref (`refs/loaf/saved/<id>`).
+        name: String,
+    },
+}
+
+/// The ref it is under (`refs/loaf/saved/<id>`).
+impl std::fmt::Display for SavedBy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SavedBy::Work { id } => write!(f, "{}{id}", saved::SAVED_PREFIX),
+            SavedBy::Commits { name } => f.write_str(name),
+        }
+    }
 }
 
 /// Undoes the most recent operation not yet undone in the working tree containing `cwd`.
@@ -296,8 +323,13 @@ fn walk(
     };
     crash_point("scanned");
     let saved = way.refuse_or_save(&session, &run, force, &id, &current, &now)?;
+    let mut run = run;
+    if force {
+        save_between(&session.repo, &id, &mut run.between)?;
+    }
     let transition = way.transition(&session, &id, &ref_name, &now);
     let (skipped, attached) = way.publish(repo, &transition, &ref_name)?;
+    way.follow_saved(repo)?;
     let mut notices = std::mem::take(&mut session.notices);
     notices.extend(publish::left_alone_notice(&skipped));
     notices.extend(way.left_detached(attached));
@@ -404,7 +436,7 @@ impl Move {
         id: &str,
         current: &Checkpoint,
         now: &UserState,
-    ) -> Result<Option<String>, TxError> {
+    ) -> Result<Option<SavedBy>, TxError> {
         let (repo, expected) = (&session.repo, &self.expected);
         let changed_now =
             now.head != expected.head || now.work != expected.work || now.index != expected.index;
@@ -426,24 +458,34 @@ impl Move {
         if !force {
             return Err(refuse_between(&self.target, &run.between));
         }
-        // Keep what the forced undo moves away from: uncommitted work (as a commit whose
-        // parent is HEAD, referenced only from refs/loaf/saved/) or commits made on top of
-        // the operation.
-        let uncommitted = if current.is_clean() {
-            None
-        } else {
-            Some(current.as_commit(repo, &format!("loaf: uncommitted work saved by {id}"))?)
-        };
+        // Keep what the forced undo moves away from: uncommitted work (saved work on HEAD,
+        // made on the state the operation left, for `git loaf restore`) or commits made on
+        // top of the operation.
+        let head = now.head.as_deref().map(Oid::from_str).transpose()?;
+        // What the user changed since (the work between the operations is saved apart).
+        let changed_files = now.work != expected.work || now.index != expected.index;
+        if changed_files && !current.is_clean() {
+            saved::save_work(
+                repo,
+                id,
+                &format!("loaf: uncommitted work saved by {} --force {id}", self.verb),
+                head,
+                work_of(expected)?,
+                Work {
+                    work: current.work_tree,
+                    index: current.index_tree,
+                },
+            )?;
+            return Ok(Some(SavedBy::Work { id: id.to_owned() }));
+        }
         // HEAD holds the commits made since, or between the operations of a run.
-        let keep = uncommitted.or(match &now.head {
-            Some(h) if now.head != expected.head || !run.between.is_empty() => {
-                Some(Oid::from_str(h)?)
+        match head {
+            Some(h) if now.head != expected.head || run.between.iter().any(|b| b.head_moved) => {
+                Ok(Some(SavedBy::Commits {
+                    name: refs::save(repo, id, h)?,
+                }))
             }
-            _ => None,
-        });
-        match keep {
-            Some(commit) => Ok(Some(refs::save(repo, id, commit)?)),
-            None => Ok(None),
+            _ => Ok(None),
         }
     }
 
@@ -515,6 +557,22 @@ impl Move {
             detach_from,
             attach_to,
         )?)
+    }
+
+    /// Saved work follows the operation that moved it: undoing a restore lists the work
+    /// again, undoing a step-back (its kept work back in the files) puts it away; redoing
+    /// either does the opposite.
+    fn follow_saved(&self, repo: &crate::git::Repository) -> Result<(), TxError> {
+        let target = &self.target;
+        let restored = target.target.as_deref();
+        match (target.kind, self.undoing, restored) {
+            (OpKind::Restore, true, Some(id)) => saved::bring_back(repo, id)?,
+            (OpKind::Restore, false, Some(id)) => saved::put_away(repo, id)?,
+            (OpKind::StepBack, true, _) => saved::put_away(repo, &target.id)?,
+            (OpKind::StepBack, false, _) => saved::bring_back(repo, &target.id)?,
+            _ => {}
+        }
+        Ok(())
     }
 
     /// The notice when HEAD should have been attached to the wanted branch but the branch
@@ -597,7 +655,7 @@ fn refuse_changed(
             "go back to {0} (`git reset --keep {0}`) and run `git loaf undo` again, or `git loaf undo --force` (what HEAD points at now is saved under refs/loaf/saved/ first)",
             short(expected.head.as_deref()),
         ),
-        (OpKind::Undo, false) => "commit or stash your changes first, or run `git loaf undo --force` (it saves your uncommitted work under refs/loaf/saved/ first)".to_owned(),
+        (OpKind::Undo, false) => "commit or stash your changes first, or run `git loaf undo --force` (it saves your uncommitted work first, for `git loaf restore`)".to_owned(),
         (_, true) if made_a_commit => format!(
             "to bring the AI's commit back on top of where you are now, `git cherry-pick {}`",
             short(target.after.head.as_deref())
@@ -625,7 +683,7 @@ fn refuse_between(target: &OpEntry, between: &[Between]) -> TxError {
             target.id
         ),
         hint: format!(
-            "`git loaf undo --to {later}` goes back only as far as that work allows; or `git loaf undo --to {} --force` (it saves your work under refs/loaf/saved/ first)",
+            "`git loaf undo --to {later}` goes back only as far as that work allows; or `git loaf undo --to {} --force` (it saves your work first, for `git loaf restore`)",
             target.id
         ),
     }
@@ -657,6 +715,46 @@ fn refuse_if_pushed(session: &Session, target: &OpEntry) -> Result<(), TxError> 
     Ok(())
 }
 
+/// A state's files and index as trees.
+fn work_of(state: &UserState) -> Result<Work, TxError> {
+    Ok(Work {
+        work: Oid::from_str(&state.work)?,
+        index: Oid::from_str(&state.index)?,
+    })
+}
+
+/// A forced `undo --to` goes back past what the user did between its operations: each such
+/// change saved as `<id>-<n>`, for `git loaf restore`.
+fn save_between(
+    repo: &crate::git::Repository,
+    id: &str,
+    between: &mut [Between],
+) -> Result<(), TxError> {
+    for (n, b) in between.iter_mut().enumerate() {
+        let state = |work: &str, index: &str| -> Result<Work, TxError> {
+            Ok(Work {
+                work: Oid::from_str(work)?,
+                index: Oid::from_str(index)?,
+            })
+        };
+        let (from, to) = (
+            state(&b.from_work, &b.from_index)?,
+            state(&b.to_work, &b.to_index)?,
+        );
+        if from == to {
+            continue; // only HEAD moved: the commits are saved with the undo itself
+        }
+        let saved_id = format!("{id}-{}", n + 1);
+        let why = format!(
+            "loaf: what you did between {} and {}, saved by undo --to --force {id}",
+            b.earlier, b.later
+        );
+        saved::save_work(repo, &saved_id, &why, None, from, to)?;
+        b.saved = Some(saved_id);
+    }
+    Ok(())
+}
+
 fn describe(entry: &OpEntry) -> &'static str {
     match entry.kind {
         OpKind::Apply => "apply",
@@ -666,6 +764,7 @@ fn describe(entry: &OpEntry) -> &'static str {
         OpKind::StepForward => "step-forward",
         OpKind::UndoTo => "the operations back to",
         OpKind::Squash => "squash",
+        OpKind::Restore => "restore",
     }
 }
 

@@ -40,7 +40,7 @@ fn undo_after_the_user_committed_suggests_revert_not_stash() {
 }
 
 #[test]
-fn after_a_forced_undo_the_printed_command_brings_back_only_the_users_work() {
+fn after_a_forced_undo_restore_brings_back_only_the_users_work() {
     let s = Scratch::with(&[("a.txt", "one\n")]);
     s.assert_exit(&s.apply(&write("k1a", "/repo/b.txt", "ai\n")), 0);
     s.write("c.txt", "mine\n");
@@ -57,14 +57,20 @@ fn after_a_forced_undo_the_printed_command_brings_back_only_the_users_work() {
         .split('`')
         .nth(1)
         .unwrap_or_else(|| panic!("a command in backquotes: {line}"));
-    assert!(command.starts_with("git diff "), "{command}");
+    let id = command
+        .strip_prefix("git loaf restore ")
+        .unwrap_or_else(|| panic!("{command}"));
     assert_eq!(s.read("c.txt"), None, "the forced undo moved it away");
 
-    let run = s.sh(command);
-    assert!(run.status.success(), "{}", stderr(&run));
+    s.assert_exit(&s.loaf(&["restore", id], ""), 0);
     assert_eq!(s.read("c.txt").as_deref(), Some("mine\n"));
     assert_eq!(s.read("a.txt").as_deref(), Some("one\nand mine\n"));
     assert_eq!(s.read("b.txt"), None, "the AI's edit stays undone");
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        " M a.txt\n?? c.txt\n",
+        "unstaged and untracked, as they were"
+    );
 }
 
 #[test]

@@ -84,6 +84,7 @@ async fn lists_its_tools_and_the_instructions_prompt() {
             "redo",
             "show",
             "squash",
+            "status",
             "undo"
         ]
     );
@@ -337,5 +338,26 @@ async fn a_loaf_yml_a_reply_widens_waits_and_every_apply_answer_says_so() {
         "{structured}"
     );
     assert_eq!(s.read("ran.txt"), None);
+    client.cancel().await.expect("closed");
+}
+
+/// The `status` tool answers as `git loaf status` prints, here while stepped back.
+#[tokio::test(flavor = "current_thread")]
+async fn the_status_tool_answers_as_the_command_prints() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    s.write("a.txt", "two\n");
+    s.commit_all("two");
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let client = connect(&s.root).await;
+    let tool = call(&client, "status", json!({})).await;
+    assert!(!is_error(&tool), "{}", text(&tool));
+    let cli = s.loaf(&["status"], "");
+    let cli = String::from_utf8_lossy(&cli.stdout);
+    assert!(
+        text(&tool).starts_with("Stepped back: HEAD at "),
+        "{}",
+        text(&tool)
+    );
+    assert_eq!(text(&tool), cli, "the tool answers as the command prints");
     client.cancel().await.expect("closed");
 }

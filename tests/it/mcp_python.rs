@@ -98,6 +98,7 @@ fn the_official_python_sdk_lists_applies_undoes_and_survives_bad_input() {
             "redo",
             "show",
             "squash",
+            "status",
             "undo"
         ])
     );

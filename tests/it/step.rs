@@ -30,6 +30,18 @@ fn four_commits() -> Scratch {
     s
 }
 
+/// The id of the one piece of saved work (`refs/loaf/saved/<id>`).
+fn saved_id(s: &Scratch) -> String {
+    let refs = s.git(&[
+        "for-each-ref",
+        "--format=%(refname:lstrip=3)",
+        "refs/loaf/saved/",
+    ]);
+    let ids: Vec<&str> = refs.lines().collect();
+    assert_eq!(ids.len(), 1, "one saved work: {refs}");
+    ids[0].to_owned()
+}
+
 fn rev(s: &Scratch, rev: &str) -> String {
     s.git(&["rev-parse", rev]).trim().to_owned()
 }
@@ -54,9 +66,10 @@ fn three_steps_back_and_three_forward_bring_every_change_back_exactly() {
     assert_eq!(
         stdout(&out),
         format!(
-            "HEAD now at {} c3 (1 step back from main {})\nKept your uncommitted changes for the commit stepped off (`git loaf step-forward` brings them back):\n  a.txt\n",
+            "HEAD now at {} c3 (1 step back from main {})\nKept aside for the commit stepped off (the step changes these files):\n  a.txt\n`git loaf step-forward` brings them back; `git loaf restore {}` puts them back here.\n",
             &c3[..7],
-            &c4[..7]
+            &c4[..7],
+            saved_id(&s)
         )
     );
     assert_eq!(s.head(), c3);
@@ -78,25 +91,33 @@ fn three_steps_back_and_three_forward_bring_every_change_back_exactly() {
         stdout(&out)
     );
 
-    // At c2: an untracked file and a staged new file.
+    // At c2: an untracked file and a staged new file, which the step to c1 does not touch.
     s.write("u.txt", "untracked\n");
     s.write("n.txt", "new, staged\n");
     s.git(&["add", "n.txt"]);
     let at_c2 = s.state();
-    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let out = s.loaf(&["step-back"], "");
+    s.assert_exit(&out, 0);
     assert_eq!(s.head(), c1);
     assert_eq!(
         s.git(&["status", "--porcelain", "--untracked-files=all"]),
-        "",
-        "c1 exactly: the untracked file is kept too"
+        "A  n.txt\n?? u.txt\n",
+        "c1 with the work in untouched files in place, staged and untracked as they were"
     );
+    assert!(
+        stdout(&out)
+            .contains("stay in place (the step does not touch these files):\n  n.txt\n  u.txt\n"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!stdout(&out).contains("Kept aside"), "{}", stdout(&out));
 
     let out = s.loaf(&["step-forward"], "");
     s.assert_exit(&out, 0);
     assert_eq!(s.state(), at_c2);
     assert!(
-        stdout(&out).contains("  n.txt\n  u.txt\n"),
-        "{}",
+        !stdout(&out).contains("Brought back"),
+        "nothing was kept aside for c2: {}",
         stdout(&out)
     );
     s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
@@ -144,12 +165,18 @@ fn undo_takes_a_step_back_exactly_and_redo_steps_again() {
     s.assert_exit(&s.loaf(&["step-back"], ""), 0);
     let stepped = s.state();
 
+    let kept = saved_id(&s);
     let out = s.loaf(&["undo"], "");
     s.assert_exit(&out, 0);
     assert_eq!(
         s.state(),
         before,
         "HEAD on main again, the work back as it was"
+    );
+    assert_eq!(
+        s.git(&["for-each-ref", "refs/loaf/saved/"]),
+        "",
+        "the kept work is back in the files: nothing to restore"
     );
     assert!(
         stdout(&out).contains("HEAD is on main again"),
@@ -158,6 +185,7 @@ fn undo_takes_a_step_back_exactly_and_redo_steps_again() {
     );
     s.assert_exit(&s.loaf(&["redo"], ""), 0);
     assert_eq!(s.state(), stepped);
+    assert_eq!(saved_id(&s), kept, "kept aside again");
 
     // A step-forward is undone just as exactly, detached at c3 again.
     s.write("b.txt", "edited while back\n");
@@ -206,41 +234,51 @@ fn undo_of_a_step_back_stays_detached_when_the_branch_moved_and_says_so() {
     );
 }
 
+/// `four_commits` and c5, which changes a.txt and b.txt; at c5 the user's work in both.
+fn c5_with_work() -> Scratch {
+    let s = four_commits();
+    s.write("a.txt", "1\n2\n3\n4\n5\n");
+    s.write("b.txt", "b\nc3\nc5\n");
+    s.commit_all("c5");
+    s.write("a.txt", "1\n2\n3\n4\n5\nkept\n");
+    s.write("b.txt", "b\nc3\nc5\nkept\n");
+    s
+}
+
 /// Edits made while stepped back merge with the kept ones; where both changed the same lines
-/// the file has both sides with conflict markers, the kept version of every file is under
-/// the ref the message names, and undo goes back to before the step exactly.
+/// the file has both sides with conflict markers (and the message says so, for that file
+/// only), and undo goes back to before the step exactly.
 #[test]
 fn edits_made_while_back_are_merged_and_a_conflict_keeps_both_sides() {
-    let s = four_commits();
-    s.write("a.txt", "1\n2\n3\n4\nkept\n");
-    s.write("b.txt", "b\nc3\nkept\n");
+    let s = c5_with_work();
     s.assert_exit(&s.loaf(&["step-back"], ""), 0);
-    // At c3: b.txt as the kept change also has it (same lines), a.txt at its start (merges).
-    s.write("a.txt", "mine\n1\n2\n3\n");
+    // At c4: a.txt at its start (merges), b.txt where the kept change is (same lines).
+    s.write("a.txt", "mine\n1\n2\n3\n4\n");
     s.write("b.txt", "b\nc3\nmine\n");
     let before = s.state();
 
     let out = s.loaf(&["step-forward"], "");
     s.assert_exit(&out, 0);
     let text = stdout(&out);
-    assert_eq!(s.read("a.txt").as_deref(), Some("mine\n1\n2\n3\n4\nkept\n"));
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some("mine\n1\n2\n3\n4\n5\nkept\n")
+    );
     let b = s.read("b.txt").expect("b.txt");
     assert!(
         b.contains(
-            "<<<<<<< b.txt (your edits)\nmine\n=======\nkept\n>>>>>>> b.txt (kept by step-back)\n"
+            "<<<<<<< b.txt (your edits)\nmine\n=======\nc5\nkept\n>>>>>>> b.txt (kept by step-back)\n"
         ),
         "{b}"
     );
-    assert!(text.contains("both changed"), "{text}");
-    assert!(text.contains("  b.txt\n"), "{text}");
-    let saved = text
-        .split_whitespace()
-        .find(|w| w.starts_with("refs/loaf/saved/"))
-        .unwrap_or_else(|| panic!("names the saved ref: {text}"));
-    assert_eq!(
-        s.git(&["show", &format!("{saved}:b.txt")]),
-        "b\nc3\nkept\n",
-        "the kept version is recoverable"
+    assert!(
+        text.contains("both are in the file, between conflict markers:\n  b.txt\n"),
+        "{text}"
+    );
+    assert!(!text.contains("your version stays"), "{text}");
+    assert!(
+        !text.contains("restore"),
+        "nothing to restore: both sides are in the file: {text}"
     );
     s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(
@@ -248,6 +286,107 @@ fn edits_made_while_back_are_merged_and_a_conflict_keeps_both_sides() {
         before,
         "undo brings back the user's side exactly"
     );
+}
+
+/// A file the user deleted while stepped back, which the kept work changes: no conflict
+/// markers are written and none are claimed; the user's version (deleted) stays, the kept
+/// one is saved, and `git loaf restore` puts it back once the user's is out of the way,
+/// refusing until then and naming the file.
+#[test]
+fn a_conflict_without_markers_says_so_and_restore_brings_the_kept_version() {
+    let s = c5_with_work();
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    std::fs::remove_file(s.root.join("b.txt")).expect("rm");
+    let out = s.loaf(&["step-forward"], "");
+    s.assert_exit(&out, 0);
+    let text = stdout(&out);
+    assert!(!text.contains("conflict markers"), "{text}");
+    assert!(
+        text.contains("(not text, or deleted on one side); your version stays:\n  b.txt\n"),
+        "{text}"
+    );
+    assert_eq!(s.read("b.txt"), None, "the user's version: deleted");
+    let id = saved_id(&s);
+    assert!(text.contains(&format!("`git loaf restore {id}`")), "{text}");
+
+    let before = s.state();
+    let refused = s.loaf(&["restore", &id], "");
+    s.assert_exit(&refused, 3);
+    assert!(stderr(&refused).contains("b.txt"), "{}", stderr(&refused));
+    assert_eq!(s.state(), before, "nothing changed");
+
+    s.git(&["checkout", "--", "b.txt"]);
+    s.assert_exit(&s.loaf(&["restore", &id], ""), 0);
+    assert_eq!(s.read("b.txt").as_deref(), Some("b\nc3\nc5\nkept\n"));
+    assert_eq!(s.git(&["status", "--porcelain"]), " M a.txt\n M b.txt\n");
+}
+
+/// The user's work in files the step does not touch stays on disk, staged, unstaged and
+/// untracked as it was; only the work in the file the step changes is kept aside, and
+/// `git loaf restore` puts that back right here.
+#[test]
+fn step_back_leaves_work_in_untouched_files_on_disk() {
+    let s = four_commits();
+    s.write("b.txt", "b\nc3\nmine\n");
+    s.write("c2.txt", "two, staged\n");
+    s.git(&["add", "c2.txt"]);
+    s.write("notes.txt", "my notes\n");
+    s.write("a.txt", "1\n2\n3\n4\nmine\n");
+    let before = s.state();
+
+    let out = s.loaf(&["step-back"], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.read("b.txt").as_deref(), Some("b\nc3\nmine\n"));
+    assert_eq!(s.read("notes.txt").as_deref(), Some("my notes\n"));
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some("1\n2\n3\n"),
+        "c3's: c4 changes it"
+    );
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        " M b.txt\nM  c2.txt\n?? notes.txt\n"
+    );
+    let text = stdout(&out);
+    assert!(
+        text.contains(
+            "stay in place (the step does not touch these files):\n  b.txt\n  c2.txt\n  notes.txt\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "Kept aside for the commit stepped off (the step changes these files):\n  a.txt\n"
+        ),
+        "{text}"
+    );
+
+    // The edits made meanwhile and the kept work both come back at c4.
+    s.write("notes.txt", "my notes\nmore\n");
+    s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+    assert_eq!(s.read("a.txt").as_deref(), Some("1\n2\n3\n4\nmine\n"));
+    assert_eq!(s.read("notes.txt").as_deref(), Some("my notes\nmore\n"));
+    assert_eq!(
+        s.git(&["for-each-ref", "refs/loaf/saved/"]),
+        "",
+        "what was kept aside is back: nothing left to restore"
+    );
+    s.write("notes.txt", "my notes\n");
+    assert_eq!(s.state(), before);
+
+    // Kept aside, then put back here while stepped back.
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let id = saved_id(&s);
+    let out = s.loaf(&["restore", &id], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.read("a.txt").as_deref(), Some("1\n2\n3\n4\nmine\n"));
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        " M a.txt\n M b.txt\nM  c2.txt\n?? notes.txt\n"
+    );
+    // And forward again: the kept work and the restored copy are one.
+    s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+    assert_eq!(s.state(), before);
 }
 
 /// A fix made two commits back travels forward to the tip, while the changes kept for the
@@ -391,12 +530,13 @@ fn refuses_when_the_branch_moved_and_says_how_to_get_the_kept_changes() {
     assert_eq!(state_after_refusal, before, "nothing changed");
     let command = err
         .split('`')
-        .find(|c| c.starts_with("git diff "))
+        .find(|c| c.starts_with("git loaf restore "))
         .unwrap_or_else(|| panic!("a command to get the kept changes: {err}"));
     s.git(&["switch", "-q", "main"]);
-    let run = s.sh(command);
-    assert!(run.status.success(), "{}", stderr(&run));
+    let id = command.trim_start_matches("git loaf restore ");
+    s.assert_exit(&s.loaf(&["restore", id], ""), 0);
     assert_eq!(s.read("a.txt").as_deref(), Some("kept\n"));
+    assert_eq!(s.git(&["status", "--porcelain"]), " M a.txt\n");
 }
 
 #[test]

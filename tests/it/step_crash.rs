@@ -131,27 +131,18 @@ fn step_forward_killed_at_each_moment_is_all_before_or_all_after() {
     }
 }
 
-/// The name of the saved ref and the command the refusal prints to bring the kept work
-/// back.
-fn saved_and_command(err: &str) -> (String, String) {
-    assert!(err.contains("saved under refs/loaf/saved/"), "{err}");
-    let command = err
-        .split('`')
-        .find(|c| c.starts_with("git diff "))
+/// The id of the saved work the refusal prints `git loaf restore` for.
+fn restore_id(err: &str) -> String {
+    err.split('`')
+        .find_map(|c| c.strip_prefix("git loaf restore "))
         .unwrap_or_else(|| panic!("a command to get the kept work back: {err}"))
-        .to_owned();
-    let saved = command
-        .split_whitespace()
-        .nth(3)
-        .filter(|w| w.starts_with("refs/loaf/saved/"))
-        .unwrap_or_else(|| panic!("the command names the saved ref: {command}"))
-        .to_owned();
-    (saved, command)
+        .to_owned()
 }
 
 #[test]
 fn step_forward_after_an_apply_made_while_back_refuses_with_the_kept_work() {
     let s = scene();
+    s.write("c4.txt", "4\nmine\n"); // in a file the step changes: kept aside
     run(&s, &["step-back"]);
     let out = s.apply(&block(
         "w1a",
@@ -168,27 +159,21 @@ fn step_forward_after_an_apply_made_while_back_refuses_with_the_kept_work() {
         "{err}"
     );
     assert_eq!(s.state(), before, "nothing changed");
-    let (saved, command) = saved_and_command(&err);
-    assert_eq!(
-        s.git(&["show", &format!("{saved}:b.txt")]),
-        "b\nmine\n",
-        "the kept work is there"
-    );
-    // The way out the message gives: back on main, then the kept work into the files.
-    s.git(&["switch", "-q", "main"]);
-    let brought = s.sh(&command);
-    assert!(
-        brought.status.success(),
-        "{}",
-        String::from_utf8_lossy(&brought.stderr)
-    );
+    let id = restore_id(&err);
+    // The work in files the step did not touch stayed in place all along.
     assert_eq!(s.read("b.txt").as_deref(), Some("b\nmine\n"));
     assert_eq!(s.read("u.txt").as_deref(), Some("untracked\n"));
+    // The way out the message gives: back on main, then the kept work into the files.
+    s.git(&["switch", "-q", "main"]);
+    s.assert_exit(&s.loaf(&["restore", &id], ""), 0);
+    assert_eq!(s.read("c4.txt").as_deref(), Some("4\nmine\n"));
+    assert_eq!(s.read("b.txt").as_deref(), Some("b\nmine\n"));
 }
 
 #[test]
 fn step_forward_after_the_branch_was_switched_to_and_rebased_refuses_with_the_kept_work() {
     let s = scene();
+    s.write("c4.txt", "4\nmine\n"); // in a file the step changes: kept aside
     run(&s, &["step-back"]);
     s.git(&["switch", "-q", "main"]);
     s.git(&["commit", "-q", "--amend", "-m", "c4 reworded"]);
@@ -198,6 +183,7 @@ fn step_forward_after_the_branch_was_switched_to_and_rebased_refuses_with_the_ke
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     assert!(err.contains("HEAD is on main again"), "{err}");
     assert_eq!(s.state(), before, "nothing changed");
-    let (saved, _) = saved_and_command(&err);
-    assert_eq!(s.git(&["show", &format!("{saved}:b.txt")]), "b\nmine\n");
+    let id = restore_id(&err);
+    s.assert_exit(&s.loaf(&["restore", &id], ""), 0);
+    assert_eq!(s.read("c4.txt").as_deref(), Some("4\nmine\n"));
 }

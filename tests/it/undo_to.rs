@@ -130,7 +130,7 @@ fn refuses_when_things_changed_since_unless_forced() {
     s.assert_exit(&out, 0);
     assert_eq!(s.state(), before);
     assert!(
-        stdout(&out).contains("refs/loaf/saved/"),
+        stdout(&out).contains("`git loaf restore "),
         "{}",
         stdout(&out)
     );
@@ -211,14 +211,19 @@ fn refuses_when_work_was_made_between_the_operations_and_force_saves_it() {
     assert_eq!(s.read("mine.txt"), None);
     assert_eq!(s.read("b.txt"), None);
     let text = stdout(&out);
-    let saved = text
-        .split_whitespace()
-        .find(|w| w.starts_with("refs/loaf/saved/"))
-        .unwrap_or_else(|| panic!("names where the work is saved: {text}"))
-        .trim_end_matches('.');
+    let id = text
+        .split('`')
+        .find_map(|c| c.strip_prefix("git loaf restore "))
+        .unwrap_or_else(|| panic!("names the restore that brings it back: {text}"));
+    s.assert_exit(&s.loaf(&["restore", id], ""), 0);
     assert_eq!(
-        s.git(&["show", &format!("{saved}:mine.txt")]),
-        "made after the first apply\n"
+        s.read("mine.txt").as_deref(),
+        Some("made after the first apply\n")
+    );
+    assert_eq!(s.read("b.txt"), None, "only the user's work came back");
+    assert_eq!(
+        s.git(&["status", "--porcelain", "--untracked-files=all"]),
+        "?? mine.txt\n"
     );
 }
 
@@ -241,8 +246,10 @@ fn refuses_when_a_commit_was_made_between_the_operations() {
     let out = s.loaf(&["undo", "--to", &first, "--force"], "");
     s.assert_exit(&out, 0);
     let saved = s.git(&["for-each-ref", "--format=%(refname)", "refs/loaf/saved/"]);
-    let saved = saved.trim();
-    assert!(!saved.is_empty(), "{}", stdout(&out));
+    let saved = saved
+        .lines()
+        .find(|r| !r.contains('-'))
+        .unwrap_or_else(|| panic!("the undo's own saved ref: {saved}"));
     s.git(&["merge-base", "--is-ancestor", &mine, saved]);
 }
 

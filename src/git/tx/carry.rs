@@ -1,4 +1,6 @@
-//! Carrying uncommitted work across a step (`step-forward`): the user's edits made while
+//! Carrying uncommitted work across a step. `step-back` carries it as `git switch` carries
+//! local changes ([`across`]): work in a file the step does not touch stays in place, work in
+//! a file it does touch is kept aside. `step-forward` ([`carry`]): the user's edits made while
 //! stepped back, which are relative to the commit they stood on, merged 3-way into the
 //! changes kept for the commit they step onto. Where both changed the same lines, the file
 //! gets conflict markers with both sides; where a side is not text or deleted the file, the
@@ -28,8 +30,10 @@ pub struct Carried {
     /// The merged working tree and index.
     pub into: Work,
     /// Paths where the two sides could not both be kept in the file: conflict markers in
-    /// text files, the user's version otherwise.
+    /// text files ([`Carried::marked`]), the user's version otherwise.
     pub conflicts: Vec<PathBuf>,
+    /// The conflicts written into the file with conflict markers, both sides in it.
+    pub marked: Vec<PathBuf>,
 }
 
 /// `ours` (the user's work, edits made on top of `base`) carried into `theirs` (the kept
@@ -44,6 +48,7 @@ pub fn carry(
     labels: (&str, &str),
 ) -> Result<Carried, git2::Error> {
     let mut conflicts = BTreeSet::new();
+    let mut marked = BTreeSet::new();
     let mut side = |base: Oid, ours: Oid, theirs: Oid, in_file: bool| -> Result<Oid, git2::Error> {
         let base_tree = repo.find_tree(base)?;
         let (ours_tree, theirs_tree) = (repo.find_tree(ours)?, repo.find_tree(theirs)?);
@@ -62,6 +67,15 @@ pub fn carry(
                     conflicts.insert(path.clone());
                     if in_file { value } else { t }
                 }
+                Merged::Marked(value) => {
+                    conflicts.insert(path.clone());
+                    if in_file {
+                        marked.insert(path.clone());
+                        value
+                    } else {
+                        t
+                    }
+                }
             };
             values.push((path, value));
         }
@@ -72,15 +86,102 @@ pub fn carry(
     Ok(Carried {
         into: Work { work, index },
         conflicts: conflicts.into_iter().collect(),
+        marked: marked.into_iter().collect(),
     })
+}
+
+/// The result of [`across`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Across {
+    /// The files and index after the step: the commit stepped onto, with the carried work.
+    pub into: Work,
+    /// Paths of the user's work that stay in place.
+    pub carried: Vec<PathBuf>,
+    /// Paths of the user's work the step touches: they get the commit's version, the work
+    /// in them is kept aside.
+    pub kept: Vec<PathBuf>,
+}
+
+/// The user's work `ours` (on a commit whose tree is `from`) carried onto the commit whose
+/// tree is `to`, as `git switch` carries local changes: every path the user changed (in the
+/// files or the index) that holds the same entry in both trees keeps the user's file and
+/// index entry; a path where they differ (or where `to` has a file on the way to it, or a
+/// folder in its place) gets `to`'s version, and the user's work in it is reported kept.
+pub fn across(repo: &Repository, ours: Work, from: Oid, to: Oid) -> Result<Across, git2::Error> {
+    let mut users = changed_paths(repo, Some(from), Some(ours.work))?;
+    users.extend(changed_paths(repo, Some(from), Some(ours.index))?);
+    let (from_tree, to_tree) = (repo.find_tree(from)?, repo.find_tree(to)?);
+    let (work_tree, index_tree) = (repo.find_tree(ours.work)?, repo.find_tree(ours.index)?);
+    let (mut carried, mut kept) = (Vec::new(), Vec::new());
+    let (mut work, mut index) = (Vec::new(), Vec::new());
+    for path in users {
+        let blocked = to_tree
+            .get_path(&path)
+            .is_ok_and(|e| e.kind() == Some(git2::ObjectType::Tree))
+            || path.ancestors().skip(1).any(|folder| {
+                !folder.as_os_str().is_empty()
+                    && to_tree
+                        .get_path(folder)
+                        .is_ok_and(|e| e.kind() != Some(git2::ObjectType::Tree))
+            });
+        if blocked || blob_at(&from_tree, &path) != blob_at(&to_tree, &path) {
+            kept.push(path);
+            continue;
+        }
+        work.push((path.clone(), blob_at(&work_tree, &path)));
+        index.push((path.clone(), blob_at(&index_tree, &path)));
+        carried.push(path);
+    }
+    Ok(Across {
+        into: Work {
+            work: tree_with_values(repo, to, &work)?,
+            index: tree_with_values(repo, to, &index)?,
+        },
+        carried,
+        kept,
+    })
+}
+
+/// The work a step-back kept aside: the user's work `before` (on a commit whose tree is
+/// `head_tree`) on the paths the step did not carry (where its `after` state differs), laid
+/// on `head_tree`; `None` when it carried everything.
+pub fn kept_aside(
+    repo: &Repository,
+    head_tree: Oid,
+    before: Work,
+    after: Work,
+) -> Result<Option<Work>, git2::Error> {
+    let mut users = changed_paths(repo, Some(head_tree), Some(before.work))?;
+    users.extend(changed_paths(repo, Some(head_tree), Some(before.index))?);
+    let trees = [before.work, after.work, before.index, after.index]
+        .map(|id| repo.find_tree(id))
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+    let (mut work, mut index) = (Vec::new(), Vec::new());
+    for path in users {
+        let at: Vec<_> = trees.iter().map(|tree| blob_at(tree, &path)).collect();
+        if at[0] != at[1] || at[2] != at[3] {
+            work.push((path.clone(), at[0]));
+            index.push((path, at[2]));
+        }
+    }
+    if work.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(Work {
+        work: tree_with_values(repo, head_tree, &work)?,
+        index: tree_with_values(repo, head_tree, &index)?,
+    }))
 }
 
 /// One path merged.
 enum Merged {
     /// Both sides' changes are in it.
     Clean(Value),
-    /// They could not be merged: the value holds both with conflict markers (text), or ours.
+    /// They could not be merged (not text, or deleted on a side): the value is ours.
     Conflict(Value),
+    /// They could not be merged: the value holds both, between conflict markers.
+    Marked(Value),
 }
 
 fn merge3(
@@ -127,7 +228,7 @@ fn merge3(
     Ok(if result.is_automergeable() {
         Merged::Clean(value)
     } else {
-        Merged::Conflict(value)
+        Merged::Marked(value)
     })
 }
 
@@ -180,6 +281,10 @@ mod tests {
         )
         .expect("carries");
         assert_eq!(carried.conflicts, vec![PathBuf::from("gone.txt")]);
+        assert_eq!(
+            carried.marked, carried.conflicts,
+            "text: both sides in the file"
+        );
         let cat = |path: &str| {
             git(
                 root,
@@ -196,6 +301,56 @@ mod tests {
         assert_eq!(
             carried.into.index, base,
             "nothing was staged on either side"
+        );
+    }
+
+    /// step-back's carry: the user's edit of a file both commits hold alike stays; an edit
+    /// of a file the step changes is kept; an untracked file where the commit stepped onto
+    /// has a file on its way (`d` beside `d/x`) is kept too, never laid over it.
+    #[test]
+    fn across_carries_untouched_files_and_keeps_touched_or_blocked_ones() {
+        let dir = committed_repo();
+        let root = dir.path();
+        let repo = Repository::open(root).expect("open");
+        let from = tree(root, "HEAD^{tree}");
+        // The commit stepped onto: gone.txt changed, and a file `d`.
+        write_file(root, "gone.txt", "older\n");
+        write_file(root, "d", "a file\n");
+        git(root, &["add", "-A"]);
+        let to = Oid::from_str(git(root, &["write-tree"]).trim()).expect("a tree");
+        git(root, &["reset", "-q", "--hard"]); // `d` was staged: removed with it
+        // The user's work: a.txt (untouched by the step), gone.txt (touched), d/x (blocked).
+        write_file(root, "a.txt", "1\n2\n3\nmine\n");
+        write_file(root, "gone.txt", "mine\n");
+        write_file(root, "d/x", "untracked\n");
+        let mine = checkpoint::take(&repo).expect("checkpoint");
+        let ours = Work {
+            work: mine.work_tree,
+            index: mine.index_tree,
+        };
+        let across = across(&repo, ours, from, to).expect("carries");
+        assert_eq!(across.carried, vec![PathBuf::from("a.txt")]);
+        assert_eq!(
+            across.kept,
+            vec![PathBuf::from("d/x"), PathBuf::from("gone.txt")]
+        );
+        let cat = |tree: Oid, path: &str| git(root, &["cat-file", "-p", &format!("{tree}:{path}")]);
+        assert_eq!(cat(across.into.work, "a.txt"), "1\n2\n3\nmine\n");
+        assert_eq!(cat(across.into.work, "gone.txt"), "older\n");
+        assert_eq!(cat(across.into.work, "d"), "a file\n");
+        assert_eq!(
+            cat(across.into.index, "a.txt"),
+            "1\n2\n3\n",
+            "unstaged stays unstaged"
+        );
+        let kept = kept_aside(&repo, from, ours, across.into)
+            .expect("reads")
+            .expect("some work kept aside");
+        assert_eq!(cat(kept.work, "gone.txt"), "mine\n");
+        assert_eq!(
+            cat(kept.work, "a.txt"),
+            "1\n2\n3\n",
+            "the carried file is not in it"
         );
     }
 }

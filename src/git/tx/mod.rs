@@ -13,6 +13,7 @@
 //! - [`publish`]: moving the user's branch, index and files as one step; [`head`] and
 //!   [`merge`] publish steps and 3-way merges with it.
 //! - [`recovery`]: finishing or rolling back what a crash interrupted.
+//! - [`saved`]: work moved out of the user's files to make room, until `git loaf restore`.
 //! - [`session`]: what every loaf command does first (repository, lock, recovery).
 
 pub mod carry;
@@ -28,6 +29,7 @@ pub mod ownership;
 pub mod publish;
 mod publish_files;
 pub mod recovery;
+pub mod saved;
 pub mod session;
 pub mod stage;
 mod stage_swap;

@@ -53,6 +53,9 @@ pub enum OpKind {
     /// `git loaf squash`: the branch moved to one commit holding a run of others; the
     /// working tree and index are the same before and after.
     Squash,
+    /// `git loaf restore`: saved work (`refs/loaf/saved/<target>`) put back into the files
+    /// and index; HEAD is the same before and after.
+    Restore,
 }
 
 impl OpKind {
@@ -66,6 +69,7 @@ impl OpKind {
             OpKind::StepForward => "step-forward",
             OpKind::UndoTo => "undo --to",
             OpKind::Squash => "squash",
+            OpKind::Restore => "restore",
         }
     }
 }
@@ -416,7 +420,11 @@ pub fn stacks(entries: &[OpEntry], workdir: &str) -> Stacks {
                 stacks.redoable.clear();
             }
             // Operations of their own, undone and re-done like an apply.
-            OpKind::StepBack | OpKind::StepForward | OpKind::UndoTo | OpKind::Squash => {
+            OpKind::StepBack
+            | OpKind::StepForward
+            | OpKind::UndoTo
+            | OpKind::Squash
+            | OpKind::Restore => {
                 stacks.undoable.push(entry.clone());
                 stacks.redoable.clear();
             }

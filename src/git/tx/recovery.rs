@@ -81,6 +81,12 @@ pub enum Recovered {
     },
 }
 
+/// The journal of a publish a crash interrupted, which the next command that takes the
+/// lock finishes or drops, if there is one.
+pub fn pending(repo: &Repository) -> Option<PathBuf> {
+    Some(journal_path(repo)).filter(|path| path.exists())
+}
+
 /// Finishes or drops a publish a crash interrupted. Call with the repository lock held,
 /// before anything else.
 pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {

@@ -22,6 +22,12 @@ pub struct Between {
     pub from_work: String,
     /// See `from_work`.
     pub to_work: String,
+    /// The index the earlier one left.
+    pub from_index: String,
+    /// The index the later one found.
+    pub to_index: String,
+    /// Where a forced `undo --to` saved it: the id `git loaf restore` takes.
+    pub saved: Option<String>,
     /// The paths that differ (working tree or index), sorted.
     pub paths: Vec<String>,
     /// Whether HEAD moved in between (the user committed, or switched).
@@ -60,6 +66,9 @@ pub fn between(repo: &Repository, run: &[OpEntry]) -> Vec<Between> {
                 later: later.id.clone(),
                 from_work: earlier.after.work.clone(),
                 to_work: later.before.work.clone(),
+                from_index: earlier.after.index.clone(),
+                to_index: later.before.index.clone(),
+                saved: None,
                 paths: changed_paths(
                     repo,
                     &earlier.after,

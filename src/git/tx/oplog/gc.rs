@@ -27,10 +27,15 @@ pub struct Saved {
     pub time: i64,
 }
 
-/// The refs under `refs/loaf/saved/`.
+/// Where restored work waits, in case its restore is undone.
+const RESTORED_PREFIX: &str = "refs/loaf/restored/";
+
+/// The refs under `refs/loaf/saved/`, and `refs/loaf/restored/` (saved work restored since).
 pub fn saved(repo: &Repository) -> Result<Vec<Saved>, git2::Error> {
     let mut out = Vec::new();
-    for reference in repo.references_glob(&format!("{SAVED_PREFIX}*"))? {
+    let saved = repo.references_glob(&format!("{SAVED_PREFIX}*"))?;
+    let restored = repo.references_glob(&format!("{RESTORED_PREFIX}*"))?;
+    for reference in saved.chain(restored) {
         let reference = reference?;
         let Some(name) = reference.name().ok().map(str::to_owned) else {
             continue;
@@ -40,7 +45,10 @@ pub fn saved(repo: &Repository) -> Result<Vec<Saved>, git2::Error> {
             .map(|c| c.committer().when().seconds())
             .unwrap_or(0);
         out.push(Saved {
-            id: name.trim_start_matches(SAVED_PREFIX).to_owned(),
+            id: name
+                .trim_start_matches(SAVED_PREFIX)
+                .trim_start_matches(RESTORED_PREFIX)
+                .to_owned(),
             name,
             time,
         });

@@ -87,7 +87,8 @@ impl State {
             | OpKind::StepBack
             | OpKind::StepForward
             | OpKind::UndoTo
-            | OpKind::Squash => {
+            | OpKind::Squash
+            | OpKind::Restore => {
                 let node = Node {
                     id: entry.id.clone(),
                     entry: entry_blob.to_string(),
