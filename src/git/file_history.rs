@@ -24,7 +24,10 @@ pub fn at_head(repo: &Repository, name: &str) -> Result<Option<Vec<u8>>, git2::E
     content(repo, blob_in(&head, name)?)
 }
 
-/// The newest commit, along HEAD's first parents, that changed `name` and whose message
+/// How far back along first parents [`newest_change`] looks.
+const MAX_WALK: usize = 10_000;
+
+/// The newest commit, along HEAD's first parents (the last 10,000), that changed `name` and whose message
 /// `wanted` accepts; `None` when no such commit exists.
 pub fn newest_change(
     repo: &Repository,
@@ -32,7 +35,14 @@ pub fn newest_change(
     wanted: impl Fn(&str) -> bool,
 ) -> Result<Option<Change>, git2::Error> {
     let mut next = head_commit(repo)?;
+    let mut walked = 0;
     while let Some(commit) = next {
+        walked += 1;
+        if walked > MAX_WALK {
+            // Not changed for that long: as if never (an apply must not cost a walk of a
+            // million-commit history).
+            return Ok(None);
+        }
         let blob = blob_in(&commit, name)?;
         let parent = commit.parents().next();
         let before = match &parent {
