@@ -162,6 +162,22 @@ fn outcome(finished: &Finished, params: &Params, ws: &Workspace) -> Outcome {
         stream(&mut data, "stderr", &finished.stderr, ws);
     }
     data.insert("exit_code".into(), exit_code);
+    // No exit code: say why, so that the report reads "timed out after 30 s", not "null".
+    match finished.ending {
+        Ending::TimedOut => {
+            let secs = ws.exec_timeout.as_secs_f64();
+            let secs = if secs.fract() == 0.0 {
+                json!(ws.exec_timeout.as_secs())
+            } else {
+                json!(secs)
+            };
+            data.insert("timed_out_after_secs".into(), secs);
+        }
+        Ending::Signalled(signal) => {
+            data.insert("signal".into(), json!(signal.to_string()));
+        }
+        Ending::Exited(_) => {}
+    }
     Outcome {
         success: error.is_none(),
         error,

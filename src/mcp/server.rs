@@ -42,6 +42,10 @@ pub struct ApplyParams {
     pub actions: Option<Vec<Map<String, Value>>>,
     /// The model that wrote it, recorded in the commit as `Assisted-by:`.
     pub model: Option<String>,
+    /// What the change is for, in a few words (`Fix the off-by-one in the pager`): the
+    /// commit's subject after `AI: `. Without it, the reply's opening sentence, else a
+    /// summary of its actions.
+    pub message: Option<String>,
     /// Only check: list the actions that would run and every error; change nothing.
     #[serde(default)]
     pub dry_run: bool,
@@ -375,6 +379,7 @@ fn apply(repo: &Path, params: ApplyParams) -> CallToolResult {
     let request = cli::apply::ApplyRequest {
         dry_run: params.dry_run,
         model: params.model,
+        message: params.message,
         ..Default::default()
     };
     answered(cli::apply::respond(repo, &reply, &request))

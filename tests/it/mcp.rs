@@ -339,3 +339,30 @@ async fn a_loaf_yml_a_reply_widens_waits_and_every_apply_answer_says_so() {
     assert_eq!(s.read("ran.txt"), None);
     client.cancel().await.expect("closed");
 }
+
+/// `apply`'s `message` is the commit's subject after `AI: `, whatever the reply opens with.
+#[tokio::test(flavor = "current_thread")]
+async fn apply_takes_a_message_for_the_commits_subject() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    let client = connect(&s.root).await;
+    let reply = format!(
+        "Writing b.\n{}",
+        s.reply(&block(
+            "m1",
+            "file_write",
+            &[("path", "/repo/b.txt"), ("content", "bee\n")],
+        ))
+    );
+    let applied = call(
+        &client,
+        "apply",
+        json!({"reply": reply, "message": "Add the bee file the pager reads"}),
+    )
+    .await;
+    assert!(!is_error(&applied), "{}", text(&applied));
+    assert_eq!(
+        s.git(&["log", "-1", "--format=%s"]).trim(),
+        "AI: Add the bee file the pager reads"
+    );
+    client.cancel().await.expect("closed");
+}
