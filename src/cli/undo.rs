@@ -29,9 +29,10 @@ pub struct UndoArgs {
     /// and commits made since are first saved under refs/loaf/saved/.
     #[arg(long)]
     force: bool,
-    /// Undo every operation back to and including this one, in one step: an apply id, or a
-    /// count N (the last N operations). A plain `git loaf undo` afterwards re-does them all.
-    #[arg(long, value_name = "ID|N")]
+    /// Undo every operation back to and including this one, in one step: an apply id, the
+    /// commit an apply or squash made, or a count N (the last N operations). A plain
+    /// `git loaf undo` afterwards re-does them all.
+    #[arg(long, value_name = "ID|COMMIT|N")]
     to: Option<String>,
 }
 

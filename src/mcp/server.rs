@@ -57,7 +57,7 @@ pub struct ApplyParams {
 pub enum IdOrCount {
     /// The last N operations.
     Count(u64),
-    /// An apply id (as `log` shows it).
+    /// An apply id, or the commit an apply made (as `log` shows them).
     Id(String),
 }
 
@@ -65,8 +65,9 @@ pub enum IdOrCount {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UndoParams {
-    /// Undo every operation back to and including this one, in one step: an apply id, or a
-    /// count N (the last N operations). Without it: the most recent operation.
+    /// Undo every operation back to and including this one, in one step: an apply id, the
+    /// commit an apply made, or a count N (the last N operations). Without it: the most
+    /// recent operation.
     pub to: Option<IdOrCount>,
 }
 

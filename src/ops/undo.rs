@@ -76,7 +76,19 @@ pub fn undo(cwd: &Path, force: bool) -> Result<Walked, TxError> {
     walk(session, target, OpKind::Undo, force, Run::default())
 }
 
-/// `git loaf undo --to <id|N>`: undoes, in one step, every operation back to and including
+/// The newest operation of `stack` that made the commit `rev` names (an apply's or a
+/// squash's commit, as `git log` and `git loaf log` show it).
+fn made_commit(repo: &crate::git::Repository, stack: &[OpEntry], rev: &str) -> Option<usize> {
+    let commit = crate::git::commits::resolve(repo, rev)
+        .ok()??
+        .id
+        .to_string();
+    stack.iter().rposition(|e| {
+        e.after.head.as_deref() == Some(commit.as_str()) && e.before.head != e.after.head
+    })
+}
+
+/// `git loaf undo --to <id|N|commit>`: undoes, in one step, every operation back to and including
 /// the one with apply id `to` (or the last `to` operations): one log entry from the current
 /// state to the state before that operation, itself undoable (a plain `git loaf undo`
 /// afterwards re-does them all). The refusals are undo's: anything changed since, or a
@@ -87,26 +99,25 @@ pub fn undo_to(cwd: &Path, to: &str, force: bool) -> Result<Walked, TxError> {
     let stack = down_to(&session.repo, &workdir, to)?;
     let start = match stack.iter().rposition(|e| e.id == to) {
         Some(i) => i,
-        None => {
-            match to.parse::<usize>() {
-                Ok(n) if (1..=stack.len()).contains(&n) => stack.len() - n,
-                Ok(n) => {
-                    return Err(TxError::Invalid {
+        None => match to.parse::<usize>() {
+            Ok(n) if (1..=stack.len()).contains(&n) => stack.len() - n,
+            _ if let Some(i) = made_commit(&session.repo, &stack, to) => i,
+            Ok(n) => {
+                return Err(TxError::Invalid {
                     message: format!(
                         "cannot undo {n} operations: {} can be undone in this working tree",
                         stack.len()
                     ),
-                    hint: "`git loaf log` lists the AI commits; `--to` takes an apply id or a count from 1".into(),
+                    hint: "`git loaf log` lists the AI commits; `--to` takes an apply id, a commit of one, or a count from 1".into(),
                 });
-                }
-                Err(_) => {
-                    return Err(TxError::Invalid {
-                    message: format!("no operation '{to}' is left to undo in this working tree"),
-                    hint: "`git loaf log` lists the apply ids; `--to N` undoes the last N operations".into(),
-                });
-                }
             }
-        }
+            Err(_) => {
+                return Err(TxError::Invalid {
+                    message: format!("no operation '{to}' is left to undo in this working tree"),
+                    hint: "`git loaf log` lists the AI commits and their apply ids (either works); `--to N` undoes the last N operations".into(),
+                });
+            }
+        },
     };
     let run = stack[start..].to_vec();
     let (first, last) = (&run[0], &run[run.len() - 1]);

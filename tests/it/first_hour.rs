@@ -212,3 +212,113 @@ fn an_unquoted_heredoc_delimiter_counts_as_one_error() {
         "says what to write: {report}"
     );
 }
+
+/// `git loaf log` shows a recorded turn as a turn (no ✅0 ❌0: it ran no actions), and a
+/// squash by what it folded in.
+#[test]
+fn log_shows_turns_as_turns_and_a_squash_by_what_it_folded() {
+    let s = Scratch::with(&[("a.txt", "1\n")]);
+    s.assert_exit(
+        &s.apply(&block(
+            "lg1",
+            "file_write",
+            &[("path", "/repo/b.txt"), ("content", "b")],
+        )),
+        0,
+    );
+    for (prompt, file) in [("Add c", "c.txt"), ("Add d", "d.txt")] {
+        s.assert_exit(&s.loaf(&["record", "begin", "--prompt", prompt], ""), 0);
+        s.write(file, "x\n");
+        s.assert_exit(&s.loaf(&["record", "commit"], ""), 0);
+    }
+    let log = String::from_utf8_lossy(&s.loaf(&["log"], "").stdout).into_owned();
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 3, "{log}");
+    assert!(lines[0].ends_with(" turn AI: Add d"), "{log}");
+    assert!(lines[1].ends_with(" turn AI: Add c"), "{log}");
+    assert!(lines[2].contains(" ✅1 ❌0 AI: file_write b.txt"), "{log}");
+    assert!(!log.contains("✅0 ❌0"), "{log}");
+
+    s.assert_exit(&s.loaf(&["squash"], ""), 0);
+    let log = String::from_utf8_lossy(&s.loaf(&["log"], "").stdout).into_owned();
+    assert_eq!(log.lines().count(), 1, "{log}");
+    assert!(
+        log.contains(" squash of 1 apply ✅1 ❌0 and 2 turns AI: squashed 1 apply and 2 turns"),
+        "{log}"
+    );
+    let json = String::from_utf8_lossy(&s.loaf(&["log", "--json"], "").stdout).into_owned();
+    let entries: serde_json::Value = serde_json::from_str(&json).expect("JSON");
+    assert_eq!(
+        entries[0]["folded"],
+        serde_json::json!({"applies": 1, "turns": 2})
+    );
+}
+
+/// With a `.venv` at the root, `lang = "python"` runs its interpreter (the packages the
+/// project installed), and `instructions` says which Python runs.
+#[test]
+fn python_runs_the_projects_venv_and_instructions_say_which() {
+    let s = Scratch::with(&[
+        ("loaf.yml", "allowed-actions: [defaults, exec]\n"),
+        (".gitignore", ".venv/\n"),
+    ]);
+    let system = String::from_utf8_lossy(&s.loaf(&["instructions"], "").stdout).into_owned();
+    assert!(
+        system.contains("`lang = \"python\"` runs `python3` from PATH"),
+        "{system}"
+    );
+    s.write(".venv/bin/python", "#!/bin/sh\necho \"venv python $1\"\n");
+    s.sh("chmod +x .venv/bin/python");
+    let venv = String::from_utf8_lossy(&s.loaf(&["instructions"], "").stdout).into_owned();
+    let python = s.root.join(".venv/bin/python");
+    assert!(
+        venv.contains(&format!(
+            "`lang = \"python\"` runs the project's virtualenv, `{}`",
+            python.display()
+        )),
+        "{venv}"
+    );
+    let out = s.apply(&block(
+        "py1",
+        "exec",
+        &[("lang", "python"), ("code", "print(1)")],
+    ));
+    let report = String::from_utf8_lossy(&out.stdout);
+    assert!(report.contains("venv python -c"), "{report}");
+}
+
+/// The sandbox section of `instructions` reads as sentences: no run of spaces inside a line.
+#[test]
+fn instructions_have_no_runs_of_spaces_mid_sentence() {
+    let s = Scratch::with(&[("loaf.yml", "allowed-actions: [defaults, exec]\n")]);
+    let text = String::from_utf8_lossy(&s.loaf(&["instructions"], "").stdout).into_owned();
+    assert!(text.contains("## Where exec code runs"), "{text}");
+    for line in text.lines() {
+        assert!(
+            !line.trim_start().contains("  "),
+            "a run of spaces in: {line:?}"
+        );
+    }
+}
+
+/// `undo --to` takes the commit of an apply (as `git log` shows it) as well as its id.
+#[test]
+fn undo_to_takes_an_applys_commit() {
+    let s = Scratch::with(&[("a.txt", "1\n")]);
+    let initial = s.head();
+    for (id, path) in [("ut1", "/repo/b.txt"), ("ut2", "/repo/c.txt")] {
+        s.assert_exit(
+            &s.apply(&block(
+                id,
+                "file_write",
+                &[("path", path), ("content", "x")],
+            )),
+            0,
+        );
+    }
+    let first = s.git(&["rev-parse", "--short", "HEAD~1"]);
+    let out = s.loaf(&["undo", "--to", first.trim()], "");
+    s.assert_exit(&out, 0);
+    assert_eq!(s.head(), initial, "both applies are undone");
+    assert!(s.read("b.txt").is_none() && s.read("c.txt").is_none());
+}
