@@ -78,14 +78,26 @@ pub fn respond_redo(cwd: &std::path::Path) -> Result<Response, CliError> {
 
 fn report(verb: &str, walked: &Walked) -> Response {
     let target = &walked.target;
+    // Detached by the move: the branch stays where it is, HEAD alone moves.
+    let to = if walked.detached {
+        format!("detached HEAD {}", short(walked.to.as_deref()))
+    } else {
+        short(walked.to.as_deref())
+    };
     let mut out = format!(
-        "{verb} {} ({}): {} {} -> {}\n",
+        "{verb} {} ({}): {} {} -> {to}\n",
         target.id,
         target.summary,
         display_ref(&walked.ref_name),
         short(walked.from.as_deref()),
-        short(walked.to.as_deref()),
     );
+    if walked.detached {
+        out.push_str(&format!(
+            "{} stays at {}; `git loaf step-forward` walks back to it.\n",
+            display_ref(&walked.ref_name),
+            short(walked.from.as_deref())
+        ));
+    }
     if walked.run.len() > 1 {
         out.push_str(&format!("{verb} {} operations:\n", walked.run.len()));
         for op in walked.run.iter().rev() {

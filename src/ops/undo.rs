@@ -45,6 +45,9 @@ pub struct Walked {
     pub run: Vec<OpEntry>,
     /// The branch HEAD was attached to afterwards, when the move re-attached it.
     pub attached: Option<String>,
+    /// Whether the move left HEAD detached from the branch it was on (undoing a step
+    /// forward that had reached the tip): `ref_name` is where it was, and stays.
+    pub detached: bool,
     /// For a forced `undo --to`: what the user did between the operations it undid (now
     /// saved under `refs/loaf/saved/`).
     pub between: Vec<Between>,
@@ -309,6 +312,7 @@ fn walk(
     let saved = way.refuse_or_save(&session, &run, force, &id, &current, &now)?;
     let transition = way.transition(&session, &id, &ref_name, &now);
     let (skipped, attached) = way.publish(repo, &transition, &ref_name)?;
+    way.keep_taken(repo)?;
     let mut notices = std::mem::take(&mut session.notices);
     notices.extend(publish::left_alone_notice(&skipped));
     notices.extend(way.left_detached(attached));
@@ -317,6 +321,7 @@ fn walk(
         .map(|p| p.display().to_string())
         .collect();
     let restored_uncommitted = way.restored_uncommitted(repo, &now)?;
+    let detached = way.wanted_ref == "HEAD" && ref_name != "HEAD";
     Ok(Walked {
         restored_uncommitted,
         target: way.target,
@@ -328,6 +333,7 @@ fn walk(
         saved,
         notices,
         run: run.ops,
+        detached,
         attached: attached.then_some(way.wanted_ref),
         between: run.between,
     })
@@ -369,6 +375,23 @@ impl Move {
             wanted,
             wanted_ref,
         }
+    }
+
+    /// An apply `git loaf take` landed goes back to being kept when its take is undone (so
+    /// that `take` and `drop` work on it again), and is no longer kept when it is re-done.
+    fn keep_taken(&self, repo: &crate::git::Repository) -> Result<(), TxError> {
+        let kept = (self.target.kind == OpKind::Apply)
+            .then_some(self.target.target.as_deref())
+            .flatten()
+            .and_then(|commit| Oid::from_str(commit).ok());
+        match kept {
+            Some(kept) if self.undoing => {
+                refs::keep(repo, &self.target.id, kept)?;
+            }
+            Some(_) => refs::drop_kept_if_any(repo, &self.target.id)?,
+            None => {}
+        }
+        Ok(())
     }
 
     /// Whether the walk changes what HEAD is attached to (a step's): HEAD itself moves,

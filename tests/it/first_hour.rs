@@ -322,3 +322,124 @@ fn undo_to_takes_an_applys_commit() {
     assert_eq!(s.head(), initial, "both applies are undone");
     assert!(s.read("b.txt").is_none() && s.read("c.txt").is_none());
 }
+
+/// `init --agent claude-code` says what each file got (the hooks in one, the MCP server in
+/// the other) and what to do next with an agent: start it, not paste NESL or watch.
+#[test]
+fn init_for_an_agent_says_what_each_file_got_and_to_start_the_agent() {
+    let s = Scratch::empty();
+    let out = s.loaf(&["init", "--agent", "claude-code"], "");
+    s.assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let line = |file: &str| {
+        text.lines()
+            .find(|l| l.contains(file))
+            .unwrap_or_else(|| panic!("a line for {file}: {text}"))
+            .to_owned()
+    };
+    let settings = line(".claude/settings.json");
+    assert!(
+        settings.contains("hooks") && !settings.contains("MCP"),
+        "{settings}"
+    );
+    let mcp = line(".mcp.json");
+    assert!(
+        mcp.contains("MCP server") && !mcp.contains("hooks"),
+        "{mcp}"
+    );
+    let next = &text[text.find("Next:").expect("next steps")..];
+    assert!(
+        next.contains("Start the agent in this repository: claude"),
+        "{next}"
+    );
+    assert!(
+        !next.contains("git loaf watch") && !next.contains("instructions"),
+        "{next}"
+    );
+    let plain = s.sibling("plain");
+    std::fs::create_dir(&plain).expect("mkdir");
+    crate::scratch::git_in(&plain, &["init", "-q"]);
+    let out = s.loaf_in(&plain, &["init"], "");
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("git loaf watch"),
+        "without an agent, the NESL steps stay"
+    );
+}
+
+/// Undoing a step forward that had reached the branch's tip leaves HEAD detached: the report
+/// says so, and that the branch stays, rather than `main a -> b`.
+#[test]
+fn undoing_a_step_forward_to_the_tip_names_the_detached_head() {
+    let s = Scratch::with(&[("a.txt", "1\n")]);
+    for (id, path) in [("sf1", "/repo/b.txt"), ("sf2", "/repo/c.txt")] {
+        s.assert_exit(
+            &s.apply(&block(
+                id,
+                "file_write",
+                &[("path", path), ("content", "x")],
+            )),
+            0,
+        );
+    }
+    let tip = s.head();
+    s.assert_exit(&s.loaf(&["step-back"], ""), 0);
+    let back = s.head();
+    s.assert_exit(&s.loaf(&["step-forward"], ""), 0);
+    let undo = s.loaf(&["undo"], "");
+    s.assert_exit(&undo, 0);
+    let said = String::from_utf8_lossy(&undo.stdout).into_owned();
+    let short = |oid: &str| oid[..7].to_owned();
+    assert!(
+        said.contains(&format!(
+            ": main {} -> detached HEAD {}\n",
+            short(&tip),
+            short(&back)
+        )),
+        "{said}"
+    );
+    assert!(
+        said.contains(&format!("main stays at {}", short(&tip))),
+        "{said}"
+    );
+    assert_eq!(
+        s.git(&["rev-parse", "--abbrev-ref", "HEAD"]).trim(),
+        "HEAD",
+        "detached"
+    );
+}
+
+/// Undoing a `take` keeps the apply again, so `drop` (or another `take`) works on it; a
+/// redo takes it again.
+#[test]
+fn after_take_then_undo_the_apply_is_kept_again_and_drop_works() {
+    let s = Scratch::with(&[("a.txt", "0\n")]);
+    let reply = block(
+        "tk1",
+        "file_write",
+        &[("path", "/repo/b.txt"), ("content", "AI")],
+    );
+    let out = s.apply_pausing(&reply, "committed", || {
+        s.git(&["commit", "-q", "--allow-empty", "-m", "meanwhile"]);
+    });
+    s.assert_exit(&out, 3);
+    let kept = || {
+        s.git(&["for-each-ref", "--format=%(refname:lstrip=2)", "refs/loaf/"])
+            .lines()
+            .filter(|l| l.len() == 6 && l.chars().all(|c| c.is_ascii_hexdigit()))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    let id = kept().pop().expect("kept");
+    s.assert_exit(&s.loaf(&["take", &id], ""), 0);
+    assert!(kept().is_empty(), "taken: no longer kept");
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    assert_eq!(kept(), [id.clone()], "the undone take is kept again");
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    assert!(kept().is_empty(), "re-done: taken again");
+    assert_eq!(s.read("b.txt").as_deref(), Some("AI"));
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    let drop = s.loaf(&["drop", &id], "");
+    s.assert_exit(&drop, 0);
+    assert!(kept().is_empty());
+    assert_eq!(s.read("b.txt"), None);
+}
