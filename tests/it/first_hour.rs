@@ -433,7 +433,7 @@ fn after_take_then_undo_the_apply_is_kept_again_and_drop_works() {
     s.assert_exit(&s.loaf(&["take", &id], ""), 0);
     assert!(kept().is_empty(), "taken: no longer kept");
     s.assert_exit(&s.loaf(&["undo"], ""), 0);
-    assert_eq!(kept(), [id.clone()], "the undone take is kept again");
+    assert_eq!(kept(), vec![id.clone()], "the undone take is kept again");
     s.assert_exit(&s.loaf(&["redo"], ""), 0);
     assert!(kept().is_empty(), "re-done: taken again");
     assert_eq!(s.read("b.txt").as_deref(), Some("AI"));

@@ -366,3 +366,31 @@ async fn apply_takes_a_message_for_the_commits_subject() {
     );
     client.cancel().await.expect("closed");
 }
+
+/// docs/mcp.md's table names every parameter of every tool the server lists.
+#[tokio::test(flavor = "current_thread")]
+async fn the_docs_table_names_every_parameter_of_every_tool() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    let client = connect(&s.root).await;
+    let docs = crate::support::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/mcp.md"));
+    for tool in client.list_all_tools().await.expect("tools listed") {
+        let row = docs
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", tool.name)))
+            .unwrap_or_else(|| panic!("docs/mcp.md has no row for {}", tool.name));
+        let properties = tool
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        for name in properties.keys() {
+            assert!(
+                row.contains(&format!("`{name}`")),
+                "docs/mcp.md's row for {} lacks `{name}`: {row}",
+                tool.name
+            );
+        }
+    }
+    client.cancel().await.expect("closed");
+}
