@@ -74,7 +74,7 @@ impl Missing {
             first.make_ascii_uppercase();
         }
         format!(
-            "{role} identity unknown: git does not know who you are (no user.name and user.email), and git-loaf commits as you"
+            "{role} identity unknown: git does not know who you are (user.name or user.email is not set), and git-loaf commits as you"
         )
     }
 
