@@ -140,24 +140,29 @@ fn secrets_section(config: &Config) -> String {
 /// reach, so the model neither tries what cannot work nor believes what it did elsewhere
 /// lasts.
 fn sandbox_section(root: &str, config: &Config) -> String {
-    let mut out = String::from(
-        "## Where exec code runs
-
-",
-    );
+    let mut out = String::from("## Where exec code runs\n\n");
     let _ = writeln!(
         out,
-        "- In a sandbox: {root} is a copy of the repository that the transaction commits;          what your code writes there is part of the result. `/tmp` is private to this reply          (shared by its exec blocks, gone afterwards). Everything else is read-only."
+        "- In a sandbox: {root} is a copy of the repository that the transaction commits; \
+         what your code writes there is part of the result. `/tmp` is private to this reply \
+         (shared by its exec blocks, gone afterwards). Everything else is read-only."
     );
     out.push_str(
-        "- git commands work inside, but the repository's git dir is read-only to them:          commits, branches, stashes and config they make are dropped after the reply. The          commit is made from the files you leave, not from your git commands.
-",
+        "- git commands work inside, but the repository's git dir is read-only to them: \
+         commits, branches, stashes and config they make are dropped after the reply. The \
+         commit is made from the files you leave, not from your git commands.\n",
+    );
+    let python = crate::exec::shell::python_for(Path::new(root));
+    let _ = writeln!(
+        out,
+        "- `lang = \"python\"` runs {}.",
+        match &python {
+            Some(venv) => format!("the project's virtualenv, `{}`", venv.display()),
+            None => "`python3` from PATH (the system's: there is no `.venv` at the root)".into(),
+        }
     );
     if config.exec.writable.is_empty() {
-        out.push_str(
-            "- No other path is writable (loaf.yml's `exec.writable` lists none).
-",
-        );
+        out.push_str("- No other path is writable (loaf.yml's `exec.writable` lists none).\n");
     } else {
         let list: Vec<String> = config
             .exec
@@ -172,14 +177,12 @@ fn sandbox_section(root: &str, config: &Config) -> String {
         );
     }
     if config.exec.network {
-        out.push_str(
-            "- The network is available.
-",
-        );
+        out.push_str("- The network is available.\n");
     } else {
         out.push_str(
-            "- There is no network (only a loopback of its own): installing packages or              fetching fails. If you need it, say so and ask the user to set              `exec: { network: true }` in loaf.yml.
-",
+            "- There is no network (only a loopback of its own): installing packages or \
+             fetching fails. If you need it, say so and ask the user to set \
+             `exec: { network: true }` in loaf.yml.\n",
         );
     }
     out

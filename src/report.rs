@@ -10,6 +10,7 @@ use crate::actions::{BlockError, OutputDisplay, Schema};
 use crate::exec::Params;
 
 pub mod inert;
+pub mod intent;
 pub mod missing_end;
 pub mod near_miss;
 pub mod redact;
@@ -393,8 +394,21 @@ fn render_data(data: &Value) -> String {
             }
             if map.contains_key("stdout") || map.contains_key("exit_code") {
                 let mut out = String::new();
-                if let Some(code) = map.get("exit_code") {
-                    let _ = writeln!(out, "exit code: {}", plain(code));
+                match (
+                    map.get("exit_code"),
+                    map.get("timed_out_after_secs"),
+                    map.get("signal"),
+                ) {
+                    (_, Some(secs), _) => {
+                        let _ = writeln!(out, "timed out after {} s", plain(secs));
+                    }
+                    (_, _, Some(signal)) => {
+                        let _ = writeln!(out, "killed by {}", plain(signal));
+                    }
+                    (Some(code), ..) => {
+                        let _ = writeln!(out, "exit code: {}", plain(code));
+                    }
+                    _ => {}
                 }
                 for stream in ["stdout", "stderr"] {
                     if let Some(text) = map.get(stream).map(shown).filter(|t| !t.is_empty()) {

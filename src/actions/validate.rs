@@ -116,7 +116,11 @@ pub fn plan(text: &str, parsed: &ParseResult<'_>, root: &Path) -> Plan {
     } else {
         text.split('\n').collect()
     };
-    for error in &parsed.errors {
+    let follow_ons = heredoc_follow_ons(&lines, &parsed.errors);
+    for (n, error) in parsed.errors.iter().enumerate() {
+        if follow_ons.contains(&n) {
+            continue;
+        }
         let block = owner(&parsed.blocks, error);
         if let Some(i) = block {
             broken[i] = true;
@@ -159,6 +163,52 @@ pub fn plan(text: &str, parsed: &ParseResult<'_>, root: &Path) -> Plan {
         }
     }
     plan
+}
+
+/// The errors (their indexes) that only follow from a heredoc opened without quotes
+/// (`content = <<EOT_id`): the parser takes its text lines and its closing delimiter as
+/// malformed lines. The one error on the opening line says what to write; counting the
+/// others would make one slip look like several.
+fn heredoc_follow_ons(lines: &[&str], errors: &[SyntaxError<'_>]) -> Vec<usize> {
+    let mut follow = Vec::new();
+    // (block, the delimiter's line) of the heredoc being skipped.
+    let mut open: Option<(Option<&str>, usize)> = None;
+    for (n, error) in errors.iter().enumerate() {
+        let block = error.block_id.as_deref();
+        if let Some((in_block, until)) = open {
+            if in_block == block
+                && error.code == ErrorCode::MalformedAssignment
+                && error.line <= until
+            {
+                follow.push(n);
+                continue;
+            }
+            open = None;
+        }
+        if error.code != ErrorCode::InvalidValue {
+            continue;
+        }
+        let Some(delimiter) = error
+            .content
+            .split_once('=')
+            .and_then(|(_, value)| value.trim().strip_prefix("<<"))
+            .map(|d| d.trim().trim_matches('"'))
+            .filter(|d| !d.is_empty() && !d.contains('\''))
+        else {
+            continue;
+        };
+        // The first line after the opening that is the delimiter alone (1-based lines).
+        let until = lines
+            .iter()
+            .enumerate()
+            .skip(error.line)
+            .find(|(_, line)| line.trim() == delimiter)
+            .map(|(i, _)| i + 1);
+        if let Some(until) = until {
+            open = Some((block, until));
+        }
+    }
+    follow
 }
 
 /// The lines of a closed block as the model wrote them, unless the block is long.

@@ -79,6 +79,8 @@ pub struct ApplyRequest {
     pub no_verify: bool,
     /// Whether to sign the commit.
     pub sign: crate::git::sign::SignRequest,
+    /// What the change is for (the commit's subject after `AI: `).
+    pub message: Option<String>,
 }
 
 impl ApplyArgs {
@@ -92,6 +94,7 @@ impl ApplyArgs {
                 self.gpg_sign.clone(),
                 self.no_gpg_sign,
             ),
+            message: None,
         }
     }
 }
@@ -214,6 +217,7 @@ fn transaction(request: &ApplyRequest, cwd: &Path, text: &str) -> Result<Respons
         reply_key: crate::watch::reply::key(text),
         no_verify: request.no_verify,
         sign: request.sign.clone(),
+        message: request.message.clone(),
     };
     let applied = apply::apply(cwd, text, &options)?;
     let mut notices = applied.notices.clone();

@@ -60,11 +60,13 @@ impl CliError {
 
     /// [`render`](Self::render), the labels coloured when `colour`.
     pub fn render_styled(&self, colour: bool) -> String {
+        // A libgit2 error wrapped somewhere below still reads as git would say it.
+        let words = crate::git::words::without_codes;
         let error = style::paint(colour, Paint::Error, "error:");
-        let mut out = format!("{error} {}\n", self.message);
+        let mut out = format!("{error} {}\n", words(&self.message));
         if let Some(hint) = &self.hint {
             let label = style::paint(colour, Paint::Hint, "hint:");
-            out.push_str(&format!("{label} {hint}\n"));
+            out.push_str(&format!("{label} {}\n", words(hint)));
         }
         out
     }

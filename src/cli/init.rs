@@ -108,7 +108,11 @@ pub fn run(args: &InitArgs) -> Result<Outcome, CliError> {
     for line in &done {
         text.push_str(&format!("  - {line}\n"));
     }
-    text.push_str(NEXT_STEPS);
+    if args.agents.is_empty() {
+        text.push_str(NEXT_STEPS);
+    } else {
+        text.push_str(&next_with_agents(&args.agents));
+    }
     super::print_out(&text)?;
     Ok(Outcome::Success)
 }
@@ -125,6 +129,33 @@ Next:
        git loaf apply < reply.md
   3. Look back and tidy up: git loaf log, git loaf undo, git loaf squash
 ";
+
+/// What to do after `init --agent`: start the agent, work as usual (record mode commits each
+/// turn), look back; NESL and `watch` are for chat models, which these agents are not.
+fn next_with_agents(agents: &[Agent]) -> String {
+    let mut starts: Vec<&str> = agents
+        .iter()
+        .map(|agent| match agent {
+            Agent::ClaudeCode => "claude",
+            Agent::Codex => "codex",
+            Agent::Cursor => "open this folder in Cursor (or run cursor-agent)",
+            Agent::Gemini => "gemini",
+        })
+        .collect();
+    starts.dedup();
+    format!(
+        "
+Next:
+  1. Start the agent in this repository: {}
+     If it asks whether to trust this folder's hooks or its `git-loaf` MCP server, allow them.
+  2. Work with it as usual: each prompt's edits become one commit, `AI: <your prompt>`, with
+     your own uncommitted work left as it is (git loaf log lists the turns).
+  3. Look back and tidy up: git loaf undo takes the last turn back, git loaf squash folds
+     the turns into one commit (--session <id> for one session's)
+",
+        starts.join(", or ")
+    )
+}
 
 /// Every agent's settings edits, read and checked before anything is written.
 fn plan_agents(

@@ -65,10 +65,12 @@ pub fn respond_log(cwd: &Path, max_count: usize) -> Result<Response, CliError> {
     let json = serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n";
     let mut out = String::new();
     for e in &entries {
-        let counts = if e.kind == "kept" {
-            format!("NOT APPLIED (git loaf take {0} | git loaf drop {0})", e.id)
-        } else {
-            format!("✅{} ❌{}", e.succeeded, e.failed)
+        let counts = match (e.kind, e.folded) {
+            ("kept", _) => format!("NOT APPLIED (git loaf take {0} | git loaf drop {0})", e.id),
+            // A recorded turn ran no actions: counting them would say nothing.
+            ("turn", _) => "turn".to_owned(),
+            (_, Some(folded)) => folded_words(folded, e.succeeded, e.failed),
+            _ => format!("✅{} ❌{}", e.succeeded, e.failed),
         };
         out.push_str(&format!(
             "{} {} {} {counts} {}\n",
@@ -86,6 +88,25 @@ pub fn respond_log(cwd: &Path, max_count: usize) -> Result<Response, CliError> {
             .push("no git-loaf commits on this branch (`git loaf apply` makes them)".to_owned());
     }
     Ok(response)
+}
+
+/// A squash as what it folded in: `squash of 2 applies ✅5 ❌1`, `squash of 3 turns`,
+/// `squash of 1 apply ✅2 ❌0 and 2 turns` (turns have no ✅/❌ counts).
+fn folded_words(folded: log::Folded, succeeded: usize, failed: usize) -> String {
+    let count =
+        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let applies = (folded.applies > 0).then(|| {
+        format!(
+            "{} ✅{succeeded} ❌{failed}",
+            count(folded.applies, "apply", "applies")
+        )
+    });
+    let turns = (folded.turns > 0).then(|| count(folded.turns, "turn", "turns"));
+    match (applies, turns) {
+        (Some(applies), Some(turns)) => format!("squash of {applies} and {turns}"),
+        (Some(one), None) | (None, Some(one)) => format!("squash of {one}"),
+        (None, None) => format!("squash ✅{succeeded} ❌{failed}"),
+    }
 }
 
 /// Runs `git loaf show`.

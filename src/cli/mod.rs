@@ -261,6 +261,8 @@ fn print_notices(notices: &[String]) {
     let label = style::paint(style::colour(Stream::Stderr), Paint::Note, "note:");
     let mut err = std::io::stderr().lock();
     for notice in notices {
+        // A libgit2 error a notice quotes reads as git would say it.
+        let notice = crate::git::words::without_codes(notice);
         let _ = writeln!(err, "{label} {notice}");
     }
 }

@@ -30,9 +30,10 @@ pub struct UndoArgs {
     /// commits made since under refs/loaf/saved/.
     #[arg(long)]
     force: bool,
-    /// Undo every operation back to and including this one, in one step: an apply id, or a
-    /// count N (the last N operations). A plain `git loaf undo` afterwards re-does them all.
-    #[arg(long, value_name = "ID|N")]
+    /// Undo every operation back to and including this one, in one step: an apply id, the
+    /// commit an apply or squash made, or a count N (the last N operations). A plain
+    /// `git loaf undo` afterwards re-does them all.
+    #[arg(long, value_name = "ID|COMMIT|N")]
     to: Option<String>,
 }
 
@@ -78,14 +79,26 @@ pub fn respond_redo(cwd: &std::path::Path) -> Result<Response, CliError> {
 
 fn report(verb: &str, walked: &Walked) -> Response {
     let target = &walked.target;
+    // Detached by the move: the branch stays where it is, HEAD alone moves.
+    let to = if walked.detached {
+        format!("detached HEAD {}", short(walked.to.as_deref()))
+    } else {
+        short(walked.to.as_deref())
+    };
     let mut out = format!(
-        "{verb} {} ({}): {} {} -> {}\n",
+        "{verb} {} ({}): {} {} -> {to}\n",
         target.id,
         target.summary,
         display_ref(&walked.ref_name),
         short(walked.from.as_deref()),
-        short(walked.to.as_deref()),
     );
+    if walked.detached {
+        out.push_str(&format!(
+            "{} stays at {}; `git loaf step-forward` walks back to it.\n",
+            display_ref(&walked.ref_name),
+            short(walked.from.as_deref())
+        ));
+    }
     if walked.run.len() > 1 {
         out.push_str(&format!("{verb} {} operations:\n", walked.run.len()));
         for op in walked.run.iter().rev() {

@@ -17,7 +17,7 @@
 //! its output so the model can see why.
 
 use std::ffi::OsStr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value, json};
 
@@ -30,7 +30,7 @@ use super::{Access, Outcome, Params, Workspace};
 pub enum Language {
     /// `bash -c <code>`.
     Bash,
-    /// `python3 -c <code>`.
+    /// `python3 -c <code>`, or the project's `.venv/bin/python` ([`python_for`]).
     Python,
     /// `node -e <code>`.
     JavaScript,
@@ -57,6 +57,14 @@ impl Language {
     }
 }
 
+/// The project's virtualenv interpreter, `<root>/.venv/bin/python`, when there is one (the
+/// user's own, which code sees at the same path): `lang = "python"` runs it instead of the
+/// system's `python3`, with the packages the project installed.
+pub fn python_for(root: &Path) -> Option<PathBuf> {
+    let python = root.join(".venv").join("bin").join("python");
+    python.is_file().then_some(python)
+}
+
 /// Runs an `exec` action: `code` in `lang`, in `cwd` (default: the root), within the
 /// workspace's timeout and output cap.
 pub fn run_exec(params: &Params, ws: &Workspace) -> Outcome {
@@ -79,6 +87,11 @@ pub fn run_exec_with_path(params: &Params, ws: &Workspace, path: Option<&OsStr>)
         Err(message) => return Outcome::fail(message),
     };
     let (program, flag) = language.interpreter();
+    let venv = match language {
+        Language::Python => python_for(ws.paths.user_root()),
+        _ => None,
+    };
+    let program = venv.as_deref().and_then(Path::to_str).unwrap_or(program);
     let job = Job {
         program,
         args: vec![flag.into(), code.into()],
@@ -162,6 +175,22 @@ fn outcome(finished: &Finished, params: &Params, ws: &Workspace) -> Outcome {
         stream(&mut data, "stderr", &finished.stderr, ws);
     }
     data.insert("exit_code".into(), exit_code);
+    // No exit code: say why, so that the report reads "timed out after 30 s", not "null".
+    match finished.ending {
+        Ending::TimedOut => {
+            let secs = ws.exec_timeout.as_secs_f64();
+            let secs = if secs.fract() == 0.0 {
+                json!(ws.exec_timeout.as_secs())
+            } else {
+                json!(secs)
+            };
+            data.insert("timed_out_after_secs".into(), secs);
+        }
+        Ending::Signalled(signal) => {
+            data.insert("signal".into(), json!(signal.to_string()));
+        }
+        Ending::Exited(_) => {}
+    }
     Outcome {
         success: error.is_none(),
         error,

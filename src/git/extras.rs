@@ -25,7 +25,7 @@ pub enum VisibleError {
         error: globset::Error,
     },
     /// A git operation failed.
-    #[error("ignored files: {0}")]
+    #[error("ignored files: {}", super::words::plain(.0))]
     Git(#[from] git2::Error),
     /// A file operation failed.
     #[error("ignored files: {}: {error}", path.display())]

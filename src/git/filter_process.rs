@@ -41,7 +41,7 @@ pub enum FilterError {
         source: std::io::Error,
     },
     /// git failed.
-    #[error("{0}")]
+    #[error("{}", super::words::plain(.0))]
     Git(#[from] git2::Error),
 }
 

@@ -23,12 +23,64 @@ pub fn identity(repo: &Repository, role: &str) -> Result<Signature<'static>, git
             .and_then(|s| s.email().ok().map(str::to_owned))
     });
     let (Some(name), Some(email)) = (name, email) else {
-        // Let libgit2 say what is missing (user.name / user.email).
-        return configured.map(|s| s.to_owned());
+        let missing = Missing { role: role.into() };
+        return Err(git2::Error::new(
+            git2::ErrorCode::NotFound,
+            git2::ErrorClass::Config,
+            format!("{}; {}", missing.message(), missing.hint()),
+        ));
     };
     match env("DATE") {
         Some(date) => Signature::new(&name, &email, &git_date(role, &date)?),
         None => Signature::now(&name, &email),
+    }
+}
+
+/// Whether git knows who commits (author and committer, as [`identity`] reads them): when it
+/// does not, what git says and what to run, before anything is done.
+pub fn known(repo: &Repository) -> Result<(), Missing> {
+    for role in ["AUTHOR", "COMMITTER"] {
+        if identity(repo, role).is_err_and(|e| e.code() == git2::ErrorCode::NotFound) {
+            return Err(Missing { role: role.into() });
+        }
+    }
+    Ok(())
+}
+
+/// No `user.name` or `user.email` (nor `GIT_<ROLE>_NAME`/`_EMAIL`): git refuses to commit,
+/// and so does git-loaf, in git's words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    /// `AUTHOR` or `COMMITTER`.
+    pub role: String,
+}
+
+impl Missing {
+    /// The missing identity `error` (from [`identity`]) reports, if that is what it is.
+    pub fn from_error(error: &git2::Error) -> Option<Missing> {
+        if error.code() != git2::ErrorCode::NotFound || error.class() != git2::ErrorClass::Config {
+            return None;
+        }
+        ["AUTHOR", "COMMITTER"]
+            .into_iter()
+            .map(|role| Missing { role: role.into() })
+            .find(|missing| error.message().starts_with(&missing.message()))
+    }
+
+    /// What git says: `Author identity unknown`.
+    pub fn message(&self) -> String {
+        let mut role = self.role.to_lowercase();
+        if let Some(first) = role.get_mut(..1) {
+            first.make_ascii_uppercase();
+        }
+        format!(
+            "{role} identity unknown: git does not know who you are (user.name or user.email is not set), and git-loaf commits as you"
+        )
+    }
+
+    /// What git tells you to run.
+    pub fn hint(&self) -> String {
+        "tell git who you are: `git config --global user.name \"Your Name\"` and `git config --global user.email \"you@example.com\"` (omit --global to set it in this repository only), then run the command again".into()
     }
 }
 

@@ -80,7 +80,7 @@ pub enum IndexLockError {
     #[error("another git command is using the index ({} exists)", .0.display())]
     Busy(PathBuf),
     /// Reading or writing failed.
-    #[error("{0}")]
+    #[error("{}", super::words::plain(.0))]
     Git(#[from] git2::Error),
     /// A file operation failed.
     #[error("{}: {error}", .path.display())]

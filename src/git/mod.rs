@@ -51,6 +51,7 @@ pub mod treediff;
 pub mod turn;
 pub mod tx;
 pub mod visible;
+pub mod words;
 
 // The transaction machinery, under the names the operations have always used.
 pub use tx::{

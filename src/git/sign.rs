@@ -64,7 +64,7 @@ pub enum SignError {
     #[error("signing the commit needs git: {0}")]
     Spawn(#[from] std::io::Error),
     /// The identity, tree or parents could not be read.
-    #[error("signing the commit: {0}")]
+    #[error("signing the commit: {}", super::words::plain(.0))]
     Git(#[from] git2::Error),
 }
 

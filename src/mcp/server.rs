@@ -42,6 +42,10 @@ pub struct ApplyParams {
     pub actions: Option<Vec<Map<String, Value>>>,
     /// The model that wrote it, recorded in the commit as `Assisted-by:`.
     pub model: Option<String>,
+    /// What the change is for, in a few words (`Fix the off-by-one in the pager`): the
+    /// commit's subject after `AI: `. Without it, the reply's opening sentence, else a
+    /// summary of its actions.
+    pub message: Option<String>,
     /// Only check: list the actions that would run and every error; change nothing.
     #[serde(default)]
     pub dry_run: bool,
@@ -53,7 +57,7 @@ pub struct ApplyParams {
 pub enum IdOrCount {
     /// The last N operations.
     Count(u64),
-    /// An apply id (as `log` shows it).
+    /// An apply id, or the commit an apply made (as `log` shows them).
     Id(String),
 }
 
@@ -61,8 +65,9 @@ pub enum IdOrCount {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct UndoParams {
-    /// Undo every operation back to and including this one, in one step: an apply id, or a
-    /// count N (the last N operations). Without it: the most recent operation.
+    /// Undo every operation back to and including this one, in one step: an apply id, the
+    /// commit an apply made, or a count N (the last N operations). Without it: the most
+    /// recent operation.
     pub to: Option<IdOrCount>,
 }
 
@@ -384,6 +389,7 @@ fn apply(repo: &Path, params: ApplyParams) -> CallToolResult {
     let request = cli::apply::ApplyRequest {
         dry_run: params.dry_run,
         model: params.model,
+        message: params.message,
         ..Default::default()
     };
     answered(cli::apply::respond(repo, &reply, &request))

@@ -62,7 +62,7 @@ pub use context::context_window;
 pub use json::write_json;
 pub use key::{KEY_MAX_LENGTH, find_invalid_char, validate_key};
 pub use line::{
-    LineKind, classify_line, parse_end_marker, parse_header, validate_block_id,
+    HEADER_MARK, LineKind, classify_line, parse_end_marker, parse_header, validate_block_id,
     validate_heredoc_delimiter,
 };
 pub use parser::parse;

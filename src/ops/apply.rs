@@ -40,6 +40,9 @@ pub struct ApplyOptions {
     pub no_verify: bool,
     /// Whether to sign the commit (`--gpg-sign`, `--no-gpg-sign`, commit.gpgSign).
     pub sign: SignRequest,
+    /// What the change is for, in the caller's words (MCP `apply`'s `message`): the
+    /// commit's subject after `AI: `, before the reply's own opening sentence.
+    pub message: Option<String>,
 }
 
 /// How an apply ended.
@@ -198,7 +201,7 @@ fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result
         return Ok(Applied::unrecorded(result, git, tx.notices));
     }
     git.uncommitted = tx.carried_uncommitted(carried);
-    let subject = tx.subject(&result, &planned.changed);
+    let subject = tx.subject(reply, &result, &planned.changed);
     let commit = match tx.commit(&staging, &env, &planned, &subject, &result)? {
         Ok(commit) => commit,
         Err(refusal) => return Ok(Applied::refused(result, git, tx.notices, refusal)),

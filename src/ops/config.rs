@@ -38,7 +38,7 @@ pub enum TrustError {
     #[error(transparent)]
     Config(#[from] ConfigError),
     /// Reading HEAD's history failed.
-    #[error("git: {0}")]
+    #[error("git: {}", crate::git::words::plain(.0))]
     Git(#[from] git2::Error),
     /// The record of the accepted loaf.yml cannot be written.
     #[error("cannot write {}: {error}", path.display())]

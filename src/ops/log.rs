@@ -15,6 +15,7 @@ use crate::git::notes::{NOTES_REF, read_note, read_report};
 use crate::git::oplog::{self, OpKind};
 use crate::git::refs;
 use crate::git::session::{self, TxError};
+use crate::ops::record::SESSION_TRAILER;
 use crate::ops::squash::{SQUASH_TRAILER, SQUASHED_TRAILER};
 use crate::report::redact;
 
@@ -32,8 +33,9 @@ const PAST_OLDEST_KNOWN: usize = 64;
 pub struct LogEntry {
     /// The commit id.
     pub commit: String,
-    /// `apply`, `squash` (a `git loaf squash` of applies), or `kept` for an apply's commit
-    /// that was not published (`git loaf take` / `git loaf drop`).
+    /// `apply`, `turn` (an agent's turn in record mode), `squash` (a `git loaf squash` of
+    /// applies and turns), or `kept` for an apply's commit that was not published
+    /// (`git loaf take` / `git loaf drop`).
     pub kind: &'static str,
     /// The apply's id.
     pub id: String,
@@ -45,6 +47,18 @@ pub struct LogEntry {
     pub succeeded: usize,
     /// Actions that failed plus blocks that did not run.
     pub failed: usize,
+    /// For a squash: what it folded in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub folded: Option<Folded>,
+}
+
+/// What a squash folded in: applies (with ✅/❌ counts) and recorded turns (without).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Folded {
+    /// Applies of replies.
+    pub applies: usize,
+    /// Agents' turns recorded in record mode.
+    pub turns: usize,
 }
 
 /// The newest `limit` loaf commits reachable from HEAD along first parents.
@@ -160,6 +174,7 @@ fn entry(repo: &crate::git::Repository, commit: &CommitInfo) -> Option<LogEntry>
             .map(|(_, v)| v.clone())
     };
     let (kind, id) = match (get("Loaf-Apply"), get(SQUASH_TRAILER)) {
+        (Some(id), _) if get(SESSION_TRAILER).is_some() => ("turn", id),
         (Some(id), _) => ("apply", id),
         (None, Some(id)) => ("squash", id),
         (None, None) => return None,
@@ -179,6 +194,7 @@ fn entry(repo: &crate::git::Repository, commit: &CommitInfo) -> Option<LogEntry>
         .iter()
         .map(counts)
         .fold((0, 0), |(ok, bad), (o, b)| (ok + o, bad + b));
+    let folded = (kind == "squash").then(|| folded(repo, &trailers));
     Some(LogEntry {
         commit: commit.id.to_string(),
         kind,
@@ -187,7 +203,36 @@ fn entry(repo: &crate::git::Repository, commit: &CommitInfo) -> Option<LogEntry>
         summary: commit.summary.clone(),
         succeeded,
         failed,
+        folded,
     })
+}
+
+/// What a squash folded in, from its `Loaf-Squashed: <id> <commit>` trailers: a folded
+/// commit carrying `Loaf-Session` was a recorded turn (one no longer in the repository
+/// counts as an apply).
+fn folded(repo: &crate::git::Repository, trailers: &[(String, String)]) -> Folded {
+    let mut out = Folded {
+        applies: 0,
+        turns: 0,
+    };
+    for (_, value) in trailers.iter().filter(|(k, _)| k == SQUASHED_TRAILER) {
+        let was_turn = value
+            .split_whitespace()
+            .nth(1)
+            .and_then(|hex| crate::git::Oid::from_str(hex).ok())
+            .and_then(|oid| commits::read(repo, oid).ok())
+            .is_some_and(|c| {
+                parse_trailers(&c.message)
+                    .iter()
+                    .any(|(k, _)| k == SESSION_TRAILER)
+            });
+        if was_turn {
+            out.turns += 1;
+        } else {
+            out.applies += 1;
+        }
+    }
+    out
 }
 
 /// The results of the applies a squash folded in, from its record (none without one).

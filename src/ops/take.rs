@@ -109,7 +109,8 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
         op: OpEntry {
             id: id.to_owned(),
             kind: OpKind::Apply,
-            target: None,
+            // The kept commit it landed: undoing the take keeps it again.
+            target: Some(kept.commit.to_string()),
             time: now_secs(),
             workdir: session.root.display().to_string(),
             ref_name,

@@ -46,6 +46,9 @@ pub struct Walked {
     pub run: Vec<OpEntry>,
     /// The branch HEAD was attached to afterwards, when the move re-attached it.
     pub attached: Option<String>,
+    /// Whether the move left HEAD detached from the branch it was on (undoing a step
+    /// forward that had reached the tip): `ref_name` is where it was, and stays.
+    pub detached: bool,
     /// For a forced `undo --to`: what the user did between the operations it undid (now
     /// saved under `refs/loaf/saved/`).
     pub between: Vec<Between>,
@@ -103,7 +106,19 @@ pub fn undo(cwd: &Path, force: bool) -> Result<Walked, TxError> {
     walk(session, target, OpKind::Undo, force, Run::default())
 }
 
-/// `git loaf undo --to <id|N>`: undoes, in one step, every operation back to and including
+/// The newest operation of `stack` that made the commit `rev` names (an apply's or a
+/// squash's commit, as `git log` and `git loaf log` show it).
+fn made_commit(repo: &crate::git::Repository, stack: &[OpEntry], rev: &str) -> Option<usize> {
+    let commit = crate::git::commits::resolve(repo, rev)
+        .ok()??
+        .id
+        .to_string();
+    stack.iter().rposition(|e| {
+        e.after.head.as_deref() == Some(commit.as_str()) && e.before.head != e.after.head
+    })
+}
+
+/// `git loaf undo --to <id|N|commit>`: undoes, in one step, every operation back to and including
 /// the one with apply id `to` (or the last `to` operations): one log entry from the current
 /// state to the state before that operation, itself undoable (a plain `git loaf undo`
 /// afterwards re-does them all). The refusals are undo's: anything changed since, or a
@@ -114,26 +129,25 @@ pub fn undo_to(cwd: &Path, to: &str, force: bool) -> Result<Walked, TxError> {
     let stack = down_to(&session.repo, &workdir, to)?;
     let start = match stack.iter().rposition(|e| e.id == to) {
         Some(i) => i,
-        None => {
-            match to.parse::<usize>() {
-                Ok(n) if (1..=stack.len()).contains(&n) => stack.len() - n,
-                Ok(n) => {
-                    return Err(TxError::Invalid {
+        None => match to.parse::<usize>() {
+            Ok(n) if (1..=stack.len()).contains(&n) => stack.len() - n,
+            _ if let Some(i) = made_commit(&session.repo, &stack, to) => i,
+            Ok(n) => {
+                return Err(TxError::Invalid {
                     message: format!(
                         "cannot undo {n} operations: {} can be undone in this working tree",
                         stack.len()
                     ),
-                    hint: "`git loaf log` lists the AI commits; `--to` takes an apply id or a count from 1".into(),
+                    hint: "`git loaf log` lists the AI commits; `--to` takes an apply id, a commit of one, or a count from 1".into(),
                 });
-                }
-                Err(_) => {
-                    return Err(TxError::Invalid {
-                    message: format!("no operation '{to}' is left to undo in this working tree"),
-                    hint: "`git loaf log` lists the apply ids; `--to N` undoes the last N operations".into(),
-                });
-                }
             }
-        }
+            Err(_) => {
+                return Err(TxError::Invalid {
+                    message: format!("no operation '{to}' is left to undo in this working tree"),
+                    hint: "`git loaf log` lists the AI commits and their apply ids (either works); `--to N` undoes the last N operations".into(),
+                });
+            }
+        },
     };
     let run = stack[start..].to_vec();
     let (first, last) = (&run[0], &run[run.len() - 1]);
@@ -330,6 +344,7 @@ fn walk(
     let transition = way.transition(&session, &id, &ref_name, &now);
     let (skipped, attached) = way.publish(repo, &transition, &ref_name)?;
     way.follow_saved(repo)?;
+    way.keep_taken(repo)?;
     let mut notices = std::mem::take(&mut session.notices);
     notices.extend(publish::left_alone_notice(&skipped));
     notices.extend(way.left_detached(attached));
@@ -338,6 +353,7 @@ fn walk(
         .map(|p| p.display().to_string())
         .collect();
     let restored_uncommitted = way.restored_uncommitted(repo, &now)?;
+    let detached = way.wanted_ref == "HEAD" && ref_name != "HEAD";
     Ok(Walked {
         restored_uncommitted,
         target: way.target,
@@ -349,6 +365,7 @@ fn walk(
         saved,
         notices,
         run: run.ops,
+        detached,
         attached: attached.then_some(way.wanted_ref),
         between: run.between,
     })
@@ -390,6 +407,23 @@ impl Move {
             wanted,
             wanted_ref,
         }
+    }
+
+    /// An apply `git loaf take` landed goes back to being kept when its take is undone (so
+    /// that `take` and `drop` work on it again), and is no longer kept when it is re-done.
+    fn keep_taken(&self, repo: &crate::git::Repository) -> Result<(), TxError> {
+        let kept = (self.target.kind == OpKind::Apply)
+            .then_some(self.target.target.as_deref())
+            .flatten()
+            .and_then(|commit| Oid::from_str(commit).ok());
+        match kept {
+            Some(kept) if self.undoing => {
+                refs::keep(repo, &self.target.id, kept)?;
+            }
+            Some(_) => refs::drop_kept_if_any(repo, &self.target.id)?,
+            None => {}
+        }
+        Ok(())
     }
 
     /// Whether the walk changes what HEAD is attached to (a step's): HEAD itself moves,

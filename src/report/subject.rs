@@ -34,12 +34,19 @@ pub fn subject_summary(result: &ExecutionResult, root: &Path, changed: &[PathBuf
 /// fit, in order: changes named (three, two, then one, the rest counted as `and N more`),
 /// each tried first with whole paths and then with their middle folders as `…`
 /// (`src/…/subject.rs`); only when even that is too long is the line cut ([`fit_subject`]).
+///
+/// With an `intent` (what the reply said it does, or the `message` an MCP client gave), that
+/// takes the summary's place, cut to fit at a word with `…`.
 pub fn subject_line(
     format: &str,
+    intent: Option<&str>,
     result: &ExecutionResult,
     root: &Path,
     changed: &[PathBuf],
 ) -> String {
+    if let Some(intent) = intent.filter(|i| !i.trim().is_empty()) {
+        return fit_subject(&format.replace("{operation_summary}", intent.trim()));
+    }
     let items = items(result, root, changed);
     let line = |named: usize, short: bool| {
         let text = format.replace("{operation_summary}", &summary(&items, named, short));
@@ -337,6 +344,7 @@ mod tests {
         let changed: Vec<PathBuf> = changed.iter().map(PathBuf::from).collect();
         subject_line(
             "AI: {operation_summary}",
+            None,
             &result,
             Path::new("/repo"),
             &changed,

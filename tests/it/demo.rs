@@ -47,14 +47,14 @@ fn the_readme_demo_applies_logs_and_undoes() {
     (exit 1: one block used an unknown action, on purpose; the rest is committed)
 
     $ git log --format='%h %s'
-    <id> AI: file_replace_text src/greet.py, file_write tests/test_greet.py
+    <id> AI: Switch `greet` to an f-string, test it, and note it in the README
     <id> greet: first version
 
     $ git status --short
     ?? NOTES.txt
 
     $ git loaf log
-    <id> <id> 2026-01-01T00:00:00Z ✅2 ❌1 AI: file_replace_text src/greet.py, file_write tests/test_greet.py
+    <id> <id> 2026-01-01T00:00:00Z ✅2 ❌1 AI: Switch `greet` to an f-string, test it, and note it in the README
 
     $ git loaf show --json | head -5
     {
@@ -64,7 +64,7 @@ fn the_readme_demo_applies_logs_and_undoes() {
       "results": [
 
     $ git loaf undo
-    Undid <id> (AI: file_replace_text src/greet.py, file_write tests/test_greet.py): main <id> -> <id>
+    Undid <id> (AI: Switch `greet` to an f-string, test it, and note it in the README): main <id> -> <id>
       src/greet.py
       tests/test_greet.py
     Your uncommitted changes are back as they were (staged and unstaged).

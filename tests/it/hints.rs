@@ -49,8 +49,6 @@ fn every_error_of_a_mixed_reply_says_what_to_write() {
     pa4 line 25: Action 'files_replace_text_in_parents' cannot be used in a reply yet; available: file_write, file_replace_text, file_replace_text_range, file_replace_all_text, files_replace_all_text, file_append, file_delete, file_move, file_read, file_read_numbered, file_replace_lines, files_read, dir_create, dir_delete, ls, grep, glob, exec
     lr5 line 33: Unknown action 'launch_rocket'; available: file_write, file_replace_text, file_replace_text_range, file_replace_all_text, files_replace_all_text, file_append, file_delete, file_move, file_read, file_read_numbered, file_replace_lines, files_read, dir_create, dir_delete, ls, grep, glob, exec
     hd7 line 45: Value must be a quoted string or heredoc; a heredoc's delimiter is in single quotes: `content = <<'EOT_hd7'`
-    hd7 line 46: Invalid line format in block 'hd7': not a valid key-value assignment or empty line
-    hd7 line 47: Invalid line format in block 'hd7': not a valid key-value assignment or empty line
     "#);
 }
 

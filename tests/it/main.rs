@@ -22,6 +22,7 @@ mod escape;
 mod exec_changes;
 mod execute_seeds;
 mod filters;
+mod first_hour;
 mod fs_actions;
 mod gc;
 mod githooks;

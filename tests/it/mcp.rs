@@ -361,3 +361,58 @@ async fn the_status_tool_answers_as_the_command_prints() {
     assert_eq!(text(&tool), cli, "the tool answers as the command prints");
     client.cancel().await.expect("closed");
 }
+
+/// `apply`'s `message` is the commit's subject after `AI: `, whatever the reply opens with.
+#[tokio::test(flavor = "current_thread")]
+async fn apply_takes_a_message_for_the_commits_subject() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    let client = connect(&s.root).await;
+    let reply = format!(
+        "Writing b.\n{}",
+        s.reply(&block(
+            "m1",
+            "file_write",
+            &[("path", "/repo/b.txt"), ("content", "bee\n")],
+        ))
+    );
+    let applied = call(
+        &client,
+        "apply",
+        json!({"reply": reply, "message": "Add the bee file the pager reads"}),
+    )
+    .await;
+    assert!(!is_error(&applied), "{}", text(&applied));
+    assert_eq!(
+        s.git(&["log", "-1", "--format=%s"]).trim(),
+        "AI: Add the bee file the pager reads"
+    );
+    client.cancel().await.expect("closed");
+}
+
+/// docs/mcp.md's table names every parameter of every tool the server lists.
+#[tokio::test(flavor = "current_thread")]
+async fn the_docs_table_names_every_parameter_of_every_tool() {
+    let s = Scratch::with(&[("a.txt", "one\n")]);
+    let client = connect(&s.root).await;
+    let docs = crate::support::read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/mcp.md"));
+    for tool in client.list_all_tools().await.expect("tools listed") {
+        let row = docs
+            .lines()
+            .find(|l| l.starts_with(&format!("| `{}` |", tool.name)))
+            .unwrap_or_else(|| panic!("docs/mcp.md has no row for {}", tool.name));
+        let properties = tool
+            .input_schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        for name in properties.keys() {
+            assert!(
+                row.contains(&format!("`{name}`")),
+                "docs/mcp.md's row for {} lacks `{name}`: {row}",
+                tool.name
+            );
+        }
+    }
+    client.cancel().await.expect("closed");
+}

@@ -76,7 +76,7 @@ fn the_readme_primer_applies_as_the_readme_shows() {
     );
     assert_eq!(
         scratch.git(&["log", "--format=%s"]).lines().next(),
-        Some("AI: file_write greet.py, file_replace_text main.py")
+        Some("AI: Move the greeting into its own module, call it from main.py, run it")
     );
 }
 

@@ -78,7 +78,7 @@ fn a_partly_failed_reply_is_committed_with_trailers_git_reads_and_exits_1() {
     assert_eq!(s.read("src/new.rs").as_deref(), Some("pub fn new() {}\n"));
     assert_eq!(
         s.git(&["log", "-1", "--format=%s%n%an <%ae>"]),
-        "AI: file_write src/new.rs\nAda <ada@example.com>\n"
+        "AI: Here is the change\nAda <ada@example.com>\n"
     );
     assert_eq!(
         s.git(&["rev-parse", "HEAD~1"]).trim(),

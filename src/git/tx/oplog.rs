@@ -93,7 +93,8 @@ pub struct OpEntry {
     pub id: String,
     /// What it was.
     pub kind: OpKind,
-    /// For undo and redo: the operation undone or re-done.
+    /// For undo and redo: the operation undone or re-done; for a step, the branch's tip; for
+    /// an apply that `git loaf take` landed, the kept commit it took.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<String>,
     /// Seconds since the Unix epoch.

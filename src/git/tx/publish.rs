@@ -60,7 +60,7 @@ pub enum PublishError {
     #[error("{0}")]
     Visible(#[from] crate::git::extras::VisibleError),
     /// git failed.
-    #[error("{0}")]
+    #[error("{}", crate::git::words::plain(.0))]
     Git(#[from] git2::Error),
     /// The journal could not be written.
     #[error("cannot write the journal: {0}")]

@@ -60,8 +60,22 @@ pub enum TxError {
     #[error(transparent)]
     Publish(#[from] PublishError),
     /// git failed.
-    #[error("git: {0}")]
-    Git(#[from] git2::Error),
+    #[error("git: {}", crate::git::words::plain(.0))]
+    Git(git2::Error),
+}
+
+impl From<git2::Error> for TxError {
+    /// git's error; a missing identity (no user.name/user.email) as git says it, with what
+    /// to run.
+    fn from(error: git2::Error) -> Self {
+        match crate::git::identity::Missing::from_error(&error) {
+            Some(missing) => TxError::Invalid {
+                message: missing.message(),
+                hint: missing.hint(),
+            },
+            None => TxError::Git(error),
+        }
+    }
 }
 
 impl From<crate::git::states::Refused> for TxError {

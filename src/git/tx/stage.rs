@@ -47,7 +47,7 @@ const OLD_IN_FLIGHT_MARKER: &str = "stage-in-flight";
 pub enum StageError {
     /// The repository has no commit yet to stage from.
     /// A git operation failed.
-    #[error("staging worktree: {0}")]
+    #[error("staging worktree: {}", crate::git::words::plain(.0))]
     Git(#[from] git2::Error),
     /// A file operation failed.
     #[error("staging worktree: {0}")]

@@ -123,11 +123,23 @@ impl Tx<'_> {
         carried
     }
 
-    /// The commit's subject: loaf.yml's `commit_message_format` with the summary in it,
-    /// fitted to git's 72 characters.
-    pub(super) fn subject(&self, result: &ExecutionResult, changed: &[PathBuf]) -> String {
+    /// The commit's subject: loaf.yml's `commit_message_format` with what the change is for
+    /// in it (the caller's `message`, else the reply's opening sentence, else the summary
+    /// of what its actions did), fitted to git's 72 characters.
+    pub(super) fn subject(
+        &self,
+        reply: &str,
+        result: &ExecutionResult,
+        changed: &[PathBuf],
+    ) -> String {
+        let intent = self
+            .options
+            .message
+            .clone()
+            .or_else(|| crate::report::intent::opening_sentence(reply));
         crate::report::subject::subject_line(
             &self.config.commit_message_format,
+            intent.as_deref(),
             result,
             &self.root,
             changed,

@@ -24,6 +24,11 @@ impl<'a> Tx<'a> {
         reply: &str,
         options: &'a ApplyOptions,
     ) -> Result<Self, TxError> {
+        // A commit needs an author: without one, say so before any code runs.
+        crate::git::identity::known(&session.repo).map_err(|missing| TxError::Invalid {
+            message: missing.message(),
+            hint: missing.hint(),
+        })?;
         let mut notices = session.notices.clone();
         let root = session.root.clone();
         // The loaf.yml the user accepted, not a wider one a reply wrote (DESIGN §2).

@@ -247,7 +247,27 @@ fn message(
                 .filter(|(k, _)| k == SQUASHED_TRAILER)
                 .count();
             let all_loaf = picked.iter().all(|p| p.loaf_id.is_some());
-            let what = if all_loaf {
+            // Recorded turns (record mode) are named as turns, not as applies.
+            let turns = picked
+                .iter()
+                .filter(|p| {
+                    parse_trailers(&p.message)
+                        .iter()
+                        .any(|(k, _)| k == crate::ops::record::SESSION_TRAILER)
+                })
+                .count();
+            let counted = |n: usize, one: &str, many: &str| {
+                format!("{n} {}", if n == 1 { one } else { many })
+            };
+            let what = if all_loaf && turns == applies {
+                counted(turns, "turn", "turns")
+            } else if all_loaf && turns > 0 {
+                format!(
+                    "{} and {}",
+                    counted(applies - turns, "apply", "applies"),
+                    counted(turns, "turn", "turns")
+                )
+            } else if all_loaf {
                 format!("{applies} applies")
             } else {
                 format!("{} commits", picked.len())
