@@ -572,3 +572,45 @@ fn notes_follow_amend_and_rebase() {
     assert_eq!(show("HEAD~1"), 1);
     assert_eq!(show("HEAD~2"), 2);
 }
+
+/// The models that wrote the folded applies stay named as trailers git reads; an
+/// `Assisted-by:` line in a message given with `-m` joins them (issue 38: a lorch step
+/// squashed from several turns keeps the model that wrote it).
+#[test]
+fn a_squash_keeps_the_assisted_by_trailers_of_what_it_folds() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    for (path, model) in [
+        ("b.txt", "model-one"),
+        ("c.txt", "model-two"),
+        ("d.txt", "model-one"),
+    ] {
+        let reply = s.reply(&block(
+            "k1a",
+            "file_write",
+            &[("path", &format!("/repo/{path}")), ("content", "x\n")],
+        ));
+        s.assert_exit(&s.loaf(&["apply", "--model", model], &reply), 0);
+    }
+    let trailers = |rev: &str| {
+        s.git(&[
+            "log",
+            "-1",
+            "--format=%(trailers:key=Assisted-by,valueonly)",
+            rev,
+        ])
+    };
+    s.assert_exit(&s.loaf(&["squash"], ""), 0);
+    assert_eq!(trailers("HEAD"), "model-one\nmodel-two\n\n");
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    let out = s.loaf(
+        &[
+            "squash",
+            "-m",
+            "Add three files\n\nAssisted-by: lorch builder",
+        ],
+        "",
+    );
+    s.assert_exit(&out, 0);
+    assert_eq!(trailers("HEAD"), "model-one\nmodel-two\nlorch builder\n\n");
+    assert_eq!(s.git(&["log", "-1", "--format=%s"]), "Add three files\n");
+}

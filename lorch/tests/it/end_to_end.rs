@@ -152,6 +152,11 @@ fn the_spec_scenario_runs_with_real_agents_one_git_loaf_commit_per_step() {
         ["spec_maintainer", "builder", "builder"],
         "{commits}"
     );
+    // Each builder step, made in one turn here, names its task and step in its subject.
+    let subjects = git(&root, &["log", "--format=%s", "HEAD~3..HEAD~1"]);
+    for subject in subjects.lines() {
+        assert!(subject.starts_with("AI: lorch T-0042 step "), "{subjects}");
+    }
     let log = loaf(&root, &["log"]);
     assert_eq!(String::from_utf8_lossy(&log.stdout).lines().count(), 3);
     // Receipts link each artifact to its step: the newest receipt naming a file holds the

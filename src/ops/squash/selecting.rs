@@ -233,7 +233,31 @@ fn message(
             ));
         }
     }
-    let body = match custom {
+    // The models that wrote what is folded stay named, as trailers git reads (a lorch step
+    // squashed from several turns, each `Assisted-by` its model); an `Assisted-by:` line in
+    // the user's own message joins them there instead of standing in its body.
+    let mut assisted: Vec<String> = Vec::new();
+    for p in picked {
+        for (key, value) in parse_trailers(&p.message) {
+            if key == ASSISTED_BY && !assisted.contains(&value) {
+                assisted.push(value);
+            }
+        }
+    }
+    let custom = custom.map(|text| {
+        let prefix = format!("{ASSISTED_BY}:");
+        let (named, rest): (Vec<&str>, Vec<&str>) =
+            text.lines().partition(|l| l.starts_with(&prefix));
+        for line in named {
+            let value = line[prefix.len()..].trim().to_owned();
+            if !value.is_empty() && !assisted.contains(&value) {
+                assisted.push(value);
+            }
+        }
+        rest.join("\n")
+    });
+    trailers.extend(assisted.into_iter().map(|v| (ASSISTED_BY.to_owned(), v)));
+    let body = match custom.as_deref() {
         Some(text) if !text.trim().is_empty() => text.trim().to_owned(),
         Some(_) => {
             return Err(TxError::Invalid {
@@ -290,6 +314,9 @@ fn message(
     }
     Ok(out)
 }
+
+/// The trailer naming the model that wrote a commit.
+const ASSISTED_BY: &str = "Assisted-by";
 
 /// `2026-01-01` or `2026-01-01 to 2026-01-03` (UTC).
 pub(super) fn date_range(picked: &[Picked]) -> String {

@@ -104,6 +104,8 @@ fn talk(
     let options = ApplyOptions {
         model: Some(shim.options.model()),
         reply_key: Some(key.to_owned()),
+        // A step made in one turn is that turn's commit: it names the task and step too.
+        message: Some(step_subject(command)),
         ..ApplyOptions::default()
     };
     let mut turns: Vec<Turn> = Vec::new();
@@ -278,6 +280,16 @@ fn give_up(shim: &Shim, made: &[Made], last: Last) -> Step {
 /// lorch builder (<program>)`, as each turn's commit said (git-loaf's squash adds its own
 /// `Loaf-Squash` trailers after it).
 pub fn step_message(shim: &Shim, command: &Command, turns: usize) -> String {
+    let subject = git_loaf::report::subject::fit_subject(&step_subject(command));
+    format!(
+        "{subject}\n\nThe builder's {turns} turns of this step, squashed into one commit.\n\nAssisted-by: {}\n",
+        shim.options.model()
+    )
+}
+
+/// What a step is for, as its commits' subjects say it: `lorch T-0042 step 3
+/// (implement_changes): <goal>` (git-loaf puts `AI: ` before it on each turn's commit).
+fn step_subject(command: &Command) -> String {
     let step = command
         .inputs
         .get("step")
@@ -288,13 +300,9 @@ pub fn step_message(shim: &Shim, command: &Command, turns: usize) -> String {
         .get("goal")
         .and_then(Value::as_str)
         .unwrap_or("");
-    let subject = git_loaf::report::subject::fit_subject(&format!(
+    format!(
         "lorch {} step {step} ({}): {goal}",
         command.task_id, command.action
-    ));
-    format!(
-        "{subject}\n\nThe builder's {turns} turns of this step, squashed into one commit.\n\nAssisted-by: {}\n",
-        shim.options.model()
     )
 }
 
