@@ -12,6 +12,7 @@ mod exec_changes;
 pub mod gc;
 pub mod log;
 pub mod record;
+pub mod record_tool;
 pub mod squash;
 pub mod step;
 pub mod take;

@@ -1,0 +1,391 @@
+//! Per-tool attribution in record mode (DESIGN §3b): a change made during one of the agent's
+//! tool calls is the agent's, one made between them the user's.
+//!
+//! The turn keeps two trees ([`ToolTrees`]): `agents`, the working tree as the last event
+//! saw it, and `users`, the working tree at begin with only the user's changes laid on it.
+//! A tool call's start lays what changed since `agents` (the user's work) on `users` and
+//! moves `agents` to now; its end moves `agents` to now, so the call's own change widens the
+//! gap between the two, which is what the turn's commit takes ([`super::record`]: the same
+//! 3-way rule as an apply, `users` as the base). A tool that names its files (`Edit`,
+//! `Write`) costs reading those files only; any other a scan of the tree (the checkpoint).
+//!
+//! No lock is taken (an agent waits on every tool event): each update is a compare-and-swap
+//! of the turn's ref, retried when another event of the session came first. An event for a
+//! session with no begun turn changes nothing.
+
+use std::path::{Path, PathBuf};
+
+use crate::git::checkpoint;
+use crate::git::session::TxError;
+use crate::git::treebuild::{self, Source, Value};
+use crate::git::turn::{self, ToolTrees, Turn};
+use crate::git::tx::merge::merge_entry;
+use crate::git::{Oid, Repository, treediff};
+
+/// How often an update is tried again when another event of the session updated the turn
+/// between its read and its write.
+const ATTEMPTS: usize = 8;
+
+/// Which files a tool call may write, relative to nothing yet: as the event named them.
+#[derive(Debug, Clone, Copy)]
+pub enum Touched<'a> {
+    /// Only these (absolute, or relative to the event's folder).
+    Files(&'a [PathBuf]),
+    /// Any file: the tree is scanned.
+    Anything,
+}
+
+/// Which end of a tool call an event is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// The call begins: what changed since the last event is the user's.
+    Start,
+    /// The call ended: what changed since it began is the agent's.
+    End,
+}
+
+/// What the tool event did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Attributed {
+    /// The turn's trees were updated (or already said it all).
+    Recorded,
+    /// The session has no begun turn: nothing to attribute.
+    NoTurn,
+}
+
+/// A start or end of one of the agent's tool calls, in session `session`.
+pub fn tool_event(
+    cwd: &Path,
+    session: &str,
+    touched: Touched<'_>,
+    phase: Phase,
+) -> Result<Attributed, TxError> {
+    let repo = Repository::discover(cwd)?;
+    let Some(root) = repo.workdir().map(Path::to_path_buf) else {
+        return Ok(Attributed::NoTurn);
+    };
+    let files = match touched {
+        Touched::Files(files) => Some(relative_files(&root, cwd, files)),
+        Touched::Anything => None,
+    };
+    update_turn(&repo, session, |repo, trees| {
+        let now = match &files {
+            Some(files) => Observed::Files(files_now(repo, &root, trees.agents, files)?),
+            None => Observed::Tree(
+                checkpoint::take(repo)
+                    .map_err(TxError::from_checkpoint)?
+                    .work_tree,
+            ),
+        };
+        match phase {
+            Phase::Start => users_work_since(repo, trees, &now),
+            Phase::End => Ok(Trees {
+                agents: now.laid_on(repo, trees.agents)?,
+                ..trees
+            }),
+        }
+        .map(|t| Trees {
+            calls: trees.calls + u32::from(phase == Phase::Start),
+            ..t
+        })
+    })
+}
+
+/// Cursor's `afterFileEdit`: the agent edited `file`; its content before is the content now
+/// with `edits` taken back (each edit's new text replaced by its old one, last edit first).
+/// When they cannot be taken back (the file changed again since), the whole change since
+/// the last event counts as the agent's.
+pub fn file_edited(
+    cwd: &Path,
+    session: &str,
+    file: &Path,
+    edits: &[(String, String)],
+) -> Result<Attributed, TxError> {
+    let repo = Repository::discover(cwd)?;
+    let Some(root) = repo.workdir().map(Path::to_path_buf) else {
+        return Ok(Attributed::NoTurn);
+    };
+    let files = relative_files(&root, cwd, &[file.to_path_buf()]);
+    let Some(path) = files.first() else {
+        return Ok(Attributed::NoTurn);
+    };
+    let before = std::fs::read_to_string(root.join(path))
+        .ok()
+        .and_then(|now| taken_back(&now, edits));
+    update_turn(&repo, session, |repo, trees| {
+        let now = files_now(repo, &root, trees.agents, &files)?;
+        let trees = match &before {
+            Some(text) => {
+                let blob = crate::git::filters::blob(repo, path, text.clone().into_bytes())
+                    .map_err(|e| TxError::Git(git2::Error::from_str(&e.to_string())))?;
+                let mode = now
+                    .first()
+                    .and_then(|(_, v)| v.map(|(_, m)| m))
+                    .unwrap_or(0o100644);
+                let start = Observed::Files(vec![(path.clone(), Some((blob, mode)))]);
+                users_work_since(repo, trees, &start)?
+            }
+            None => trees,
+        };
+        Ok(Trees {
+            agents: Observed::Files(now).laid_on(repo, trees.agents)?,
+            calls: trees.calls + 1,
+            ..trees
+        })
+    })
+}
+
+/// `now` with each edit's new text replaced by its old text, last edit first; `None` when
+/// an edit's new text is not there (or is empty, which says nothing of where it was).
+fn taken_back(now: &str, edits: &[(String, String)]) -> Option<String> {
+    if edits.is_empty() {
+        return None;
+    }
+    let mut text = now.to_owned();
+    for (old, new) in edits.iter().rev() {
+        if new.is_empty() {
+            return None;
+        }
+        let at = text.find(new.as_str())?;
+        text.replace_range(at..at + new.len(), old);
+    }
+    Some(text)
+}
+
+/// The per-tool trees of a turn, as ids.
+#[derive(Debug, Clone, Copy)]
+struct Trees {
+    users: Oid,
+    agents: Oid,
+    calls: u32,
+}
+
+/// What an event found on disk: some files (each path's entry now), or the whole tree.
+enum Observed {
+    Files(Vec<(PathBuf, Value)>),
+    Tree(Oid),
+}
+
+impl Observed {
+    /// The tree `base` with what was found laid on it.
+    fn laid_on(&self, repo: &Repository, base: Oid) -> Result<Oid, TxError> {
+        match self {
+            Observed::Files(values) => Ok(treebuild::tree_with_values(repo, base, values)?),
+            Observed::Tree(tree) => Ok(*tree),
+        }
+    }
+
+    /// The paths where what was found differs from `agents`, with the entry now.
+    fn changes_since(
+        &self,
+        repo: &Repository,
+        agents: Oid,
+    ) -> Result<Vec<(PathBuf, Value)>, TxError> {
+        let seen = repo.find_tree(agents)?;
+        match self {
+            Observed::Files(values) => Ok(values
+                .iter()
+                .filter(|(path, value)| treediff::blob_at(&seen, path) != *value)
+                .cloned()
+                .collect()),
+            Observed::Tree(tree) => {
+                let now = repo.find_tree(*tree)?;
+                Ok(treediff::changed_paths(repo, Some(agents), Some(*tree))?
+                    .into_iter()
+                    .map(|path| {
+                        let value = treediff::blob_at(&now, &path);
+                        (path, value)
+                    })
+                    .collect())
+            }
+        }
+    }
+}
+
+/// The user's work since the last event (what `now` shows changed since `agents`) laid on
+/// `users`, and `agents` moved to now. Where the user's change overlaps one of the agent's
+/// earlier edits of the file, the user's version stands in `users` (the user took the lines
+/// over).
+fn users_work_since(repo: &Repository, trees: Trees, now: &Observed) -> Result<Trees, TxError> {
+    let changes = now.changes_since(repo, trees.agents)?;
+    let (seen, users) = (repo.find_tree(trees.agents)?, repo.find_tree(trees.users)?);
+    let mut values = Vec::new();
+    for (path, value) in &changes {
+        let (base, ours) = (
+            treediff::blob_at(&seen, path),
+            treediff::blob_at(&users, path),
+        );
+        let merged = merge_entry(repo, path, base, ours, *value)?.unwrap_or(*value);
+        values.push((path.clone(), merged));
+    }
+    Ok(Trees {
+        users: treebuild::tree_with_values(repo, trees.users, &values)?,
+        agents: now.laid_on(repo, trees.agents)?,
+        calls: trees.calls,
+    })
+}
+
+/// What the disk holds at `files` now, as `git add` would record each (a missing file:
+/// `None`), read against the tree `base` (ignored files it does not hold stay out).
+fn files_now(
+    repo: &Repository,
+    root: &Path,
+    base: Oid,
+    files: &[PathBuf],
+) -> Result<Vec<(PathBuf, Value)>, TxError> {
+    let source = Source {
+        repo,
+        base,
+        root,
+        filters: repo,
+        remember: false,
+        objects_in_memory: None,
+    };
+    let tree = repo.find_tree(treebuild::tree_with_paths(&source, files)?)?;
+    Ok(files
+        .iter()
+        .map(|path| (path.clone(), treediff::blob_at(&tree, path)))
+        .collect())
+}
+
+/// `files` relative to the repository's root (those outside it, or in its git dir, left
+/// out): absolute ones as given or through the symlinks on the way, relative ones from the
+/// event's folder `cwd`.
+fn relative_files(root: &Path, cwd: &Path, files: &[PathBuf]) -> Vec<PathBuf> {
+    let canonical_root = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    let inside = |path: &Path| -> Option<PathBuf> {
+        if let Ok(rel) = path.strip_prefix(root) {
+            return Some(rel.to_path_buf());
+        }
+        if let Ok(rel) = path.strip_prefix(&canonical_root) {
+            return Some(rel.to_path_buf());
+        }
+        // The file may not exist (deleted): its folder is what resolves.
+        let folder = path.parent()?.canonicalize().ok()?;
+        let rel = folder.strip_prefix(&canonical_root).ok()?;
+        Some(rel.join(path.file_name()?))
+    };
+    let mut out: Vec<PathBuf> = files
+        .iter()
+        .map(|f| {
+            if f.is_absolute() {
+                f.clone()
+            } else {
+                cwd.join(f)
+            }
+        })
+        .filter_map(|f| inside(&f))
+        .filter(|rel| {
+            !rel.as_os_str().is_empty()
+                && !rel.components().any(|c| {
+                    matches!(c, std::path::Component::ParentDir) || c.as_os_str() == ".git"
+                })
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Reads session `session`'s turn, computes its new trees with `change`, and writes them
+/// if nobody else did meanwhile (else reads again).
+fn update_turn(
+    repo: &Repository,
+    session: &str,
+    change: impl Fn(&Repository, Trees) -> Result<Trees, TxError>,
+) -> Result<Attributed, TxError> {
+    let key = turn::session_key(session);
+    for _ in 0..ATTEMPTS {
+        let Some((version, begun)) = turn::load_versioned(repo, &key)? else {
+            return Ok(Attributed::NoTurn);
+        };
+        let trees = trees_of(&begun)?;
+        let new = change(repo, trees)?;
+        let tools = Some(ToolTrees {
+            users: new.users.to_string(),
+            agents: new.agents.to_string(),
+            calls: new.calls,
+        });
+        if tools == begun.tools {
+            return Ok(Attributed::Recorded);
+        }
+        let updated = Turn { tools, ..begun };
+        if turn::replace(repo, &key, &updated, version)? {
+            return Ok(Attributed::Recorded);
+        }
+    }
+    Err(TxError::Refused {
+        message: format!(
+            "the tool event of session {session} was not recorded: the turn kept changing under it"
+        ),
+        hint: "nothing to do: the turn's commit counts what this call changed as the agent's or yours by the next event".into(),
+    })
+}
+
+/// The turn's per-tool trees; at its first tool event, both the working tree at begin.
+fn trees_of(begun: &Turn) -> Result<Trees, TxError> {
+    Ok(match &begun.tools {
+        Some(tools) => Trees {
+            users: Oid::from_str(&tools.users)?,
+            agents: Oid::from_str(&tools.agents)?,
+            calls: tools.calls,
+        },
+        None => Trees {
+            users: begun.work_tree()?,
+            agents: begun.work_tree()?,
+            calls: 0,
+        },
+    })
+}
+
+/// At the end of a turn attributed per tool: its `users` tree with the user's changes made
+/// since the last event (what differs between `agents` and the working tree `now`) laid on
+/// it. `None` for a turn attributed as a whole.
+pub fn users_tree_at_end(
+    repo: &Repository,
+    begun: &Turn,
+    now: Oid,
+) -> Result<Option<Oid>, TxError> {
+    if begun.tools.is_none() {
+        return Ok(None);
+    }
+    let trees = users_work_since(repo, trees_of(begun)?, &Observed::Tree(now))?;
+    Ok(Some(trees.users))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn edits_are_taken_back_last_first() {
+        let edits = vec![
+            ("a = 1".to_owned(), "a = 2".to_owned()),
+            ("a = 2\n".to_owned(), "a = 3\nb\n".to_owned()),
+        ];
+        assert_eq!(
+            taken_back("x\na = 3\nb\ny\n", &edits).as_deref(),
+            Some("x\na = 1\ny\n")
+        );
+        assert_eq!(taken_back("x\n", &edits), None, "changed again since");
+        assert_eq!(taken_back("x\n", &[]), None);
+    }
+
+    #[test]
+    fn files_outside_the_repository_or_in_its_git_dir_are_left_out() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical");
+        std::fs::create_dir_all(root.join("src")).expect("mkdir");
+        let files = [
+            root.join("src/a.rs"),
+            PathBuf::from("b.rs"),
+            PathBuf::from("/elsewhere/c.rs"),
+            root.join(".git/config"),
+            root.join("src/../../x"),
+        ];
+        assert_eq!(
+            relative_files(&root, &root.join("src"), &files),
+            vec![PathBuf::from("src/a.rs"), PathBuf::from("src/b.rs")]
+        );
+    }
+}
