@@ -6,19 +6,28 @@
 //! A tool call's start lays what changed since `agents` (the user's work) on `users` and
 //! moves `agents` to now; its end moves `agents` to now, so the call's own change widens the
 //! gap between the two, which is what the turn's commit takes ([`super::record`]: the same
-//! 3-way rule as an apply, `users` as the base). A tool that names its files (`Edit`,
-//! `Write`) costs reading those files only; any other a scan of the tree (the checkpoint).
+//! 3-way rule as an apply, `users` as the base).
+//!
+//! A tool that names its files (`Edit`, `Write`) costs reading those files only, at its
+//! start and its end. Any other (a shell command) may write anywhere: its start only leaves
+//! a mark (a file whose modification time the filesystem stamps), its end scans the tree
+//! once (the checkpoint) and splits what changed since the last event by that stamp: a file
+//! modified since the mark is the call's, one modified before it the user's (a deleted
+//! file: by its folder's stamp). So a file the user changed between calls that the command
+//! then changes too goes to the command whole; the pair costs one scan, about one
+//! `git status`.
 //!
 //! No lock is taken (an agent waits on every tool event): each update is a compare-and-swap
-//! of the turn's ref, retried when another event of the session came first. An event for a
-//! session with no begun turn changes nothing.
+//! of the turn's per-tool ref, retried when another event of the session came first. An
+//! event for a session with no begun turn changes nothing.
 
 use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use crate::git::checkpoint;
 use crate::git::session::TxError;
 use crate::git::treebuild::{self, Source, Value};
-use crate::git::turn::{self, ToolTrees, Turn};
+use crate::git::turn::{self, ToolTrees, Turn, Versioned};
 use crate::git::tx::merge::merge_entry;
 use crate::git::{Oid, Repository, treediff};
 
@@ -60,35 +69,102 @@ pub fn tool_event(
     touched: Touched<'_>,
     phase: Phase,
 ) -> Result<Attributed, TxError> {
-    let repo = Repository::discover(cwd)?;
-    let Some(root) = repo.workdir().map(Path::to_path_buf) else {
-        return Ok(Attributed::NoTurn);
+    let (repo, root) = open(cwd)?;
+    let key = turn::session_key(session);
+    let Touched::Files(files) = touched else {
+        return shell_event(&repo, &key, phase);
     };
-    let files = match touched {
-        Touched::Files(files) => Some(relative_files(&root, cwd, files)),
-        Touched::Anything => None,
-    };
-    update_turn(&repo, session, |repo, trees| {
-        let now = match &files {
-            Some(files) => Observed::Files(files_now(repo, &root, trees.agents, files)?),
-            None => Observed::Tree(
-                checkpoint::take(repo)
-                    .map_err(TxError::from_checkpoint)?
-                    .work_tree,
-            ),
-        };
+    let files = relative_files(&root, cwd, files);
+    update_turn(&repo, &key, |repo, trees| {
+        let now = Observed::Files(files_now(repo, &root, trees.agents, &files)?);
         match phase {
             Phase::Start => users_work_since(repo, trees, &now),
             Phase::End => Ok(Trees {
                 agents: now.laid_on(repo, trees.agents)?,
+                calls: trees.calls + 1,
                 ..trees
             }),
         }
-        .map(|t| Trees {
-            calls: trees.calls + u32::from(phase == Phase::Start),
-            ..t
-        })
     })
+}
+
+/// A call of a tool that may write anywhere: its start leaves the mark, its end scans the
+/// tree and gives what changed since the mark to the agent, the rest to the user.
+fn shell_event(repo: &Repository, key: &str, phase: Phase) -> Result<Attributed, TxError> {
+    let mark = mark_path(repo, key);
+    if phase == Phase::Start {
+        if turn::load_versioned(repo, key)?.is_none() {
+            return Ok(Attributed::NoTurn);
+        }
+        leave_mark(&mark)?;
+        return Ok(Attributed::Recorded);
+    }
+    // No mark (its start never came): all that changed since the last event is the call's.
+    let since = std::fs::metadata(&mark).and_then(|m| m.modified()).ok();
+    let root = repo.workdir().map(Path::to_path_buf).ok_or(TxError::Bare)?;
+    let scanned = checkpoint::take(repo)
+        .map_err(TxError::from_checkpoint)?
+        .work_tree;
+    let done = update_turn(repo, key, |repo, trees| {
+        let changes = Observed::Tree(scanned).changes_since(repo, trees.agents)?;
+        let users: Vec<(PathBuf, Value)> = changes
+            .into_iter()
+            .filter(|(path, _)| since.is_some_and(|mark| !modified_since(&root, path, mark)))
+            .collect();
+        let trees = users_work_since(repo, trees, &Observed::Files(users))?;
+        Ok(Trees {
+            agents: scanned,
+            calls: trees.calls + 1,
+            ..trees
+        })
+    });
+    let _ = std::fs::remove_file(&mark);
+    done
+}
+
+/// Where the mark of session `key`'s running shell call is.
+fn mark_path(repo: &Repository, key: &str) -> PathBuf {
+    repo.commondir().join("loaf").join("tool-start").join(key)
+}
+
+/// Leaves the mark (an earlier one stays: with calls running side by side, the first one's
+/// start counts).
+fn leave_mark(mark: &Path) -> Result<(), TxError> {
+    let io = |e: std::io::Error| TxError::Invalid {
+        message: format!(
+            "cannot mark the start of the tool call ({}): {e}",
+            mark.display()
+        ),
+        hint: "check that the repository's .git folder is writable".into(),
+    };
+    if let Some(folder) = mark.parent() {
+        std::fs::create_dir_all(folder).map_err(io)?;
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(mark)
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(e) => Err(io(e)),
+    }
+}
+
+/// Whether the file at `path` (or, when it is gone, the nearest folder above it that is
+/// there) was modified at or after `mark`.
+fn modified_since(root: &Path, path: &Path, mark: SystemTime) -> bool {
+    let mut at = Some(root.join(path));
+    while let Some(here) = at {
+        if let Ok(meta) = std::fs::symlink_metadata(&here) {
+            return meta.modified().is_ok_and(|t| t >= mark);
+        }
+        at = here
+            .parent()
+            .filter(|p| p.starts_with(root))
+            .map(Path::to_path_buf);
+    }
+    true
 }
 
 /// Cursor's `afterFileEdit`: the agent edited `file`; its content before is the content now
@@ -101,10 +177,8 @@ pub fn file_edited(
     file: &Path,
     edits: &[(String, String)],
 ) -> Result<Attributed, TxError> {
-    let repo = Repository::discover(cwd)?;
-    let Some(root) = repo.workdir().map(Path::to_path_buf) else {
-        return Ok(Attributed::NoTurn);
-    };
+    let (repo, root) = open(cwd)?;
+    let key = turn::session_key(session);
     let files = relative_files(&root, cwd, &[file.to_path_buf()]);
     let Some(path) = files.first() else {
         return Ok(Attributed::NoTurn);
@@ -112,7 +186,7 @@ pub fn file_edited(
     let before = std::fs::read_to_string(root.join(path))
         .ok()
         .and_then(|now| taken_back(&now, edits));
-    update_turn(&repo, session, |repo, trees| {
+    update_turn(&repo, &key, |repo, trees| {
         let now = files_now(repo, &root, trees.agents, &files)?;
         let trees = match &before {
             Some(text) => {
@@ -133,6 +207,18 @@ pub fn file_edited(
             ..trees
         })
     })
+}
+
+/// The repository at `cwd` and its working tree's root. Objects written from now on are
+/// this event's to make durable (no lock stamps the start: the clock does).
+fn open(cwd: &Path) -> Result<(Repository, PathBuf), TxError> {
+    let repo = Repository::discover(cwd).map_err(|_| TxError::NotARepository {
+        path: cwd.to_path_buf(),
+        command: "agent-hook".into(),
+    })?;
+    let root = repo.workdir().map(Path::to_path_buf).ok_or(TxError::Bare)?;
+    crate::git::durable::mark_start(None);
+    Ok((repo, root))
 }
 
 /// `now` with each edit's new text replaced by its old text, last edit first; `None` when
@@ -287,39 +373,40 @@ fn relative_files(root: &Path, cwd: &Path, files: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
-/// Reads session `session`'s turn, computes its new trees with `change`, and writes them
-/// if nobody else did meanwhile (else reads again).
+/// Reads session `key`'s turn, computes its new trees with `change`, and writes them if
+/// nobody else did meanwhile (else reads again).
 fn update_turn(
     repo: &Repository,
-    session: &str,
+    key: &str,
     change: impl Fn(&Repository, Trees) -> Result<Trees, TxError>,
 ) -> Result<Attributed, TxError> {
-    let key = turn::session_key(session);
     for _ in 0..ATTEMPTS {
-        let Some((version, begun)) = turn::load_versioned(repo, &key)? else {
+        let Some(read) = turn::load_versioned(repo, key)? else {
             return Ok(Attributed::NoTurn);
         };
-        let trees = trees_of(&begun)?;
-        let new = change(repo, trees)?;
-        let tools = Some(ToolTrees {
+        let new = change(repo, trees_of(&read.turn)?)?;
+        let tools = ToolTrees {
             users: new.users.to_string(),
             agents: new.agents.to_string(),
             calls: new.calls,
-        });
-        if tools == begun.tools {
-            return Ok(Attributed::Recorded);
-        }
-        let updated = Turn { tools, ..begun };
-        if turn::replace(repo, &key, &updated, version)? {
+        };
+        if read.turn.tools.as_ref() == Some(&tools) || replace(repo, key, &read, &tools)? {
             return Ok(Attributed::Recorded);
         }
     }
     Err(TxError::Refused {
-        message: format!(
-            "the tool event of session {session} was not recorded: the turn kept changing under it"
-        ),
-        hint: "nothing to do: the turn's commit counts what this call changed as the agent's or yours by the next event".into(),
+        message: "the tool event was not recorded: other events of the session kept changing the turn under it".into(),
+        hint: "nothing to do: what this call changed counts as the agent's or yours by the next event".into(),
     })
+}
+
+fn replace(
+    repo: &Repository,
+    key: &str,
+    read: &Versioned,
+    tools: &ToolTrees,
+) -> Result<bool, TxError> {
+    Ok(turn::replace_tools(repo, key, read, tools)?)
 }
 
 /// The turn's per-tool trees; at its first tool event, both the working tree at begin.

@@ -192,15 +192,30 @@ fn repo() -> Scratch {
     scratch
 }
 
-/// `path` with its line `old` replaced by `new`.
+/// The user's edit of `path`: its line `old` replaced by `new`.
 fn edited(scratch: &Scratch, path: &str, old: &str, new: &str) {
     let text = scratch.read(path).expect("the file");
-    scratch.write(path, &text.replacen(old, new, 1));
+    users_write(scratch, path, &text.replacen(old, new, 1));
 }
 
+/// The user's edit of `path`: `line` added at its end.
 fn append(scratch: &Scratch, path: &str, line: &str) {
     let text = scratch.read(path).unwrap_or_default();
-    scratch.write(path, &format!("{text}{line}"));
+    users_write(scratch, path, &format!("{text}{line}"));
+}
+
+/// Writes `path` as the user does between the agent's calls: a moment before the next one
+/// starts. A shell call's start is a mark whose time the filesystem stamps, in ticks of a
+/// few milliseconds; a test's edit and the hook that follows it can fall in one tick, which
+/// a person at a keyboard never does: the file is stamped a second earlier.
+fn users_write(scratch: &Scratch, path: &str, content: &str) {
+    scratch.write(path, content);
+    let file = std::fs::File::options()
+        .write(true)
+        .open(scratch.root.join(path))
+        .expect("open");
+    let earlier = std::time::SystemTime::now() - std::time::Duration::from_secs(1);
+    file.set_modified(earlier).expect("stamp");
 }
 
 /// Each agent's turn: two edits of `code.txt` and a shell command, with the user's own
