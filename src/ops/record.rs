@@ -136,6 +136,7 @@ pub fn begin(cwd: &Path, options: &BeginOptions) -> Result<Begun, TxError> {
         tools: None,
     };
     turn::save(repo, &key, &begun)?;
+    super::record_tool::forget_mark(repo, &key);
     Ok(Begun {
         session: name,
         notices,
@@ -184,6 +185,7 @@ pub fn commit(cwd: &Path, session_name: Option<&str>) -> Result<Committed, TxErr
     // After publish: a crash before this leaves a turn whose paths are committed, which the
     // next begin finds unchanged and forgets.
     turn::forget(&session.repo, &key)?;
+    super::record_tool::forget_mark(&session.repo, &key);
     if let Ended::Committed(r) = &ended
         && !r.carried.is_empty()
     {

@@ -122,6 +122,12 @@ fn shell_event(repo: &Repository, key: &str, phase: Phase) -> Result<Attributed,
     done
 }
 
+/// Forgets the mark of a shell call of session `key` whose end never came (a new turn
+/// begins, or the turn ends): the next call's start leaves its own.
+pub fn forget_mark(repo: &Repository, key: &str) {
+    let _ = std::fs::remove_file(mark_path(repo, key));
+}
+
 /// Where the mark of session `key`'s running shell call is.
 fn mark_path(repo: &Repository, key: &str) -> PathBuf {
     repo.commondir().join("loaf").join("tool-start").join(key)
@@ -319,6 +325,16 @@ fn files_now(
     base: Oid,
     files: &[PathBuf],
 ) -> Result<Vec<(PathBuf, Value)>, TxError> {
+    let mut plain = Vec::new();
+    for path in files {
+        match crate::git::file_entry::plain_entry_now(repo, root, base, path)? {
+            Some(value) => plain.push((path.clone(), value)),
+            None => break,
+        }
+    }
+    if plain.len() == files.len() {
+        return Ok(plain);
+    }
     let source = Source {
         repo,
         base,
