@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# The agent hooks' latency (issue 25): record begin and commit through
-# `git loaf agent-hook claude-code` on a 20,000-file repository with the user's uncommitted
-# work present, beside `git status --porcelain`, in one run.
+# The agent hooks' latency (issues 25, 36): record begin, the tool events of Edit and Bash
+# calls, and commit through `git loaf agent-hook claude-code` on a 20,000-file repository
+# with the user's uncommitted work present, beside `git status --porcelain`, in one run.
 #   bash benches/record_latency.sh                  (FILES=20000 TURNS=20)
 #   STAGED=1 bash benches/record_latency.sh         (the user also has a staged change)
 #   LOAF_BIN=/path/to/older/git-loaf bash benches/record_latency.sh

@@ -4,25 +4,39 @@
 //!
 //! - **Claude Code** (docs.claude.com/en/docs/claude-code/hooks): every event carries
 //!   `session_id`, `transcript_path`, `cwd` and `hook_event_name` on stdin.
-//!   `UserPromptSubmit` (with `prompt`) → begin; `Stop` → commit. Other events are ignored.
+//!   `UserPromptSubmit` (with `prompt`) → begin; `Stop` → commit; `PreToolUse` /
+//!   `PostToolUse` (with `tool_name`, `tool_input`) → a tool call's start and end: `Edit`,
+//!   `Write`, `MultiEdit` name their file in `tool_input.file_path`, `NotebookEdit` in
+//!   `tool_input.notebook_path`; tools that only read (`Read`, `Grep`, `Glob`, …) are
+//!   ignored; any other (`Bash`, `Task`, MCP tools) may write anywhere.
 //! - **Codex CLI** (developers.openai.com/codex/hooks): `.codex/hooks.json` hooks get the
 //!   same shape as Claude Code's (`session_id`, `cwd`, `hook_event_name`, `prompt`):
-//!   `UserPromptSubmit` → begin, `Stop` → commit. Its older `notify` program
-//!   (`notify = [...]` in config.toml) gets one JSON argument, not stdin: `{"type":
-//!   "agent-turn-complete", "thread-id", "turn-id", "cwd", "input-messages",
-//!   "last-assistant-message"}` → commit of the session `thread-id`.
+//!   `UserPromptSubmit` → begin, `Stop` → commit, `PreToolUse` / `PostToolUse` → a tool
+//!   call (`Bash`; `apply_patch`, whose patch text in `tool_input.command` names its files
+//!   on `*** Add File:`, `*** Update File:`, `*** Delete File:` and `*** Move to:` lines; MCP
+//!   tools). Its older `notify` program (`notify = [...]` in config.toml) gets one JSON
+//!   argument, not stdin: `{"type": "agent-turn-complete", "thread-id", "turn-id", "cwd",
+//!   "input-messages", "last-assistant-message"}` → commit of the session `thread-id`.
 //! - **Cursor** (cursor.com/docs/agent/hooks): `.cursor/hooks.json`; every event carries
 //!   `hook_event_name`, `conversation_id`, `generation_id` and `workspace_roots`.
-//!   `beforeSubmitPrompt` (with `prompt`) → begin; `stop` (with `status`) → commit; the
-//!   session is `conversation_id`, the repository the first of `workspace_roots`.
+//!   `beforeSubmitPrompt` (with `prompt`) → begin; `stop` (with `status`) → commit;
+//!   `beforeShellExecution` / `afterShellExecution` and `beforeMCPExecution` /
+//!   `afterMCPExecution` → a tool call that may write anywhere; `afterFileEdit` (with
+//!   `file_path` and `edits: [{old_string, new_string}]`) → an edit of that file, whose
+//!   content before is the content after with the edits taken back. The session is
+//!   `conversation_id`, the repository the first of `workspace_roots`.
 //! - **Gemini CLI** (geminicli.com/docs/hooks/reference): settings.json hooks get
 //!   `session_id`, `transcript_path`, `cwd`, `hook_event_name` and `timestamp`.
-//!   `BeforeAgent` (with `prompt`) → begin; `AfterAgent` → commit.
+//!   `BeforeAgent` (with `prompt`) → begin; `AfterAgent` → commit; `BeforeTool` /
+//!   `AfterTool` (with `tool_name`, `tool_input`) → a tool call: `write_file` and `replace`
+//!   name their file in `tool_input.file_path`; tools that only read are ignored.
 //!
 //! An event that is not JSON, not an object, or lacks a field its step needs is an error
-//! (nothing is changed); an event of another name is ignored. Bytes that are not UTF-8 in
-//! an event (a prompt pasted from a binary file) are read as the text `\xNN`, and so is a
-//! lone UTF-16 surrogate as `\uXXXX` ([`event_text`]), so any prompt begins a turn.
+//! (nothing is changed); an event of another name is ignored. A tool event whose tool names
+//! no file it writes is a call that may write anywhere (the whole tree is looked at), never
+//! an error. Bytes that are not UTF-8 in an event (a prompt pasted from a binary file) are
+//! read as the text `\xNN`, and so is a lone UTF-16 surrogate as `\uXXXX` ([`event_text`]),
+//! so any prompt begins a turn.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -51,9 +65,81 @@ pub enum Step {
         /// Where the agent works.
         cwd: Option<PathBuf>,
     },
+    /// One of the agent's tool calls begins: what changed since the last event is the
+    /// user's.
+    ToolStart {
+        /// The agent's session.
+        session: String,
+        /// Where the agent works.
+        cwd: Option<PathBuf>,
+        /// The files the tool writes.
+        files: Files,
+    },
+    /// One of the agent's tool calls ended: what changed since it began is the agent's.
+    ToolEnd {
+        /// The agent's session.
+        session: String,
+        /// Where the agent works.
+        cwd: Option<PathBuf>,
+        /// The files the tool writes.
+        files: Files,
+    },
+    /// The agent edited `file` (an event after the edit only, Cursor's `afterFileEdit`):
+    /// the content before is the content now with `edits` taken back.
+    FileEdited {
+        /// The agent's session.
+        session: String,
+        /// Where the agent works.
+        cwd: Option<PathBuf>,
+        /// The file, as the event names it.
+        file: PathBuf,
+        /// Each edit's `(old, new)` text, in the order made.
+        edits: Vec<(String, String)>,
+    },
     /// An event record mode has no use for (its name).
     Ignored(String),
 }
+
+/// Which files a tool call may write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Files {
+    /// Only these (as the event names them: absolute, or relative to its `cwd`): only they
+    /// are read.
+    Named(Vec<PathBuf>),
+    /// Any file (a shell command, a tool git-loaf does not know): the whole tree is scanned.
+    Any,
+}
+
+/// Claude Code's tools that only read (or write outside the repository).
+const CLAUDE_READ_ONLY: &[&str] = &[
+    "Read",
+    "Glob",
+    "Grep",
+    "LS",
+    "WebFetch",
+    "WebSearch",
+    "TodoWrite",
+    "TodoRead",
+    "NotebookRead",
+    "ExitPlanMode",
+    "BashOutput",
+    "KillShell",
+    "ListMcpResourcesTool",
+    "ReadMcpResourceTool",
+];
+
+/// Gemini CLI's tools that only read (or write outside the repository).
+const GEMINI_READ_ONLY: &[&str] = &[
+    "read_file",
+    "read_many_files",
+    "list_directory",
+    "glob",
+    "search_file_content",
+    "web_fetch",
+    "google_web_search",
+    "save_memory",
+    "write_todos",
+];
 
 /// Why an event could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -160,13 +246,59 @@ pub fn read(agent: Agent, input: &str) -> Result<Step, HookError> {
         agent,
         event: &event,
     };
+    let tools = ("PreToolUse", "PostToolUse");
     match agent {
-        Agent::ClaudeCode => fields.lifecycle("UserPromptSubmit", "Stop", "session_id"),
+        Agent::ClaudeCode => fields.lifecycle(("UserPromptSubmit", "Stop"), tools),
         Agent::Codex if event.contains_key("type") => fields.codex_notify(),
-        Agent::Codex => fields.lifecycle("UserPromptSubmit", "Stop", "session_id"),
+        Agent::Codex => fields.lifecycle(("UserPromptSubmit", "Stop"), tools),
         Agent::Cursor => fields.cursor(),
-        Agent::Gemini => fields.lifecycle("BeforeAgent", "AfterAgent", "session_id"),
+        Agent::Gemini => {
+            fields.lifecycle(("BeforeAgent", "AfterAgent"), ("BeforeTool", "AfterTool"))
+        }
     }
+}
+
+/// The files the tool `name` called with `input` writes; `None` for a tool that only reads.
+fn tool_files(agent: Agent, name: &str, input: Option<&Value>) -> Option<Files> {
+    let field = |key: &str| {
+        input
+            .and_then(|i| i.get(key))
+            .and_then(Value::as_str)
+            .map(|p| Files::Named(vec![PathBuf::from(p)]))
+    };
+    match (agent, name) {
+        (Agent::ClaudeCode, "Edit" | "Write" | "MultiEdit") => {
+            field("file_path").or(Some(Files::Any))
+        }
+        (Agent::ClaudeCode, "NotebookEdit") => field("notebook_path").or(Some(Files::Any)),
+        (Agent::ClaudeCode, _) if CLAUDE_READ_ONLY.contains(&name) => None,
+        (Agent::Gemini, "write_file" | "replace") => field("file_path").or(Some(Files::Any)),
+        (Agent::Gemini, _) if GEMINI_READ_ONLY.contains(&name) => None,
+        (Agent::Codex, "apply_patch") => Some(
+            input
+                .and_then(|i| i.get("command"))
+                .and_then(Value::as_str)
+                .and_then(patch_files)
+                .unwrap_or(Files::Any),
+        ),
+        _ => Some(Files::Any),
+    }
+}
+
+/// The files a Codex `apply_patch` patch names; `None` when it names none.
+fn patch_files(patch: &str) -> Option<Files> {
+    const MARKERS: [&str; 4] = [
+        "*** Add File: ",
+        "*** Update File: ",
+        "*** Delete File: ",
+        "*** Move to: ",
+    ];
+    let files: Vec<PathBuf> = patch
+        .lines()
+        .filter_map(|line| MARKERS.iter().find_map(|m| line.strip_prefix(m)))
+        .map(|path| PathBuf::from(path.trim()))
+        .collect();
+    (!files.is_empty()).then_some(Files::Named(files))
 }
 
 /// One event's fields.
@@ -198,21 +330,43 @@ impl Fields<'_> {
         self.required("hook_event_name", "(unnamed)")
     }
 
-    /// Claude Code, Codex hooks, Gemini CLI: `begin` / `end` events named in
-    /// `hook_event_name`, the session in `session`, the folder in `cwd`.
-    fn lifecycle(&self, begin: &str, end: &str, session: &'static str) -> Result<Step, HookError> {
+    /// Claude Code, Codex hooks, Gemini CLI: the turn's `(begin, end)` events and a tool
+    /// call's `(start, end)` events named in `hook_event_name`, the session in `session_id`,
+    /// the folder in `cwd`.
+    fn lifecycle(&self, turn: (&str, &str), tool: (&str, &str)) -> Result<Step, HookError> {
+        const SESSION: &str = "session_id";
         let name = self.name()?;
         let cwd = self.optional("cwd").map(PathBuf::from);
-        if name == begin {
+        if name == turn.0 {
             Ok(Step::Begin {
-                session: self.required(session, &name)?,
+                session: self.required(SESSION, &name)?,
                 prompt: Some(self.required("prompt", &name)?),
                 cwd,
             })
-        } else if name == end {
+        } else if name == turn.1 {
             Ok(Step::Commit {
-                session: self.required(session, &name)?,
+                session: self.required(SESSION, &name)?,
                 cwd,
+            })
+        } else if name == tool.0 || name == tool.1 {
+            let tool_name = self.required("tool_name", &name)?;
+            let Some(files) = tool_files(self.agent, &tool_name, self.event.get("tool_input"))
+            else {
+                return Ok(Step::Ignored(format!("{name} {tool_name}")));
+            };
+            let session = self.required(SESSION, &name)?;
+            Ok(if name == tool.0 {
+                Step::ToolStart {
+                    session,
+                    cwd,
+                    files,
+                }
+            } else {
+                Step::ToolEnd {
+                    session,
+                    cwd,
+                    files,
+                }
             })
         } else {
             Ok(Step::Ignored(name))
@@ -240,8 +394,38 @@ impl Fields<'_> {
                 session: self.required("conversation_id", &name)?,
                 cwd,
             }),
+            "beforeShellExecution" | "beforeMCPExecution" => Ok(Step::ToolStart {
+                session: self.required("conversation_id", &name)?,
+                cwd,
+                files: Files::Any,
+            }),
+            "afterShellExecution" | "afterMCPExecution" => Ok(Step::ToolEnd {
+                session: self.required("conversation_id", &name)?,
+                cwd,
+                files: Files::Any,
+            }),
+            "afterFileEdit" => Ok(Step::FileEdited {
+                session: self.required("conversation_id", &name)?,
+                cwd,
+                file: PathBuf::from(self.required("file_path", &name)?),
+                edits: self.edits(),
+            }),
             _ => Ok(Step::Ignored(name)),
         }
+    }
+
+    /// Cursor's `edits`: each `{old_string, new_string}` (an entry without both is skipped).
+    fn edits(&self) -> Vec<(String, String)> {
+        let Some(edits) = self.event.get("edits").and_then(Value::as_array) else {
+            return Vec::new();
+        };
+        edits
+            .iter()
+            .filter_map(|e| {
+                let text = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_owned);
+                Some((text("old_string")?, text("new_string")?))
+            })
+            .collect()
     }
 
     /// Codex's `notify` payload: `agent-turn-complete` ends the turn of `thread-id`.
@@ -264,119 +448,12 @@ impl Fields<'_> {
 pub fn answer(agent: Agent, step: &Step) -> &'static str {
     match (agent, step) {
         (Agent::Cursor, Step::Begin { .. }) => "{\"continue\":true}\n",
+        // No permission given or refused: the user's own settings decide whether the
+        // command runs.
         (Agent::Cursor | Agent::Gemini, _) => "{}\n",
         (Agent::ClaudeCode | Agent::Codex, _) => "",
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn claude_code_prompt_and_stop() {
-        let begin = r#"{"session_id":"s1","transcript_path":"/t","cwd":"/r","hook_event_name":"UserPromptSubmit","prompt":"Fix it"}"#;
-        assert_eq!(
-            read(Agent::ClaudeCode, begin),
-            Ok(Step::Begin {
-                session: "s1".into(),
-                prompt: Some("Fix it".into()),
-                cwd: Some("/r".into())
-            })
-        );
-        let stop =
-            r#"{"session_id":"s1","cwd":"/r","hook_event_name":"Stop","stop_hook_active":false}"#;
-        assert_eq!(
-            read(Agent::ClaudeCode, stop),
-            Ok(Step::Commit {
-                session: "s1".into(),
-                cwd: Some("/r".into())
-            })
-        );
-        let other = r#"{"session_id":"s1","hook_event_name":"PreToolUse"}"#;
-        assert_eq!(
-            read(Agent::ClaudeCode, other),
-            Ok(Step::Ignored("PreToolUse".into()))
-        );
-    }
-
-    #[test]
-    fn malformed_events_are_errors() {
-        assert!(matches!(
-            read(Agent::ClaudeCode, "{"),
-            Err(HookError::NotJson { .. })
-        ));
-        assert_eq!(
-            read(Agent::ClaudeCode, "[1]"),
-            Err(HookError::NotAnObject(Agent::ClaudeCode))
-        );
-        assert_eq!(
-            read(
-                Agent::ClaudeCode,
-                r#"{"hook_event_name":"UserPromptSubmit","session_id":"s"}"#
-            ),
-            Err(HookError::Missing {
-                agent: Agent::ClaudeCode,
-                event: "UserPromptSubmit".into(),
-                field: "prompt"
-            })
-        );
-        assert!(read(Agent::Gemini, r#"{"session_id":"s"}"#).is_err());
-    }
-
-    #[test]
-    fn bytes_that_are_not_utf8_read_as_escaped_text() {
-        let event = b"{\"session_id\":\"s\",\"hook_event_name\":\"UserPromptSubmit\",\"prompt\":\"a\xff\xfe b\"}";
-        let text = event_text(event);
-        assert_eq!(
-            read(Agent::ClaudeCode, &text),
-            Ok(Step::Begin {
-                session: "s".into(),
-                prompt: Some("a\\xff\\xfe b".into()),
-                cwd: None
-            })
-        );
-        assert!(matches!(event_text(b"{}"), Cow::Borrowed("{}")));
-    }
-
-    #[test]
-    fn lone_surrogates_read_as_escaped_text_and_pairs_as_characters() {
-        let event = br#"{"session_id":"s","hook_event_name":"UserPromptSubmit","prompt":"cut \ud83d| \ude00| \ud83d\ude00| \\ud83d| \u00e9"}"#;
-        let Ok(Step::Begin { prompt, .. }) = read(Agent::ClaudeCode, &event_text(event)) else {
-            panic!("read")
-        };
-        assert_eq!(
-            prompt.as_deref(),
-            Some("cut \\ud83d| \\ude00| 😀| \\ud83d| é")
-        );
-    }
-
-    #[test]
-    fn cursor_codex_and_gemini() {
-        let cursor = r#"{"hook_event_name":"beforeSubmitPrompt","conversation_id":"c","generation_id":"g","workspace_roots":["/w"],"prompt":"p"}"#;
-        assert_eq!(
-            read(Agent::Cursor, cursor),
-            Ok(Step::Begin {
-                session: "c".into(),
-                prompt: Some("p".into()),
-                cwd: Some("/w".into())
-            })
-        );
-        let notify = r#"{"type":"agent-turn-complete","thread-id":"t","turn-id":"1","cwd":"/r","input-messages":["x"]}"#;
-        assert_eq!(
-            read(Agent::Codex, notify),
-            Ok(Step::Commit {
-                session: "t".into(),
-                cwd: Some("/r".into())
-            })
-        );
-        let gemini = r#"{"session_id":"g","cwd":"/r","hook_event_name":"AfterAgent","prompt":"p","prompt_response":"r"}"#;
-        assert_eq!(
-            read(Agent::Gemini, gemini),
-            Ok(Step::Commit {
-                session: "g".into(),
-                cwd: Some("/r".into())
-            })
-        );
-    }
-}
+mod tests;

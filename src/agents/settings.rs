@@ -73,6 +73,21 @@ pub struct Edit {
     pub changes: Changes,
 }
 
+/// The events wired for each agent: its turn's begin and end, then its tool calls' start
+/// and end (per-tool attribution, [`super::hook`]).
+const CLAUDE_CODE_EVENTS: &[&str] = &["UserPromptSubmit", "Stop", "PreToolUse", "PostToolUse"];
+const CODEX_EVENTS: &[&str] = &["UserPromptSubmit", "Stop", "PreToolUse", "PostToolUse"];
+const CURSOR_EVENTS: &[&str] = &[
+    "beforeSubmitPrompt",
+    "stop",
+    "beforeShellExecution",
+    "afterShellExecution",
+    "beforeMCPExecution",
+    "afterMCPExecution",
+    "afterFileEdit",
+];
+const GEMINI_EVENTS: &[&str] = &["BeforeAgent", "AfterAgent", "BeforeTool", "AfterTool"];
+
 /// The hook command for `agent`.
 pub fn hook_command(agent: Agent) -> String {
     format!("git loaf agent-hook {}", agent.name())
@@ -84,19 +99,19 @@ pub fn plan(root: &Path, agent: Agent) -> Result<Vec<Edit>, SettingsError> {
     match agent {
         Agent::ClaudeCode => Ok(vec![
             json_edit(root, ".claude/settings.json", |doc, changes| {
-                nested_hooks(doc, &["UserPromptSubmit", "Stop"], &command, changes)
+                nested_hooks(doc, CLAUDE_CODE_EVENTS, &command, changes)
             })?,
             json_edit(root, ".mcp.json", mcp_server)?,
         ]),
         Agent::Codex => Ok(vec![
             json_edit(root, ".codex/hooks.json", |doc, changes| {
-                nested_hooks(doc, &["UserPromptSubmit", "Stop"], &command, changes)
+                nested_hooks(doc, CODEX_EVENTS, &command, changes)
             })?,
             codex_mcp(root)?,
         ]),
         Agent::Cursor => Ok(vec![
             json_edit(root, ".cursor/hooks.json", |doc, changes| {
-                cursor_hooks(doc, &["beforeSubmitPrompt", "stop"], &command, changes)
+                cursor_hooks(doc, CURSOR_EVENTS, &command, changes)
             })?,
             json_edit(root, ".cursor/mcp.json", mcp_server)?,
         ]),
@@ -104,7 +119,7 @@ pub fn plan(root: &Path, agent: Agent) -> Result<Vec<Edit>, SettingsError> {
             root,
             ".gemini/settings.json",
             |doc, changes| {
-                nested_hooks(doc, &["BeforeAgent", "AfterAgent"], &command, changes)?;
+                nested_hooks(doc, GEMINI_EVENTS, &command, changes)?;
                 mcp_server(doc, changes)
             },
         )?]),

@@ -7,16 +7,20 @@ use clap::Args;
 
 use super::{CliError, Outcome};
 use crate::agents::Agent;
-use crate::agents::hook::{self, Step};
+use crate::agents::hook::{self, Files, Step};
 use crate::ops::record::{self, BeginOptions};
+use crate::ops::record_tool::{self, Phase, Touched};
 
 /// Run an agent's hook event (JSON on stdin) as a record-mode step.
 ///
 /// The agent's settings run it (`git loaf init --agent AGENT` writes them). Reads the event as JSON on standard input: a prompt submitted begins a turn, the end of
 /// the agent's reply commits it (Claude Code `UserPromptSubmit`/`Stop`, Codex
 /// `UserPromptSubmit`/`Stop` or its `notify` payload as an argument, Cursor
-/// `beforeSubmitPrompt`/`stop`, Gemini CLI `BeforeAgent`/`AfterAgent`); other events are
-/// ignored. Exits 0 when done or ignored; 2 when the event cannot be read (nothing
+/// `beforeSubmitPrompt`/`stop`, Gemini CLI `BeforeAgent`/`AfterAgent`); the start and end
+/// of each of the agent's tool calls attribute what changed to the agent, and what changed
+/// between them to you (Claude Code and Codex `PreToolUse`/`PostToolUse`, Gemini CLI
+/// `BeforeTool`/`AfterTool`, Cursor `beforeShellExecution`/`afterShellExecution` and
+/// `afterFileEdit`); other events are ignored. Exits 0 when done or ignored; 2 when the event cannot be read (nothing
 /// changed); 1 when the step failed (the reason on stderr; the agent goes on).
 #[derive(Debug, Args)]
 #[command(after_help = super::examples::examples(&[
@@ -96,6 +100,36 @@ fn run_step(agent: Agent, step: &Step) -> Result<(), CliError> {
                 },
             )?;
             super::print_notices(&begun.notices);
+            Ok(())
+        }
+        Step::ToolStart {
+            session,
+            cwd,
+            files,
+        }
+        | Step::ToolEnd {
+            session,
+            cwd,
+            files,
+        } => {
+            let phase = match step {
+                Step::ToolStart { .. } => Phase::Start,
+                _ => Phase::End,
+            };
+            let touched = match files {
+                Files::Named(files) => Touched::Files(files),
+                Files::Any => Touched::Anything,
+            };
+            record_tool::tool_event(&here(cwd)?, session, touched, phase)?;
+            Ok(())
+        }
+        Step::FileEdited {
+            session,
+            cwd,
+            file,
+            edits,
+        } => {
+            record_tool::file_edited(&here(cwd)?, session, file, edits)?;
             Ok(())
         }
         Step::Commit { session, cwd } => {

@@ -91,13 +91,18 @@ pub fn sync_ref(repo: &Repository, name: &str) -> std::io::Result<()> {
         repo.commondir()
     };
     let path = base.join(name);
-    if path.is_file() {
+    let synced = if path.is_file() {
         sync_file(&path)
     } else {
         match path.parent().filter(|p| p.is_dir()) {
             Some(folder) => sync_dir(folder),
             None => Ok(()),
         }
+    };
+    match synced {
+        // Packed (and its folder pruned) by a `git gc` running meanwhile: git wrote it.
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        other => other,
     }
 }
 
@@ -136,9 +141,14 @@ fn sync_objects_since(repo: &Repository, since: SystemTime) -> std::io::Result<u
     // two waits rather than 500). Batches keep the open descriptors well under the limit.
     let all: Vec<&std::path::PathBuf> = folders.iter().flat_map(|(_, o)| o).collect();
     for batch in all.chunks(WRITE_OUT_BATCH) {
+        // An object gone since it was listed was packed by a `git gc` running meanwhile
+        // (git's auto gc after a commit runs in the background): nothing of ours to sync.
         let files = batch
             .iter()
-            .map(std::fs::File::open)
+            .filter_map(|path| match std::fs::File::open(path) {
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+                opened => Some(opened),
+            })
             .collect::<std::io::Result<Vec<_>>>()?;
         files.iter().for_each(start_write_out);
         for file in &files {
@@ -187,7 +197,12 @@ fn recent_objects(
         if !changed {
             continue;
         }
-        let recent: Vec<std::path::PathBuf> = std::fs::read_dir(folder.path())?
+        let entries = match std::fs::read_dir(folder.path()) {
+            // Emptied and removed by a `git gc` running meanwhile.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            entries => entries?,
+        };
+        let recent: Vec<std::path::PathBuf> = entries
             .flatten()
             .filter(|object| {
                 object

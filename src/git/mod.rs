@@ -23,6 +23,7 @@ pub mod commit;
 pub mod durable;
 pub mod exclude;
 pub mod extras;
+pub mod file_entry;
 pub mod file_history;
 mod files;
 pub mod filter_process;

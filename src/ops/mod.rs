@@ -13,6 +13,7 @@ mod exec_changes;
 pub mod gc;
 pub mod log;
 pub mod record;
+pub mod record_tool;
 pub mod saved;
 pub mod squash;
 pub mod status;

@@ -5,15 +5,19 @@
 //! `begin`: lock → finish the session's unfinished turn, if any → checkpoint (the same one
 //! apply takes) → keep it as the session's turn (`refs/loaf/record/<session>`).
 //!
-//! `commit`: lock → checkpoint again → the paths the turn changed (the two working trees
-//! compared) → the commit: HEAD's tree with those paths as they are now → the index: the
-//! user's, with those paths as committed → the note → publish (journal, compare-and-swap,
-//! operation-log entry, as an apply) → forget the turn.
+//! `commit`: lock → checkpoint again → the user's side: the working tree at begin, with the
+//! user's changes between the agent's tool calls laid on it when the agent sent tool events
+//! ([`super::record_tool`]; else the turn is attributed whole) → the commit: the change from
+//! the user's side to now laid on HEAD's version, per file, 3-way (§2 Ownership: the user's
+//! hunks stay uncommitted) → the index: the commit with the user's staged hunks laid back on
+//! it → the note → publish (journal, compare-and-swap, operation-log entry, as an apply) →
+//! forget the turn.
 //!
 //! The operation-log entry's before state is the user's state now with the turn's paths as
-//! they were at `begin` (files and index): undo gives exactly those back, and leaves
-//! everything else the user has uncommitted as it is. Nothing runs code and no stage is
-//! used, so a hook costs two status scans' worth at most.
+//! the user's side has them (and the index as at `begin`): undo takes out exactly the
+//! agent's change, and leaves everything else the user has uncommitted (the user's changes
+//! made during the turn included) as it is. Nothing runs code and no stage is used, so a
+//! hook costs two status scans' worth at most.
 
 use std::path::{Path, PathBuf};
 
@@ -27,6 +31,8 @@ use crate::git::publish::{self, PublishError, Transition, crash_point};
 use crate::git::session::{Session, TxError};
 use crate::git::sign::{self, SignRequest};
 use crate::git::turn::{self, Turn};
+use crate::git::tx::merge::merge_entry;
+use crate::git::tx::ownership::{self, Sides};
 use crate::git::{Oid, Repository, refs, short_oid, treebuild, treediff};
 use crate::report::inert::inert;
 use crate::report::subject::fit_subject;
@@ -70,8 +76,12 @@ pub struct Recorded {
     pub subject: String,
     /// The paths it holds.
     pub paths: Vec<PathBuf>,
-    /// Those of them that held uncommitted work of the user's before the turn.
+    /// The files whose uncommitted lines of the user's the agent's edits overlapped, so
+    /// that they are committed with them, as `path (lines 3-5)`.
     pub carried: Vec<String>,
+    /// How many of the agent's tool calls the turn was attributed by; `None`: the agent
+    /// sent only turn events, and the turn is attributed as a whole.
+    pub tool_calls: Option<u32>,
 }
 
 /// What `begin` did.
@@ -123,8 +133,10 @@ pub fn begin(cwd: &Path, options: &BeginOptions) -> Result<Begun, TxError> {
         head: cp.head.map(|h| h.to_string()),
         work: cp.work_tree.to_string(),
         index: cp.index_tree.to_string(),
+        tools: None,
     };
     turn::save(repo, &key, &begun)?;
+    super::record_tool::forget_mark(repo, &key);
     Ok(Begun {
         session: name,
         notices,
@@ -173,11 +185,12 @@ pub fn commit(cwd: &Path, session_name: Option<&str>) -> Result<Committed, TxErr
     // After publish: a crash before this leaves a turn whose paths are committed, which the
     // next begin finds unchanged and forgets.
     turn::forget(&session.repo, &key)?;
+    super::record_tool::forget_mark(&session.repo, &key);
     if let Ended::Committed(r) = &ended
         && !r.carried.is_empty()
     {
         notices.push(format!(
-            "the commit includes the uncommitted changes you had before the turn in {} (the agent changed them too); `git loaf undo` gives them back uncommitted",
+            "the agent's edits overlap lines of yours that were not committed, so the commit holds them too: {}; `git loaf undo` gives them back uncommitted",
             r.carried.join(", ")
         ));
     }
@@ -195,11 +208,13 @@ fn refuse_intent_to_add(repo: &Repository, command: &str) -> Result<(), TxError>
 
 /// The turn's paths and the trees of its commit, index and undo.
 struct Plan {
-    /// What changed in the working tree between begin and now.
+    /// The paths the commit changes.
     paths: Vec<PathBuf>,
-    /// The commit's tree: HEAD's with those paths as they are now.
+    /// The commit's tree: HEAD's with the agent's change laid on it.
     tree: Oid,
-    /// The index after: the user's, with those paths as committed.
+    /// The files whose uncommitted lines the agent's edits overlapped (see [`Recorded`]).
+    carried: Vec<String>,
+    /// The index after: the user's, with the commit's change laid on it.
     to_index: Oid,
     /// What undo restores: the user's state now with those paths as at begin.
     before: (Oid, Oid),
@@ -215,8 +230,6 @@ fn end_turn(session: &Session, begun: &Turn) -> Result<Ended, TxError> {
     let Some(plan) = plan(repo, begun, &now)? else {
         return Ok(Ended::Unchanged);
     };
-    let at_begin = checkpoint_at_begin(repo, begun)?;
-    let carried = checkpoint::carried_uncommitted(repo, &at_begin, &plan.paths)?;
     let id = new_id(&begun.work);
     let subject = subject(begun.prompt.as_deref(), &plan.paths);
     let message = message(&subject, &id, &begun.session, begun.agent.as_deref());
@@ -234,7 +247,8 @@ fn end_turn(session: &Session, begun: &Turn) -> Result<Ended, TxError> {
         commit,
         subject,
         paths: plan.paths.clone(),
-        carried,
+        carried: plan.carried.clone(),
+        tool_calls: begun.tools.as_ref().map(|t| t.calls),
     };
     write_record(session, begun, &recorded, head, now.work_tree)?;
     crash_point("committed");
@@ -266,42 +280,52 @@ fn end_turn(session: &Session, begun: &Turn) -> Result<Ended, TxError> {
 /// hold (the agent changed nothing, or committed its change itself).
 fn plan(repo: &Repository, begun: &Turn, now: &Checkpoint) -> Result<Option<Plan>, TxError> {
     let work_before = begun.work_tree()?;
-    let paths: Vec<PathBuf> =
-        treediff::changed_paths(repo, Some(work_before), Some(now.work_tree))?
-            .into_iter()
-            .collect();
+    let users =
+        super::record_tool::users_tree_at_end(repo, begun, now.work_tree)?.unwrap_or(work_before);
+    let paths: Vec<PathBuf> = treediff::changed_paths(repo, Some(users), Some(now.work_tree))?
+        .into_iter()
+        .collect();
     if paths.is_empty() {
         return Ok(None);
     }
-    let paths = without_committed_since(repo, begun, now, paths)?;
+    let paths = without_committed_since(repo, begun, now, users, paths)?;
     if paths.is_empty() {
         return Ok(None);
     }
-    let tree = treebuild::tree_with_entries(repo, now.head_tree, now.work_tree, &paths)?;
-    if tree == now.head_tree {
+    let sides = Sides {
+        head: now.head_tree,
+        work: users,
+        index: now.index_tree,
+        staged: now.work_tree,
+    };
+    let committed = ownership::commit_tree(repo, sides, &paths)?;
+    if committed.tree == now.head_tree {
         return Ok(None);
     }
-    let to_index = treebuild::tree_with_entries(repo, now.index_tree, now.work_tree, &paths)?;
+    let to_index = ownership::index_after(repo, now.head_tree, now.index_tree, committed.tree)?;
     let before = (
-        treebuild::tree_with_entries(repo, now.work_tree, work_before, &paths)?,
+        treebuild::tree_with_entries(repo, now.work_tree, users, &paths)?,
         treebuild::tree_with_entries(repo, now.index_tree, begun.index_tree()?, &paths)?,
     );
     Ok(Some(Plan {
-        paths,
-        tree,
+        paths: committed.changed,
+        tree: committed.tree,
+        carried: committed.carried,
         to_index,
         before,
     }))
 }
 
-/// `paths` without those that commits made since begin (HEAD moved: the user committed)
-/// already hold as they are now. Refuses when such a commit changed a path the turn changed
-/// and the file differs from it now: which version the turn's commit should hold is for the
-/// user to say.
+/// `paths` without those that commits made since begin (HEAD moved: the user, or another
+/// session, committed) already hold as they are now. Refuses when such a commit changed a
+/// path the turn changed, the file differs from it now, and the turn's change (from the
+/// user's side `users`) does not lay on the commit without overlapping it: which version
+/// the turn's commit should hold is for the user to say.
 fn without_committed_since(
     repo: &Repository,
     begun: &Turn,
     now: &Checkpoint,
+    users: Oid,
     paths: Vec<PathBuf>,
 ) -> Result<Vec<PathBuf>, TxError> {
     if begun.head_commit()? == now.head {
@@ -319,10 +343,14 @@ fn without_committed_since(
     let mut kept = Vec::new();
     let mut both = Vec::new();
     for path in paths {
+        let (work, head) = (entry(now.work_tree, &path)?, entry(now.head_tree, &path)?);
         if !moved.contains(&path) {
             kept.push(path);
-        } else if entry(now.work_tree, &path)? != entry(now.head_tree, &path)? {
-            both.push(path.display().to_string());
+        } else if work != head {
+            match merge_entry(repo, &path, entry(users, &path)?, head, work)? {
+                Ok(_) => kept.push(path),
+                Err(_) => both.push(path.display().to_string()),
+            }
         }
     }
     if !both.is_empty() {
@@ -335,16 +363,6 @@ fn without_committed_since(
         });
     }
     Ok(kept)
-}
-
-/// The checkpoint `begin` took, for [`checkpoint::carried_uncommitted`].
-fn checkpoint_at_begin(repo: &Repository, begun: &Turn) -> Result<Checkpoint, TxError> {
-    Ok(Checkpoint {
-        head: begun.head_commit()?,
-        head_tree: Oid::from_str(&checkpoint::commit_tree(repo, begun.head.as_deref())?)?,
-        work_tree: begun.work_tree()?,
-        index_tree: begun.index_tree()?,
-    })
 }
 
 /// The move of the branch and index to the record commit; the working tree stays as it is.
@@ -473,6 +491,8 @@ fn write_record(
             "agent": begun.agent,
             "prompt": begun.prompt,
             "files": files,
+            "attribution": if recorded.tool_calls.is_some() { "tools" } else { "turn" },
+            "toolCalls": recorded.tool_calls,
             "uncommittedBefore": recorded.carried,
         },
     });
@@ -493,6 +513,13 @@ fn record_text(begun: &Turn, recorded: &Recorded, files: &[Value]) -> String {
         out.push_str(&format!(" · agent {agent}"));
     }
     out.push('\n');
+    out.push_str(&match recorded.tool_calls {
+        Some(calls) => format!(
+            "attributed per tool call ({calls} {}): what changed between them is yours, left uncommitted\n",
+            if calls == 1 { "call" } else { "calls" }
+        ),
+        None => "attributed as a whole turn (the agent sent no tool events): all that changed between the prompt and the end of the reply\n".to_owned(),
+    });
     if let Some(prompt) = &begun.prompt {
         out.push_str("prompt:\n");
         for line in prompt.lines() {
@@ -512,7 +539,7 @@ fn record_text(begun: &Turn, recorded: &Recorded, files: &[Value]) -> String {
     }
     if !recorded.carried.is_empty() {
         out.push_str(&format!(
-            "uncommitted before the turn, committed as they are now: {}\n",
+            "your uncommitted lines the agent's edits overlapped, committed with them: {}\n",
             recorded.carried.join(", ")
         ));
     }

@@ -11,7 +11,7 @@ const CLAUDE_SESSION: &str = "9a1b7c3e-2f4d-4e5a-8b6c-0d1e2f3a4b5c";
 
 /// An agent's documented event from `fixtures/agents/`, for this repository, with the
 /// prompt replaced when one is given.
-fn event(scratch: &Scratch, file: &str, prompt: Option<&str>) -> String {
+pub(crate) fn event(scratch: &Scratch, file: &str, prompt: Option<&str>) -> String {
     let text = scratch.reply(&read(&fixture(&format!("agents/{file}"))));
     let mut value: serde_json::Value = serde_json::from_str(&text).expect("fixture is JSON");
     if let Some(prompt) = prompt {
@@ -21,7 +21,7 @@ fn event(scratch: &Scratch, file: &str, prompt: Option<&str>) -> String {
 }
 
 /// `git loaf agent-hook AGENT` with `input` on stdin.
-fn hook(scratch: &Scratch, agent: &str, input: &str) -> Output {
+pub(crate) fn hook(scratch: &Scratch, agent: &str, input: &str) -> Output {
     scratch.loaf(&["agent-hook", agent], input)
 }
 
@@ -77,7 +77,7 @@ fn two_turns(scratch: &Scratch) {
 }
 
 /// What a commit changed, as `git show --name-status` says.
-fn changed(scratch: &Scratch, rev: &str) -> String {
+pub(crate) fn changed(scratch: &Scratch, rev: &str) -> String {
     scratch.git(&["show", "--format=", "--name-status", rev])
 }
 
@@ -166,7 +166,7 @@ fn a_turn_that_changed_a_file_the_user_had_changed_commits_it_as_it_is_and_undo_
     let show = scratch.loaf(&["show"], "");
     assert!(
         String::from_utf8_lossy(&show.stdout)
-            .contains("uncommitted before the turn, committed as they are now: a.txt"),
+            .contains("your uncommitted lines the agent's edits overlapped, committed with them: a.txt (line 1)"),
         "{}",
         String::from_utf8_lossy(&show.stdout)
     );
@@ -438,7 +438,9 @@ fn init_agent_merges_into_existing_settings_and_is_idempotent() {
         "say done"
     );
     assert_eq!(claude["hooks"]["Stop"][1], ours);
-    assert_eq!(claude["hooks"]["UserPromptSubmit"][0], ours);
+    for event in ["UserPromptSubmit", "PreToolUse", "PostToolUse"] {
+        assert_eq!(claude["hooks"][event][0], ours, "{event}");
+    }
     let mcp = parsed(".mcp.json");
     assert_eq!(mcp["mcpServers"]["db"]["command"], "db-mcp");
     assert_eq!(
@@ -496,7 +498,13 @@ fn init_agent_writes_each_agents_documented_files() {
     };
     let cursor = parsed(".cursor/hooks.json");
     assert_eq!(cursor["version"], 1);
-    for event in ["beforeSubmitPrompt", "stop"] {
+    for event in [
+        "beforeSubmitPrompt",
+        "stop",
+        "afterFileEdit",
+        "beforeShellExecution",
+        "afterShellExecution",
+    ] {
         assert_eq!(
             cursor["hooks"][event][0]["command"],
             "git loaf agent-hook cursor"
@@ -507,7 +515,7 @@ fn init_agent_writes_each_agents_documented_files() {
         "git"
     );
     let gemini = parsed(".gemini/settings.json");
-    for event in ["BeforeAgent", "AfterAgent"] {
+    for event in ["BeforeAgent", "AfterAgent", "BeforeTool", "AfterTool"] {
         assert_eq!(
             gemini["hooks"][event][0]["hooks"][0]["command"],
             "git loaf agent-hook gemini"
@@ -515,7 +523,7 @@ fn init_agent_writes_each_agents_documented_files() {
     }
     assert_eq!(gemini["mcpServers"]["git-loaf"]["args"][1], "mcp");
     let codex = parsed(".codex/hooks.json");
-    for event in ["UserPromptSubmit", "Stop"] {
+    for event in ["UserPromptSubmit", "Stop", "PreToolUse", "PostToolUse"] {
         assert_eq!(
             codex["hooks"][event][0]["hooks"][0]["command"],
             "git loaf agent-hook codex"

@@ -3,6 +3,7 @@
 
 mod agent_init;
 mod agent_prompts;
+mod agent_tools;
 mod agents;
 mod bad_paths;
 mod cli_apply;

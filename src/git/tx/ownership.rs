@@ -171,6 +171,39 @@ pub fn user_after(
     })
 }
 
+/// The user's index once the commit `committed` (a tree on top of `head`) is published,
+/// for a front door that leaves the working tree as it is (record mode): at each path the
+/// commit changed, the commit's version with the user's staged change laid back on it (the
+/// commit's alone where the two overlap); everywhere else, as it was.
+pub fn index_after(
+    repo: &Repository,
+    head: Oid,
+    index: Oid,
+    committed: Oid,
+) -> Result<Oid, git2::Error> {
+    let paths = changed_paths(repo, Some(head), Some(committed))?;
+    let (head_tree, index_tree, commit) = (
+        repo.find_tree(head)?,
+        repo.find_tree(index)?,
+        repo.find_tree(committed)?,
+    );
+    let mut values = Vec::new();
+    for path in paths {
+        let (old, staged, new) = (
+            blob_at(&head_tree, &path),
+            blob_at(&index_tree, &path),
+            blob_at(&commit, &path),
+        );
+        let value = if staged == old {
+            new
+        } else {
+            lay_on(repo, &path, old, new, staged)?.unwrap_or(new)
+        };
+        values.push((path, value));
+    }
+    tree_with_values(repo, index, &values)
+}
+
 /// `change` (made on `base`) laid on `onto`; `None` where the two overlap.
 fn lay_on(
     repo: &Repository,
