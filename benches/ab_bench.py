@@ -38,8 +38,8 @@ ROWS = ["dirty: 5-file apply", "dirty: undo", "dirty, 2 of the user's files too:
 
 
 def user_state(root, env):
-    """HEAD's tree, the index's, the working tree's (as `git add -A` would store it) and
-    `git status`: equal strings, equal states."""
+    """HEAD's tree, `git status` and `git diff HEAD`: equal strings, equal states (staged,
+    unstaged and untracked alike)."""
     head = tb.run(["git", "rev-parse", "HEAD^{tree}"], root, env)
     status = tb.run(["git", "status", "--porcelain", "--untracked-files=all"], root, env)
     diff = tb.run(["git", "diff", "HEAD"], root, env)

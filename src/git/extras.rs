@@ -11,6 +11,7 @@ use std::path::{Component, Path, PathBuf};
 use git2::{ObjectType, Oid, Repository};
 use serde::{Deserialize, Serialize};
 
+use super::files::RealFolders;
 use super::repo::path_from_bytes;
 
 /// Why ignored entries could not be listed, or extras recorded or moved.
@@ -173,15 +174,16 @@ pub fn extras(
             changes.push(change);
         }
     };
+    let (mut in_stage, mut in_users) = (
+        RealFolders::under(stage_root),
+        RealFolders::under(user_root),
+    );
     for path in touched {
         let Some(path) = normal(path) else { continue };
         // A path beyond a link is not a path of the tree: git cannot hold it, and the link
         // leads elsewhere in the stage (which lives inside the git dir) than in the user's
         // tree. What the run did there is not the user's to receive.
-        if in_git_dir(&path)
-            || beyond_folders(stage_root, &path)
-            || beyond_folders(user_root, &path)
-        {
+        if in_git_dir(&path) || !in_stage.lead_to(&path) || !in_users.lead_to(&path) {
             continue;
         }
         if let Some(folder) = users_empty_folder(user_root, &path) {
@@ -255,21 +257,6 @@ fn users_empty_folder(user_root: &Path, path: &Path) -> Option<PathBuf> {
     let is_dir = std::fs::symlink_metadata(&full).is_ok_and(|m| m.is_dir());
     let empty = is_dir && std::fs::read_dir(&full).is_ok_and(|mut e| e.next().is_none());
     empty.then(|| existing.to_path_buf())
-}
-
-/// Whether something other than a real folder (a symlink, a file) stands on the way to
-/// `relative` under `root`: then `root.join(relative)` is not the tree's path.
-fn beyond_folders(root: &Path, relative: &Path) -> bool {
-    relative
-        .ancestors()
-        .skip(1)
-        .take_while(|a| !a.as_os_str().is_empty())
-        .any(
-            |folder| match std::fs::symlink_metadata(root.join(folder)) {
-                Ok(meta) => !meta.is_dir(),
-                Err(_) => false,
-            },
-        )
 }
 
 /// `path` with `.` and `..` resolved lexically; `None` if it leaves the root or is empty.
@@ -379,7 +366,7 @@ fn move_path(
     from: &State,
     to: &State,
 ) -> Result<bool, VisibleError> {
-    if beyond_folders(root, &change.path) {
+    if !RealFolders::under(root).lead_to(&change.path) {
         // A link (or a file) now stands where a folder on the way was: writing through it
         // would write outside the tree. Left alone, as a path the user changed.
         return Ok(false);

@@ -1,5 +1,6 @@
-//! Files of a working tree as git leaves them: folders emptied by a deletion removed, and a
-//! file's permissions kept across a rewrite, the executable bits following the tree.
+//! Files of a working tree as git leaves them: folders emptied by a deletion removed, a
+//! file's permissions kept across a rewrite, the executable bits following the tree, and a
+//! name under the root that means that place, not where a symlink among its folders leads.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -73,3 +74,43 @@ pub(crate) fn set_executable(file: &Path, executable: bool) {
 
 #[cfg(not(unix))]
 pub(crate) fn set_executable(_file: &Path, _executable: bool) {}
+
+/// Which folders of a tree (the stage's) are real folders: a name in the stage must mean that
+/// place in the stage, not one a symlink among its folders leads to (in another worktree's
+/// files, or outside the repository). Each folder is looked at once per operation.
+pub(crate) struct RealFolders {
+    root: PathBuf,
+    known: std::collections::HashSet<PathBuf>,
+}
+
+impl RealFolders {
+    pub(crate) fn under(root: &Path) -> RealFolders {
+        RealFolders {
+            root: root.to_path_buf(),
+            known: Default::default(),
+        }
+    }
+
+    /// Whether every folder on the way from the root to `path` (relative) is a real folder
+    /// or absent (then made as one), never a symlink or a file.
+    pub(crate) fn lead_to(&mut self, path: &Path) -> bool {
+        let Some(parent) = path.parent() else {
+            return true;
+        };
+        let mut folder = PathBuf::new();
+        for part in parent.components() {
+            folder.push(part);
+            if self.known.contains(&folder) {
+                continue;
+            }
+            match std::fs::symlink_metadata(self.root.join(&folder)) {
+                Ok(meta) if meta.is_dir() => {
+                    self.known.insert(folder.clone());
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
+                _ => return false,
+            }
+        }
+        true
+    }
+}

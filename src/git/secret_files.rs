@@ -17,13 +17,8 @@ use globset::GlobSet;
 fn patterns() -> Option<&'static GlobSet> {
     static SET: OnceLock<Option<GlobSet>> = OnceLock::new();
     SET.get_or_init(|| {
-        let mut set = globset::GlobSetBuilder::new();
-        for pattern in crate::exec::isolate::DEFAULT_ISOLATE {
-            for form in crate::exec::isolate::forms(pattern) {
-                set.add(crate::exec::isolate::glob(&form).ok()?);
-            }
-        }
-        set.build().ok()
+        let patterns = crate::exec::isolate::DEFAULT_ISOLATE.map(str::to_owned);
+        crate::git::visible::isolate_set(&patterns).ok()
     })
     .as_ref()
 }

@@ -161,3 +161,51 @@ fn a_link_inside_the_tree_is_followed_to_the_stages_copy() {
     assert!(s.root.join("alias").is_symlink() && s.root.join("abs").is_symlink());
     assert_eq!(s.git(&["status", "--porcelain"]), "");
 }
+
+#[test]
+fn a_link_the_replys_code_made_in_the_stage_leads_nowhere_into_the_git_dir_either() {
+    // The link exists only in the stage (exec made it), not yet in the user's tree.
+    let s = Scratch::with(&[
+        ("a.txt", "one\n"),
+        ("loaf.yml", "allowed-actions: [defaults, exec]\n"),
+    ]);
+    std::fs::create_dir_all(s.root.join(".git/hooks")).expect("hooks folder");
+    std::fs::write(s.root.join(".git/hooks/pre-commit.sample"), "#!/bin/sh\n").expect("sample");
+    let sample = hook_sample(&s);
+    let reply = [
+        block(
+            "ln1",
+            "exec",
+            &[("lang", "bash"), ("code", "ln -s ../../hooks hk1")],
+        ),
+        block(
+            "hk1",
+            "file_append",
+            &[
+                ("path", "/repo/hk1/pre-commit.sample"),
+                ("content", "touch PWNED\n"),
+            ],
+        ),
+    ]
+    .concat();
+    let out = s.apply(&reply);
+    let report = s.redact(&out.stdout);
+    s.assert_exit(&out, 1);
+    assert!(report.contains("ln1 ✅ exec"), "{report}");
+    assert!(report.contains("hk1 ❌ file_append"), "{report}");
+    assert_eq!(hook_sample(&s), sample, "the git dir's hook is untouched");
+    assert!(
+        s.root.join("hk1").is_symlink(),
+        "the link is committed, as a link"
+    );
+    assert_eq!(s.git(&["status", "--porcelain"]), "");
+    s.assert_exit(
+        &s.apply(&block(
+            "ok2",
+            "file_write",
+            &[("path", "/repo/c.txt"), ("content", "c\n")],
+        )),
+        0,
+    );
+    s.assert_tidy();
+}

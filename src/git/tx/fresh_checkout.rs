@@ -117,7 +117,7 @@ pub fn rewrite_paths(
         return Ok(false);
     }
     let mut attributes: std::collections::HashMap<&Path, bool> = Default::default();
-    let mut folders = super::stage_swap::RealFolders::under(root);
+    let mut folders = crate::git::files::RealFolders::under(root);
     let mut files = Vec::new();
     let mut gone = Vec::new();
     for path in paths {

@@ -17,6 +17,9 @@ use super::publish_files::file_blob;
 use crate::git::treebuild::tree_with_values;
 use crate::git::treediff::blob_at;
 
+/// One path's entry in a tree: blob and mode, `None` for absent.
+pub(super) type Entry = Option<(Oid, i32)>;
+
 /// Why the user's edits could not be merged: the commit is then kept, not published.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Overlap(pub String);
@@ -78,6 +81,17 @@ pub fn merge_entry(
     ours: Option<(Oid, i32)>,
     theirs: Option<(Oid, i32)>,
 ) -> Result<Result<Option<(Oid, i32)>, Overlap>, git2::Error> {
+    merge_entry_favoring(repo, path, (base, ours, theirs), None)
+}
+
+/// [`merge_entry`], where the hunks both sides changed are resolved to `favor`'s side when
+/// it is given (a side absent, or not text, still overlaps).
+pub fn merge_entry_favoring(
+    repo: &Repository,
+    path: &Path,
+    (base, ours, theirs): (Entry, Entry, Entry),
+    favor: Option<git2::FileFavor>,
+) -> Result<Result<Option<(Oid, i32)>, Overlap>, git2::Error> {
     let shown = path.display();
     if ours == base || ours == theirs {
         return Ok(Ok(theirs));
@@ -102,11 +116,15 @@ pub fn merge_entry(
             "you and the reply both changed {shown}, a binary file"
         ))));
     }
+    let mut options = git2::MergeFileOptions::new();
+    if let Some(favor) = favor {
+        options.favor(favor);
+    }
     let result = git2::merge_file(
         &input(base_blob.content()),
         &input(ours_blob.content()),
         &input(theirs_blob.content()),
-        None,
+        Some(&mut options),
     )?;
     if !result.is_automergeable() {
         return Ok(Err(Overlap(format!(

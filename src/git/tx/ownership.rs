@@ -22,12 +22,9 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository};
 
-use super::merge::merge_entry;
+use super::merge::{Entry, merge_entry, merge_entry_favoring};
 use crate::git::treebuild::tree_with_values;
 use crate::git::treediff::{blob_at, changed_paths};
-
-/// One path's entry in a tree: blob and mode, `None` for absent.
-type Entry = Option<(Oid, i32)>;
 
 /// The commit's tree, and the files whose uncommitted lines of the user's it takes along.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,7 +93,12 @@ pub fn commit_tree(
             match merge_entry(repo, path, work, head, staged)? {
                 Ok(merged) => merged,
                 Err(_) => {
-                    let merged = favoring_reply(repo, work, head, staged)?;
+                    // The hunks that overlap the user's own lines are the reply's (the
+                    // user's lines there with them); the others merge as usual, so the
+                    // user's other hunks stay out. A side absent or not text: the whole file.
+                    let favor = Some(git2::FileFavor::Theirs);
+                    let merged = merge_entry_favoring(repo, path, (work, head, staged), favor)?
+                        .unwrap_or(staged);
                     let lines = carried_lines(repo, head, work, merged)?;
                     carried.push(format!("{} ({lines})", path.display()));
                     merged
@@ -213,47 +215,6 @@ fn lay_on(
     change: Entry,
 ) -> Result<Option<Entry>, git2::Error> {
     Ok(merge_entry(repo, path, base, onto, change)?.ok())
-}
-
-/// The reply's result laid on HEAD's version where the two overlap in places: the hunks
-/// that overlap the user's own lines are the reply's (the user's lines there with them),
-/// the others merged as usual, so the user's other hunks stay out of the commit. The reply's
-/// whole file when a side is absent or not text.
-fn favoring_reply(
-    repo: &Repository,
-    work: Entry,
-    head: Entry,
-    staged: Entry,
-) -> Result<Entry, git2::Error> {
-    let (Some(base), Some(ours), Some(theirs)) = (work, head, staged) else {
-        return Ok(staged);
-    };
-    let blobs = (
-        repo.find_blob(base.0)?,
-        repo.find_blob(ours.0)?,
-        repo.find_blob(theirs.0)?,
-    );
-    if blobs.0.is_binary() || blobs.1.is_binary() || blobs.2.is_binary() {
-        return Ok(staged);
-    }
-    let mut options = git2::MergeFileOptions::new();
-    options.favor(git2::FileFavor::Theirs);
-    let merged = git2::merge_file(
-        &input(blobs.0.content()),
-        &input(blobs.1.content()),
-        &input(blobs.2.content()),
-        Some(&mut options),
-    )?;
-    Ok(Some((
-        crate::git::repo::write_blob(repo, merged.content())?,
-        theirs.1,
-    )))
-}
-
-fn input(content: &[u8]) -> git2::MergeFileInput<'_> {
-    let mut input = git2::MergeFileInput::new();
-    input.content(content);
-    input
 }
 
 /// The user's lines (of `work`, as numbered there) that the commit `committed` takes

@@ -252,7 +252,7 @@ impl Stage {
         // Files a publish moved here from the user's tree (or left not what HEAD says, if it
         // crashed): deleted and checked out anew, never written in place.
         let common_dir = self.repo.commondir().to_path_buf();
-        let mut folders = super::stage_swap::RealFolders::under(&self.path);
+        let mut folders = crate::git::files::RealFolders::under(&self.path);
         for path in super::stage_swap::recorded(&common_dir) {
             // Never through a symlink in the stage (it may lead into another worktree's files
             // or out of the repository): libgit2's checkout replaces such a link by a folder.
@@ -494,7 +494,11 @@ impl Stage {
             .collect();
         for path in paths {
             match tree.get_path(&path) {
-                Ok(entry) => index.add(&unstatted_entry(&path, entry.id(), entry.filemode()))?,
+                // No file stats: git compares the entry with the file the first time.
+                Ok(entry) => {
+                    let mode = u32::try_from(entry.filemode()).unwrap_or(0o100644);
+                    index.add(&crate::git::index::entry(&path, entry.id(), mode, None))?
+                }
                 Err(_) => index.remove_path(&path)?,
             }
         }
@@ -506,28 +510,6 @@ impl Stage {
     pub fn set_head(&self, commit: Oid) -> Result<(), StageError> {
         self.repo.set_head_detached(commit)?;
         Ok(())
-    }
-}
-
-/// An index entry for `path` with no file stats: git compares such an entry's content with
-/// the file the first time it looks.
-fn unstatted_entry(path: &Path, id: Oid, mode: i32) -> git2::IndexEntry {
-    let bytes = path.as_os_str().as_encoded_bytes().to_vec();
-    let zero = git2::IndexTime::new(0, 0);
-    git2::IndexEntry {
-        ctime: zero,
-        mtime: zero,
-        dev: 0,
-        ino: 0,
-        mode: u32::try_from(mode).unwrap_or(0o100644),
-        uid: 0,
-        gid: 0,
-        file_size: 0,
-        id,
-        // The name's length, as the index's flags carry it (capped at 0xfff).
-        flags: u16::try_from(bytes.len().min(0xfff)).unwrap_or(0xfff),
-        flags_extended: 0,
-        path: bytes,
     }
 }
 

@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 use git2::{ObjectType, Oid, Repository, Tree};
 
 use crate::exec::fs::single_name;
+use crate::git::files::RealFolders;
 
 /// The record of the stage paths whose file may have come from the user's tree.
 const MOVED: &str = "stage-moved";
@@ -260,46 +261,6 @@ impl StageSwap {
         };
         let commit = crate::git::commit::write_commit(repo, tree, &[], "loaf: stage")?;
         stage.set_head_detached(commit)
-    }
-}
-
-/// Which folders of a tree (the stage's) are real folders: a name in the stage must mean that
-/// place in the stage, not one a symlink among its folders leads to (in another worktree's
-/// files, or outside the repository). Each folder is looked at once per operation.
-pub(crate) struct RealFolders {
-    root: PathBuf,
-    known: std::collections::HashSet<PathBuf>,
-}
-
-impl RealFolders {
-    pub(crate) fn under(root: &Path) -> RealFolders {
-        RealFolders {
-            root: root.to_path_buf(),
-            known: Default::default(),
-        }
-    }
-
-    /// Whether every folder on the way from the root to `path` (relative) is a real folder
-    /// or absent (then made as one), never a symlink or a file.
-    pub(crate) fn lead_to(&mut self, path: &Path) -> bool {
-        let Some(parent) = path.parent() else {
-            return true;
-        };
-        let mut folder = PathBuf::new();
-        for part in parent.components() {
-            folder.push(part);
-            if self.known.contains(&folder) {
-                continue;
-            }
-            match std::fs::symlink_metadata(self.root.join(&folder)) {
-                Ok(meta) if meta.is_dir() => {
-                    self.known.insert(folder.clone());
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return true,
-                _ => return false,
-            }
-        }
-        true
     }
 }
 
