@@ -5,16 +5,18 @@
 //!
 //! ```text
 //! reply text ──nesl──▶ blocks + syntax errors ──actions──▶ validated actions ──exec──▶ results
-//!                                       (all of it staged and committed by git/)
+//!                                       (all of it staged and committed by tx/)
 //! ```
 //!
 //! The user's operations (`apply`, `undo`/`redo`, `take`/`drop`, `log`/`show`) are in
-//! [`ops`], one file each, as the sequence of steps they take; the git plumbing they call
-//! (the only code that uses git2) is in [`git`].
+//! [`ops`], one file each, as the sequence of steps they take; the transaction engine they
+//! drive (stage, publish, recovery, operation log) is [`tx`], on the git plumbing of [`git`]
+//! (the only code that uses git2), which imports nothing above [`paths`].
 //! [`watch`] is the listener on top of them: each reply saved or copied, applied once.
 //!
-//! So far: [`nesl`] (the syntax, exactly as the reference parser) and [`input`] (reading a
-//! reply safely). The command line lives in [`cli`].
+//! [`nesl`] is the syntax, exactly as the reference parser; [`input`] reads a reply safely.
+//! The front doors translate and render: the command line ([`cli`]), the MCP server
+//! ([`mcp`]) and the agents' hooks ([`agents`]).
 #![warn(missing_docs)]
 // No function past ~100 lines (the threshold is clippy.toml's): each operation reads as a
 // list of named steps (STYLE.md). CI's `cargo clippy -D warnings` holds it.
@@ -31,8 +33,10 @@ pub mod instructions;
 pub mod mcp;
 pub mod nesl;
 pub mod ops;
+pub mod paths;
 pub mod progress;
 pub mod report;
+pub mod tx;
 pub mod watch;
 
 mod run;

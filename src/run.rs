@@ -110,7 +110,7 @@ fn isolation(
         &config.stage.isolate,
         &real_root,
         config.stage.isolate_built_in,
-        crate::git::visible::tracked_in(user_root),
+        crate::tx::visible::tracked_in(user_root),
     )
 }
 

@@ -92,12 +92,12 @@ impl From<InputError> for CliError {
 
 impl From<crate::git::states::Refused> for CliError {
     fn from(refused: crate::git::states::Refused) -> Self {
-        crate::git::session::TxError::from(refused).into()
+        crate::tx::session::TxError::from(refused).into()
     }
 }
 
-impl From<crate::git::session::TxError> for CliError {
-    fn from(error: crate::git::session::TxError) -> Self {
+impl From<crate::tx::session::TxError> for CliError {
+    fn from(error: crate::tx::session::TxError) -> Self {
         let kind = if error.is_refusal() {
             ErrorKind::Refused
         } else {

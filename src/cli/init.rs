@@ -51,7 +51,7 @@ fn parse_agent(text: &str) -> Result<Agent, String> {
 /// Runs `git loaf init`.
 pub fn run(args: &InitArgs) -> Result<Outcome, CliError> {
     let cwd = super::current_dir()?;
-    let repo = crate::git::session::open(&cwd, "init").map_err(|_| {
+    let repo = crate::tx::session::open(&cwd, "init").map_err(|_| {
         CliError::usage(
             format!("{} is not inside a git repository", cwd.display()),
             "cd into your repository, or make one with `git init`, then run `git loaf init` again",

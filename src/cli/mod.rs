@@ -130,7 +130,7 @@ impl From<Outcome> for ExitCode {
 pub fn main() -> ExitCode {
     // Before anything can start a program: what the caller left open is not passed on.
     crate::exec::descriptors::withhold_inherited();
-    crate::git::publish::mark_start();
+    crate::tx::publish::mark_start();
     crate::git::init();
     init_logging();
     let cli = match Cli::try_parse() {

@@ -358,20 +358,7 @@ fn resolve(path: &Path) -> io::Result<PathBuf> {
     }
 }
 
-/// `path` with `.` and `..` resolved as text (nothing is read).
-pub(crate) fn lexical(path: &Path) -> PathBuf {
-    let mut normal = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::ParentDir => {
-                normal.pop();
-            }
-            Component::CurDir => {}
-            other => normal.push(other),
-        }
-    }
-    normal
-}
+pub(crate) use crate::paths::lexical;
 
 fn canonical_or_same(path: &Path) -> PathBuf {
     resolve(path).unwrap_or_else(|_| path.to_path_buf())

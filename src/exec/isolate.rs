@@ -14,45 +14,12 @@
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 
-use globset::{GlobBuilder, GlobMatcher};
+use globset::GlobMatcher;
 
 /// The secret files kept from replies when loaf.yml has no `stage.isolate` key.
-pub const DEFAULT_ISOLATE: [&str; 11] = [
-    ".env",
-    ".env.*",
-    "*.pem",
-    "*.key",
-    "id_rsa*",
-    "id_ed25519*",
-    ".netrc",
-    ".npmrc",
-    ".pypirc",
-    ".aws/**",
-    ".ssh/**",
-];
+pub use crate::paths::SECRET_FILES as DEFAULT_ISOLATE;
 
-/// The globs one `stage.isolate` pattern stands for (see the module's doc).
-pub fn forms(pattern: &str) -> Vec<String> {
-    let pattern = pattern.trim();
-    let anchored = pattern.starts_with("./") || pattern.starts_with('/');
-    let trimmed = pattern
-        .trim_start_matches("./")
-        .trim_start_matches('/')
-        .trim_end_matches('/');
-    let mut out = vec![trimmed.to_owned()];
-    if let Some(folder) = trimmed.strip_suffix("/**") {
-        out.push(folder.to_owned());
-    }
-    if !anchored && !trimmed.contains('/') {
-        out.push(format!("**/{trimmed}"));
-    }
-    out
-}
-
-/// One glob of `pattern`.
-pub fn glob(form: &str) -> Result<globset::Glob, globset::Error> {
-    GlobBuilder::new(form).literal_separator(true).build()
-}
+pub use crate::paths::{pattern_forms as forms, pattern_glob as glob};
 
 /// Whether a path (relative to the root) is tracked by git: such paths are never isolated.
 pub type Tracked = Rc<dyn Fn(&Path) -> bool>;

@@ -108,7 +108,7 @@ pub fn elide_committed(
             .iter()
             .filter_map(|key| params.get(*key)?.as_str())
             .filter_map(|path| {
-                let normal = crate::exec::guard::lexical(Path::new(path));
+                let normal = crate::paths::lexical(Path::new(path));
                 let relative = normal.strip_prefix(root).ok()?.to_path_buf();
                 let entry = tree.get_path(&relative).ok()?;
                 (entry.kind() == Some(git2::ObjectType::Blob)).then(|| entry.id())

@@ -659,8 +659,8 @@ mod tests {
             Some(vec![b"a.txt".to_vec()]),
             "b.txt, newer than the index but unchanged, is not a candidate"
         );
-        assert!(crate::git::checkpoint::is_dirty(&repo).expect("dirty"));
-        let checkpoint = crate::git::checkpoint::take(&repo).expect("checkpoint");
+        assert!(crate::tx::checkpoint::is_dirty(&repo).expect("dirty"));
+        let checkpoint = crate::tx::checkpoint::take(&repo).expect("checkpoint");
         let work = repo.find_tree(checkpoint.work_tree).expect("tree");
         let blob = work.get_name("a.txt").expect("a.txt").id();
         assert_eq!(
@@ -733,7 +733,7 @@ mod tests {
         let repo = Repository::open(root).expect("open");
         assert!(!certainly_clean(&repo).expect("scan"));
         assert_eq!(candidate_names(&repo), Some(vec!["a.txt".to_owned()]));
-        let checkpoint = crate::git::checkpoint::take(&repo).expect("checkpoint");
+        let checkpoint = crate::tx::checkpoint::take(&repo).expect("checkpoint");
         let mode = |tree: Oid| {
             let tree = repo.find_tree(tree).expect("tree");
             tree.get_name("a.txt").expect("a.txt").filemode()
@@ -762,7 +762,7 @@ mod tests {
         set_mtime(&root.join("a.txt"), old);
         assert!(!certainly_clean(&repo).expect("scan"));
         assert_eq!(candidate_names(&repo), Some(vec!["a.txt".to_owned()]));
-        let checkpoint = crate::git::checkpoint::take(&repo).expect("checkpoint");
+        let checkpoint = crate::tx::checkpoint::take(&repo).expect("checkpoint");
         let work = repo.find_tree(checkpoint.work_tree).expect("tree");
         let blob = work.get_name("a.txt").expect("a.txt").id();
         assert_eq!(repo.find_blob(blob).expect("blob").content(), b"c\n");
@@ -813,7 +813,7 @@ mod tests {
         let repo = Repository::open(root).expect("open");
         assert!(!certainly_clean(&repo).expect("scan"));
         assert_eq!(candidate_names(&repo), None);
-        let checkpoint = crate::git::checkpoint::take(&repo).expect("checkpoint");
+        let checkpoint = crate::tx::checkpoint::take(&repo).expect("checkpoint");
         let work = repo.find_tree(checkpoint.work_tree).expect("tree");
         let file = work.get_path(Path::new("e/x.txt")).expect("e/x.txt").id();
         assert_eq!(repo.find_blob(file).expect("blob").content(), b"x\n");

@@ -5,7 +5,7 @@
 //! `git push --mirror`; the user's file stays where it is, untouched by undo.
 //!
 //! The patterns are the built-in `stage.isolate` list that `git loaf init` writes
-//! ([`crate::exec::isolate::DEFAULT_ISOLATE`]), read the same way. A tracked file is the
+//! ([`crate::paths::SECRET_FILES`]), read the same way. A tracked file is the
 //! user's to commit: its content is in the history already.
 
 use std::path::Path;
@@ -17,8 +17,13 @@ use globset::GlobSet;
 fn patterns() -> Option<&'static GlobSet> {
     static SET: OnceLock<Option<GlobSet>> = OnceLock::new();
     SET.get_or_init(|| {
-        let patterns = crate::exec::isolate::DEFAULT_ISOLATE.map(str::to_owned);
-        crate::git::visible::isolate_set(&patterns).ok()
+        let mut set = globset::GlobSetBuilder::new();
+        for pattern in crate::paths::SECRET_FILES {
+            for form in crate::paths::pattern_forms(pattern) {
+                set.add(crate::paths::pattern_glob(&form).ok()?);
+            }
+        }
+        set.build().ok()
     })
     .as_ref()
 }

@@ -19,13 +19,13 @@ use crate::config::Config;
 use crate::config::NotesOutputs;
 use crate::git::Oid;
 use crate::git::commit::{write_note_value, write_report_value};
-use crate::git::githooks::{Place, Refusal};
-use crate::git::oplog::OpKind;
-use crate::git::publish::crash_point;
-use crate::git::session::{Session, TxError};
 use crate::git::sign::SignRequest;
-use crate::git::stage::Touched;
 use crate::report::{ExecutionResult, GitInfo, redact};
+use crate::tx::githooks::{Place, Refusal};
+use crate::tx::oplog::OpKind;
+use crate::tx::publish::crash_point;
+use crate::tx::session::{Session, TxError};
+use crate::tx::stage::Touched;
 use running::RunEnv;
 
 /// What to record besides the reply.
@@ -157,7 +157,7 @@ pub fn apply_once(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Onc
 
 /// The id of the newest apply in the operation log that ran the reply with `key`.
 fn applied_as(repo: &crate::git::Repository, key: &str) -> Result<Option<String>, TxError> {
-    for entry in crate::git::oplog::walk(repo) {
+    for entry in crate::tx::oplog::walk(repo) {
         let entry = entry?;
         if entry.kind == OpKind::Apply && entry.reply_key.as_deref() == Some(key) {
             return Ok(Some(entry.id));

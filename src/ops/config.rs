@@ -26,7 +26,7 @@ use crate::config::{Config, ConfigError, FILE_NAME, widenings};
 use crate::git::Repository;
 use crate::git::commit::parse_trailers;
 use crate::git::file_history;
-use crate::git::session::TxError;
+use crate::tx::session::TxError;
 
 /// The record, inside the repository's common git dir (a linked worktree's: [`Record::path`]).
 const RECORD: &str = "loaf/config-accepted.json";
@@ -180,7 +180,7 @@ fn find_governing(repo: &Repository, root: &Path, learn: bool) -> Result<Governi
 /// `git loaf config`: the loaf.yml that governs in the repository containing `cwd`, and the
 /// change that waits, if any.
 pub fn show(cwd: &Path) -> Result<Governing, TxError> {
-    let repo = crate::git::session::open(cwd, "config")?;
+    let repo = crate::tx::session::open(cwd, "config")?;
     let root: PathBuf = repo.workdir().ok_or(TxError::Bare)?.components().collect();
     Ok(peek(&repo, &root)?)
 }
@@ -188,7 +188,7 @@ pub fn show(cwd: &Path) -> Result<Governing, TxError> {
 /// `git loaf config accept`, with the operation lock held (an apply reads the record under
 /// it): [`accept`] in the repository containing `cwd`.
 pub fn accept_here(cwd: &Path) -> Result<Acceptance, TxError> {
-    let session = crate::git::session::Session::begin(cwd, "config accept")?;
+    let session = crate::tx::session::Session::begin(cwd, "config accept")?;
     Ok(accept(&session.repo, &session.root)?)
 }
 
@@ -266,7 +266,7 @@ fn written_by_user(
         let newest = file_history::newest_change(repo, FILE_NAME, |_| true)?;
         return Ok(newest.is_none_or(|change| !by_git_loaf(&change.message)));
     }
-    if crate::git::turn::any_begun(repo)? {
+    if crate::tx::turn::any_begun(repo)? {
         return Ok(false);
     }
     Ok(record.written.as_deref() != Some(fingerprint(working).as_str()))

@@ -17,10 +17,10 @@ use std::cell::{Cell, RefCell};
 
 use git2::{Oid, Repository};
 
-use crate::git::stage::{Stage, Touched};
 use crate::git::{treebuild, treediff};
 use crate::report::ActionResult;
 use crate::run::{ChangeWatch, Changes};
+use crate::tx::stage::{Stage, Touched};
 
 use super::targets::{action_targets, through_symlink};
 

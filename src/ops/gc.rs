@@ -18,9 +18,9 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use super::now_secs;
-use crate::git::oplog::{self, OpEntry, OpKind, gc::Packed};
-use crate::git::session::{self, Session, TxError};
 use crate::git::{Oid, refs, reports};
+use crate::tx::oplog::{self, OpEntry, OpKind, gc::Packed};
+use crate::tx::session::{self, Session, TxError};
 
 /// Seconds in a day.
 const DAY: i64 = 24 * 60 * 60;

@@ -10,14 +10,14 @@ use serde::Serialize;
 use serde_json::Value;
 
 use crate::git::commit::parse_trailers;
-use crate::git::commits::{self, CommitInfo};
 use crate::git::notes::{NOTES_REF, read_note, read_report};
-use crate::git::oplog::{self, OpKind};
 use crate::git::refs;
-use crate::git::session::{self, TxError};
 use crate::ops::record::SESSION_TRAILER;
 use crate::ops::squash::{SQUASH_TRAILER, SQUASHED_TRAILER};
 use crate::report::redact;
+use crate::tx::commits::{self, CommitInfo};
+use crate::tx::oplog::{self, OpKind};
+use crate::tx::session::{self, TxError};
 
 /// How far back `log` looks for loaf commits on the first-parent chain.
 const SCAN_LIMIT: usize = 100_000;

@@ -24,19 +24,19 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 
 use super::{new_id, now_secs};
-use crate::git::checkpoint::{self, Checkpoint};
 use crate::git::commit::{write_note_value, write_report_value};
-use crate::git::oplog::{OpEntry, OpKind, UserState};
-use crate::git::publish::{self, PublishError, Transition, crash_point};
-use crate::git::session::{Session, TxError};
 use crate::git::sign::{self, SignRequest};
-use crate::git::turn::{self, Turn};
-use crate::git::tx::merge::merge_entry;
-use crate::git::tx::ownership::{self, Sides};
 use crate::git::{Oid, Repository, refs, short_oid, treebuild, treediff};
 use crate::report::inert::inert;
 use crate::report::subject::fit_subject;
 use crate::report::{ExecutionResult, GitInfo};
+use crate::tx::checkpoint::{self, Checkpoint};
+use crate::tx::merge::merge_entry;
+use crate::tx::oplog::{OpEntry, OpKind, UserState};
+use crate::tx::ownership::{self, Sides};
+use crate::tx::publish::{self, PublishError, Transition, crash_point};
+use crate::tx::session::{Session, TxError};
+use crate::tx::turn::{self, Turn};
 
 /// The session when none is named.
 pub const DEFAULT_SESSION: &str = "default";

@@ -24,12 +24,12 @@
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use crate::git::checkpoint;
-use crate::git::session::TxError;
 use crate::git::treebuild::{self, Source, Value};
-use crate::git::turn::{self, ToolTrees, Turn, Versioned};
-use crate::git::tx::merge::merge_entry;
 use crate::git::{Oid, Repository, treediff};
+use crate::tx::checkpoint;
+use crate::tx::merge::merge_entry;
+use crate::tx::session::TxError;
+use crate::tx::turn::{self, ToolTrees, Turn, Versioned};
 
 /// How often an update is tried again when another event of the session updated the turn
 /// between its read and its write.

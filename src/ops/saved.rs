@@ -15,14 +15,14 @@ use std::path::{Path, PathBuf};
 use git2::{ObjectType, Repository, Tree};
 
 use super::{new_id, now_secs};
-use crate::git::carry::Work;
-use crate::git::checkpoint::{self, Checkpoint};
-use crate::git::oplog::{OpEntry, OpKind, UserState};
-use crate::git::publish::{PublishError, Transition, left_alone_notice};
-use crate::git::saved::{self, SavedWork};
-use crate::git::session::{self, Session, TxError};
 use crate::git::treebuild::{Value, tree_with_values};
 use crate::git::{Oid, refs};
+use crate::tx::carry::Work;
+use crate::tx::checkpoint::{self, Checkpoint};
+use crate::tx::oplog::{OpEntry, OpKind, UserState};
+use crate::tx::publish::{PublishError, Transition, left_alone_notice};
+use crate::tx::saved::{self, SavedWork};
+use crate::tx::session::{self, Session, TxError};
 
 /// One piece of saved work, as `git loaf saved` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -131,7 +131,7 @@ pub fn restore(cwd: &Path, id: &str) -> Result<Restored, TxError> {
     let op = new_id(&format!("restore {id}"));
     if to.work != cp.work_tree || to.index != cp.index_tree {
         let transition = transition(&session, &op, id, &cp, to)?;
-        let skipped = crate::git::publish::publish(repo, &transition, true)
+        let skipped = crate::tx::publish::publish(repo, &transition, true)
             .map_err(|e| refuse_publish(e, id))?;
         notices.extend(left_alone_notice(&skipped));
     }

@@ -19,13 +19,14 @@ use serde_json::{Value, json};
 
 use super::{new_id, now_secs};
 use crate::git::commit::{ensure_notes_rewrite, read_notes, read_report, write_note, write_report};
-use crate::git::commits;
-use crate::git::oplog::{OpEntry, OpKind, UserState};
-use crate::git::publish::{self, PublishError, Transition, crash_point};
 use crate::git::push::{self, PushError, Upstream};
-use crate::git::session::{self, Session, TxError};
-use crate::git::{Oid, Repository, checkpoint, short_id};
+use crate::git::{Oid, Repository, short_id};
 use crate::report::redact;
+use crate::tx::checkpoint;
+use crate::tx::commits;
+use crate::tx::oplog::{OpEntry, OpKind, UserState};
+use crate::tx::publish::{self, PublishError, Transition, crash_point};
+use crate::tx::session::{self, Session, TxError};
 use selecting::plan;
 
 /// The trailer naming a squash commit's id.

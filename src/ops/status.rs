@@ -11,8 +11,9 @@ use serde::Serialize;
 
 use super::saved::{self, Listed};
 use super::step::{self, SteppedBack};
-use crate::git::session::{self, TxError};
-use crate::git::{commits, recovery, refs, turn};
+use crate::git::refs;
+use crate::tx::session::{self, TxError};
+use crate::tx::{commits, recovery, turn};
 
 /// What is in effect.
 #[derive(Debug, Clone, Serialize)]

@@ -27,13 +27,14 @@ pub use position::{SteppedBack, stepped_back};
 
 use super::undo::{display_ref, short};
 use super::{new_id, now_secs};
-use crate::git::carry::{self, Work};
-use crate::git::checkpoint::{self, Checkpoint};
-use crate::git::commits::CommitInfo;
-use crate::git::oplog::{self, OpEntry, OpKind, UserState};
-use crate::git::publish::{PublishError, Transition, differing, left_alone_notice};
-use crate::git::session::{Session, TxError};
-use crate::git::{Oid, commits, head, refs, saved};
+use crate::git::{Oid, refs};
+use crate::tx::carry::{self, Work};
+use crate::tx::checkpoint::{self, Checkpoint};
+use crate::tx::commits::CommitInfo;
+use crate::tx::oplog::{self, OpEntry, OpKind, UserState};
+use crate::tx::publish::{PublishError, Transition, differing, left_alone_notice};
+use crate::tx::session::{Session, TxError};
+use crate::tx::{commits, head, saved};
 use kept::{diverged, kept_aside_by, save_kept_aside, save_unmerged};
 
 /// What a step did.
@@ -519,7 +520,7 @@ fn last_at_is(entry: &OpEntry, head: Oid) -> bool {
 }
 
 fn repo_ref(session: &Session, name: &str) -> Option<Oid> {
-    crate::git::publish::current(&session.repo, name).and_then(|o| Oid::from_str(&o).ok())
+    crate::tx::publish::current(&session.repo, name).and_then(|o| Oid::from_str(&o).ok())
 }
 
 fn work_of(cp: &Checkpoint) -> Work {

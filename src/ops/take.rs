@@ -6,14 +6,15 @@
 use std::path::{Path, PathBuf};
 
 use super::now_secs;
-use crate::git::checkpoint;
-use crate::git::merge::{self, Overlap};
 use crate::git::notes::{read_note, read_report, write_note, write_report};
-use crate::git::oplog::{OpEntry, OpKind, UserState};
-use crate::git::publish::{self, Transition};
 use crate::git::refs::{self, KeptCommit};
-use crate::git::session::{Session, TxError};
-use crate::git::{Oid, commits, treediff};
+use crate::git::{Oid, treediff};
+use crate::tx::checkpoint;
+use crate::tx::commits;
+use crate::tx::merge::{self, Overlap};
+use crate::tx::oplog::{OpEntry, OpKind, UserState};
+use crate::tx::publish::{self, Transition};
+use crate::tx::session::{Session, TxError};
 
 /// The kept commit `id`.
 fn find(session: &Session, id: &str) -> Result<KeptCommit, TxError> {

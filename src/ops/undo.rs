@@ -13,13 +13,14 @@ use std::path::{Path, PathBuf};
 pub use since::{Between, name_paths};
 
 use super::{new_id, now_secs};
-use crate::git::carry::Work;
-use crate::git::checkpoint::{self, Checkpoint};
-use crate::git::oplog::{self, OpEntry, OpKind, UserState};
-use crate::git::publish::{self, Transition, crash_point, differing};
-use crate::git::session::{Session, TxError};
-use crate::git::visible::Extras;
-use crate::git::{Oid, head, refs, saved};
+use crate::git::{Oid, refs};
+use crate::tx::carry::Work;
+use crate::tx::checkpoint::{self, Checkpoint};
+use crate::tx::oplog::{self, OpEntry, OpKind, UserState};
+use crate::tx::publish::{self, Transition, crash_point, differing};
+use crate::tx::session::{Session, TxError};
+use crate::tx::visible::Extras;
+use crate::tx::{head, saved};
 
 /// What undo or redo did.
 #[derive(Debug)]
@@ -109,10 +110,7 @@ pub fn undo(cwd: &Path, force: bool) -> Result<Walked, TxError> {
 /// The newest operation of `stack` that made the commit `rev` names (an apply's or a
 /// squash's commit, as `git log` and `git loaf log` show it).
 fn made_commit(repo: &crate::git::Repository, stack: &[OpEntry], rev: &str) -> Option<usize> {
-    let commit = crate::git::commits::resolve(repo, rev)
-        .ok()??
-        .id
-        .to_string();
+    let commit = crate::tx::commits::resolve(repo, rev).ok()??.id.to_string();
     stack.iter().rposition(|e| {
         e.after.head.as_deref() == Some(commit.as_str()) && e.before.head != e.after.head
     })
@@ -667,7 +665,7 @@ fn refuse_changed(
     // Commits made on top of what the operation left: the user committed since.
     let committed_on_top = head_moved
         && match (head, expected.head.as_deref()) {
-            (Some(now), Some(then)) => crate::git::commits::descends_from(&session.repo, now, then),
+            (Some(now), Some(then)) => crate::tx::commits::descends_from(&session.repo, now, then),
             (Some(_), None) => true,
             _ => false,
         };

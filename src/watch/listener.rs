@@ -341,7 +341,7 @@ impl<'a, 'c> Listener<'a, 'c> {
             ..ApplyOptions::default()
         };
         // Between the record's last reading and the lock, another process may run it.
-        crate::git::publish::crash_point("watch-recorded");
+        crate::tx::publish::crash_point("watch-recorded");
         let applied = match apply::apply_once(&self.root, text, &options) {
             Ok(Once::Applied(applied)) => applied,
             Ok(Once::AlreadyApplied { apply }) => {

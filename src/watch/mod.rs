@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use crate::git::exclude::{self, ExcludeError, LOAF_DIR_PATTERN};
-use crate::git::session::TxError;
+use crate::tx::session::TxError;
 use clipboard::Clipboard;
 use files::FileWatch;
 use listener::Listener;
@@ -151,7 +151,7 @@ pub fn watch(
     clipboard: &mut dyn Clipboard,
     terminal: Terminal<'_>,
 ) -> Result<Stopped, WatchError> {
-    let repo = crate::git::session::open(&options.cwd, "watch")?;
+    let repo = crate::tx::session::open(&options.cwd, "watch")?;
     let root: PathBuf = repo.workdir().ok_or(TxError::Bare)?.components().collect();
     let file = match &options.file {
         Some(file) => options.cwd.join(file),

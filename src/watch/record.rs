@@ -13,7 +13,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use crate::git::Repository;
-use crate::git::oplog::{self, OpKind};
+use crate::tx::oplog::{self, OpKind};
 
 /// The replies run so far: key → the apply's id (`None` when it recorded none).
 #[derive(Debug, Default)]

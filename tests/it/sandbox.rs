@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use git_loaf::exec::hooks::{Hook, run_hooks_in};
 use git_loaf::exec::sandbox::Sandbox;
 use git_loaf::exec::{AllowAll, Outcome, Params, PathMap, Workspace, shell};
-use git_loaf::git::stage::Stage;
+use git_loaf::tx::stage::Stage;
 use serde_json::{Value, json};
 
 use crate::scratch::Scratch;

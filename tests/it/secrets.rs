@@ -5,8 +5,8 @@
 
 use std::collections::BTreeSet;
 
-use git_loaf::git::session::Session;
 use git_loaf::ops::gc;
+use git_loaf::tx::session::Session;
 
 use crate::scratch::{Scratch, block};
 

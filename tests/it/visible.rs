@@ -12,9 +12,9 @@ use std::time::Instant;
 
 use git_loaf::config::Config;
 use git_loaf::exec::PathMap;
-use git_loaf::git::stage::{Stage, Touched};
-use git_loaf::git::visible::{Visibility, ignored_entries, isolate_set};
 use git_loaf::report::ExecutionResult;
+use git_loaf::tx::stage::{Stage, Touched};
+use git_loaf::tx::visible::{Visibility, ignored_entries, isolate_set};
 use serde_json::Value;
 
 use crate::scratch::{Scratch, block};

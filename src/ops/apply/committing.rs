@@ -7,18 +7,18 @@ use std::path::PathBuf;
 use super::running::RunEnv;
 use super::staging::Staging;
 use super::{Tx, record, write_targets};
-use crate::git::checkpoint::Checkpoint;
 use crate::git::commit::{Trailers, message, write_commit};
-use crate::git::githooks::{self, Planned, Refusal};
-use crate::git::ownership::{self, Sides, UserAfter};
-use crate::git::publish::crash_point;
-use crate::git::session::TxError;
 use crate::git::sign::{self, SignError};
-use crate::git::stage::Stage;
-use crate::git::visible::{self, Extras};
 use crate::git::{Oid, treediff};
 use crate::ops::exec_changes::StageWatch;
 use crate::report::ExecutionResult;
+use crate::tx::checkpoint::Checkpoint;
+use crate::tx::githooks::{self, Planned, Refusal};
+use crate::tx::ownership::{self, Sides, UserAfter};
+use crate::tx::publish::crash_point;
+use crate::tx::session::TxError;
+use crate::tx::stage::Stage;
+use crate::tx::visible::{self, Extras};
 
 impl Tx<'_> {
     /// The stage as the run left it, and the commit's tree: HEAD's, with the reply's change

@@ -6,16 +6,17 @@ use std::path::PathBuf;
 
 use super::running::RunEnv;
 use super::{Applied, Kept, Tx, record};
-use crate::git::checkpoint::Checkpoint;
 use crate::git::commit::write_commit;
-use crate::git::githooks;
-use crate::git::oplog::{OpEntry, OpKind, UserState};
-use crate::git::publish::{self, PublishError, Transition};
-use crate::git::session::TxError;
-use crate::git::visible::Extras;
-use crate::git::{Oid, merge, refs};
+use crate::git::{Oid, refs};
 use crate::ops::now_secs;
 use crate::report::{ExecutionResult, GitInfo};
+use crate::tx::checkpoint::Checkpoint;
+use crate::tx::githooks;
+use crate::tx::merge;
+use crate::tx::oplog::{OpEntry, OpKind, UserState};
+use crate::tx::publish::{self, PublishError, Transition};
+use crate::tx::session::TxError;
+use crate::tx::visible::Extras;
 
 /// How publish ended: the paths left alone (the user's, changed meanwhile), or why the
 /// commit could not be published.

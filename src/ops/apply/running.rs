@@ -9,14 +9,15 @@ use std::rc::Rc;
 use super::Tx;
 use crate::exec::PathMap;
 use crate::exec::sandbox::Sandbox;
-use crate::git::checkpoint::{self, Checkpoint};
-use crate::git::githooks::{GitHooks, Verify};
-use crate::git::publish::crash_point;
-use crate::git::session::{Session, TxError};
-use crate::git::stage::{self, Stage};
-use crate::git::{states, treediff, visible};
+use crate::git::{states, treediff};
 use crate::ops::exec_changes::StageWatch;
 use crate::report::ExecutionResult;
+use crate::tx::checkpoint::{self, Checkpoint};
+use crate::tx::githooks::{GitHooks, Verify};
+use crate::tx::publish::crash_point;
+use crate::tx::session::{Session, TxError};
+use crate::tx::stage::{self, Stage};
+use crate::tx::visible;
 
 /// What the reply's actions, exec and hooks run with.
 pub(super) struct RunEnv {

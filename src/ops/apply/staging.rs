@@ -2,13 +2,13 @@
 //! HEAD is → checkpoint the user's uncommitted work → bring the stage to it.
 
 use super::{ApplyOptions, Tx};
-use crate::git::checkpoint::{self, Checkpoint};
 use crate::git::commit::write_commit;
-use crate::git::publish::crash_point;
-use crate::git::session::{Session, TxError};
-use crate::git::stage::Stage;
 use crate::git::{Oid, refs};
 use crate::ops::new_id;
+use crate::tx::checkpoint::{self, Checkpoint};
+use crate::tx::publish::crash_point;
+use crate::tx::session::{Session, TxError};
+use crate::tx::stage::Stage;
 
 /// The stage, brought to the user's state for this apply.
 pub(super) struct Staging {

@@ -7,11 +7,11 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use super::{Picked, Plan, RunEnd, SQUASH_TRAILER, SQUASHED_TRAILER, SquashOptions};
 use crate::git::commit::parse_trailers;
-use crate::git::commits::{self, CommitInfo};
 use crate::git::push::{self, Upstream};
-use crate::git::session::TxError;
 use crate::git::{Repository, refs, short_oid};
 use crate::report::subject::fit_subject;
+use crate::tx::commits::{self, CommitInfo};
+use crate::tx::session::TxError;
 
 /// How far `--limit` keeps counting the commits it left out.
 const COUNT_LIMIT: usize = 10_000;

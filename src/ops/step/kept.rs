@@ -2,11 +2,12 @@
 //! a step-back's work in the files it changes, a step-forward's kept version where the user's
 //! stayed, and a walk's kept work when it cannot step forward.
 
-use crate::git::carry::{self, Work};
-use crate::git::oplog::{OpEntry, OpKind, UserState};
-use crate::git::session::{Session, TxError};
-use crate::git::{Oid, commits, saved, treebuild};
+use crate::git::{Oid, treebuild};
 use crate::ops::undo::display_ref;
+use crate::tx::carry::{self, Work};
+use crate::tx::oplog::{OpEntry, OpKind, UserState};
+use crate::tx::session::{Session, TxError};
+use crate::tx::{commits, saved};
 
 /// Nothing may be lost when the two could not be merged: where the user's version stayed in
 /// the file (no conflict markers), the kept version (`theirs`) is saved for `git loaf

@@ -3,9 +3,10 @@
 use std::path::Path;
 
 use super::{last_at_is, walk_finished, walk_of};
-use crate::git::oplog::{self, OpKind};
-use crate::git::session::TxError;
-use crate::git::{commits, head, refs};
+use crate::git::refs;
+use crate::tx::oplog::{self, OpKind};
+use crate::tx::session::TxError;
+use crate::tx::{commits, head};
 
 /// Where a walk of step-backs left HEAD, for `git loaf status`.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]

@@ -4,8 +4,8 @@
 //! operation was built on), which going back past them would drop.
 
 use crate::git::Repository;
-use crate::git::oplog::{OpEntry, UserState};
-use crate::git::publish::differing;
+use crate::tx::oplog::{OpEntry, UserState};
+use crate::tx::publish::differing;
 
 /// How many paths a message names before "and N more".
 const NAMED: usize = 5;

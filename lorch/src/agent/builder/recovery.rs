@@ -18,10 +18,10 @@
 
 use std::path::Path;
 
-use git_loaf::git::oplog::{self, OpKind};
-use git_loaf::git::session::Session;
 use git_loaf::git::{Oid, Repository};
 use git_loaf::ops::log::Shown;
+use git_loaf::tx::oplog::{self, OpKind};
+use git_loaf::tx::session::Session;
 use git2::DiffOptions;
 
 use super::{Step, answer, assess, changed_files};

@@ -306,10 +306,10 @@ fn write_between(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::publish::move_ref;
-    use crate::git::publish::tests::{ai_commit, journal_of, transition, tree_of};
     use crate::git::testing::{committed_repo as repo, git};
-    use crate::git::tx::transition::write_journal;
+    use crate::tx::publish::move_ref;
+    use crate::tx::publish::tests::{ai_commit, journal_of, transition, tree_of};
+    use crate::tx::transition::write_journal;
 
     /// A journal that cannot be read for another reason than being absent (here a folder in
     /// its place) is an error, never taken for "nothing to recover".
@@ -317,7 +317,7 @@ mod tests {
     fn a_journal_that_cannot_be_read_is_an_error_not_nothing() {
         let dir = crate::git::testing::committed_repo();
         let repo = Repository::open(dir.path()).expect("open");
-        let journal = crate::git::tx::transition::journal_path(&repo);
+        let journal = crate::tx::transition::journal_path(&repo);
         std::fs::create_dir_all(journal.join("in-the-way")).expect("a folder");
         assert!(
             recover(&repo).is_err(),

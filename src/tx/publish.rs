@@ -58,7 +58,7 @@ pub enum PublishError {
     Index(IndexLockError),
     /// Writing ignored files or folders failed.
     #[error("{0}")]
-    Visible(#[from] crate::git::extras::VisibleError),
+    Visible(#[from] crate::tx::extras::VisibleError),
     /// git failed.
     #[error("{}", crate::git::words::plain(.0))]
     Git(#[from] git2::Error),
@@ -417,9 +417,9 @@ pub(crate) mod tests {
             "{notice}"
         );
     }
-    use crate::git::checkpoint;
-    use crate::git::oplog::{OpKind, UserState};
     use crate::git::testing::{committed_repo as repo, git, make_dirty, user_state};
+    use crate::tx::checkpoint;
+    use crate::tx::oplog::{OpKind, UserState};
 
     /// The journal a publish of `t` writes.
     pub(crate) fn journal_of(t: &Transition) -> Journal {

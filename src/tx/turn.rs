@@ -16,8 +16,8 @@
 use git2::{Oid, Repository};
 use serde::{Deserialize, Serialize};
 
-use super::commit::write_commit;
-use super::durable;
+use crate::git::commit::write_commit;
+use crate::git::durable;
 
 /// Where begun turns are kept.
 pub const TURN_PREFIX: &str = "refs/loaf/record/";
@@ -296,7 +296,7 @@ mod tests {
     fn a_turn_is_saved_loaded_and_forgotten() {
         let dir = crate::git::testing::committed_repo();
         let repo = Repository::open(dir.path()).expect("open");
-        let cp = crate::git::checkpoint::take(&repo).expect("checkpoint");
+        let cp = crate::tx::checkpoint::take(&repo).expect("checkpoint");
         let turn = Turn {
             session: "s1".into(),
             agent: Some("claude-code".into()),

@@ -241,8 +241,8 @@ fn input(content: &[u8]) -> MergeFileInput<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::checkpoint;
     use crate::git::testing::{committed_repo, git, write_file};
+    use crate::tx::checkpoint;
 
     fn tree(root: &Path, rev: &str) -> Oid {
         Oid::from_str(git(root, &["rev-parse", rev]).trim()).expect("an id")

@@ -1,6 +1,8 @@
-//! The transaction machinery, above the primitives of [`crate::git`] (which never import
+//! The transaction engine, above the git plumbing of [`crate::git`] (which never imports
 //! it), from the bottom up:
 //!
+//! - what is ignored or not committed, and so never reaches the stage or a commit
+//!   ([`visible`], [`extras`]); record mode's turn state ([`turn`]).
 //! - [`oplog`]: every loaf operation that changed something, newest last; [`commits`] reads
 //!   commits back through it.
 //! - [`checkpoint`]: the user's uncommitted work recorded as git objects; [`carry`] takes it
@@ -31,6 +33,10 @@ mod publish_files;
 pub mod recovery;
 pub mod saved;
 pub mod session;
+
+pub mod extras;
 pub mod stage;
 mod stage_swap;
 mod transition;
+pub mod turn;
+pub mod visible;

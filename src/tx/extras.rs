@@ -11,8 +11,8 @@ use std::path::{Component, Path, PathBuf};
 use git2::{ObjectType, Oid, Repository};
 use serde::{Deserialize, Serialize};
 
-use super::files::RealFolders;
-use super::repo::path_from_bytes;
+use crate::git::files::RealFolders;
+use crate::git::repo::path_from_bytes;
 
 /// Why ignored entries could not be listed, or extras recorded or moved.
 #[derive(Debug, thiserror::Error)]
@@ -26,7 +26,7 @@ pub enum VisibleError {
         error: globset::Error,
     },
     /// A git operation failed.
-    #[error("ignored files: {}", super::words::plain(.0))]
+    #[error("ignored files: {}", crate::git::words::plain(.0))]
     Git(#[from] git2::Error),
     /// A file operation failed.
     #[error("ignored files: {}: {error}", path.display())]

@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 pub use super::extras::{Extras, VisibleError, extras};
 use super::extras::{in_git_dir, io};
-use super::repo::path_from_bytes;
+use crate::git::repo::path_from_bytes;
 
 /// `stage.isolate` compiled. A pattern is relative to the root and reads like a
 /// `.gitignore` line (`.env` and `*.pem` at any depth, `.aws/**` at the root: `*` stays
