@@ -164,7 +164,7 @@ fn git_identity(ws: &Path) -> Result<String, String> {
     };
     let mut found = Vec::new();
     for role in ["AUTHOR", "COMMITTER"] {
-        let sig = git_loaf::git::identity::identity(&repo, role).map_err(|_| no_identity())?;
+        let sig = git_loaf::api::identity(&repo, role).map_err(|_| no_identity())?;
         found.push(format!(
             "{} <{}>",
             sig.name().unwrap_or("?"),

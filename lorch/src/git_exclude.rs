@@ -18,10 +18,10 @@ const HEADER: &str = "# lorch records (issue 15): kept out of commits, so git lo
 /// Adds the `patterns` (gitignore syntax, e.g. `/reviews/`) missing from `info/exclude` of
 /// the repository holding `workspace`; nothing outside a repository. Returns the added ones.
 pub fn exclude(workspace: &Path, patterns: &[&str]) -> io::Result<Vec<String>> {
-    let Ok(repo) = git_loaf::git::states::discover(workspace) else {
+    let Some(common) = git_loaf::api::common_dir(workspace) else {
         return Ok(Vec::new());
     };
-    let info = repo.commondir().join("info");
+    let info = common.join("info");
     let path = info.join("exclude");
     let have = match std::fs::read_to_string(&path) {
         Ok(text) => text,

@@ -35,8 +35,7 @@ mod recovery;
 use std::path::Path;
 use std::time::Duration;
 
-use git_loaf::exec::environment::DEFAULT_ENVIRONMENT;
-use git_loaf::exec::process::{self, Ending, Job};
+use git_loaf::api::{DEFAULT_ENVIRONMENT, Ending, Job};
 use serde_json::{Value, json};
 
 use super::emit::Draft;
@@ -306,7 +305,7 @@ fn run_checks(shim: &Shim, command: &Command, commands: &[String], kind: &str) -
                 // Checks run the code the model wrote: with --sandbox, contained as it is.
                 sandbox: shim.options.sandbox.as_ref(),
             };
-            match process::run(&job) {
+            match git_loaf::api::run(&job) {
                 Ok(finished) => {
                     let output = format!("{}{}", finished.stdout.text, finished.stderr.text);
                     let (status, exit_code) = match finished.ending {

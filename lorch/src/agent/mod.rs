@@ -95,7 +95,7 @@ pub struct Options {
     /// outside a repository.
     pub state_dir: PathBuf,
     /// `--sandbox`: where the model command and the checks run ([`sandbox`]).
-    pub sandbox: Option<git_loaf::exec::sandbox::Sandbox>,
+    pub sandbox: Option<git_loaf::api::Sandbox>,
     /// How the model command says it is rate-limited (from lorch, [`limits`]).
     pub rate_limit: crate::config::RateLimit,
 }
@@ -112,7 +112,7 @@ impl Options {
             .canonicalize()
             .map_err(|e| format!("workspace {}: {e}", given.display()))?;
         let snapshot_root = dir.clone();
-        let root = git_loaf::git::worktree_root(&dir);
+        let root = git_loaf::api::worktree_root(&dir);
         if args.role == Role::Builder && root.is_none() {
             return Err(format!(
                 "workspace {} is not in a git repository: the builder applies its work with git-loaf, which needs one (git init)",
@@ -124,9 +124,7 @@ impl Options {
             return Err("--heartbeat-s must be a positive number of seconds".into());
         }
         let role = args.role.agent_type().as_str();
-        let common = git_loaf::git::states::discover(&workspace)
-            .ok()
-            .map(|repo| repo.commondir().to_path_buf());
+        let common = git_loaf::api::common_dir(&workspace);
         let state_dir = match &common {
             Some(common) => common.join("lorch"),
             None => workspace.join(".lorch"),

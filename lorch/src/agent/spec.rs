@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use git_loaf::ops::apply::{ApplyOptions, apply};
+use git_loaf::api::{ApplyOptions, apply};
 use serde_json::json;
 
 use super::emit::Draft;
@@ -344,7 +344,7 @@ fn write_spec(
     new: &str,
 ) -> Result<Option<String>, StepError> {
     let root = &shim.options.workspace;
-    if git_loaf::git::worktree_root(root).is_none() {
+    if git_loaf::api::worktree_root(root).is_none() {
         safety::atomic_write(path, new.as_bytes())
             .map_err(StepError::io(format!("write {spec_file}")))?;
         return Ok(None);
@@ -454,7 +454,7 @@ mod tests {
     fn the_file_write_block_carries_the_content_exactly() {
         for content in ["a\nb\n", "a\nb", "", "\n\n", "EOT_s00\n#!end_s01\nx := y\n"] {
             let block = file_write_block("/repo/SPEC \"1\".md", content);
-            let parsed = git_loaf::nesl::parse(&block);
+            let parsed = git_loaf::api::parse(&block);
             assert!(parsed.errors.is_empty(), "{content:?}: {:?}", parsed.errors);
             let properties = &parsed.blocks[0].properties;
             assert_eq!(properties.get("path"), Some("/repo/SPEC \"1\".md"));
