@@ -31,7 +31,7 @@ pub fn exclude(workspace: &Path, patterns: &[&str]) -> io::Result<Vec<String>> {
     let missing: Vec<String> = patterns
         .iter()
         .filter(|p| !have.lines().any(|line| line.trim() == **p))
-        .filter(|p| !crate::records::is_tracked(workspace, p.trim_matches('/')))
+        .filter(|p| !is_tracked(workspace, p.trim_matches('/')))
         .map(|p| (*p).to_owned())
         .collect();
     if missing.is_empty() {
@@ -56,6 +56,27 @@ pub fn exclude(workspace: &Path, patterns: &[&str]) -> io::Result<Vec<String>> {
         .open(&path)?;
     file.write_all(text.as_bytes())?;
     Ok(missing)
+}
+
+/// Whether the repository holding `workspace` tracks a file under `workspace/<folder>/`.
+pub fn is_tracked(workspace: &Path, folder: &str) -> bool {
+    let Ok(repo) = git2::Repository::discover(workspace) else {
+        return false;
+    };
+    let (Some(workdir), Ok(index)) = (repo.workdir(), repo.index()) else {
+        return false;
+    };
+    let (Ok(workdir), Ok(ws)) = (workdir.canonicalize(), workspace.canonicalize()) else {
+        return false;
+    };
+    let Ok(inside) = ws.strip_prefix(&workdir) else {
+        return false;
+    };
+    let mut prefix = inside.join(folder).to_string_lossy().replace('\\', "/");
+    prefix.push('/');
+    index
+        .iter()
+        .any(|entry| entry.path.starts_with(prefix.as_bytes()))
 }
 
 #[cfg(test)]

@@ -50,6 +50,7 @@ pub mod configure;
 pub mod finished;
 pub mod git_exclude;
 pub mod intake;
+pub mod manifest;
 pub mod ndjson;
 pub mod protocol;
 pub mod records;

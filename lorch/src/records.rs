@@ -94,29 +94,8 @@ pub fn keep_out_of_git(workspace: &Path) -> std::io::Result<()> {
 pub fn tracked_folders(workspace: &Path) -> Vec<&'static str> {
     FOLDERS
         .into_iter()
-        .filter(|name| is_tracked(workspace, name))
+        .filter(|name| crate::git_exclude::is_tracked(workspace, name))
         .collect()
-}
-
-/// Whether the repository holding `workspace` tracks a file under `workspace/<folder>/`.
-pub fn is_tracked(workspace: &Path, folder: &str) -> bool {
-    let Ok(repo) = git2::Repository::discover(workspace) else {
-        return false;
-    };
-    let (Some(workdir), Ok(index)) = (repo.workdir(), repo.index()) else {
-        return false;
-    };
-    let (Ok(workdir), Ok(ws)) = (workdir.canonicalize(), workspace.canonicalize()) else {
-        return false;
-    };
-    let Ok(inside) = ws.strip_prefix(&workdir) else {
-        return false;
-    };
-    let mut prefix = inside.join(folder).to_string_lossy().replace('\\', "/");
-    prefix.push('/');
-    index
-        .iter()
-        .any(|entry| entry.path.starts_with(prefix.as_bytes()))
 }
 
 #[cfg(test)]

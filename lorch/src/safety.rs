@@ -188,6 +188,11 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
     out
 }
 
+/// An I/O error that names the file it is about (the OS's message alone does not).
+pub fn naming(path: &Path) -> impl FnOnce(io::Error) -> io::Error + '_ {
+    move |e| io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -22,15 +22,15 @@ use std::path::Path;
 use serde_json::json;
 
 use super::canonical::{canonical_json, sha256_hex};
+use super::manifest::{self, ManifestEntry};
 use super::protocol::{ObservedVersion, Version};
 use super::safety;
-use super::store::{self, ManifestEntry};
 
 /// The version of the workspace at `root` whose spec is `spec` (relative to `root`), and
 /// the snapshot's manifest bytes.
 pub fn version_of(root: &Path, spec: Option<&str>) -> io::Result<(Version, Vec<u8>)> {
-    let files = store::manifest(root)?;
-    let bytes = store::manifest_bytes(&files)?;
+    let files = manifest::manifest(root)?;
+    let bytes = manifest::manifest_bytes(&files)?;
     let specs_hash = match spec {
         Some(spec) => spec_bytes(root, spec)?.map(|b| format!("sha256:{}", sha256_hex(&b))),
         None => None,

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use crate::store::OWN_DIRS;
+use crate::records::FOLDERS;
 
 /// Candidates kept.
 pub const MAX_CANDIDATES: usize = 20;
@@ -50,7 +50,7 @@ pub fn candidates(workspace: &Path, instruction: &str) -> Vec<Candidate> {
         let text_file = ["md", "rst", "txt"]
             .iter()
             .any(|e| path.extension().is_some_and(|x| x == *e));
-        if !text_file || !path.is_file() || OWN_DIRS.contains(&top) {
+        if !text_file || !path.is_file() || FOLDERS.contains(&top) {
             continue;
         }
         let lower = rel.to_lowercase();
