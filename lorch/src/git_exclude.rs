@@ -12,7 +12,8 @@
 use std::io::{self, Write as _};
 use std::path::Path;
 
-/// The comment above the lines lorch adds.
+/// The comment above the lines lorch adds. Its words stay as they are: lorch finds it in
+/// the exclude files it wrote before, so that it never writes it twice.
 const HEADER: &str = "# lorch records (issue 15): kept out of commits, so git loaf undo works";
 
 /// Adds the `patterns` (gitignore syntax, e.g. `/reviews/`) missing from `info/exclude` of

@@ -12,7 +12,7 @@ use crate::canonical::{sha256_hex, snapshot_id};
 use crate::records::FOLDERS;
 use crate::safety::naming;
 
-/// One file of a snapshot (§5.3).
+/// One file of a snapshot.
 #[derive(Debug, Clone, Serialize)]
 pub struct ManifestEntry {
     /// Relative, `/`-separated.
@@ -25,11 +25,11 @@ pub struct ManifestEntry {
     pub mtime: String,
 }
 
-/// The snapshot of the workspace at `root` (§5.3): its id and its manifest's bytes. Every
-/// file git would track (hidden files, ignored files, lorch.json and lorch's own folders
-/// left out: the record folders only when lorch keeps its records at the top, never the
-/// project's folders of those names), sorted by path. lorch pins commands to it; an agent computes it again to
-/// find out whether it sees what the command was meant for (`version_mismatch`, §6.2).
+/// The snapshot of the workspace at `root`: its id and its manifest's bytes. Every file git
+/// would track (hidden files, ignored files, lorch.json and lorch's own folders left out:
+/// the record folders only when lorch keeps its records at the top, never the project's
+/// folders of those names), sorted by path. lorch pins commands to it; an agent computes it
+/// again to find out whether it sees what the command was meant for (`version_mismatch`).
 pub fn snapshot_of(root: &Path) -> io::Result<(String, Vec<u8>)> {
     let files = manifest(root)?;
     let bytes = manifest_bytes(&files)?;

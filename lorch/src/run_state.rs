@@ -1,6 +1,7 @@
-//! The run as the ledger tells it (§5.6): [`RunState`] is rebuilt from the recorded
-//! messages by [`RunState::apply`], one at a time, in a live run as in a resumed one; the
-//! hard-coded order of §4.2 is [`next_action`]; [`classify`] reads a terminal event.
+//! The run as the ledger tells it (docs/lorch.md, "Failures, Ctrl-C and resuming"):
+//! [`RunState`] is rebuilt from the recorded messages by [`RunState::apply`], one at a
+//! time, in a live run as in a resumed one; the hard-coded order of the steps (implement →
+//! review → spec) is [`next_action`]; [`classify`] reads a terminal event.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -15,14 +16,14 @@ use super::protocol::{
 use super::safety;
 use super::supervisor::Agent;
 
-/// The agents of Phase 1, in the order lorch starts them.
+/// The agents of a run, in the order lorch starts them.
 pub const AGENTS: [AgentType; 3] = [
     AgentType::Builder,
     AgentType::Reviewer,
     AgentType::SpecMaintainer,
 ];
 
-/// Steps after which a run that has not converged fails ("persistent conflicts", §4.1.4).
+/// Steps after which a run that has not converged fails (a persistent conflict).
 pub const MAX_STEPS: u32 = 30;
 
 /// How a run ended.
@@ -30,7 +31,7 @@ pub const MAX_STEPS: u32 = 30;
 pub enum Status {
     /// Still going.
     Running,
-    /// Done (§4.1.4 success).
+    /// Done: approved and the spec updated.
     Completed,
     /// Failed, with the reason.
     Failed(String),
@@ -81,7 +82,7 @@ pub struct InFlight {
     /// Whether the next send is a new attempt.
     pub bump: bool,
     /// Whether the agent saw another workspace than the command's snapshot
-    /// (`version_mismatch`): the next send pins a new snapshot, hence a new IK (§5.4).
+    /// (`version_mismatch`): the next send pins a new snapshot, hence a new IK.
     pub resnapshot: bool,
     /// Whether the next send starts a new round of attempts: the run failed or was aborted
     /// and the user resumed it (after fixing the cause).
@@ -95,7 +96,7 @@ pub struct RunState {
     pub run_id: String,
     /// The task being built.
     pub task: Task,
-    /// The tasks to build after it, in order (several approved at intake, §14.1).
+    /// The tasks to build after it, in order (several approved at intake).
     pub queue: Vec<Task>,
     /// The tasks built before it in this run, with their steps.
     pub finished: Vec<(Task, Vec<StepDone>)>,
@@ -344,7 +345,7 @@ impl RunState {
 
     /// A failed or aborted run resumed by the user, who fixed the cause: it runs again, the
     /// command in flight is sent again on a fresh round of attempts (pinned to the
-    /// workspace as it is now: the same IK when nothing changed, §5.4), and the agents get
+    /// workspace as it is now: the same IK when nothing changed), and the agents get
     /// their restarts back.
     fn reopen(&mut self) {
         self.status = Status::Running;
@@ -436,8 +437,8 @@ pub fn task_json(task: &Task) -> Value {
     json!({"id": task.id, "goal": task.goal, "files": task.files})
 }
 
-/// What comes after `steps` (§4.2), or why not: after `limit` steps without an end, a
-/// persistent conflict (§4.1.4).
+/// What comes after `steps`, or why not: after `limit` steps without an end, a
+/// persistent conflict.
 pub fn next_action(steps: &[StepDone], limit: u32) -> Result<Option<Action>, String> {
     if steps.len() as u32 >= limit {
         return Err(format!(
@@ -502,10 +503,9 @@ pub fn classify(action: Action, e: &Event) -> Result<String, String> {
     }
 }
 
-/// The result of `builder.completed`: `success` only with passing tests (§4.1.3, §14.2:
-/// `tests.status == "pass"` or `tests.allowed_failures`); a step that failed is reported by
-/// what the builder says went wrong (`payload.problems`: an apply git-loaf refused is not
-/// a test failure).
+/// The result of `builder.completed`: `success` only with passing tests (`tests.status ==
+/// "pass"` or `tests.allowed_failures`); a step that failed is reported by what the builder
+/// says went wrong (`payload.problems`: an apply git-loaf refused is not a test failure).
 fn builder_result(status: Option<&str>, payload: &Object) -> Result<String, String> {
     let ok_status = matches!(
         status,

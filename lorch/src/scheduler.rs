@@ -1,4 +1,5 @@
-//! The single-agent scheduler of §4, §6 and §14.1–14.2, and resume (§5.6, §7.5); the run's
+//! The single-agent scheduler, one agent at a time, and resume (docs/lorch.md, "Failures,
+//! Ctrl-C and resuming"); the run's
 //! state and the rules it follows are in [`super::run_state`].
 //!
 //! The run is a state machine whose only input is the ledger: every command lorch sends,
@@ -19,7 +20,7 @@
 //!
 //! Beside this file: `commands.rs` (what lorch sends: a step's command, its resending, the
 //! version it is pinned to), `conflicts.rs` (conflicts of a run the user decides),
-//! `intake.rs` (a run started from the user's words, Phase 2) and `resume.rs`.
+//! `intake.rs` (a run started from the user's words) and `resume.rs`.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -120,7 +121,7 @@ impl Orchestrator {
     }
 
     /// Starts run of `task` in `workspace` and drives it to its end; `user` decides the
-    /// conflicts that come up (§7.4).
+    /// conflicts that come up.
     pub fn run(
         config: Config,
         workspace: PathBuf,
@@ -162,7 +163,7 @@ impl Orchestrator {
         o.drive(user)
     }
 
-    /// Prints a transcript line, and keeps it in `transcripts/run-<id>.txt` (§9's optional
+    /// Prints a transcript line, and keeps it in `transcripts/run-<id>.txt` (the optional
     /// transcript: a convenience, so a failure to write it does not stop the run).
     fn say(&self, line: &str) {
         let line = self.store.redact(line);
@@ -172,7 +173,7 @@ impl Orchestrator {
         let _ = safety::append_line(&self.store.transcript(), &line);
     }
 
-    /// A `system.*` event of lorch's (§3.2: `from.agent_type` `system`).
+    /// A `system.*` event of lorch's (`from.agent_type` `system`).
     fn system(&mut self, event: &str, status: Option<&str>, payload: Value) -> Message {
         self.sys_seq += 1;
         let correlation_id = self.state.current.as_ref().map_or_else(
@@ -242,7 +243,7 @@ impl Orchestrator {
         self.record(&m)
     }
 
-    /// The main loop of §14.1–14.2, then [`Orchestrator::wind_down`]: every agent stopped
+    /// The main loop, then [`Orchestrator::wind_down`]: every agent stopped
     /// (an aborted run's at once) and nothing of the run left running; then an abort is
     /// recorded, last, with how to continue.
     fn drive(&mut self, user: &mut dyn User) -> Result<Status, RunError> {
@@ -273,12 +274,12 @@ impl Orchestrator {
         result.and(ended.map(|()| self.state.status.clone()))
     }
 
-    /// The current task is done: the next approved one starts (§14.1: "for each
-    /// approved_task in order"), or the run is complete.
+    /// The current task is done: the next approved one starts (in the
+    /// order they were approved), or the run is complete.
     fn task_done(&mut self) -> Result<(), RunError> {
         let Some(next) = self.state.queue.first().cloned() else {
             // The spec as the run leaves it (kept, with its hash in the record): what
-            // `lorch validate --run` compares with the spec the run found (§11.1).
+            // `lorch validate --run` compares with the spec the run found.
             let end = store::take_snapshot(&self.store, Some(&self.config.spec_path))?;
             let m = self.system(
                 "system.run_completed",
@@ -310,7 +311,7 @@ impl Orchestrator {
         self.record(&m)
     }
 
-    /// Records the run aborted by `signal` (the user's decision, §4.1.4).
+    /// Records the run aborted by `signal` (the user's decision).
     fn abort(&mut self, signal: &str) -> Result<(), RunError> {
         let m = self.system(
             "system.run_completed",
@@ -518,7 +519,7 @@ impl Orchestrator {
             .is_some_and(|a| a.generation == generation);
         match item {
             Item::Event(message) if live => {
-                // Agents are untrusted (§2.1): one may only speak for itself, and never as
+                // Agents are untrusted: one may only speak for itself, and never as
                 // lorch (a `command`, or a `system` event, would steer the run).
                 let refused = match &*message {
                     Message::Event(e) if e.from.agent_type == agent => None,
@@ -636,7 +637,7 @@ impl Orchestrator {
                 let status = if last { "failed" } else { "retry" };
                 // The agent finished (and may have changed files on its way to failing, or
                 // seen them changed: `version_mismatch`): the retry is pinned to the
-                // workspace as it is now, the same IK only if nothing changed (§5.4).
+                // workspace as it is now, the same IK only if nothing changed.
                 let resnapshot = true;
                 let mut payload = json!({"step": cur.step, "action": command.action.as_str(), "reason": reason, "resnapshot": resnapshot});
                 if !last {

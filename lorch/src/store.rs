@@ -1,11 +1,12 @@
-//! The durable records of §5, in the folder [`crate::records`] chooses (the workspace, or
+//! The durable records (docs/lorch.md, "What is recorded, and what survives a crash"), in
+//! the folder [`crate::records`] chooses (the workspace, or
 //! its `.lorch/` when the project has folders of those names): the ledger `events/run-<id>.ndjson`,
 //! `receipts/<task>/step-<n>.json`, `state/run.json` and `state/index.json`,
 //! `snapshots/snap-XXXX.manifest.json`, the agents' logs `logs/<agent>/run-<id>.ndjson` and
 //! the transcript `transcripts/run-<id>.txt`.
 //!
 //! Every write goes through [`safety`] (0600 files in 0700 folders, atomic or synced appends)
-//! and every line lorch records is redacted first (§13). Each durable write also counts
+//! and every line lorch records is redacted first. Each durable write also counts
 //! towards `LORCH_CRASH_AFTER_WRITES`, a test hook that SIGKILLs lorch right after the N-th
 //! write, so the resume tests can stop a run at every moment that matters.
 
@@ -95,7 +96,7 @@ pub struct Store {
     pub records: PathBuf,
     /// The run.
     pub run_id: String,
-    /// Values never written anywhere (§13).
+    /// Values never written anywhere (secrets).
     pub secrets: Vec<String>,
 }
 

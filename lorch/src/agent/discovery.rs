@@ -1,12 +1,12 @@
-//! File discovery for natural-language intake (§10.4): the plan and spec files a user's
-//! words may be about, ranked, for the orchestration agent's prompt and its
-//! `plan_candidates`.
+//! File discovery for natural-language intake (docs/lorch.md, "Running without a task"):
+//! the plan and spec files a user's words may be about, ranked, for the orchestration
+//! agent's prompt and its `plan_candidates`.
 //!
 //! Every `.md`, `.rst` and `.txt` file of the workspace (recursively from `.`, which holds
-//! §10.4's `docs`, `specs` and `plans`; hidden folders, `node_modules`, what git ignores and
-//! lorch's own records skipped), ranked by the tokens `plan`, `spec` and `proposal` in its
-//! path, then by the words of the instruction found in its first heading. The user approves
-//! the plan with the tasks; nothing here is taken as a decision.
+//! the `docs`, `specs` and `plans` folders the spec names; hidden folders, `node_modules`,
+//! what git ignores and lorch's own records skipped), ranked by the tokens `plan`, `spec`
+//! and `proposal` in its path, then by the words of the instruction found in its first
+//! heading. The user approves the plan with the tasks; nothing here is taken as a decision.
 
 use std::path::Path;
 

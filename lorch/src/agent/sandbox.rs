@@ -1,4 +1,4 @@
-//! `lorch agent --sandbox` (§13: "recommend separate OS users/namespaces for each agent"):
+//! `lorch agent --sandbox` (docs/lorch.md, "Sandboxing agents"):
 //! the model command and the builder's checks run in git-loaf's namespace sandbox
 //! ([`git_loaf::api::Sandbox`]), the one its `exec` actions run in, in place on the
 //! workspace:

@@ -1,7 +1,7 @@
-//! The builder's step as a conversation (DESIGN §3c): the model's reply is applied through
-//! git-loaf, and git-loaf's report, with the output of the `--check` commands that failed,
-//! goes back to the model as the next turn, until every block succeeded, the step changed
-//! files and the checks pass, or `max_turns` is reached.
+//! The builder's step as a conversation (docs/lorch.md, "The three agents"): the model's
+//! reply is applied through git-loaf, and git-loaf's report, with the output of the
+//! `--check` commands that failed, goes back to the model as the next turn, until every
+//! block succeeded, the step changed files and the checks pass, or `max_turns` is reached.
 //!
 //! ```text
 //! prompt ─→ model ─→ git loaf apply ─→ assess ─┬─ all ✅, files changed, checks pass ─→ squash the turns ─→ one commit
