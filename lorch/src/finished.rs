@@ -26,7 +26,8 @@ use serde_json::Value;
 use super::checks::Check;
 use super::config::Task;
 use super::protocol::{Action, AgentType, Artifact, Message};
-use super::run_state::{RunState, Status, StepDone, check_artifact, is_terminal};
+use super::run_state::{RunState, Status, StepDone, is_terminal};
+use super::step_rules::check_artifact;
 use super::store;
 
 /// Why a run cannot be checked at all.

@@ -34,7 +34,8 @@
 //! - [`records`]: where they go (the workspace's top, or `.lorch/` when the project has
 //!   folders of those names);
 //! - [`supervisor`]: agent processes, their stdout drained and checked on threads;
-//! - [`run_state`]: the run as a state machine over its ledger, and the order of its steps;
+//! - [`run_state`]: the run as a state machine over its ledger;
+//! - [`step_rules`]: the order of its steps and what ends one;
 //! - [`scheduler`]: drives it: implement → review → spec maintenance, retries, restarts,
 //!   resume;
 //! - [`signals`]: SIGINT and SIGTERM noted, for the scheduler to record the abort;
@@ -61,6 +62,7 @@ pub mod run_state;
 pub mod safety;
 pub mod scheduler;
 pub mod signals;
+pub mod step_rules;
 pub mod store;
 pub mod supervisor;
 pub mod transcript;

@@ -187,7 +187,7 @@ fn agent_event(e: &Event) -> String {
         match e.event.as_str() {
             "error" => {
                 line.push_str(": ");
-                line.push_str(&super::run_state::one_line(message, 300));
+                line.push_str(&super::step_rules::one_line(message, 300));
             }
             "builder.progress" => {
                 line.push_str(": ");
