@@ -15,12 +15,17 @@
 //! [`watch`] is the listener on top of them: each reply saved or copied, applied once.
 //!
 //! [`nesl`] is the syntax, exactly as the reference parser; [`input`] reads a reply safely.
+//! [`api`] is the library surface a program built on git-loaf uses (lorch does).
 //! The front doors translate and render: the command line ([`cli`]), the MCP server
 //! ([`mcp`]) and the agents' hooks ([`agents`]).
 #![warn(missing_docs)]
 // No function past ~100 lines (the threshold is clippy.toml's): each operation reads as a
 // list of named steps (STYLE.md). CI's `cargo clippy -D warnings` holds it.
 #![warn(clippy::too_many_lines)]
+
+// The library surface lorch uses (api.rs); the modules below stay reachable for this
+// crate's own tests and benches.
+pub mod api;
 
 pub mod actions;
 pub mod agents;

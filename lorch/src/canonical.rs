@@ -1,7 +1,8 @@
-//! Canonical JSON, the idempotency key (§5.4) and the snapshot id (§5.3): pure functions.
+//! Canonical JSON, the idempotency key and the snapshot id: pure functions.
 //!
-//! §5.4 hashes `canonical_json(inputs)` but does not spell the canonical form out beyond its
-//! name, so we take the standard one, RFC 8785 (JSON Canonicalization Scheme):
+//! The spec's idempotency key hashes `canonical_json(inputs)` but does not spell the
+//! canonical form out beyond its name, so we take the standard one, RFC 8785 (JSON
+//! Canonicalization Scheme):
 //!
 //! - no whitespace anywhere;
 //! - object members sorted by key, comparing keys as UTF-16 code units;
@@ -126,7 +127,7 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
         .collect()
 }
 
-/// The idempotency key of §5.4, exactly:
+/// The idempotency key, exactly as the spec defines it:
 ///
 /// ```text
 /// SHA256(action + '\n' + task_id + '\n' + snapshot_id + '\n' +
@@ -153,7 +154,7 @@ pub fn idempotency_key(
     sha256_hex(text.as_bytes())
 }
 
-/// The snapshot id of §5.3: `"snap-" + first8(sha256(manifest_bytes))`, the first eight hex
+/// The snapshot id: `"snap-" + first8(sha256(manifest_bytes))`, the first eight hex
 /// digits of the manifest file's SHA-256.
 pub fn snapshot_id(manifest_bytes: &[u8]) -> String {
     let hex = sha256_hex(manifest_bytes);

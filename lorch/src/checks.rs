@@ -164,7 +164,7 @@ fn git_identity(ws: &Path) -> Result<String, String> {
     };
     let mut found = Vec::new();
     for role in ["AUTHOR", "COMMITTER"] {
-        let sig = git_loaf::git::identity::identity(&repo, role).map_err(|_| no_identity())?;
+        let sig = git_loaf::api::identity(&repo, role).map_err(|_| no_identity())?;
         found.push(format!(
             "{} <{}>",
             sig.name().unwrap_or("?"),
@@ -211,7 +211,7 @@ pub(crate) fn programs(cmd: &[String]) -> Vec<&str> {
 }
 
 /// The `--check` commands of `lorch agent builder …`: lorch accepts a builder's step only
-/// with passing tests (§4.1.3, §14.2), so a builder that runs none could never finish one.
+/// with passing tests, so a builder that runs none could never finish one.
 pub(crate) fn builder_checks(cmd: &[String]) -> Result<String, String> {
     let checks = shim_flag(cmd, "--check");
     if checks.is_empty() {

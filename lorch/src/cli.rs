@@ -1,5 +1,5 @@
-//! The command line of §8.3: `lorch [run] [--task ID]`, `resume --run ID`,
-//! `validate --schemas`, `validate --run ID` (§11.1), `doctor`, `config` (Phase 3),
+//! The command line (docs/lorch.md, "Running it"): `lorch [run] [--task ID]`, `resume --run ID`,
+//! `validate --schemas`, `validate --run ID`, `doctor`, `config`,
 //! `agent ROLE -- CMD…`.
 //!
 //! Parsing lives here, in the library, so tests can drive it in-process; `src/main.rs` only
@@ -80,7 +80,7 @@ pub struct ValidateArgs {
     /// Validate the agents' recorded messages against the command, event, heartbeat and log schemas.
     #[arg(long, required_unless_present = "run_id")]
     pub schemas: bool,
-    /// Check that a finished run passed (§11.1): completed, a terminal event for every
+    /// Check that a finished run passed: completed, a terminal event for every
     /// command, the last review approved, the spec maintainer's confirmation, every receipt
     /// matching its files.
     #[arg(long = "run", value_name = "ID")]
@@ -218,7 +218,7 @@ fn cmd_run(args: &RunArgs) -> ExitCode {
 }
 
 /// Runs `f` with the user at this terminal (or the script on stdin), who decides the
-/// conflicts of a run (§7.4).
+/// conflicts of a run.
 fn with_user(
     workspace: &std::path::Path,
     f: impl FnOnce(&mut intake::Terminal) -> ExitCode,
@@ -243,7 +243,7 @@ fn with_user(
     f(&mut user)
 }
 
-/// `lorch run` without `--task` (Phase 2, §4.1.2): the user's words, the orchestration
+/// `lorch run` without `--task`: the user's words, the orchestration
 /// agent's proposal, the user's edits and approval, then the approved tasks, one after
 /// another in the same run.
 fn run_from_words(config: Config, workspace: PathBuf) -> ExitCode {
@@ -326,7 +326,7 @@ fn cmd_validate(args: &ValidateArgs) -> ExitCode {
     code
 }
 
-/// `lorch validate --run ID`: §11.1's checks, one line each.
+/// `lorch validate --run ID`: the checks of a finished run, one line each.
 fn validate_run(workspace: &std::path::Path, run: &str, max: u64) -> ExitCode {
     match finished::check_run(workspace, run, max) {
         Ok(results) => {

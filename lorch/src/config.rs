@@ -1,10 +1,10 @@
-//! `lorch.json` (§8): created with the §8.2 defaults when absent, checked at startup against
-//! a JSON Schema of ours (`lorch/schemas/config.v1.json`, same validator as the protocol) so
-//! that a mistake is reported with the field and what is expected there, then read into
-//! typed settings.
+//! `lorch.json` (docs/lorch.md, "Running it"): created with the defaults when absent,
+//! checked at startup against a JSON Schema of ours (`lorch/schemas/config.v1.json`, same
+//! validator as the protocol) so that a mistake is reported with the field and what is
+//! expected there, then read into typed settings.
 //!
-//! One deliberate change to §8.2: the default agent commands go through `lorch agent ROLE --
-//! claude -p`, since a bare `claude` does not speak the protocol.
+//! One deliberate change to the spec's defaults: the default agent commands go through
+//! `lorch agent ROLE -- claude -p`, since a bare `claude` does not speak the protocol.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,20 +29,20 @@ pub const FILE_NAME: &str = "lorch.json";
 /// The schema of `lorch.json`.
 pub const SCHEMA: &str = include_str!("../schemas/config.v1.json");
 
-/// At most this many restarts per agent per run (§7.2, §12).
+/// At most this many restarts per agent per run.
 pub const MAX_RESTARTS: u32 = 5;
 
 /// Turns of a builder step when `policy.max_turns` does not say.
 pub const DEFAULT_MAX_TURNS: u32 = 4;
 
-/// Missed heartbeats before an agent is unhealthy (§7.1).
+/// Missed heartbeats before an agent is unhealthy.
 pub const MISSED_HEARTBEATS: u32 = 3;
 
 /// The goal of the task in the `lorch.json` lorch writes: a placeholder that `lorch run`
 /// refuses to hand to a model.
 pub const PLACEHOLDER_GOAL: &str = "Describe your task here (and list the files it is about in `files`): lorch will not run this placeholder";
 
-/// What `lorch.json` holds when lorch creates it (§8.2), with a placeholder task.
+/// What `lorch.json` holds when lorch creates it, with a placeholder task.
 pub fn default_text() -> String {
     let agent = |role: &str, timeouts: Value, hb: bool| {
         let mut a = serde_json::json!({
@@ -152,7 +152,7 @@ pub struct Config {
     /// `spec_path`, else the first of [`SPEC_PATHS`] that exists (see [`Config::find_spec`]).
     #[serde(skip)]
     pub spec_path: String,
-    /// §8.2's `policy`.
+    /// The `policy` object.
     #[serde(default)]
     pub policy: Policy,
     /// The agents by role.
@@ -166,14 +166,13 @@ fn dot() -> String {
     ".".to_owned()
 }
 
-/// `spec_path` when lorch.json does not say and no spec exists yet: the spec's own layout
-/// (§5.2).
+/// `spec_path` when lorch.json does not say and no spec exists yet: the spec's own layout.
 pub const DEFAULT_SPEC_PATH: &str = "specs/MASTER-SPEC.md";
 
 /// Where lorch looks for the spec when lorch.json has no `spec_path`, in this order.
 pub const SPEC_PATHS: [&str; 2] = [DEFAULT_SPEC_PATH, "SPEC.md"];
 
-/// §8.2's `policy`.
+/// The `policy` object.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
 pub struct Policy {
@@ -189,8 +188,9 @@ pub struct Policy {
     /// of the code and the spec, `code_hash` and `specs_hash` (false): see
     /// [`crate::version`].
     pub strict_version_pinning: bool,
-    /// The most turns of one builder step's conversation with its model (DESIGN §3c): each
-    /// reply applied, its report and failed checks sent back, until the step is done.
+    /// The most turns of one builder step's conversation with its model (docs/lorch.md,
+    /// "The three agents"): each reply applied, its report and failed checks sent back,
+    /// until the step is done.
     pub max_turns: u32,
     /// The most model calls of a run and of each task.
     pub max_model_calls: ModelCalls,
@@ -224,7 +224,7 @@ impl Default for Policy {
 }
 
 /// The agents: the three of every run, and the orchestration agent of natural-language
-/// intake (Phase 2, §10.2), used only by `lorch run` without `--task`.
+/// intake, used only by `lorch run` without `--task`.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Agents {
     /// Builder.
@@ -260,13 +260,13 @@ impl Agents {
 /// One agent.
 #[derive(Debug, Clone, Deserialize)]
 pub struct AgentConfig {
-    /// `false` leaves the agent out (§8.2's `orchestration.enabled`): as if it were not
+    /// `false` leaves the agent out (`orchestration.enabled`): as if it were not
     /// configured.
     #[serde(default = "yes")]
     pub enabled: bool,
     /// The command line.
     pub cmd: Vec<String>,
-    /// Heartbeats expected this often (§7.1: 10 s).
+    /// Heartbeats expected this often (10 s by default).
     #[serde(default = "ten")]
     pub heartbeat_interval_s: f64,
     /// Per-action timeouts.
@@ -291,7 +291,7 @@ impl AgentConfig {
         Duration::from_secs_f64(self.heartbeat_interval_s)
     }
 
-    /// The timeout of `action`: configured, else §18's default.
+    /// The timeout of `action`: configured, else the spec's default for it.
     pub fn timeout(&self, action: Action) -> Duration {
         let default = match action {
             Action::Implement | Action::ImplementChanges => 600.0,
@@ -443,7 +443,7 @@ pub fn load(dir: &Path) -> Result<Option<Config>, ConfigError> {
     }
 }
 
-/// Reads `dir/lorch.json`, creating it with the defaults first when absent (§8.1). The
+/// Reads `dir/lorch.json`, creating it with the defaults first when absent. The
 /// boolean says whether it was created.
 pub fn load_or_init(dir: &Path) -> Result<(Config, bool), ConfigError> {
     if let Some(config) = load(dir)? {

@@ -1,12 +1,14 @@
-//! `lorch config` (§8.3, Phase 3): the interactive editor of `lorch.json`.
+//! `lorch config` (docs/lorch.md, "`lorch config`"): the interactive editor of
+//! `lorch.json`.
 //!
 //! It shows the current values, then asks, one line each, for every agent's command (the
-//! orchestration agent's too, which `lorch run` without `--task` needs),
-//! `spec_path`, `policy.max_turns` and the tasks to add or edit (id, goal, files); Enter keeps
-//! a value. Each answer is checked as it is given (the second tier of §8.1: programs found,
-//! paths inside the workspace, [`answers`]) and asked again with the reason when it does not
-//! pass; the whole file is then checked against the schema (the first tier), the changes are
-//! listed, and lorch.json is written (temp file + rename, 0600) only if the user says yes.
+//! orchestration agent's too, which `lorch run` without `--task` needs), `spec_path`,
+//! `policy.max_turns` and the tasks to add or edit (id, goal, files); Enter keeps a value.
+//! Each answer is checked as it is given (the second tier of checks: programs found, paths
+//! inside the workspace, [`answers`]) and asked again with the reason when it does not
+//! pass; the whole file is then checked against the schema (the first tier), the changes
+//! are listed, and lorch.json is written (temp file + rename, 0600) only if the user says
+//! yes.
 //!
 //! Answers are read from any [`BufRead`], prompts written to any [`Write`]: the command line
 //! passes the terminal, tests a script. The editor works on lorch.json as JSON, so that keys
@@ -53,7 +55,7 @@ pub enum ConfigureError {
     Terminal(#[from] std::io::Error),
 }
 
-/// Runs the editor on `base/lorch.json` (the defaults of §8.2 when there is none yet).
+/// Runs the editor on `base/lorch.json` (the defaults when there is none yet).
 /// `echo` repeats each answer after its prompt, for answers that do not come from a terminal.
 pub fn edit(
     base: &Path,

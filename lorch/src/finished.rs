@@ -1,4 +1,5 @@
-//! `lorch validate --run ID`: the checks of a passing run (MASTER-SPEC §11.1), made on a
+//! `lorch validate --run ID`: the checks of a passing run (docs/lorch.md, "Spec
+//! conformance"), made on a
 //! finished run from its records, so that anyone can tell afterwards whether a run really
 //! passed and whether its work is still what it left:
 //!
@@ -8,7 +9,7 @@
 //! - the spec maintainer ended it with `spec.updated` or `spec.no_changes_needed`;
 //! - every step's receipt exists as the ledger recorded it, and the newest receipt naming
 //!   each file matches the file (it exists, same size and sha256);
-//! - the spec's changes in the run are confined to the allowed sections (§10.5): the spec
+//! - the spec's changes in the run are confined to the allowed sections: the spec
 //!   as the run found it (the first snapshot's `specs_hash`) against the spec as it left it
 //!   (`system.run_completed`'s), both kept by lorch in `snapshots/spec-<sha256>.md`, compared
 //!   section by section as the spec maintainer's guard does. Whoever made them: the guard
@@ -25,7 +26,8 @@ use serde_json::Value;
 use super::checks::Check;
 use super::config::Task;
 use super::protocol::{Action, AgentType, Artifact, Message};
-use super::run_state::{RunState, Status, StepDone, check_artifact, is_terminal};
+use super::run_state::{RunState, Status, StepDone, is_terminal};
+use super::step_rules::check_artifact;
 use super::store;
 
 /// Why a run cannot be checked at all.
@@ -51,7 +53,7 @@ fn check(what: &str, result: Result<String, String>) -> Check {
     }
 }
 
-/// §11.1's checks of run `run_id` in `workspace`, one [`Check`] each.
+/// The checks that run `run_id` in `workspace` passed, one [`Check`] each.
 pub fn check_run(
     workspace: &Path,
     run_id: &str,
@@ -214,7 +216,7 @@ fn receipts(workspace: &Path, tasks: &[(&Task, &[StepDone])], max: u64) -> Resul
     }
 }
 
-/// The spec as the run found it and as it left it, compared section by section (§10.5).
+/// The spec as the run found it and as it left it, compared section by section.
 fn spec_edits(workspace: &Path, messages: &[Message]) -> Result<String, String> {
     fn system<'a>(messages: &'a [Message], name: &'static str) -> impl Iterator<Item = &'a Value> {
         messages.iter().filter_map(move |m| match m {

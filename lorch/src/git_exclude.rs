@@ -12,16 +12,17 @@
 use std::io::{self, Write as _};
 use std::path::Path;
 
-/// The comment above the lines lorch adds.
+/// The comment above the lines lorch adds. Its words stay as they are: lorch finds it in
+/// the exclude files it wrote before, so that it never writes it twice.
 const HEADER: &str = "# lorch records (issue 15): kept out of commits, so git loaf undo works";
 
 /// Adds the `patterns` (gitignore syntax, e.g. `/reviews/`) missing from `info/exclude` of
 /// the repository holding `workspace`; nothing outside a repository. Returns the added ones.
 pub fn exclude(workspace: &Path, patterns: &[&str]) -> io::Result<Vec<String>> {
-    let Ok(repo) = git_loaf::git::states::discover(workspace) else {
+    let Some(common) = git_loaf::api::common_dir(workspace) else {
         return Ok(Vec::new());
     };
-    let info = repo.commondir().join("info");
+    let info = common.join("info");
     let path = info.join("exclude");
     let have = match std::fs::read_to_string(&path) {
         Ok(text) => text,
@@ -31,7 +32,7 @@ pub fn exclude(workspace: &Path, patterns: &[&str]) -> io::Result<Vec<String>> {
     let missing: Vec<String> = patterns
         .iter()
         .filter(|p| !have.lines().any(|line| line.trim() == **p))
-        .filter(|p| !crate::records::is_tracked(workspace, p.trim_matches('/')))
+        .filter(|p| !is_tracked(workspace, p.trim_matches('/')))
         .map(|p| (*p).to_owned())
         .collect();
     if missing.is_empty() {
@@ -56,6 +57,27 @@ pub fn exclude(workspace: &Path, patterns: &[&str]) -> io::Result<Vec<String>> {
         .open(&path)?;
     file.write_all(text.as_bytes())?;
     Ok(missing)
+}
+
+/// Whether the repository holding `workspace` tracks a file under `workspace/<folder>/`.
+pub fn is_tracked(workspace: &Path, folder: &str) -> bool {
+    let Ok(repo) = git2::Repository::discover(workspace) else {
+        return false;
+    };
+    let (Some(workdir), Ok(index)) = (repo.workdir(), repo.index()) else {
+        return false;
+    };
+    let (Ok(workdir), Ok(ws)) = (workdir.canonicalize(), workspace.canonicalize()) else {
+        return false;
+    };
+    let Ok(inside) = ws.strip_prefix(&workdir) else {
+        return false;
+    };
+    let mut prefix = inside.join(folder).to_string_lossy().replace('\\', "/");
+    prefix.push('/');
+    index
+        .iter()
+        .any(|entry| entry.path.starts_with(prefix.as_bytes()))
 }
 
 #[cfg(test)]

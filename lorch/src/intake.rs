@@ -1,4 +1,5 @@
-//! The user's side of natural-language intake (Phase 2): `lorch run` without `--task` asks
+//! The user's side of natural-language intake (docs/lorch.md, "Running without a task"):
+//! `lorch run` without `--task` asks
 //! what to do, shows what the orchestration agent proposes (and the conflicts it found),
 //! lets the user edit it ([`edits`]: drop or reword a task, change its files, pick another
 //! plan) and approve or decline it, and adds the approved tasks to lorch.json (atomically,
@@ -16,7 +17,7 @@ use super::config::{self, FILE_NAME, Task};
 use super::safety;
 use super::scheduler::{Decision, Proposal, User};
 
-/// The question of §4.1.2.
+/// The first question, asked of the user.
 pub const QUESTION: &str =
     "lorch> What should I do? (e.g., \"Use PLAN.md and manage its implementation\")";
 

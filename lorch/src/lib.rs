@@ -1,44 +1,48 @@
-//! lorch: the local orchestrator of the seeds' MASTER-SPEC (issue 15), which drives AI agents
-//! (builder, reviewer, spec-maintainer) through implement → review → spec maintenance,
-//! talking NDJSON over their stdio.
+//! lorch: the local orchestrator of AI agents (docs/lorch.md), which drives them (builder,
+//! reviewer, spec-maintainer) through implement → review → spec maintenance, talking NDJSON
+//! over their stdio.
 //!
-//! A crate of its own on top of git-loaf's library (the builder applies its replies through
-//! `git_loaf::ops::apply`); git-loaf never depends on lorch. The `lorch` binary is a thin
-//! `main` over [`cli::main`], so that tests can drive all of it in-process.
+//! A crate of its own on top of git-loaf's library, `git_loaf::api` (the builder applies
+//! its replies through `git_loaf::api::apply`); git-loaf never depends on lorch. The
+//! `lorch` binary is a thin `main` over [`cli::main`], so that tests can drive all of it
+//! in-process.
 //!
-//! So far, the foundation the orchestrator and the agent shim share:
+//! The foundation the orchestrator and the agent shim share:
 //!
-//! - [`protocol`]: the four envelopes of §3 (`command`, `event`, `heartbeat`, `log`) as
+//! - [`protocol`]: the four envelopes (`command`, `event`, `heartbeat`, `log`) as
 //!   serde types, and [`protocol::Message`], one line of the wire;
 //! - [`validate`]: the spec's JSON Schemas (shipped in `lorch/schemas/`), compiled once, and
 //!   [`validate::validate`]`(line) -> Result<Message, ProtocolError>`;
 //! - [`ndjson`]: a line reader that never buffers more than the 256 KiB limit, and a writer;
-//! - [`canonical`]: canonical JSON, the idempotency key (§5.4) and `snapshot_id` (§5.3);
-//! - [`version`]: what a command is pinned to (`snapshot_id`, `code_hash`, `specs_hash`,
-//!   §6.2) and what an agent compares, strictly or by content (§8.2);
+//! - [`canonical`]: canonical JSON, the idempotency key and `snapshot_id`;
+//! - [`manifest`]: a snapshot of the workspace, its files and its id;
+//! - [`version`]: what a command is pinned to (`snapshot_id`, `code_hash`, `specs_hash`)
+//!   and what an agent compares, strictly or by content (docs/lorch.md, "Supervision");
 //! - [`safety`]: atomic 0600 writes, 0700 folders, paths confined to the workspace, secret
-//!   values redacted (§5.5, §13);
-//! - [`cli`]: the command line of §8.3;
+//!   values redacted;
+//! - [`cli`]: the command line (docs/lorch.md, "Running it");
 //! - [`agent`]: `lorch agent ROLE -- CMD…`, the shim that wraps an LLM command-line tool;
 //! - [`git_exclude`]: lorch's record folders listed in `.git/info/exclude`, so that they
 //!   never make `git loaf undo` or `squash` refuse.
 //!
 //! The orchestrator on top of it:
 //!
-//! - [`config`]: `lorch.json` (§8), created with the defaults, checked against a schema;
-//! - [`configure`]: `lorch config`, the interactive editor of `lorch.json` (Phase 3);
-//! - [`store`]: the ledger, receipts, state and snapshots of §5;
+//! - [`config`]: `lorch.json`, created with the defaults, checked against a schema;
+//! - [`configure`]: `lorch config`, the interactive editor of `lorch.json`;
+//! - [`store`]: the ledger, receipts, state and snapshots (docs/lorch.md, "What is
+//!   recorded, and what survives a crash");
 //! - [`records`]: where they go (the workspace's top, or `.lorch/` when the project has
 //!   folders of those names);
-//! - [`supervisor`]: agent processes, their stdout drained and checked on threads (§7);
-//! - [`run_state`]: the run as a state machine over its ledger, and the order of §4.2;
+//! - [`supervisor`]: agent processes, their stdout drained and checked on threads;
+//! - [`run_state`]: the run as a state machine over its ledger;
+//! - [`step_rules`]: the order of its steps and what ends one;
 //! - [`scheduler`]: drives it: implement → review → spec maintenance, retries, restarts,
-//!   resume (§4, §5.6, §6, §14);
+//!   resume;
 //! - [`signals`]: SIGINT and SIGTERM noted, for the scheduler to record the abort;
 //! - [`intake`]: the user's side of natural-language intake (`lorch run` without a task);
-//! - [`transcript`]: the console lines of §9;
+//! - [`transcript`]: the console lines;
 //! - [`checks`]: `lorch doctor` and `lorch validate --schemas`;
-//! - [`finished`]: `lorch validate --run ID`, §11.1's checks of a finished run.
+//! - [`finished`]: `lorch validate --run ID`, the checks that a finished run passed.
 #![warn(missing_docs)]
 
 pub mod agent;
@@ -50,6 +54,7 @@ pub mod configure;
 pub mod finished;
 pub mod git_exclude;
 pub mod intake;
+pub mod manifest;
 pub mod ndjson;
 pub mod protocol;
 pub mod records;
@@ -57,6 +62,7 @@ pub mod run_state;
 pub mod safety;
 pub mod scheduler;
 pub mod signals;
+pub mod step_rules;
 pub mod store;
 pub mod supervisor;
 pub mod transcript;

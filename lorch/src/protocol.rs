@@ -1,4 +1,6 @@
-//! The wire types of §3: one [`Message`] per NDJSON line, tagged by `kind`.
+//! The wire types of lorch's protocol (the four envelopes the schemas in `lorch/schemas/`
+//! describe; docs/lorch.md, "What it does"): one [`Message`] per NDJSON line, tagged by
+//! `kind`.
 //!
 //! Field for field what the JSON Schemas in `lorch/schemas/` allow. The schemas are the
 //! judge of what is valid ([`crate::validate`] runs them before these types see a
@@ -20,13 +22,13 @@ pub type Object = Map<String, Value>;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Message {
-    /// lorch → agent (§3.1).
+    /// lorch → agent.
     Command(Command),
-    /// agent → lorch, or lorch's own `system.*` events (§3.2).
+    /// agent → lorch, or lorch's own `system.*` events.
     Event(Event),
-    /// agent → lorch liveness (§3.3).
+    /// agent → lorch liveness.
     Heartbeat(Heartbeat),
-    /// agent → lorch diagnostics (§3.4).
+    /// agent → lorch diagnostics.
     Log(Log),
 }
 
@@ -77,7 +79,7 @@ impl fmt::Display for Kind {
     }
 }
 
-/// A command to one agent (§3.1).
+/// A command to one agent.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Command {
     /// Unique per message.
@@ -86,7 +88,7 @@ pub struct Command {
     pub correlation_id: String,
     /// The task this step belongs to, e.g. `T-0042`.
     pub task_id: String,
-    /// §5.4: the same for every retry of the same work (see [`crate::canonical`]).
+    /// The same for every retry of the same work (see [`crate::canonical`]).
     pub idempotency_key: String,
     /// The addressee.
     pub to: AgentRef,
@@ -117,7 +119,7 @@ pub struct AgentRef {
     pub agent_id: Option<String>,
 }
 
-/// The agent roles of §2.2, and `system` for lorch's own events.
+/// The agent roles, and `system` for lorch's own events.
 ///
 /// `system` is only valid in an event's `from`; the schemas refuse it elsewhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -129,7 +131,7 @@ pub enum AgentType {
     Reviewer,
     /// Checks them against SPEC.md and edits its allowed sections.
     SpecMaintainer,
-    /// Phase 2 natural-language intake.
+    /// Natural-language intake.
     Orchestration,
     /// lorch itself (`system.user_decision`).
     System,
@@ -154,7 +156,7 @@ impl fmt::Display for AgentType {
     }
 }
 
-/// The command actions of §3.1.
+/// The command actions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Action {
@@ -166,14 +168,14 @@ pub enum Action {
     Review,
     /// Spec-maintainer: check against SPEC.md, update its allowed sections.
     UpdateSpec,
-    /// Orchestration (Phase 2): derive tasks from an instruction.
+    /// Orchestration: derive tasks from an instruction.
     Intake,
-    /// Orchestration (Phase 2): find plan files.
+    /// Orchestration: find plan files.
     TaskDiscovery,
 }
 
 impl Action {
-    /// The action's name on the wire; also what §5.4 hashes into the idempotency key.
+    /// The action's name on the wire; also what is hashed into the idempotency key.
     pub fn as_str(self) -> &'static str {
         match self {
             Action::Implement => "implement",
@@ -215,7 +217,7 @@ impl ExpectedOutput {
 /// The snapshot a command was issued against (`version`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Version {
-    /// `snap-xxxxxxxx` (§5.3).
+    /// `snap-xxxxxxxx` ([`crate::canonical::snapshot_id`]).
     pub snapshot_id: String,
     /// Hash of the specs, if computed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -234,7 +236,7 @@ pub struct Retry {
     pub max_attempts: u32,
 }
 
-/// An event (§3.2).
+/// An event.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     /// Unique per message.
@@ -309,7 +311,8 @@ pub struct ObservedVersion {
     pub code_hash: Option<String>,
 }
 
-/// The `event` names of §3.2 and §10.3; the schema allows any string, kept as [`EventType::Other`].
+/// The `event` names the agents and lorch send; the schema allows any string, kept as
+/// [`EventType::Other`].
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum EventType {
     /// `builder.progress`
@@ -408,7 +411,7 @@ impl<'de> Deserialize<'de> for EventType {
     }
 }
 
-/// Shim-level liveness (§3.3).
+/// Shim-level liveness.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Heartbeat {
     /// The agent; here `agent_id` is required.
@@ -470,7 +473,7 @@ pub struct HeartbeatStats {
     pub rss_bytes: Option<u64>,
 }
 
-/// A log line (§3.4).
+/// A log line.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Log {
     /// Severity.
@@ -496,7 +499,8 @@ pub enum LogLevel {
     Error,
 }
 
-/// An RFC 3339 UTC timestamp (`2025-10-19T18:09:58Z`), as every timestamp of §3 is.
+/// An RFC 3339 UTC timestamp (`2025-10-19T18:09:58Z`), as every timestamp of the protocol
+/// is.
 ///
 /// Written with as many fraction digits as it has in groups of three (none, milli, micro,
 /// nano), so `18:31:13.250Z` reads and writes back unchanged; always with `Z`; an offset other

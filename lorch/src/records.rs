@@ -1,4 +1,5 @@
-//! Where lorch keeps the records of §5.2 (`events/`, `state/`, `receipts/`, `snapshots/`,
+//! Where lorch keeps its records (docs/lorch.md, "What is recorded, and what survives a
+//! crash": `events/`, `state/`, `receipts/`, `snapshots/`,
 //! `logs/`, `transcripts/`): at the top of the workspace, as the spec lays them out, unless
 //! that would collide with the project's own folders; then all of them under one folder of
 //! lorch's own, `.lorch/`, the same layout inside it.
@@ -12,14 +13,14 @@
 //! 1. records already under `.lorch/` stay there;
 //! 2. a record folder name the project tracks in git, or one that is present without being
 //!    lorch's (no `state/lock` of an earlier run beside it), sends them to `.lorch/`;
-//! 3. otherwise they are at the top, as §5.2 shows.
+//! 3. otherwise they are at the top, as the spec lays them out.
 
 use std::path::{Path, PathBuf};
 
 /// The folder of lorch's own that holds the records when the top cannot.
 pub const OWN_DIR: &str = ".lorch";
 
-/// The record folders of §5.2.
+/// The record folders.
 pub const FOLDERS: [&str; 6] = [
     "events",
     "state",
@@ -32,7 +33,7 @@ pub const FOLDERS: [&str; 6] = [
 /// Where the records of a workspace go, and why.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
-    /// At the top of the workspace (§5.2).
+    /// At the top of the workspace.
     Top,
     /// Under `.lorch/`, for the reason given.
     OwnFolder(String),
@@ -94,29 +95,8 @@ pub fn keep_out_of_git(workspace: &Path) -> std::io::Result<()> {
 pub fn tracked_folders(workspace: &Path) -> Vec<&'static str> {
     FOLDERS
         .into_iter()
-        .filter(|name| is_tracked(workspace, name))
+        .filter(|name| crate::git_exclude::is_tracked(workspace, name))
         .collect()
-}
-
-/// Whether the repository holding `workspace` tracks a file under `workspace/<folder>/`.
-pub fn is_tracked(workspace: &Path, folder: &str) -> bool {
-    let Ok(repo) = git2::Repository::discover(workspace) else {
-        return false;
-    };
-    let (Some(workdir), Ok(index)) = (repo.workdir(), repo.index()) else {
-        return false;
-    };
-    let (Ok(workdir), Ok(ws)) = (workdir.canonicalize(), workspace.canonicalize()) else {
-        return false;
-    };
-    let Ok(inside) = ws.strip_prefix(&workdir) else {
-        return false;
-    };
-    let mut prefix = inside.join(folder).to_string_lossy().replace('\\', "/");
-    prefix.push('/');
-    index
-        .iter()
-        .any(|entry| entry.path.starts_with(prefix.as_bytes()))
 }
 
 #[cfg(test)]

@@ -1,28 +1,26 @@
-//! The run as the ledger tells it (§5.6): [`RunState`] is rebuilt from the recorded
-//! messages by [`RunState::apply`], one at a time, in a live run as in a resumed one; the
-//! hard-coded order of §4.2 is [`next_action`]; [`classify`] reads a terminal event.
+//! The run as the ledger tells it (docs/lorch.md, "Failures, Ctrl-C and resuming"):
+//! [`RunState`] is rebuilt from the recorded messages by [`RunState::apply`], one at a
+//! time, in a live run as in a resumed one; the hard-coded order of the steps (implement →
+//! review → spec) and what a terminal event means are [`crate::step_rules`]'s.
 
 use std::collections::HashMap;
-use std::path::Path;
 
 use serde_json::{Value, json};
 
-use super::canonical::sha256_hex;
 use super::config::Task;
 use super::protocol::{
-    Action, AgentType, Artifact, Command, Event, EventType, Message, Object, Timestamp, strings,
+    Action, AgentType, Command, Event, EventType, Message, Object, Timestamp, strings,
 };
-use super::safety;
 use super::supervisor::Agent;
 
-/// The agents of Phase 1, in the order lorch starts them.
+/// The agents of a run, in the order lorch starts them.
 pub const AGENTS: [AgentType; 3] = [
     AgentType::Builder,
     AgentType::Reviewer,
     AgentType::SpecMaintainer,
 ];
 
-/// Steps after which a run that has not converged fails ("persistent conflicts", §4.1.4).
+/// Steps after which a run that has not converged fails (a persistent conflict).
 pub const MAX_STEPS: u32 = 30;
 
 /// How a run ended.
@@ -30,7 +28,7 @@ pub const MAX_STEPS: u32 = 30;
 pub enum Status {
     /// Still going.
     Running,
-    /// Done (§4.1.4 success).
+    /// Done: approved and the spec updated.
     Completed,
     /// Failed, with the reason.
     Failed(String),
@@ -81,7 +79,7 @@ pub struct InFlight {
     /// Whether the next send is a new attempt.
     pub bump: bool,
     /// Whether the agent saw another workspace than the command's snapshot
-    /// (`version_mismatch`): the next send pins a new snapshot, hence a new IK (§5.4).
+    /// (`version_mismatch`): the next send pins a new snapshot, hence a new IK.
     pub resnapshot: bool,
     /// Whether the next send starts a new round of attempts: the run failed or was aborted
     /// and the user resumed it (after fixing the cause).
@@ -95,7 +93,7 @@ pub struct RunState {
     pub run_id: String,
     /// The task being built.
     pub task: Task,
-    /// The tasks to build after it, in order (several approved at intake, §14.1).
+    /// The tasks to build after it, in order (several approved at intake).
     pub queue: Vec<Task>,
     /// The tasks built before it in this run, with their steps.
     pub finished: Vec<(Task, Vec<StepDone>)>,
@@ -344,7 +342,7 @@ impl RunState {
 
     /// A failed or aborted run resumed by the user, who fixed the cause: it runs again, the
     /// command in flight is sent again on a fresh round of attempts (pinned to the
-    /// workspace as it is now: the same IK when nothing changed, §5.4), and the agents get
+    /// workspace as it is now: the same IK when nothing changed), and the agents get
     /// their restarts back.
     fn reopen(&mut self) {
         self.status = Status::Running;
@@ -434,194 +432,4 @@ pub fn task_of(v: &Value) -> Option<Task> {
 /// `task` as the ledger records it.
 pub fn task_json(task: &Task) -> Value {
     json!({"id": task.id, "goal": task.goal, "files": task.files})
-}
-
-/// What comes after `steps` (§4.2), or why not: after `limit` steps without an end, a
-/// persistent conflict (§4.1.4).
-pub fn next_action(steps: &[StepDone], limit: u32) -> Result<Option<Action>, String> {
-    if steps.len() as u32 >= limit {
-        return Err(format!(
-            "no agreement after {limit} steps (persistent conflict)"
-        ));
-    }
-    let Some(last) = steps.last() else {
-        return Ok(Some(Action::Implement));
-    };
-    Ok(match (last.action, last.result.as_str()) {
-        (Action::Implement | Action::ImplementChanges, _) => Some(Action::Review),
-        (Action::Review, "approved") => Some(Action::UpdateSpec),
-        (Action::Review, _) => Some(Action::ImplementChanges),
-        (Action::UpdateSpec, "changes_requested") => Some(Action::ImplementChanges),
-        _ => None,
-    })
-}
-
-/// Who does `action`.
-pub fn agent_for(action: Action) -> AgentType {
-    match action {
-        Action::Review => AgentType::Reviewer,
-        Action::UpdateSpec => AgentType::SpecMaintainer,
-        _ => AgentType::Builder,
-    }
-}
-
-/// The result of a terminal event for `action`, or why it is not one lorch can accept.
-pub fn classify(action: Action, e: &Event) -> Result<String, String> {
-    let status = e.status.clone().or_else(|| {
-        e.payload
-            .get("status")
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    });
-    match (action, &e.event) {
-        (_, EventType::Error) => Err(format!(
-            "error {}{}",
-            e.payload
-                .get("code")
-                .and_then(Value::as_str)
-                .unwrap_or("(no code)"),
-            e.payload
-                .get("message")
-                .and_then(Value::as_str)
-                .map(|m| format!(": {}", one_line(m, 300)))
-                .unwrap_or_default()
-        )),
-        (Action::Implement | Action::ImplementChanges, EventType::BuilderCompleted) => {
-            builder_result(status.as_deref(), &e.payload)
-        }
-        (Action::Review, EventType::ReviewCompleted) => match status.as_deref() {
-            Some(s @ ("approved" | "changes_requested")) => Ok(s.to_owned()),
-            other => Err(format!(
-                "review.completed status {other:?} is not approved or changes_requested"
-            )),
-        },
-        (Action::UpdateSpec, EventType::SpecUpdated) => Ok("updated".to_owned()),
-        (Action::UpdateSpec, EventType::SpecNoChangesNeeded) => Ok("no_changes_needed".to_owned()),
-        (Action::UpdateSpec, EventType::SpecChangesRequested) => Ok("changes_requested".to_owned()),
-        (action, event) => Err(format!("{event} does not answer {action}")),
-    }
-}
-
-/// The result of `builder.completed`: `success` only with passing tests (§4.1.3, §14.2:
-/// `tests.status == "pass"` or `tests.allowed_failures`); a step that failed is reported by
-/// what the builder says went wrong (`payload.problems`: an apply git-loaf refused is not
-/// a test failure).
-fn builder_result(status: Option<&str>, payload: &Object) -> Result<String, String> {
-    let ok_status = matches!(
-        status,
-        None | Some("success" | "ok" | "completed" | "pass" | "passed")
-    );
-    let problems: Vec<String> = payload
-        .get("problems")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(|p| one_line(p, 300))
-                .collect()
-        })
-        .unwrap_or_default();
-    if !ok_status && !problems.is_empty() {
-        return Err(format!(
-            "the builder's step failed: {}",
-            problems.join("; ")
-        ));
-    }
-    let tests = payload.get("tests");
-    let allowed = tests
-        .and_then(|t| t.get("allowed_failures"))
-        .and_then(Value::as_bool)
-        == Some(true);
-    let tests_status = tests.and_then(|t| t.get("status")).and_then(Value::as_str);
-    match tests_status {
-        _ if allowed => {}
-        Some("pass" | "passed") => {}
-        None | Some("skipped") => {
-            return Err(format!(
-                "builder.completed without test results (tests {}): a step is accepted only with passing tests (§4); give the builder a check: lorch agent builder --check CMD -- …",
-                tests_status.unwrap_or("absent")
-            ));
-        }
-        Some(other) => {
-            return Err(format!(
-                "builder.completed without passing tests (tests {other})"
-            ));
-        }
-    }
-    // Lint, when the builder runs it (`--lint`), must pass as the tests do.
-    let lint_status = payload
-        .get("lint")
-        .and_then(|l| l.get("status"))
-        .and_then(Value::as_str);
-    if let Some(status) = lint_status.filter(|s| !matches!(*s, "pass" | "passed")) {
-        return Err(format!(
-            "builder.completed without passing lint (lint {status})"
-        ));
-    }
-    if ok_status {
-        Ok("success".to_owned())
-    } else {
-        Err(format!(
-            "builder.completed {} although its tests pass",
-            status.unwrap_or("none")
-        ))
-    }
-}
-
-/// `text` on one line (runs of whitespace as one space), cut to `max` characters: an agent's
-/// message on the console and in a failure's reason, where a CLI's whole stderr would drown
-/// the line.
-pub fn one_line(text: &str, max: usize) -> String {
-    let joined = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if joined.chars().count() <= max {
-        return joined;
-    }
-    let cut: String = joined.chars().take(max).collect();
-    format!("{cut}…")
-}
-
-/// Checks one artifact against the file: confined, within the cap, same size and SHA-256.
-pub fn check_artifact(workspace: &Path, a: &Artifact, max: u64) -> Result<(), String> {
-    let path = safety::confine(workspace, &a.path).map_err(|e| e.to_string())?;
-    let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", a.path))?;
-    if bytes.len() as u64 > max {
-        return Err(format!("{}: over the {max}-byte artifact cap", a.path));
-    }
-    let actual = sha256_hex(&bytes);
-    let claimed = a.sha256.strip_prefix("sha256:").unwrap_or(&a.sha256);
-    if bytes.len() as u64 != a.size || !claimed.eq_ignore_ascii_case(&actual) {
-        return Err(format!(
-            "{}: checksum mismatch (receipt sha256:{claimed} {} bytes, file sha256:{actual} {} bytes)",
-            a.path,
-            a.size,
-            bytes.len()
-        ));
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_builder_step_is_accepted_only_with_passing_tests_and_lint_when_it_ran_lint() {
-        let payload = |lint: &str| -> Object {
-            let value = json!({"tests": {"status": "pass"}, "lint": {"status": lint}});
-            value.as_object().cloned().unwrap_or_default()
-        };
-        assert_eq!(
-            builder_result(Some("success"), &payload("pass")),
-            Ok("success".to_owned())
-        );
-        assert_eq!(
-            builder_result(Some("success"), &payload("fail")),
-            Err("builder.completed without passing lint (lint fail)".to_owned())
-        );
-        let no_lint = json!({"tests": {"status": "pass"}});
-        assert_eq!(
-            builder_result(Some("success"), no_lint.as_object().expect("object")),
-            Ok("success".to_owned())
-        );
-    }
 }

@@ -1,4 +1,5 @@
-//! §13 and §5.5 of the spec, shared by the orchestrator and the agent shim: files written
+//! What keeps lorch's records safe (docs/lorch.md, "What is recorded, and what survives a
+//! crash"), shared by the orchestrator and the agent shim: files written
 //! atomically with mode 0600 in folders of mode 0700, paths confined to the workspace, and
 //! secret environment values kept out of everything lorch records.
 
@@ -81,7 +82,7 @@ pub fn create_private_dir(dir: &Path) -> io::Result<()> {
         .create(dir)
 }
 
-/// Writes `bytes` to `path` as §14.4 says: a temporary `.<name>.tmp.<pid>.<rand>` in the
+/// Writes `bytes` to `path` atomically: a temporary `.<name>.tmp.<pid>.<rand>` in the
 /// same folder (mode 0600), fsync, rename over `path`, fsync the folder. A reader sees the
 /// old content or the new, never a part; a crash leaves at most the temporary file.
 pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
@@ -144,7 +145,7 @@ fn random_u32() -> u32 {
     hasher.finish() as u32
 }
 
-/// Whether an environment variable's value is a secret (§13: names ending in `_TOKEN`,
+/// Whether an environment variable's value is a secret (names ending in `_TOKEN`,
 /// `_KEY` or `_SECRET`, any case).
 pub fn is_secret_name(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
@@ -186,6 +187,11 @@ pub fn redact(text: &str, secrets: &[String]) -> String {
         }
     }
     out
+}
+
+/// An I/O error that names the file it is about (the OS's message alone does not).
+pub fn naming(path: &Path) -> impl FnOnce(io::Error) -> io::Error + '_ {
+    move |e| io::Error::new(e.kind(), format!("{}: {e}", path.display()))
 }
 
 #[cfg(test)]

@@ -1,4 +1,5 @@
-//! The single-agent scheduler of §4, §6 and §14.1–14.2, and resume (§5.6, §7.5); the run's
+//! The single-agent scheduler, one agent at a time, and resume (docs/lorch.md, "Failures,
+//! Ctrl-C and resuming"); the run's
 //! state and the rules it follows are in [`super::run_state`].
 //!
 //! The run is a state machine whose only input is the ledger: every command lorch sends,
@@ -17,9 +18,10 @@
 //! files) before it is accepted with `system.step_completed` and a receipt; otherwise the
 //! same command (same idempotency key) is retried, up to `policy.retry.max_attempts`.
 //!
-//! Beside this file: `commands.rs` (what lorch sends: a step's command, its resending, the
-//! version it is pinned to), `conflicts.rs` (conflicts of a run the user decides),
-//! `intake.rs` (a run started from the user's words, Phase 2) and `resume.rs`.
+//! Beside this file: `agents.rs` (starting and restarting the agents, taking in their
+//! messages, watching their heartbeats and deadlines), `commands.rs` (what lorch sends: a
+//! step's command, its resending, the version it is pinned to), `conflicts.rs` (conflicts of a run the user decides),
+//! `intake.rs` (a run started from the user's words) and `resume.rs`.
 
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -31,7 +33,7 @@ use serde_json::{Value, json};
 use thiserror::Error;
 
 use super::canonical::idempotency_key;
-use super::config::{self, Config, MAX_RESTARTS, MISSED_HEARTBEATS, Task};
+use super::config::{self, Config, Task};
 use super::protocol::{
     Action, AgentRef, AgentType, Artifact, Command, Event, EventType, ExpectedOutput, Message,
     Object, Retry, Timestamp, Version,
@@ -39,9 +41,10 @@ use super::protocol::{
 use super::safety;
 use super::signals;
 use super::store::{self, Store};
-use super::supervisor::{self, Agent, Incoming, Item, Spawn};
+use super::supervisor::{self, Agent, Incoming};
 use super::transcript;
 
+mod agents;
 mod budget;
 mod commands;
 mod conflicts;
@@ -50,10 +53,10 @@ mod resume;
 
 pub use intake::{Decision, INTAKE_TASK, Proposal, User};
 
-use super::run_state::{AGENTS, agent_for, classify, task_json};
-pub use super::run_state::{
-    InFlight, MAX_STEPS, RunState, Status, StepDone, check_artifact, next_action,
-};
+use super::run_state::{AGENTS, task_json};
+pub use super::run_state::{InFlight, MAX_STEPS, RunState, Status, StepDone};
+use super::step_rules::{agent_for, classify};
+pub use super::step_rules::{check_artifact, next_action};
 
 /// Why lorch could not go on (a failed run is not an error: it is recorded and reported).
 #[derive(Debug, Error)]
@@ -120,7 +123,7 @@ impl Orchestrator {
     }
 
     /// Starts run of `task` in `workspace` and drives it to its end; `user` decides the
-    /// conflicts that come up (§7.4).
+    /// conflicts that come up.
     pub fn run(
         config: Config,
         workspace: PathBuf,
@@ -162,7 +165,7 @@ impl Orchestrator {
         o.drive(user)
     }
 
-    /// Prints a transcript line, and keeps it in `transcripts/run-<id>.txt` (§9's optional
+    /// Prints a transcript line, and keeps it in `transcripts/run-<id>.txt` (the optional
     /// transcript: a convenience, so a failure to write it does not stop the run).
     fn say(&self, line: &str) {
         let line = self.store.redact(line);
@@ -172,7 +175,7 @@ impl Orchestrator {
         let _ = safety::append_line(&self.store.transcript(), &line);
     }
 
-    /// A `system.*` event of lorch's (§3.2: `from.agent_type` `system`).
+    /// A `system.*` event of lorch's (`from.agent_type` `system`).
     fn system(&mut self, event: &str, status: Option<&str>, payload: Value) -> Message {
         self.sys_seq += 1;
         let correlation_id = self.state.current.as_ref().map_or_else(
@@ -242,7 +245,7 @@ impl Orchestrator {
         self.record(&m)
     }
 
-    /// The main loop of §14.1–14.2, then [`Orchestrator::wind_down`]: every agent stopped
+    /// The main loop, then [`Orchestrator::wind_down`]: every agent stopped
     /// (an aborted run's at once) and nothing of the run left running; then an abort is
     /// recorded, last, with how to continue.
     fn drive(&mut self, user: &mut dyn User) -> Result<Status, RunError> {
@@ -273,12 +276,12 @@ impl Orchestrator {
         result.and(ended.map(|()| self.state.status.clone()))
     }
 
-    /// The current task is done: the next approved one starts (§14.1: "for each
-    /// approved_task in order"), or the run is complete.
+    /// The current task is done: the next approved one starts (in the
+    /// order they were approved), or the run is complete.
     fn task_done(&mut self) -> Result<(), RunError> {
         let Some(next) = self.state.queue.first().cloned() else {
             // The spec as the run leaves it (kept, with its hash in the record): what
-            // `lorch validate --run` compares with the spec the run found (§11.1).
+            // `lorch validate --run` compares with the spec the run found.
             let end = store::take_snapshot(&self.store, Some(&self.config.spec_path))?;
             let m = self.system(
                 "system.run_completed",
@@ -310,7 +313,7 @@ impl Orchestrator {
         self.record(&m)
     }
 
-    /// Records the run aborted by `signal` (the user's decision, §4.1.4).
+    /// Records the run aborted by `signal` (the user's decision).
     fn abort(&mut self, signal: &str) -> Result<(), RunError> {
         let m = self.system(
             "system.run_completed",
@@ -379,192 +382,6 @@ impl Orchestrator {
             self.lost(agent, format!("cannot write to it: {e}"))?;
         }
         Ok(())
-    }
-
-    /// Starts `agent` if it is not running: the first start of this process is free, any
-    /// other is a restart (backoff with full jitter, at most [`MAX_RESTARTS`] per run).
-    fn ensure_agent(&mut self, agent: AgentType) -> Result<(), String> {
-        if self.agents.get(&agent).is_some_and(Option::is_some) {
-            return Ok(());
-        }
-        let generation = self.started.get(&agent).copied().unwrap_or(0);
-        if generation > 0 {
-            let restarts = self.state.restarts.get(&agent).copied().unwrap_or(0);
-            if restarts >= MAX_RESTARTS {
-                return Err(format!("{agent} needed more than {MAX_RESTARTS} restarts"));
-            }
-            let delay = self
-                .config
-                .policy
-                .retry
-                .backoff
-                .delay(restarts, supervisor::random());
-            signals::sleep(delay);
-            let m = self.system(
-                "system.agent_restarted",
-                None,
-                json!({"agent": agent.as_str(), "restart": restarts + 1, "delay_ms": delay.as_millis() as u64}),
-            );
-            self.record(&m).map_err(|e| e.to_string())?;
-        }
-        let ac = self.config.agents.get(agent).clone();
-        let mut env = ac.env.clone();
-        let rate_limit = &self.config.policy.retry.rate_limit;
-        if *rate_limit != config::RateLimit::default() {
-            let text = serde_json::to_string(rate_limit).map_err(|e| e.to_string())?;
-            env.insert(config::RATE_LIMIT_ENV.to_owned(), text);
-        }
-        let spawned = Spawn {
-            agent_type: agent,
-            cmd: &ac.cmd,
-            env: &env,
-            heartbeat_interval: ac.heartbeat_interval(),
-            workspace: &self.store.workspace,
-            run_id: &self.state.run_id,
-            log_dir: self.store.log_dir(agent.as_str()),
-            max_line: self.config.policy.message_max_bytes,
-            secrets: &self.store.secrets,
-            generation,
-        }
-        .start(&self.tx)
-        .map_err(|e| format!("cannot start {agent} ({}): {e}", ac.cmd.join(" ")))?;
-        self.started.insert(agent, generation + 1);
-        self.agents.insert(agent, Some(spawned));
-        self.write_state().map_err(|e| e.to_string())?;
-        Ok(())
-    }
-
-    /// The agent is gone or unhealthy: stop it, record why; the command in flight, if it was
-    /// its, is resent (new attempt, same IK) by the main loop after a restart.
-    fn lost(&mut self, agent: AgentType, reason: String) -> Result<(), RunError> {
-        if let Some(mut a) = self.agents.get_mut(&agent).and_then(Option::take) {
-            a.kill();
-        }
-        let m = self.system(
-            "system.agent_unhealthy",
-            None,
-            json!({"agent": agent.as_str(), "reason": reason}),
-        );
-        self.record(&m)
-    }
-
-    /// Waits for the in-flight command's terminal event, recording what comes meanwhile, and
-    /// watching heartbeats (3 misses → unhealthy) and the command's deadline.
-    fn wait(&mut self) -> Result<(), RunError> {
-        let Some(cur) = self.state.current.clone() else {
-            return Ok(());
-        };
-        let target = cur.command.to.agent_type;
-        let timeout = self.config.agents.get(target).timeout(cur.command.action);
-        let until = Instant::now() + timeout;
-        // Every agent this run has started (the orchestration agent too, during intake).
-        let watched: Vec<AgentType> = self.agents.keys().copied().collect();
-        let tick = watched
-            .iter()
-            .map(|a| self.config.agents.get(*a).heartbeat_interval())
-            .min()
-            .unwrap_or(Duration::from_secs(10))
-            .min(Duration::from_millis(500))
-            / 4;
-        loop {
-            let current = self.state.current.as_ref();
-            if current.is_none_or(|c| c.terminal.is_some() || !c.sent_live)
-                || signals::received().is_some()
-            {
-                return Ok(());
-            }
-            // The clocks are checked after every message too: an agent flooding events must
-            // not keep its own timeout (or another's missing heartbeats) from being noticed.
-            if let Ok(incoming) = self.rx.recv_timeout(tick) {
-                self.take(incoming)?;
-            }
-            let now = Instant::now();
-            if now > until {
-                return self.lost(
-                    target,
-                    format!("{} timed out after {:?}", cur.command.action, timeout),
-                );
-            }
-            for &agent in &watched {
-                let interval = self.config.agents.get(agent).heartbeat_interval();
-                let late = self
-                    .agents
-                    .get(&agent)
-                    .and_then(Option::as_ref)
-                    .is_some_and(|a| {
-                        now.saturating_duration_since(a.last_heartbeat())
-                            > interval * MISSED_HEARTBEATS
-                    });
-                if late {
-                    self.lost(
-                        agent,
-                        format!("no heartbeat for {MISSED_HEARTBEATS} intervals of {interval:?}"),
-                    )?;
-                }
-            }
-        }
-    }
-
-    fn take(&mut self, incoming: Incoming) -> Result<(), RunError> {
-        let Incoming {
-            agent,
-            generation,
-            item,
-        } = incoming;
-        let live = self
-            .agents
-            .get(&agent)
-            .and_then(Option::as_ref)
-            .is_some_and(|a| a.generation == generation);
-        match item {
-            Item::Event(message) if live => {
-                // Agents are untrusted (§2.1): one may only speak for itself, and never as
-                // lorch (a `command`, or a `system` event, would steer the run).
-                let refused = match &*message {
-                    Message::Event(e) if e.from.agent_type == agent => None,
-                    Message::Event(e) => Some(format!(
-                        "an event from {} on {agent}'s stdout",
-                        e.from.agent_type
-                    )),
-                    other => Some(format!("agents do not send {}s", other.kind())),
-                };
-                match refused {
-                    None => self.record(&message)?,
-                    Some(error) => {
-                        let line = serde_json::to_string(&*message).unwrap_or_default();
-                        self.protocol_error(agent, error, line)?;
-                    }
-                }
-            }
-            Item::Bad(error, line) if live => {
-                self.protocol_error(agent, error.to_string(), line)?
-            }
-            Item::Eof if live => self.lost(agent, "exited".to_owned())?,
-            _ => {}
-        }
-        Ok(())
-    }
-
-    fn protocol_error(
-        &mut self,
-        agent: AgentType,
-        error: String,
-        mut line: String,
-    ) -> Result<(), RunError> {
-        // The start of the line is enough to find the fault; the ledger stays small.
-        if line.len() > 512 {
-            let mut end = 512;
-            while !line.is_char_boundary(end) {
-                end -= 1;
-            }
-            line.truncate(end);
-        }
-        let m = self.system(
-            "system.protocol_error",
-            None,
-            json!({"agent": agent.as_str(), "error": error, "line": line}),
-        );
-        self.record(&m)
     }
 
     /// Accepts or refuses the in-flight command's terminal event.
@@ -636,7 +453,7 @@ impl Orchestrator {
                 let status = if last { "failed" } else { "retry" };
                 // The agent finished (and may have changed files on its way to failing, or
                 // seen them changed: `version_mismatch`): the retry is pinned to the
-                // workspace as it is now, the same IK only if nothing changed (§5.4).
+                // workspace as it is now, the same IK only if nothing changed.
                 let resnapshot = true;
                 let mut payload = json!({"step": cur.step, "action": command.action.as_str(), "reason": reason, "resnapshot": resnapshot});
                 if !last {

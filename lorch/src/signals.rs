@@ -1,8 +1,8 @@
-//! SIGINT and SIGTERM during a run (issue 26, finding 5): the first one is noted, and the
-//! scheduler, which looks at [`received`] between messages, records the run `aborted`,
-//! stops every agent and what they started, and exits; `lorch resume` continues the run.
-//! A second signal while that happens ends lorch at once (the default action), for a user
-//! who does not want to wait.
+//! SIGINT and SIGTERM during a run (docs/lorch.md, "Failures, Ctrl-C and resuming"): the
+//! first one is noted, and the scheduler, which looks at [`received`] between messages,
+//! records the run `aborted`, stops every agent and what they started, and exits; `lorch
+//! resume` continues the run. A second signal while that happens ends lorch at once (the
+//! default action), for a user who does not want to wait.
 //!
 //! The handler only stores the signal's number: all the work happens in the scheduler's
 //! thread, outside the handler, where anything may be done.

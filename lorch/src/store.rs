@@ -1,11 +1,12 @@
-//! The durable records of §5, in the folder [`crate::records`] chooses (the workspace, or
+//! The durable records (docs/lorch.md, "What is recorded, and what survives a crash"), in
+//! the folder [`crate::records`] chooses (the workspace, or
 //! its `.lorch/` when the project has folders of those names): the ledger `events/run-<id>.ndjson`,
 //! `receipts/<task>/step-<n>.json`, `state/run.json` and `state/index.json`,
 //! `snapshots/snap-XXXX.manifest.json`, the agents' logs `logs/<agent>/run-<id>.ndjson` and
 //! the transcript `transcripts/run-<id>.txt`.
 //!
 //! Every write goes through [`safety`] (0600 files in 0700 folders, atomic or synced appends)
-//! and every line lorch records is redacted first (§13). Each durable write also counts
+//! and every line lorch records is redacted first. Each durable write also counts
 //! towards `LORCH_CRASH_AFTER_WRITES`, a test hook that SIGKILLs lorch right after the N-th
 //! write, so the resume tests can stop a run at every moment that matters.
 
@@ -17,12 +18,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::canonical::{sha256_hex, snapshot_id};
 use super::protocol::{Message, Timestamp, Version};
-use super::safety::{self, redact};
-
-/// The record folders: at the top of the workspace, lorch's own, never part of a snapshot.
-pub const OWN_DIRS: [&str; 6] = super::records::FOLDERS;
+use super::safety::{self, naming, redact};
 
 /// The environment variable of the crash hook.
 pub const CRASH_ENV: &str = "LORCH_CRASH_AFTER_WRITES";
@@ -99,7 +96,7 @@ pub struct Store {
     pub records: PathBuf,
     /// The run.
     pub run_id: String,
-    /// Values never written anywhere (§13).
+    /// Values never written anywhere (secrets).
     pub secrets: Vec<String>,
 }
 
@@ -147,11 +144,6 @@ impl Store {
     }
 }
 
-/// An I/O error that names the file it is about (the OS's message alone does not).
-pub fn naming(path: &Path) -> impl FnOnce(io::Error) -> io::Error + '_ {
-    move |e| io::Error::new(e.kind(), format!("{}: {e}", path.display()))
-}
-
 /// Cuts a last line left incomplete by a crash in the middle of an append (a torn write),
 /// so that the next append starts a line of its own. Says whether it cut anything.
 pub fn repair_ledger(path: &Path) -> io::Result<bool> {
@@ -191,19 +183,6 @@ pub fn read_ledger(path: &Path) -> io::Result<Vec<Message>> {
     Ok(messages)
 }
 
-/// One file of a snapshot (§5.3).
-#[derive(Debug, Clone, Serialize)]
-pub struct ManifestEntry {
-    /// Relative, `/`-separated.
-    pub path: String,
-    /// `sha256:<hex>`.
-    pub sha256: String,
-    /// Bytes.
-    pub size: u64,
-    /// Last modification, RFC 3339.
-    pub mtime: String,
-}
-
 /// Takes a snapshot of the workspace and the version commands are pinned to
 /// ([`crate::version`]); writes its manifest to `snapshots/<id>.manifest.json` (the id is of
 /// the manifest's bytes, so one id, one content) and a copy of the spec `spec` as it is to
@@ -239,66 +218,6 @@ pub fn spec_copy_path(workspace: &Path, hash: &str) -> PathBuf {
 fn spec_copy_in(records: &Path, hash: &str) -> PathBuf {
     let hex = hash.strip_prefix("sha256:").unwrap_or(hash);
     records.join("snapshots").join(format!("spec-{hex}.md"))
-}
-
-/// The snapshot of the workspace at `root` (§5.3): its id and its manifest's bytes. Every
-/// file git would track (hidden files, ignored files, lorch.json and lorch's own folders
-/// left out: the record folders only when lorch keeps its records at the top, never the
-/// project's folders of those names), sorted by path. lorch pins commands to it; an agent computes it again to
-/// find out whether it sees what the command was meant for (`version_mismatch`, §6.2).
-pub fn snapshot_of(root: &Path) -> io::Result<(String, Vec<u8>)> {
-    let files = manifest(root)?;
-    let bytes = manifest_bytes(&files)?;
-    Ok((snapshot_id(&bytes), bytes))
-}
-
-/// The bytes of a snapshot's manifest (what its id is the hash of).
-pub fn manifest_bytes(files: &[ManifestEntry]) -> io::Result<Vec<u8>> {
-    let mut bytes = serde_json::to_vec_pretty(&serde_json::json!({ "files": files }))
-        .map_err(io::Error::other)?;
-    bytes.push(b'\n');
-    Ok(bytes)
-}
-
-/// The files of a snapshot (see [`snapshot_of`]), sorted by path.
-pub fn manifest(root: &Path) -> io::Result<Vec<ManifestEntry>> {
-    let mut files = Vec::new();
-    let records_at_top = super::records::location(root).at_top();
-    let walk = ignore::WalkBuilder::new(root)
-        .hidden(true)
-        .require_git(false)
-        .sort_by_file_name(|a, b| a.cmp(b))
-        .filter_entry(move |e| {
-            e.depth() != 1
-                || !(records_at_top && OWN_DIRS.iter().any(|d| e.file_name() == *d)
-                    || e.file_name() == super::config::FILE_NAME)
-        })
-        .build();
-    for entry in walk {
-        let entry = entry.map_err(io::Error::other)?;
-        if !entry.file_type().is_some_and(|t| t.is_file()) {
-            continue;
-        }
-        let path = entry.path();
-        let relative = path
-            .strip_prefix(root)
-            .map_err(io::Error::other)?
-            .to_string_lossy()
-            .replace('\\', "/");
-        let bytes = std::fs::read(path).map_err(naming(path))?;
-        let meta = std::fs::metadata(path).map_err(naming(path))?;
-        files.push(ManifestEntry {
-            path: relative,
-            sha256: format!("sha256:{}", sha256_hex(&bytes)),
-            size: bytes.len() as u64,
-            mtime: meta
-                .modified()
-                .map(|t| humantime::format_rfc3339_seconds(t).to_string())
-                .unwrap_or_default(),
-        });
-    }
-    files.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok(files)
 }
 
 /// A new run id: UTC date and time and a random suffix, `20251019-181000-3fa2`.

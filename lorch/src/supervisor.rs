@@ -1,8 +1,9 @@
-//! The agent supervisor of §7: starts each agent in a process group of its own, drains its
-//! stdout and stderr on threads (a chatty agent never blocks on a full pipe, §7.3), checks
-//! every line against the protocol, and hands the scheduler one stream of [`Incoming`]
-//! items. Heartbeats and `log` lines go straight to `logs/<agent>/run-<id>.ndjson`; events
-//! and bad lines go to the scheduler, which records them in the ledger.
+//! The agent supervisor (docs/lorch.md, "Supervision"): starts each agent in a process
+//! group of its own, drains its stdout and stderr on threads (a chatty agent never blocks
+//! on a full pipe), checks every line against the protocol, and hands the scheduler one
+//! stream of [`Incoming`] items. Heartbeats and `log` lines go straight to
+//! `logs/<agent>/run-<id>.ndjson`; events and bad lines go to the scheduler, which records
+//! them in the ledger.
 //!
 //! Liveness, timeouts, backoff and the restart limit are decided by the scheduler with the
 //! numbers kept here ([`Agent::last_heartbeat`], [`Agent::generation`]). A heartbeat is

@@ -1,6 +1,7 @@
-//! The console transcript of §9: one human-readable line per message, a pure function of the
-//! message as the ledger records it, so the console and `events/run-*.ndjson` carry the
-//! same content (a transcript can be regenerated from a ledger line by line).
+//! The console transcript (docs/lorch.md, "Try it"): one human-readable line per message, a
+//! pure function of the message as the ledger records it, so the console and
+//! `events/run-*.ndjson` carry the same content (a transcript can be regenerated from a
+//! ledger line by line).
 //!
 //! ```text
 //! [lorch→builder] command implement (corr T-0042-1)
@@ -186,7 +187,7 @@ fn agent_event(e: &Event) -> String {
         match e.event.as_str() {
             "error" => {
                 line.push_str(": ");
-                line.push_str(&super::run_state::one_line(message, 300));
+                line.push_str(&super::step_rules::one_line(message, 300));
             }
             "builder.progress" => {
                 line.push_str(": ");
@@ -207,7 +208,7 @@ fn agent_event(e: &Event) -> String {
     line
 }
 
-/// `1432` → `1.4 KiB`, as §9 shows sizes.
+/// `1432` → `1.4 KiB`, as the console shows sizes.
 pub fn size(bytes: u64) -> String {
     const UNITS: [&str; 4] = ["KiB", "MiB", "GiB", "TiB"];
     if bytes < 1024 {

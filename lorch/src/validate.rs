@@ -15,7 +15,7 @@ use thiserror::Error;
 
 use super::protocol::{Kind, Message};
 
-/// The largest line, newline excluded (§3, §12: 256 KiB).
+/// The largest line, newline excluded: 256 KiB.
 pub const MAX_LINE_BYTES: usize = 256 * 1024;
 
 /// The schema files, exactly as the spec gives them (`log` is ours: the spec has only an example).

@@ -1,5 +1,5 @@
-//! The version a command is pinned to (§5.3, §6.2) and how an agent compares what it sees
-//! with it.
+//! The version a command is pinned to and how an agent compares what it sees with it
+//! (docs/lorch.md, "Supervision").
 //!
 //! - `snapshot_id`: the manifest of the workspace's files (paths, sha256, sizes, mtimes);
 //! - `code_hash`: the content of the same files without the spec (paths, sha256, sizes, no
@@ -8,13 +8,13 @@
 //!   none). The spec is read where it is even when the snapshot leaves it out (a hidden or
 //!   ignored file).
 //!
-//! `policy.strict_version_pinning` (§8.2) chooses what must match. Strict (the default):
+//! `policy.strict_version_pinning` chooses what must match. Strict (the default):
 //! the snapshot and every hash the command carries, so a file touched without being changed
 //! (a checkout, an editor saving it again) is already another version. Not strict: pinning
 //! by content, `code_hash` and `specs_hash`; the agent works on a workspace whose files are
 //! what the command meant, whatever their mtimes, and reports the snapshot it saw. Either
-//! way a change of content is a `version_mismatch` (§6.2: agents never work on files the
-//! command did not mean).
+//! way a change of content is a `version_mismatch`: agents never work on files the
+//! command did not mean.
 
 use std::io;
 use std::path::Path;
@@ -22,15 +22,15 @@ use std::path::Path;
 use serde_json::json;
 
 use super::canonical::{canonical_json, sha256_hex};
+use super::manifest::{self, ManifestEntry};
 use super::protocol::{ObservedVersion, Version};
 use super::safety;
-use super::store::{self, ManifestEntry};
 
 /// The version of the workspace at `root` whose spec is `spec` (relative to `root`), and
 /// the snapshot's manifest bytes.
 pub fn version_of(root: &Path, spec: Option<&str>) -> io::Result<(Version, Vec<u8>)> {
-    let files = store::manifest(root)?;
-    let bytes = store::manifest_bytes(&files)?;
+    let files = manifest::manifest(root)?;
+    let bytes = manifest::manifest_bytes(&files)?;
     let specs_hash = match spec {
         Some(spec) => spec_bytes(root, spec)?.map(|b| format!("sha256:{}", sha256_hex(&b))),
         None => None,

@@ -47,6 +47,7 @@ mod new_user;
 mod ownership;
 mod readme;
 mod real_world;
+mod reply_applies;
 mod reply_hooks;
 mod report_quality;
 mod sandbox;

@@ -24,7 +24,7 @@ pub struct AgentArgs {
     pub checks: Vec<String>,
     /// Builder: a lint command to run (with `sh -c`, in the workspace) after the tests of
     /// each applied reply; repeatable; all must pass for `builder.completed` to say success,
-    /// whose `lint` then carries their results beside `tests` (§4.1.3, §14.2).
+    /// whose `lint` then carries their results beside `tests`.
     #[arg(long = "lint", value_name = "COMMAND")]
     pub lints: Vec<String>,
     /// Builder: the most turns of one step's conversation with the model (each turn's
@@ -32,7 +32,7 @@ pub struct AgentArgs {
     /// `inputs.max_turns` (lorch sends lorch.json's `policy.max_turns`) wins.
     #[arg(long = "max-turns", value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u16).range(1..))]
     pub max_turns: u16,
-    /// Seconds between heartbeats (§7.1: 10). Under lorch, the interval lorch.json sets for
+    /// Seconds between heartbeats (10 by default). Under lorch, the interval lorch.json sets for
     /// the agent (lorch passes it as LORCH_HEARTBEAT_INTERVAL_S), so that its supervisor
     /// never counts heartbeats as missed that the agent was never asked to send.
     #[arg(
@@ -46,7 +46,7 @@ pub struct AgentArgs {
     /// else `<role>#1`).
     #[arg(long, value_name = "ID", env = "LORCH_AGENT_ID")]
     pub agent_id: Option<String>,
-    /// Run the model command (and the builder's checks) in git-loaf's sandbox (§13): new
+    /// Run the model command (and the builder's checks) in git-loaf's sandbox: new
     /// user, mount and PID namespaces in which everything is read-only except the workspace
     /// and a private /tmp; the repository's git dir is seen through a layer whose writes are
     /// dropped. The network stays (a model CLI talks to its API). Refused where namespaces
@@ -72,7 +72,7 @@ pub enum Role {
     Reviewer,
     /// Checks them against SPEC.md, editing only its allowed sections.
     SpecMaintainer,
-    /// Turns what the user asks for into tasks (`intake`, §10.2); never edits a file.
+    /// Turns what the user asks for into tasks (`intake`); never edits a file.
     Orchestration,
 }
 

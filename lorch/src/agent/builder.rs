@@ -11,12 +11,12 @@
 //! `sha256:<hex>`, size of the file now in the workspace), then `builder.completed` whose
 //! payload carries the last turn's git-loaf report (the text the model saw), the ✅/❌
 //! counts, the commit and apply (or squash) ids, `turns`, and `tests`: each `--check`
-//! command's exit code and output tail, with `status` `pass`, `fail` or `skipped` (no checks
-//! configured); with `--lint` commands, `lint` beside it, their results the same way (run
-//! after the tests; a failing one fails the step). Its status is `success` only when the last turn's apply had no failure,
-//! reached the user's branch, the step changed at least one file, every required
-//! `expected_outputs` file exists, and every check passed; otherwise `failed`, with the
-//! reasons in `payload.problems`.
+//! command's exit code and output tail, with `status` `pass`, `fail` or `skipped` (no
+//! checks configured); with `--lint` commands, `lint` beside it, their results the same way
+//! (run after the tests; a failing one fails the step). Its status is `success` only when
+//! the last turn's apply had no failure, reached the user's branch, the step changed at
+//! least one file, every required `expected_outputs` file exists, and every check passed;
+//! otherwise `failed`, with the reasons in `payload.problems`.
 //!
 //! ## A step applied exactly once, across a killed shim
 //!
@@ -35,8 +35,7 @@ mod recovery;
 use std::path::Path;
 use std::time::Duration;
 
-use git_loaf::exec::environment::DEFAULT_ENVIRONMENT;
-use git_loaf::exec::process::{self, Ending, Job};
+use git_loaf::api::{DEFAULT_ENVIRONMENT, Ending, Job};
 use serde_json::{Value, json};
 
 use super::emit::Draft;
@@ -142,7 +141,7 @@ fn assess(
     if !changed {
         problems.push("no file is changed yet: the task needs changes to the files".into());
     }
-    // §3.1: a required expected output must exist once the step is done.
+    // A required expected output must exist once the step is done.
     for output in command.expected_outputs.iter().filter(|o| o.is_required()) {
         let present = crate::safety::confine(root, &output.path).is_ok_and(|path| path.is_file());
         if !present {
@@ -205,7 +204,7 @@ fn answer(shim: &Shim, step: Step) -> Result<Answer, StepError> {
     } else {
         "fail"
     };
-    // The lint commands' results beside the tests' (§4.1.3: tests and lint pass).
+    // The lint commands' results beside the tests' (a step is accepted when both pass).
     let (lints, tests): (Vec<Value>, Vec<Value>) =
         step.checks.into_iter().partition(|c| c["kind"] == "lint");
     let lint_status = if success { "pass" } else { "fail" };
@@ -306,7 +305,7 @@ fn run_checks(shim: &Shim, command: &Command, commands: &[String], kind: &str) -
                 // Checks run the code the model wrote: with --sandbox, contained as it is.
                 sandbox: shim.options.sandbox.as_ref(),
             };
-            match process::run(&job) {
+            match git_loaf::api::run(&job) {
                 Ok(finished) => {
                     let output = format!("{}{}", finished.stdout.text, finished.stderr.text);
                     let (status, exit_code) = match finished.ending {

@@ -1,5 +1,5 @@
-//! The task's whole change, as the reviewer and the spec-maintainer see it (DESIGN §3c,
-//! issue 26 finding 2): the spec's `inputs.base` and `inputs.commits` (lorch sends the
+//! The task's whole change, as the reviewer and the spec-maintainer see it (docs/lorch.md,
+//! "The three agents"): the spec's `inputs.base` and `inputs.commits` (lorch sends the
 //! commit of every builder step of the task, and the parent of the first as the base), the
 //! commits `base..HEAD`, the diffstat and the diff `base..HEAD`. Not `git show HEAD`: after
 //! `implement_changes` that is the fix alone, and with no builder commit at all the user's

@@ -1,16 +1,16 @@
-//! File discovery for natural-language intake (§10.4): the plan and spec files a user's
-//! words may be about, ranked, for the orchestration agent's prompt and its
-//! `plan_candidates`.
+//! File discovery for natural-language intake (docs/lorch.md, "Running without a task"):
+//! the plan and spec files a user's words may be about, ranked, for the orchestration
+//! agent's prompt and its `plan_candidates`.
 //!
 //! Every `.md`, `.rst` and `.txt` file of the workspace (recursively from `.`, which holds
-//! §10.4's `docs`, `specs` and `plans`; hidden folders, `node_modules`, what git ignores and
-//! lorch's own records skipped), ranked by the tokens `plan`, `spec` and `proposal` in its
-//! path, then by the words of the instruction found in its first heading. The user approves
-//! the plan with the tasks; nothing here is taken as a decision.
+//! the `docs`, `specs` and `plans` folders the spec names; hidden folders, `node_modules`,
+//! what git ignores and lorch's own records skipped), ranked by the tokens `plan`, `spec`
+//! and `proposal` in its path, then by the words of the instruction found in its first
+//! heading. The user approves the plan with the tasks; nothing here is taken as a decision.
 
 use std::path::Path;
 
-use crate::store::OWN_DIRS;
+use crate::records::FOLDERS;
 
 /// Candidates kept.
 pub const MAX_CANDIDATES: usize = 20;
@@ -50,7 +50,7 @@ pub fn candidates(workspace: &Path, instruction: &str) -> Vec<Candidate> {
         let text_file = ["md", "rst", "txt"]
             .iter()
             .any(|e| path.extension().is_some_and(|x| x == *e));
-        if !text_file || !path.is_file() || OWN_DIRS.contains(&top) {
+        if !text_file || !path.is_file() || FOLDERS.contains(&top) {
             continue;
         }
         let lower = rel.to_lowercase();

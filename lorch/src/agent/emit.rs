@@ -3,7 +3,7 @@
 //! a line must never be interleaved with another).
 //!
 //! Every message is redacted before it is encoded: the values of `*_TOKEN`, `*_KEY` and
-//! `*_SECRET` variables (§13) are replaced in every string of it, so a model that echoes
+//! `*_SECRET` variables are replaced in every string of it, so a model that echoes
 //! an API key, or a check that prints one, does not put it into lorch's ledger.
 
 use std::io::Write;

@@ -1,5 +1,5 @@
 //! Why a command failed: [`StepError`], which becomes an `error` event whose `payload.code`
-//! says what kind of failure it is (§3.4), with what else helps (the file, the versions,
+//! says what kind of failure it is, with what else helps (the file, the versions,
 //! how long to wait before a retry).
 
 use std::io;
@@ -65,7 +65,7 @@ pub enum StepError {
         /// Why, section by section.
         why: String,
     },
-    /// The workspace is not what the command was pinned to (§6.2): lorch takes a new
+    /// The workspace is not what the command was pinned to: lorch takes a new
     /// snapshot and sends the command again.
     #[error(
         "the workspace is at {}, not at the command's {} ({} differ): it changed since lorch took its snapshot",
@@ -93,7 +93,7 @@ pub enum StepError {
 }
 
 impl StepError {
-    /// The machine-readable `payload.code` (§3.4).
+    /// The machine-readable `payload.code` of the `error` event.
     pub fn code(&self) -> &'static str {
         match self {
             StepError::WrongAgent { .. } => "wrong_agent",

@@ -1,13 +1,13 @@
-//! The orchestration agent (§2.2, §10.2): `intake` turns what the user asked for into
-//! proposed tasks; `task_discovery` derives the tasks of one plan file (`inputs.plan`, the
-//! plan the user picked among the candidates). Its prompt holds the user's words, the plan
-//! and spec candidates of file discovery ([`super::discovery`], the best few shown whole; for
-//! `task_discovery` the chosen plan first) and the repository's files (`git ls-files`); the
-//! model answers with one JSON object, checked here before it becomes
-//! `orchestration.proposed_tasks`, `orchestration.plan_conflict` when it names conflicts
-//! (a task contradicting the spec or another task, plan files that disagree: §7.4), or
-//! `orchestration.needs_clarification` when it asks questions instead. It never edits a
-//! file: lorch writes the tasks the user approves.
+//! The orchestration agent (docs/lorch.md, "Running without a task"): `intake` turns what
+//! the user asked for into proposed tasks; `task_discovery` derives the tasks of one plan
+//! file (`inputs.plan`, the plan the user picked among the candidates). Its prompt holds
+//! the user's words, the plan and spec candidates of file discovery ([`super::discovery`],
+//! the best few shown whole; for `task_discovery` the chosen plan first) and the
+//! repository's files (`git ls-files`); the model answers with one JSON object, checked
+//! here before it becomes `orchestration.proposed_tasks`, `orchestration.plan_conflict`
+//! when it names conflicts (a task contradicting the spec or another task, plan files that
+//! disagree), or `orchestration.needs_clarification` when it asks questions instead. It
+//! never edits a file: lorch writes the tasks the user approves.
 //!
 //! The reply, in a ```` ```json ```` fenced block (the last one counts) or as the whole reply:
 //!
@@ -93,7 +93,7 @@ pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
         }
     };
     // Questions, and conflicts with no task, get no receipt: lorch sends the user's answers
-    // with the same key (§14.1), and they must reach the model.
+    // with the same key, and they must reach the model.
     let asks = draft.event == EventType::OrchestrationNeedsClarification
         || draft.status.as_deref() == Some("unresolved");
     let keep = !asks;
@@ -170,7 +170,7 @@ pub enum Reply {
         plan: Option<String>,
         /// Why.
         notes: String,
-        /// What contradicts what (§7.4), for the user to decide.
+        /// What contradicts what, for the user to decide.
         conflicts: Vec<String>,
     },
     /// Questions for the user.

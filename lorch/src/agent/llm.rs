@@ -2,7 +2,7 @@
 //! a deadline after which its whole process group is killed.
 //!
 //! The command runs as the leader of a new process group for the same reason `exec` does
-//! (see `git_loaf::exec::process`): a CLI that starts helpers must not leave them running, or
+//! (see `git_loaf::api::run`): a CLI that starts helpers must not leave them running, or
 //! holding our pipes open, once it is killed. The prompt is written on its own thread and
 //! both outputs are read on their own threads, so a model that prints before it has read
 //! the whole prompt never deadlocks against us.

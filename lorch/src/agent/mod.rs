@@ -1,8 +1,8 @@
 //! `lorch agent ROLE -- CMD…`: the shim that turns any LLM command-line tool into a lorch
-//! agent (issue 15 item 8).
+//! agent (docs/lorch.md, "The three agents").
 //!
 //! It reads `command` lines on stdin and answers on stdout with events, logs and heartbeats
-//! (§3). For each command it:
+//! (the protocol's envelopes, [`crate::protocol`]). For each command it:
 //!
 //! 1. answers from the receipt when the idempotency key was handled before ([`receipts`]),
 //!    or, for the builder, from the step git-loaf recorded under that key when the shim was
@@ -87,7 +87,7 @@ pub struct Options {
     /// The instance id.
     pub agent_id: String,
     /// The folder lorch started the agent in (its workspace): what the command's snapshot
-    /// is of, checked before any work (§6.2).
+    /// is of, checked before any work.
     pub snapshot_root: PathBuf,
     /// Where the shim keeps its receipts: `<git common dir>/lorch/agent/<role>`, outside
     /// the working tree, so that they never show up as the user's changes (which would make
@@ -95,7 +95,7 @@ pub struct Options {
     /// outside a repository.
     pub state_dir: PathBuf,
     /// `--sandbox`: where the model command and the checks run ([`sandbox`]).
-    pub sandbox: Option<git_loaf::exec::sandbox::Sandbox>,
+    pub sandbox: Option<git_loaf::api::Sandbox>,
     /// How the model command says it is rate-limited (from lorch, [`limits`]).
     pub rate_limit: crate::config::RateLimit,
 }
@@ -112,7 +112,7 @@ impl Options {
             .canonicalize()
             .map_err(|e| format!("workspace {}: {e}", given.display()))?;
         let snapshot_root = dir.clone();
-        let root = git_loaf::git::worktree_root(&dir);
+        let root = git_loaf::api::worktree_root(&dir);
         if args.role == Role::Builder && root.is_none() {
             return Err(format!(
                 "workspace {} is not in a git repository: the builder applies its work with git-loaf, which needs one (git init)",
@@ -124,9 +124,7 @@ impl Options {
             return Err("--heartbeat-s must be a positive number of seconds".into());
         }
         let role = args.role.agent_type().as_str();
-        let common = git_loaf::git::states::discover(&workspace)
-            .ok()
-            .map(|repo| repo.commondir().to_path_buf());
+        let common = git_loaf::api::common_dir(&workspace);
         let state_dir = match &common {
             Some(common) => common.join("lorch"),
             None => workspace.join(".lorch"),
@@ -201,8 +199,8 @@ pub struct Shim {
 }
 
 impl Shim {
-    /// Lists `patterns` in the repository's `info/exclude` ([`super::git_exclude`]); a failure costs
-    /// only `git loaf undo`'s ease and is logged, not fatal.
+    /// Lists `patterns` in the repository's `info/exclude` ([`super::git_exclude`]); a
+    /// failure costs only `git loaf undo`'s ease and is logged, not fatal.
     pub fn exclude(&self, patterns: &[&str]) {
         if let Err(error) = super::git_exclude::exclude(&self.options.workspace, patterns) {
             let _ = self.emitter.log(
@@ -508,12 +506,12 @@ fn dispatch(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
     }
 }
 
-/// Whether the workspace is the one the command was pinned to (§5.3, §6.2): the agent
-/// takes the snapshot (and the hashes of the code and of `inputs.spec`) again, as lorch
-/// does, and refuses with `version_mismatch` (naming both and what differs) when what the
-/// command pins differs: the whole snapshot, or with `inputs.strict_version_pinning` false
-/// only the content (`code_hash`, `specs_hash`; [`crate::version`]). What it saw is what its
-/// events report as `observed_version`.
+/// Whether the workspace is the one the command was pinned to ([`crate::version`]): the
+/// agent takes the snapshot (and the hashes of the code and of `inputs.spec`) again, as
+/// lorch does, and refuses with `version_mismatch` (naming both and what differs) when what
+/// the command pins differs: the whole snapshot, or with `inputs.strict_version_pinning`
+/// false only the content (`code_hash`, `specs_hash`; [`crate::version`]). What it saw is
+/// what its events report as `observed_version`.
 pub fn check_version(shim: &Shim, command: &Command) -> Result<(), StepError> {
     let root = &shim.options.snapshot_root;
     let spec = input_str(command, "spec");

@@ -327,7 +327,7 @@ pub fn reviewer(command: &Command, change: &str) -> String {
 }
 
 /// The spec-maintainer's prompt: the task, its change ([`super::change::section`]), the
-/// review, the spec, the rules of §10.5 and the reply format.
+/// review, the spec, the sections it may change and the reply format.
 pub fn spec_maintainer(
     command: &Command,
     workspace: &Path,

@@ -1,4 +1,5 @@
-//! The shim's memory of handled commands (§5.4): one receipt per idempotency key, in
+//! The shim's memory of handled commands (docs/lorch.md, "What is recorded, and what
+//! survives a crash"): one receipt per idempotency key, in
 //! `<git common dir>/lorch/agent/<role>/receipts/<sha256(ik)>.json` (see
 //! [`super::Options::state_dir`]), written atomically.
 //!

@@ -1,5 +1,5 @@
 //! The reviewer: the task and the diff of the builder's work → model → verdict →
-//! `reviews/<task>.json` (§16.2) written atomically → `review.completed`.
+//! `reviews/<task>.json` written atomically → `review.completed`.
 //!
 //! Which work: the task's whole change, `inputs.base..HEAD` with `inputs.commits` named
 //! ([`super::change`]).
@@ -60,7 +60,7 @@ pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
     })
 }
 
-/// Writes `value` as pretty JSON, redacted, atomically (0600, §14.4).
+/// Writes `value` as pretty JSON, redacted, atomically (0600).
 pub fn write_json(path: &Path, mut value: Value, secrets: &[String]) -> Result<(), StepError> {
     super::emit::redact_value(&mut value, secrets);
     let mut text = serde_json::to_string_pretty(&value).unwrap_or_default();

@@ -1,6 +1,6 @@
-//! `lorch agent --sandbox` (§13: "recommend separate OS users/namespaces for each agent"):
+//! `lorch agent --sandbox` (docs/lorch.md, "Sandboxing agents"):
 //! the model command and the builder's checks run in git-loaf's namespace sandbox
-//! ([`git_loaf::exec::sandbox`]), the one its `exec` actions run in, in place on the
+//! ([`git_loaf::api::Sandbox`]), the one its `exec` actions run in, in place on the
 //! workspace:
 //!
 //! - everything is read-only except the workspace, a private `/tmp` and the folders named by
@@ -16,7 +16,7 @@
 //! It is opt-in and never degrades: where namespaces cannot be made (a kernel or container
 //! that forbids them, `LOAF_SANDBOX=off`), the agent refuses to start and says so.
 //!
-//! The model is run through git-loaf's `process::run` (process group, timeout, output caps);
+//! The model is run through git-loaf's `run` (process group, timeout, output caps);
 //! that runner gives the code no stdin, so the prompt reaches the model through a file in
 //! the agent's state folder (inside the git dir, which the sandbox shows read-only) that a
 //! `sh` redirects to its stdin.
@@ -25,9 +25,7 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use git_loaf::exec::environment::CodeEnvironment;
-use git_loaf::exec::process::{self, Ending, Job, RunError};
-use git_loaf::exec::sandbox::{Policy, Sandbox};
+use git_loaf::api::{CodeEnvironment, Ending, Job, Policy, RunError, Sandbox};
 
 use super::llm::{LlmError, MAX_REPLY_BYTES, Reply, STDERR_TAIL_BYTES};
 
@@ -102,7 +100,7 @@ pub fn ask(
         max_output: MAX_REPLY_BYTES + 1,
         sandbox: Some(sandbox),
     };
-    let finished = process::run(&job);
+    let finished = git_loaf::api::run(&job);
     let _ = std::fs::remove_file(&prompt_file);
     let finished = finished.map_err(|e| match e {
         RunError::NotFound(_) => start(std::io::Error::from(std::io::ErrorKind::NotFound)),

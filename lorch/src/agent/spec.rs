@@ -1,7 +1,7 @@
-//! The spec-maintainer: the task and SPEC.md → model → an edit confined to the sections
-//! §10.5 allows → SPEC.md written through git-loaf as one commit (atomically outside git) →
-//! `spec.updated`, `spec.no_changes_needed` or `spec.changes_requested`, with
-//! `spec_notes/<task>.json` (§16.2).
+//! The spec-maintainer: the task and SPEC.md → model → an edit confined to the sections it
+//! may change ([`ALLOWED`]; docs/lorch.md, "The three agents") → SPEC.md written through
+//! git-loaf as one commit (atomically outside git) → `spec.updated`,
+//! `spec.no_changes_needed` or `spec.changes_requested`, with `spec_notes/<task>.json`.
 //!
 //! The reply (its prompt says so): a line `STATUS: updated | no_changes_needed |
 //! changes_requested`, a line `SUMMARY: …`, and for each section to change the whole new
@@ -16,7 +16,7 @@
 
 use std::collections::HashMap;
 
-use git_loaf::ops::apply::{ApplyOptions, apply};
+use git_loaf::api::{ApplyOptions, apply};
 use serde_json::json;
 
 use super::emit::Draft;
@@ -35,7 +35,7 @@ pub enum Rule {
     Append,
 }
 
-/// The sections of §10.5, by heading (compared ignoring case).
+/// The sections the spec maintainer may change, by heading (compared ignoring case).
 pub const ALLOWED: [(&str, Rule); 4] = [
     ("Status", Rule::Edit),
     ("Changelog", Rule::Append),
@@ -335,7 +335,7 @@ pub fn handle(shim: &Shim, command: &Command) -> Result<Answer, StepError> {
 /// Writes the new spec. In a git repository through git-loaf, as one transaction and one
 /// commit (`Assisted-by: lorch spec_maintainer …`): the spec step is then undoable and
 /// squashable like the builder's, and leaves no uncommitted change that would make
-/// `git loaf undo` refuse to take earlier steps back. Elsewhere atomically (§14.4).
+/// `git loaf undo` refuse to take earlier steps back. Elsewhere atomically.
 /// Returns the commit.
 fn write_spec(
     shim: &Shim,
@@ -344,7 +344,7 @@ fn write_spec(
     new: &str,
 ) -> Result<Option<String>, StepError> {
     let root = &shim.options.workspace;
-    if git_loaf::git::worktree_root(root).is_none() {
+    if git_loaf::api::worktree_root(root).is_none() {
         safety::atomic_write(path, new.as_bytes())
             .map_err(StepError::io(format!("write {spec_file}")))?;
         return Ok(None);
@@ -454,7 +454,7 @@ mod tests {
     fn the_file_write_block_carries_the_content_exactly() {
         for content in ["a\nb\n", "a\nb", "", "\n\n", "EOT_s00\n#!end_s01\nx := y\n"] {
             let block = file_write_block("/repo/SPEC \"1\".md", content);
-            let parsed = git_loaf::nesl::parse(&block);
+            let parsed = git_loaf::api::parse(&block);
             assert!(parsed.errors.is_empty(), "{content:?}: {:?}", parsed.errors);
             let properties = &parsed.blocks[0].properties;
             assert_eq!(properties.get("path"), Some("/repo/SPEC \"1\".md"));

@@ -11,7 +11,7 @@
 
 use serde_json::{Map, Value, json};
 
-/// The two verdicts of §3.2.
+/// The two verdicts of `review.completed`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Verdict {
     /// `approved`
@@ -121,7 +121,8 @@ fn from_object(object: &Map<String, Value>) -> Option<Review> {
     })
 }
 
-/// A finding in §16.2's shape; a bare string is a comment without a place.
+/// A finding as `reviews/<task>.json` holds it (`path`, `line`, `comment`); a bare string
+/// is a comment without a place.
 fn finding(value: &Value) -> Option<Value> {
     match value {
         Value::String(comment) => Some(json!({ "comment": comment })),

@@ -1,6 +1,6 @@
-//! `policy.retry` of `lorch.json` (§7.2, §8.2): how many attempts a command gets, the
-//! backoff between them and between an agent's restarts (exponential, full jitter), and how
-//! a model command says it is rate-limited.
+//! `policy.retry` of `lorch.json` (docs/lorch.md, "Failures, Ctrl-C and resuming"): how
+//! many attempts a command gets, the backoff between them and between an agent's restarts
+//! (exponential, full jitter), and how a model command says it is rate-limited.
 
 use std::time::Duration;
 
@@ -72,7 +72,7 @@ impl RateLimit {
     }
 }
 
-/// `policy.retry.backoff`: exponential, with full jitter (§7.2).
+/// `policy.retry.backoff`: exponential, with full jitter.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(default)]
 pub struct Backoff {

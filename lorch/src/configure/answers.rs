@@ -1,4 +1,4 @@
-//! The checks of each answer to `lorch config` (the second tier of §8.1, on top of the
+//! The checks of each answer to `lorch config` (the second tier of checks, on top of the
 //! schema): what the user typed, turned into the value lorch.json will hold, or the reason it
 //! cannot be, said so that the user knows what to type instead.
 

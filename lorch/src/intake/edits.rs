@@ -1,5 +1,5 @@
-//! What the user may answer to a proposal (§4.1.2: "approve/modify plan selection and
-//! tasks"), one line each, read as an [`Edit`] and applied to the tasks in hand:
+//! What the user may answer to a proposal (approve it, or change the plan or the tasks),
+//! one line each, read as an [`Edit`] and applied to the tasks in hand:
 //!
 //! ```text
 //! y | yes                 build the tasks as they stand

@@ -1,4 +1,4 @@
-//! The commands lorch sends (§3.1, §5.4, §6.2): a new step's command (its inputs, expected
+//! The commands lorch sends: a new step's command (its inputs, expected
 //! outputs, idempotency key, pinned version, deadline), the same command resent (same IK, or
 //! re-pinned when the workspace changed), and what every command carries besides.
 
@@ -13,7 +13,7 @@ use super::{
 };
 
 impl Orchestrator {
-    /// Takes the workspace's snapshot and the version commands are pinned to (§5.3, §6.2),
+    /// Takes the workspace's snapshot and the version commands are pinned to,
     /// recorded when the snapshot is a new one.
     pub(super) fn pin(&mut self) -> Result<Version, RunError> {
         let version = store::take_snapshot(&self.store, Some(&self.config.spec_path))?;
@@ -30,7 +30,7 @@ impl Orchestrator {
 
     /// The inputs every command carries besides its own: the spec (whose `specs_hash` the
     /// agent computes) and, when `policy.strict_version_pinning` is false, that the agent
-    /// pins by content (§8.2, [`crate::version`]).
+    /// pins by content ([`crate::version`]).
     pub(super) fn common_inputs(&self, inputs: &mut Value) {
         inputs["spec"] = json!(self.config.spec_path);
         if !self.config.policy.strict_version_pinning {
@@ -115,7 +115,7 @@ impl Orchestrator {
         Timestamp(SystemTime::now() + self.config.agents.get(agent).timeout(action))
     }
 
-    /// Sends the command in flight again, same IK (§5.6, §7.5); a new attempt when the
+    /// Sends the command in flight again, same IK; a new attempt when the
     /// last one failed.
     pub(super) fn resend(&mut self) -> Result<(), RunError> {
         let Some(cur) = self.state.current.clone() else {

@@ -1,12 +1,13 @@
-//! Conflicts that come up while a task is built, put to the user (§7.4: "lorch prints the
-//! issue, requests a human decision, records `system.user_decision`, and proceeds or aborts
-//! accordingly"; §1.3: plan/spec conflicts are never resolved automatically):
+//! Conflicts that come up while a task is built, put to the user (docs/lorch.md, "Conflicts
+//! during a run"): lorch prints the conflict, asks for a decision, records it as
+//! `system.user_decision`, and goes on or stops accordingly; it never resolves a conflict
+//! with the plan or the spec by itself:
 //!
 //! - a spec conflict: the spec maintainer would change what it may not (`forbidden_spec_edit`:
 //!   the built work and the spec's requirements disagree). lorch never edits the spec for
 //!   it; the user tries again (after changing the spec themselves, if it should change: the
 //!   retry is pinned to the workspace as it is, on a fresh round of attempts) or stops;
-//! - a persistent conflict (§4.1.4): the task has not converged after
+//! - a persistent conflict: the task has not converged after
 //!   [`super::MAX_STEPS`] steps (a reviewer or spec maintainer that keeps asking for
 //!   changes); the user gives it as many steps again or stops.
 //!
@@ -87,7 +88,7 @@ impl Orchestrator {
     }
 
     /// The task has not converged (`reason`): the user gives it another [`MAX_STEPS`] steps
-    /// or stops it; without an answer the run fails (§4.1.4).
+    /// or stops it; without an answer the run fails.
     pub(super) fn persistent_conflict(
         &mut self,
         reason: String,

@@ -1,13 +1,13 @@
-//! Natural-language intake (Phase 2: §4.1.2, §14.1): a run started without a task asks the
-//! orchestration agent (`intake`) to turn the user's words into tasks, shows them to the
-//! user, who may edit them or pick another plan (then lorch asks the agent for that plan's
-//! tasks: `task_discovery`), records the answer as `system.user_decision`, and on approval
-//! builds the approved tasks one after another in the same run (its ledger holds the
-//! intake before `system.run_started`). When the agent asks questions instead
-//! (`orchestration.needs_clarification`), or reports a conflict it cannot propose around
-//! (`orchestration.plan_conflict` without tasks), the user's answers are recorded too and
-//! sent back with the same idempotency key, as §14.1 and §7.4 say; a conflict that comes
-//! with tasks is shown with them, and the user decides (§7.4, §20).
+//! Natural-language intake (docs/lorch.md, "Running without a task"): a run started without
+//! a task asks the orchestration agent (`intake`) to turn the user's words into tasks,
+//! shows them to the user, who may edit them or pick another plan (then lorch asks the
+//! agent for that plan's tasks: `task_discovery`), records the answer as
+//! `system.user_decision`, and on approval builds the approved tasks one after another in
+//! the same run (its ledger holds the intake before `system.run_started`). When the agent
+//! asks questions instead (`orchestration.needs_clarification`), or reports a conflict it
+//! cannot propose around (`orchestration.plan_conflict` without tasks), the user's answers
+//! are recorded too and sent back with the same idempotency key, for the model to see them;
+//! a conflict that comes with tasks is shown with them, and the user decides.
 //!
 //! The user's side (the terminal, lorch.json) is a [`User`] the command line provides, so
 //! that the scheduler never reads a terminal itself. lorch checks the proposal again (the
@@ -25,7 +25,8 @@ use super::{
 use crate::config::check_task_id;
 use crate::protocol::{Action, Event, strings};
 
-/// The task id of the intake command (§3.1's example gives the intake a task of its own).
+/// The task id of the intake command (the spec's example gives the intake a task of its
+/// own).
 pub const INTAKE_TASK: &str = "intake";
 
 /// The tasks the orchestration agent proposed, as lorch checked them.
@@ -37,9 +38,9 @@ pub struct Proposal {
     pub plan: Option<String>,
     /// Its notes.
     pub notes: String,
-    /// The plan files discovery found (§10.4), best first.
+    /// The plan files discovery found, best first.
     pub candidates: Vec<String>,
-    /// What the agent found contradicting (`orchestration.plan_conflict`, §7.4).
+    /// What the agent found contradicting (`orchestration.plan_conflict`).
     pub conflicts: Vec<String>,
 }
 
@@ -75,7 +76,7 @@ pub trait User {
     /// Shows `heading` and the orchestration agent's questions (or conflicts) and reads the
     /// answer; `None` when there is none (the input ended).
     fn answer(&mut self, heading: &str, questions: &[String]) -> Option<String>;
-    /// Shows a conflict of the run (§7.4) and asks which of `choices` (key, what it does)
+    /// Shows a conflict of the run and asks which of `choices` (key, what it does)
     /// to take; `None` when there is no answer (the input ended).
     fn settle(&mut self, conflict: &str, choices: &[(&str, &str)]) -> Option<String>;
 }
@@ -88,7 +89,7 @@ pub const MAX_PLAN_CHOICES: u32 = 5;
 
 impl Orchestrator {
     /// Runs intake for `instruction`, then, on approval, the approved tasks one after
-    /// another (§14.1); returns how the run ended.
+    /// another; returns how the run ended.
     pub fn run_from_words(
         config: Config,
         workspace: PathBuf,
@@ -171,7 +172,7 @@ impl Orchestrator {
     /// Sends `action` (`intake`, or `task_discovery` for a plan the user chose) with
     /// `inputs` and waits for its proposal, putting the agent's questions (and conflicts it
     /// proposes nothing for) to the user and sending their answers back with the same key
-    /// (§4.1.2, §7.4, §14.1); `None` when the run failed or was aborted on the way (recorded).
+    /// `None` when the run failed or was aborted on the way (recorded).
     fn ask_orchestration(
         &mut self,
         action: Action,

@@ -1,6 +1,7 @@
-//! Resuming a run (§5.6, §7.5): its ledger read back into the run's state, the orphaned
-//! agents of the crashed process stopped, and the receipts a crash left unwritten restored and
-//! checked against the files, before the run is driven on as a live one.
+//! Resuming a run (docs/lorch.md, "Failures, Ctrl-C and resuming"): its ledger read back
+//! into the run's state, the orphaned agents of the crashed process stopped, and the
+//! receipts a crash left unwritten restored and checked against the files, before the run
+//! is driven on as a live one.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -14,8 +15,8 @@ use super::{
 };
 
 impl Orchestrator {
-    /// Resumes run `run_id` from its ledger (§5.6); `user` decides the conflicts that come
-    /// up (§7.4).
+    /// Resumes run `run_id` from its ledger; `user` decides the conflicts that come
+    /// up.
     pub fn resume(
         config: Config,
         workspace: PathBuf,
@@ -76,7 +77,7 @@ impl Orchestrator {
     }
 
     /// Orphaned agents of the crashed process (pids in `state/run.json`) are stopped: their
-    /// stdio went with the old lorch, so they cannot be adopted (§7.3).
+    /// stdio went with the old lorch, so they cannot be adopted.
     pub(super) fn terminate_orphans(&mut self) -> Result<(), RunError> {
         let state = store::read_json(&store::state_path(&self.store.workspace))
             .ok()
@@ -112,7 +113,7 @@ impl Orchestrator {
 
     /// Rewrites receipts a crash left unwritten (the ledger has them) and checks every
     /// file's latest receipt against the file. A mismatch with a command in flight is that
-    /// command's partial work: it is resent with the same IK (§7.5). Without one, something
+    /// command's partial work: it is resent with the same IK. Without one, something
     /// outside lorch changed the workspace and a human decides.
     pub(super) fn restore_receipts(&mut self) -> Result<(), RunError> {
         let ws = self.store.workspace.clone();

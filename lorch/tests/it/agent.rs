@@ -166,7 +166,7 @@ impl Agent {
     pub fn send(&mut self, command: &Value) {
         let mut command = command.clone();
         if command["version"]["snapshot_id"] == ANY_SNAPSHOT {
-            let (id, _) = lorch::store::snapshot_of(&self.root).expect("snapshot");
+            let (id, _) = lorch::manifest::snapshot_of(&self.root).expect("snapshot");
             command["version"]["snapshot_id"] = id.into();
         }
         self.send_line(&command.to_string());
@@ -548,7 +548,7 @@ fn an_agent_that_sees_another_workspace_than_the_commands_says_version_mismatch(
         ("builder", "implement", &build),
     ] {
         let mut agent = Agent::start(&ws, role, &[], reply, &[]);
-        let (now, _) = lorch::store::snapshot_of(&ws.root).expect("snapshot");
+        let (now, _) = lorch::manifest::snapshot_of(&ws.root).expect("snapshot");
         let mut stale = command(
             role,
             action,
@@ -580,7 +580,7 @@ fn an_agent_that_sees_another_workspace_than_the_commands_says_version_mismatch(
     }
     // Pinned to the workspace as it is, the command is done, and says what it saw.
     let mut agent = Agent::start(&ws, "reviewer", &[], &review, &[]);
-    let (now, _) = lorch::store::snapshot_of(&ws.root).expect("snapshot");
+    let (now, _) = lorch::manifest::snapshot_of(&ws.root).expect("snapshot");
     agent.send(&command(
         "reviewer",
         "review",

@@ -46,7 +46,7 @@ fn a_builder_step_is_one_git_loaf_commit_that_git_loaf_undo_reverts() {
         &reply,
         &[],
     );
-    let (pinned, _) = lorch::store::snapshot_of(&ws.root).expect("snapshot");
+    let (pinned, _) = lorch::manifest::snapshot_of(&ws.root).expect("snapshot");
     agent.send(&implement("c-1", "ik-implement-T-0042-1"));
     let answer = agent.answer();
     let content = "hello from the builder\n";

@@ -282,7 +282,7 @@ fn an_agent_killed_mid_conversation_undoes_its_turns_before_the_step_is_made_afr
         .collect();
     // lorch resends the same command, pinned to the workspace as it was before the step.
     let mut command = implement("c-1", "ik-implement-T-0042-1");
-    let (before, _) = lorch::store::snapshot_of(&ws.root).expect("snapshot");
+    let (before, _) = lorch::manifest::snapshot_of(&ws.root).expect("snapshot");
     command["version"]["snapshot_id"] = before.into();
     let mut agent = Agent::start_cmd(&ws, "builder", &[], &model, &ws.scratch("unused"), &hanging);
     agent.send(&command);

@@ -1,7 +1,7 @@
-//! The builder's step as a conversation (DESIGN §3c): the model's reply is applied through
-//! git-loaf, and git-loaf's report, with the output of the `--check` commands that failed,
-//! goes back to the model as the next turn, until every block succeeded, the step changed
-//! files and the checks pass, or `max_turns` is reached.
+//! The builder's step as a conversation (docs/lorch.md, "The three agents"): the model's
+//! reply is applied through git-loaf, and git-loaf's report, with the output of the
+//! `--check` commands that failed, goes back to the model as the next turn, until every
+//! block succeeded, the step changed files and the checks pass, or `max_turns` is reached.
 //!
 //! ```text
 //! prompt ─→ model ─→ git loaf apply ─→ assess ─┬─ all ✅, files changed, checks pass ─→ squash the turns ─→ one commit
@@ -19,8 +19,7 @@
 
 use std::path::Path;
 
-use git_loaf::ops::apply::{Applied, ApplyOptions, apply};
-use git_loaf::ops::squash::{SquashOptions, squash as loaf_squash};
+use git_loaf::api::{Applied, ApplyOptions, SquashOptions, apply, squash as loaf_squash};
 use serde_json::{Value, json};
 
 use super::{Step, assess};
@@ -73,8 +72,8 @@ pub fn converse(
     let root = &shim.options.workspace;
     // The same text `git loaf instructions` prints here: the syntax and the actions the
     // loaf.yml the user accepted allows (a wider one a turn wrote waits for the user).
-    let config = git_loaf::ops::config::load(root).map_err(|e| StepError::Apply(e.to_string()))?;
-    let instructions = git_loaf::instructions::render(root, &config);
+    let instructions =
+        git_loaf::api::instructions(root).map_err(|e| StepError::Apply(e.to_string()))?;
     let mut made = Vec::new();
     match talk(shim, command, key, earlier, &instructions, &mut made) {
         Ok((last, true)) => finish(shim, command, made, last),
@@ -280,7 +279,7 @@ fn give_up(shim: &Shim, made: &[Made], last: Last) -> Step {
 /// lorch builder (<program>)`, as each turn's commit said (git-loaf's squash adds its own
 /// `Loaf-Squash` trailers after it).
 pub fn step_message(shim: &Shim, command: &Command, turns: usize) -> String {
-    let subject = git_loaf::report::subject::fit_subject(&step_subject(command));
+    let subject = git_loaf::api::fit_subject(&step_subject(command));
     format!(
         "{subject}\n\nThe builder's {turns} turns of this step, squashed into one commit.\n\nAssisted-by: {}\n",
         shim.options.model()
@@ -314,10 +313,10 @@ fn undo(root: &Path, made: &[Made]) -> Result<Option<String>, String> {
     let Some(first) = made.first() else {
         return Ok(None);
     };
-    if git_loaf::ops::undo::undo_to(root, &first.apply, false).is_ok() {
+    if git_loaf::api::undo_to(root, &first.apply, false).is_ok() {
         return Ok(None);
     }
-    match git_loaf::ops::undo::undo_to(root, &first.apply, true) {
+    match git_loaf::api::undo_to(root, &first.apply, true) {
         Ok(walked) => Ok(Some(match walked.saved {
             Some(saved) => format!(
                 "what else changed in the files meanwhile (the checks' output) is saved as {saved}"

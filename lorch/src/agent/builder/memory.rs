@@ -1,7 +1,7 @@
 //! Why the last attempt at a command failed, kept by idempotency key in
 //! `<state dir>/attempts/<sha256(ik)>.txt` (beside the receipts), so that lorch's retry of
 //! the command (the same IK) tells the model what went wrong instead of sending it the
-//! same prompt again (DESIGN §3c), across a restarted agent too. Forgotten once the
+//! same prompt again, across a restarted agent too. Forgotten once the
 //! command succeeds.
 
 use std::path::{Path, PathBuf};

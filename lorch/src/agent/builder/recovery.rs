@@ -18,11 +18,8 @@
 
 use std::path::Path;
 
-use git_loaf::git::{Oid, Repository};
-use git_loaf::ops::log::Shown;
-use git_loaf::tx::oplog::{self, OpKind};
-use git_loaf::tx::session::Session;
-use git2::DiffOptions;
+use git_loaf::api::{SQUASH_TRAILER, SQUASHED_TRAILER, Shown};
+use git2::{DiffOptions, Oid, Repository};
 
 use super::{Step, answer, assess, changed_files};
 use crate::agent::{Answer, Shim, StepError};
@@ -59,7 +56,7 @@ fn answer_from(shim: &Shim, command: &Command, prior: &Prior) -> Result<Option<A
         );
         return Ok(None);
     };
-    let (report, result) = match git_loaf::ops::log::show(root, Some(&commit)) {
+    let (report, result) = match git_loaf::api::show(root, Some(&commit)) {
         Ok(Shown::Full { text, result, .. }) => (text, result),
         Ok(Shown::TrailerOnly { result, .. }) => (
             format!(
@@ -155,12 +152,16 @@ fn step_commit(
     let head = repo.head().ok().and_then(|h| h.peel_to_commit().ok());
     if let Some(head) = head.filter(|h| h.id().to_string() != commit) {
         let message = head.message().unwrap_or_default();
+        let (squashed, squash) = (
+            format!("{SQUASHED_TRAILER}: "),
+            format!("{SQUASH_TRAILER}: "),
+        );
         let folded = message
             .lines()
-            .any(|l| l.starts_with("Loaf-Squashed: ") && l.contains(&prior.id));
+            .any(|l| l.starts_with(&squashed) && l.contains(&prior.id));
         let id = message
             .lines()
-            .find_map(|l| l.strip_prefix("Loaf-Squash: "))
+            .find_map(|l| l.strip_prefix(squash.as_str()))
             .map(str::trim);
         if let (true, Some(id)) = (folded, id) {
             return Ok((id.to_owned(), head.id().to_string()));
@@ -175,7 +176,7 @@ fn discard(shim: &Shim, top: &[String]) {
     let Some(oldest) = top.last() else {
         return;
     };
-    match git_loaf::ops::undo::undo_to(&shim.options.workspace, oldest, false) {
+    match git_loaf::api::undo_to(&shim.options.workspace, oldest, false) {
         Ok(_) => say(
             shim,
             format!(
@@ -206,50 +207,24 @@ struct Prior {
     top: Vec<String>,
 }
 
-/// The newest apply of this working tree that carries `key`. Looked up in a git-loaf
-/// session, which first finishes a publish a killed apply left half done (its branch moved,
+/// The newest apply of this working tree that carries `key`, looked up by git-loaf with its
+/// lock held, after it finished a publish a killed apply left half done (its branch moved,
 /// its log entry not yet written): otherwise that step would be missed and made again.
 fn find_apply(shim: &Shim, key: &str) -> Result<Option<Prior>, StepError> {
-    let session = Session::begin(&shim.options.workspace, "lorch agent")
+    let found = git_loaf::api::reply_applies(&shim.options.workspace, key, "lorch agent")
         .map_err(|e| StepError::Apply(e.to_string()))?;
-    for notice in &session.notices {
+    for notice in &found.notices {
         let _ = shim.emitter.log(
             LogLevel::Info,
             &format!("git-loaf: {notice}"),
             Object::new(),
         );
     }
-    let log_error = |e: git2::Error| StepError::Apply(format!("git-loaf operation log: {e}"));
-    // Linked worktrees share one log: the same command in another worktree is not ours.
-    let workdir = session.root.display().to_string();
-    let ours = |entry: &oplog::OpEntry| {
-        entry.kind == OpKind::Apply
-            && entry.workdir == workdir
-            && entry.reply_key.as_deref() == Some(key)
-    };
-    let mut top = Vec::new();
-    for entry in oplog::undoable(&session.repo, &workdir).map_err(log_error)? {
-        let entry = entry.map_err(log_error)?;
-        if !ours(&entry) {
-            break;
-        }
-        top.push(entry.id);
-    }
-    for entry in oplog::walk(&session.repo) {
-        let entry = entry.map_err(log_error)?;
-        if ours(&entry) {
-            let commit = entry
-                .after
-                .head
-                .filter(|h| Some(h) != entry.before.head.as_ref());
-            return Ok(Some(Prior {
-                id: entry.id,
-                commit,
-                top,
-            }));
-        }
-    }
-    Ok(None)
+    Ok(found.newest.map(|newest| Prior {
+        id: newest.id,
+        commit: newest.commit,
+        top: found.on_top,
+    }))
 }
 
 /// Whether the workspace still holds what `commit` made of `paths`: each with the commit's
