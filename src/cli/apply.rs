@@ -107,7 +107,7 @@ pub fn run(args: &ApplyArgs) -> Result<Outcome, CliError> {
     let bytes = read_bytes(&source)?;
     let text = as_text(&bytes, &source)?;
     let response = respond(&cwd, text, &args.request())?;
-    response.print(args.json)?;
+    super::response::print(&response, args.json)?;
     match response.error {
         Some(error) => Err(error),
         None => Ok(response.outcome),

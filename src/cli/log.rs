@@ -55,7 +55,7 @@ pub struct ShowArgs {
 /// Runs `git loaf log`.
 pub fn run_log(args: &LogArgs) -> Result<Outcome, CliError> {
     let response = respond_log(&super::current_dir()?, args.max_count)?;
-    response.print(args.json)?;
+    super::response::print(&response, args.json)?;
     Ok(response.outcome)
 }
 
@@ -112,7 +112,7 @@ fn folded_words(folded: log::Folded, succeeded: usize, failed: usize) -> String 
 /// Runs `git loaf show`.
 pub fn run_show(args: &ShowArgs) -> Result<Outcome, CliError> {
     let response = respond_show(&super::current_dir()?, args.rev.as_deref())?;
-    response.print(args.json)?;
+    super::response::print(&response, args.json)?;
     Ok(response.outcome)
 }
 

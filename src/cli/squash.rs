@@ -77,7 +77,7 @@ pub struct SquashArgs {
 /// Runs `git loaf squash`.
 pub fn run(args: &SquashArgs) -> Result<Outcome, CliError> {
     let response = respond(&super::current_dir()?, args)?;
-    response.print(false)?;
+    super::response::print(&response, false)?;
     if let Some(error) = &response.error {
         super::print_error(error);
     }

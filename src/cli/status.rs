@@ -29,7 +29,7 @@ pub struct StatusArgs {
 /// Runs `git loaf status`.
 pub fn run(args: &StatusArgs) -> Result<Outcome, CliError> {
     let response = respond(&super::current_dir()?)?;
-    response.print(args.json)?;
+    super::response::print(&response, args.json)?;
     Ok(response.outcome)
 }
 

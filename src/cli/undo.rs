@@ -47,14 +47,14 @@ pub struct RedoArgs {}
 /// Runs `git loaf undo`.
 pub fn run_undo(args: &UndoArgs) -> Result<Outcome, CliError> {
     let response = respond_undo(&super::current_dir()?, args.to.as_deref(), args.force)?;
-    response.print(false)?;
+    super::response::print(&response, false)?;
     Ok(response.outcome)
 }
 
 /// Runs `git loaf redo`.
 pub fn run_redo(_args: &RedoArgs) -> Result<Outcome, CliError> {
     let response = respond_redo(&super::current_dir()?)?;
-    response.print(false)?;
+    super::response::print(&response, false)?;
     Ok(response.outcome)
 }
 

@@ -9,6 +9,7 @@
 
 pub mod apply;
 pub mod config;
+mod error;
 mod exec_changes;
 pub mod gc;
 pub mod log;
@@ -19,8 +20,12 @@ pub mod squash;
 pub mod status;
 pub mod step;
 pub mod take;
+mod response;
 mod targets;
 pub mod undo;
+
+pub use error::{ErrorKind, OpError};
+pub use response::{Outcome, Response};
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
