@@ -39,6 +39,4 @@ pub mod report;
 pub mod tx;
 pub mod watch;
 
-mod run;
-
-pub use run::{Loaf, execute};
+pub use ops::loaf::{Loaf, execute};

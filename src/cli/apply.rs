@@ -11,8 +11,8 @@ use crate::actions::{BlockError, ErrorType, Plan};
 use crate::config::Config;
 use crate::input::{Source, as_text, read_bytes};
 use crate::ops::apply::{self, ApplyOptions};
+use crate::ops::{check, execute};
 use crate::report;
-use crate::run;
 
 /// Run an LLM's reply as one commit and print the results for the model.
 ///
@@ -124,14 +124,14 @@ pub fn respond(cwd: &Path, text: &str, request: &ApplyRequest) -> Result<Respons
     } else {
         None
     };
-    let plan = run::check_reply(text, &root);
+    let plan = check::check_reply(text, &root);
     if request.dry_run {
         return Ok(dry_run(plan, config.as_ref(), text));
     }
     // No block: nothing to run, so no transaction (no lock, no stage, no hooks, no apply
     // id). A repository git-loaf must not touch is still refused first, and outside a
     // repository the transaction says to use --no-commit.
-    if let Some(result) = run::no_block_result(text, &plan) {
+    if let Some(result) = check::no_block_result(text, &plan) {
         if config.is_none() {
             match crate::git::states::discover(cwd) {
                 Ok(repo) => crate::git::states::refuse_in_progress(&repo, "apply")?,
@@ -150,7 +150,7 @@ pub fn respond(cwd: &Path, text: &str, request: &ApplyRequest) -> Result<Respons
 /// The planned actions and every error, nothing changed.
 fn dry_run(plan: Plan, config: Option<&Config>, text: &str) -> Response {
     let plan = refuse_disallowed(plan, config);
-    let fatal = (plan.total_blocks == 0).then(|| run::no_block_message(text, &plan));
+    let fatal = (plan.total_blocks == 0).then(|| check::no_block_message(text, &plan));
     let outcome = if plan.errors.is_empty() && fatal.is_none() {
         Outcome::Success
     } else {
@@ -199,7 +199,7 @@ fn refuse_disallowed(mut plan: Plan, config: Option<&Config>) -> Plan {
     plan.errors
         .extend(refused.into_iter().map(|action| BlockError {
             block_id: action.block_id.clone(),
-            message: run::not_enabled(&action.name, config, &file),
+            message: execute::not_enabled(&action.name, config, &file),
             action: Some(action.name),
             error_type: ErrorType::Validation,
             block_start_line: Some(action.start_line),

@@ -30,8 +30,8 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser, Subcommand};
 
-pub use error::{CliError, ErrorKind};
 pub use crate::ops::{Outcome, Response};
+pub use error::{CliError, ErrorKind};
 use style::{Paint, Stream};
 
 /// Apply, inspect, undo and tidy what an LLM wrote into your repository.

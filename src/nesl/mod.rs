@@ -2,7 +2,8 @@
 //!
 //! This module reproduces the reference parser (nesl-js 0.1.12-beta.1) exactly: the same
 //! blocks, error codes, lines, UTF-16 columns and lengths, messages, context windows and
-//! recovery. It knows nothing about actions or git.
+//! recovery. It knows nothing about actions or git. [`diagnostics`] explains, beside the parser's
+//! result, what a model wrote that looked like a block but was not one.
 //!
 //! # Grammar
 //!
@@ -50,6 +51,7 @@
 
 mod assignment;
 mod context;
+pub mod diagnostics;
 pub mod js;
 mod json;
 mod key;

@@ -38,7 +38,7 @@ impl Tx<'_> {
     /// when code will run).
     pub(super) fn run_env(&mut self, reply: &str, stage: &Stage) -> Result<RunEnv, TxError> {
         let isolate = visible::isolate_set(&self.config.stage.isolate)?;
-        let runs_code = crate::run::runs_code(reply, &self.config, &self.root);
+        let runs_code = crate::ops::loaf::runs_code(reply, &self.config, &self.root);
         // The repository's own git hooks (a config read and a few stats); they are code too.
         let verify = match (self.config.git_hooks, self.options.no_verify) {
             (false, _) => Verify::None,
@@ -111,7 +111,7 @@ impl Tx<'_> {
             self.session.common_dir(),
             entries.into_iter().map(|e| e.path).collect(),
         )
-        .with_policy(crate::run::sandbox_policy(&self.config));
+        .with_policy(crate::ops::loaf::sandbox_policy(&self.config));
         if let Some(notice) = crate::exec::sandbox::fallback_notice() {
             self.notices.push(notice);
         }
@@ -132,7 +132,7 @@ impl Tx<'_> {
         let mut fences = states::submodule_fences(repo, stage.path());
         fences.extend(states::sparse_fences(repo, stage.path()));
         crash_point("fences");
-        let mut result = crate::run::execute_fenced(
+        let mut result = crate::ops::execute::execute_fenced(
             reply,
             &self.config,
             &env.paths,
