@@ -6,6 +6,7 @@
 //! sandbox, hooks and actions), `committing` (snapshot, pre-commit, commit, note) and
 //! `publishing` (publish, report, keep).
 
+pub mod answer;
 mod committing;
 mod publishing;
 mod running;

@@ -20,6 +20,7 @@ mod error;
 mod exec_changes;
 pub mod execute;
 pub mod gc;
+pub mod instructions;
 pub mod loaf;
 pub mod log;
 pub mod record;
