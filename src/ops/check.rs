@@ -1,10 +1,11 @@
-//! A reply checked before anything runs: every block parsed and validated into a plan, with
-//! what the parser leaves unsaid (blocks an unclosed heredoc swallowed, what looked like a
-//! block but was not one, a missing end line) explained the way the model can fix it
-//! (docs/nesl.md).
+//! A reply checked before anything runs, once: its text parsed and every block validated
+//! into a plan, with what the parser leaves unsaid (blocks an unclosed heredoc swallowed,
+//! what looked like a block but was not one, a missing end line) explained the way the
+//! model can fix it (docs/nesl.md). Everything after — the dry run, the no-block answer,
+//! the sandbox decision, the run — reads the [`CheckedReply`], never the text again.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::actions::{self, BlockError, ErrorType, Plan};
 use crate::nesl;
@@ -12,16 +13,47 @@ use crate::nesl::diagnostics::missing_end;
 use crate::nesl::diagnostics::near_miss::{self, EXPECTED_FORM};
 use crate::report::ExecutionResult;
 
+/// A reply, parsed and checked once.
+#[derive(Debug, Clone)]
+pub struct CheckedReply<'r> {
+    /// The reply's text, without a byte order mark (its prose gives the commit's subject).
+    pub text: &'r str,
+    /// The root its paths were checked against (the repository's, or the folder).
+    pub root: PathBuf,
+    /// The actions to run and the blocks that will not.
+    pub plan: Plan,
+    /// The key of its blocks when it is a complete reply: what the operation log records,
+    /// so that `git loaf watch` never runs it again.
+    pub key: Option<String>,
+}
+
+impl CheckedReply<'_> {
+    /// Whether an `exec` block will run (then, and for hooks, code needs a sandbox).
+    pub fn runs_exec(&self) -> bool {
+        self.plan.actions.iter().any(|a| a.name == "exec")
+    }
+}
+
+/// Parses `reply` once and checks every block against `root` (see [`check_blocks`]).
+pub fn check<'r>(reply: &'r str, root: &Path) -> CheckedReply<'r> {
+    // However the reply arrived (a library caller, lorch), a byte order mark is not text.
+    let text = crate::input::without_bom(reply);
+    let parsed = nesl::parse(text);
+    CheckedReply {
+        text,
+        root: root.to_path_buf(),
+        plan: check_blocks(text, &parsed, root),
+        key: crate::ops::readiness::key_parsed(text, &parsed),
+    }
+}
+
 /// Checks every block of `reply` (see [`actions::plan`]) and adds what the parser leaves
 /// unsaid: blocks swallowed by another block's unclosed heredoc, and whatever looked like a
 /// block but was not one (a ```` ```nesl ```` fence without a header, a malformed header),
 /// each with what to write instead.
-pub fn check_reply(reply: &str, root: &Path) -> Plan {
-    // However the reply arrived (a library caller, lorch), a byte order mark is not text.
-    let reply = crate::input::without_bom(reply);
-    let parsed = nesl::parse(reply);
-    let mut plan = actions::plan(reply, &parsed, root);
-    for heredoc in near_miss::unclosed_heredocs(reply, &parsed) {
+fn check_blocks(reply: &str, parsed: &nesl::ParseResult<'_>, root: &Path) -> Plan {
+    let mut plan = actions::plan(reply, parsed, root);
+    for heredoc in near_miss::unclosed_heredocs(reply, parsed) {
         if let Some(error) = plan.errors.iter_mut().find(|e| {
             e.block_id == heredoc.block
                 && e.message
@@ -31,11 +63,11 @@ pub fn check_reply(reply: &str, root: &Path) -> Plan {
             error.line = Some(heredoc.opened);
         }
     }
-    plan.warnings.extend(duplicate_ids(&parsed));
-    for missing in missing_end::missing_ends(reply, &parsed) {
+    plan.warnings.extend(duplicate_ids(parsed));
+    for missing in missing_end::missing_ends(reply, parsed) {
         collapse_missing_end(&mut plan.errors, &missing);
     }
-    for swallowed in near_miss::swallowed(reply, &parsed) {
+    for swallowed in near_miss::swallowed(reply, parsed) {
         plan.errors.push(BlockError {
             block_id: swallowed.id.clone(),
             action: None,
@@ -46,7 +78,7 @@ pub fn check_reply(reply: &str, root: &Path) -> Plan {
             line: None,
         });
     }
-    for miss in near_miss::near_misses(reply, &parsed) {
+    for miss in near_miss::near_misses(reply, parsed) {
         // The parser already reported a header it could not read: explain that error
         // instead of adding a second one.
         let reported = plan

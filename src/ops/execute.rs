@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use super::check::check_reply;
+use super::check::CheckedReply;
 use crate::actions::{self, Action};
 use crate::config::{Config, HookCommand};
 use crate::exec::guard::FsGuard;
@@ -61,11 +61,11 @@ pub trait ChangeWatch {
 /// the trailer and the note carry the data, and a build may create thousands of files.
 pub const CHANGES_KEPT: usize = 100;
 
-/// [`execute`], with folders or files (real paths) no action may touch and the reason each
+/// [`super::loaf::execute`], with folders or files (real paths) no action may touch and the reason each
 /// refusal gives: the transaction fences off submodules, which the stage does not check
 /// out, and paths outside a sparse checkout.
 pub fn execute_fenced(
-    reply: &str,
+    reply: &CheckedReply<'_>,
     config: &Config,
     paths: &PathMap,
     fences: Vec<(PathBuf, String)>,
@@ -74,8 +74,8 @@ pub fn execute_fenced(
 ) -> ExecutionResult {
     let root = paths.user_root();
     // A reply with no block at all succeeds here, as in the seed's library; the command
-    // line refuses it before getting this far (see [`no_block_result`]).
-    let plan = check_reply(reply, root);
+    // line refuses it before getting this far (see [`super::check::no_block_result`]).
+    let plan = &reply.plan;
     // Inside a transaction the guard checks real (stage) paths, so its patterns resolve
     // from the real place of loaf.yml's folder.
     let config_dir = paths.to_real(&config.dir);
@@ -151,12 +151,12 @@ pub fn execute_fenced(
             after: after.errors,
         });
     ExecutionResult {
-        warnings: plan.warnings,
+        warnings: plan.warnings.clone(),
         success: succeeded && after.success,
         total_blocks: plan.total_blocks,
         executed_actions: results.len(),
         results,
-        parse_errors: plan.errors,
+        parse_errors: plan.errors.clone(),
         hook_errors,
         ..ExecutionResult::default()
     }

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::check::{CheckedReply, check};
 use super::execute::execute_fenced;
 use crate::config::{Config, ConfigError};
 use crate::exec::PathMap;
@@ -47,8 +48,13 @@ impl Loaf {
     /// sandbox that keeps it from the git dir, the rest of the filesystem and the network,
     /// as in a transaction (DESIGN §2); only the root is written in place.
     pub fn execute(&self, reply: &str) -> ExecutionResult {
+        self.execute_checked(&check(reply, &self.root))
+    }
+
+    /// [`Loaf::execute`], of a reply already checked (against this root).
+    pub fn execute_checked(&self, reply: &CheckedReply<'_>) -> ExecutionResult {
         // Only a reply that runs code needs the sandbox (and the probe for namespaces).
-        let sandbox = runs_code(reply, &self.config, &self.root).then(|| {
+        let sandbox = runs_code(reply, &self.config).then(|| {
             let common = crate::git::states::discover(&self.root)
                 .ok()
                 .map(|repo| repo.commondir().to_path_buf());
@@ -68,15 +74,9 @@ impl Loaf {
 
 /// Whether the reply or loaf.yml will run code (exec blocks, hooks): only then is a sandbox
 /// made (and, in a transaction, the user's ignored entries listed for it).
-pub(crate) fn runs_code(reply: &str, config: &Config, root: &Path) -> bool {
+pub(crate) fn runs_code(reply: &CheckedReply<'_>, config: &Config) -> bool {
     let hooks = !config.hooks.before.is_empty() || !config.hooks.after.is_empty();
-    hooks || {
-        let parsed = crate::nesl::parse(reply);
-        crate::actions::plan(reply, &parsed, root)
-            .actions
-            .iter()
-            .any(|a| a.name == "exec")
-    }
+    hooks || reply.runs_exec()
 }
 
 /// What loaf.yml allows code beyond the stage (`exec.network`, `exec.writable`,
@@ -93,5 +93,6 @@ pub(crate) fn sandbox_policy(config: &Config) -> crate::exec::sandbox::Policy {
 /// Runs `reply` where `paths` says: parse, check every block, run every valid action in
 /// order. Never fails: whatever goes wrong is in the result.
 pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult {
-    execute_fenced(reply, config, paths, Vec::new(), None, None)
+    let reply = check(reply, paths.user_root());
+    execute_fenced(&reply, config, paths, Vec::new(), None, None)
 }

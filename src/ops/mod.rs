@@ -23,6 +23,7 @@ pub mod gc;
 pub mod instructions;
 pub mod loaf;
 pub mod log;
+pub mod readiness;
 pub mod record;
 pub mod record_tool;
 mod response;

@@ -10,7 +10,8 @@ use serde_json::json;
 use super::ApplyOptions;
 use crate::actions::{BlockError, ErrorType, Plan};
 use crate::config::Config;
-use crate::ops::{OpError, Outcome, Response, check, execute};
+use crate::ops::check::{self, CheckedReply};
+use crate::ops::{OpError, Outcome, Response, execute};
 use crate::report;
 
 /// What `git loaf apply` is asked to do with a reply, whichever front door asked.
@@ -40,33 +41,33 @@ pub fn respond(cwd: &Path, text: &str, request: &ApplyRequest) -> Result<Respons
     } else {
         None
     };
-    let plan = check::check_reply(text, &root);
+    let reply = check::check(text, &root);
     if request.dry_run {
-        return Ok(dry_run(plan, config.as_ref(), text));
+        return Ok(dry_run(reply, config.as_ref()));
     }
     // No block: nothing to run, so no transaction (no lock, no stage, no hooks, no apply
     // id). A repository git-loaf must not touch is still refused first, and outside a
     // repository the transaction says to use --no-commit.
-    if let Some(result) = check::no_block_result(text, &plan) {
+    if let Some(result) = check::no_block_result(reply.text, &reply.plan) {
         if config.is_none() {
             match crate::git::states::discover(cwd) {
                 Ok(repo) => crate::git::states::refuse_in_progress(&repo, "apply")?,
-                Err(_) => return transaction(request, cwd, text),
+                Err(_) => return transaction(request, cwd, &reply),
             }
         }
         return Ok(result_response(&result));
     }
     let Some(config) = config else {
-        return transaction(request, cwd, text);
+        return transaction(request, cwd, &reply);
     };
-    let result = crate::Loaf::with_config(&root, config).execute(text);
+    let result = crate::Loaf::with_config(&root, config).execute_checked(&reply);
     Ok(result_response(&result))
 }
 
 /// The planned actions and every error, nothing changed.
-fn dry_run(plan: Plan, config: Option<&Config>, text: &str) -> Response {
-    let plan = refuse_disallowed(plan, config);
-    let fatal = (plan.total_blocks == 0).then(|| check::no_block_message(text, &plan));
+fn dry_run(reply: CheckedReply<'_>, config: Option<&Config>) -> Response {
+    let plan = refuse_disallowed(reply.plan, config);
+    let fatal = (plan.total_blocks == 0).then(|| check::no_block_message(reply.text, &plan));
     let outcome = if plan.errors.is_empty() && fatal.is_none() {
         Outcome::Success
     } else {
@@ -126,16 +127,20 @@ fn refuse_disallowed(mut plan: Plan, config: Option<&Config>) -> Plan {
 }
 
 /// The apply as a git transaction.
-fn transaction(request: &ApplyRequest, cwd: &Path, text: &str) -> Result<Response, OpError> {
+fn transaction(
+    request: &ApplyRequest,
+    cwd: &Path,
+    reply: &CheckedReply<'_>,
+) -> Result<Response, OpError> {
     let options = ApplyOptions {
         model: request.model.clone(),
         // Recorded so that a watcher never runs a reply already applied by hand.
-        reply_key: crate::watch::reply::key(text),
+        reply_key: reply.key.clone(),
         no_verify: request.no_verify,
         sign: request.sign.clone(),
         message: request.message.clone(),
     };
-    let applied = super::apply(cwd, text, &options)?;
+    let applied = super::apply_checked(cwd, reply, &options)?;
     let mut notices = applied.notices.clone();
     // loaf.yml's `gc` asks for pruning; it is due at most once a day. A failure costs
     // nothing of the apply, which is done: say it and go on.

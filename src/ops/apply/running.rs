@@ -10,6 +10,7 @@ use super::Tx;
 use crate::exec::PathMap;
 use crate::exec::sandbox::Sandbox;
 use crate::git::{states, treediff};
+use crate::ops::check::CheckedReply;
 use crate::ops::exec_changes::StageWatch;
 use crate::report::ExecutionResult;
 use crate::tx::checkpoint::{self, Checkpoint};
@@ -36,9 +37,13 @@ impl Tx<'_> {
     /// as in the user's tree: fs actions read through to them; exec and hooks get them
     /// mounted in place, which needs the list of them (a walk of the tree's folders: only
     /// when code will run).
-    pub(super) fn run_env(&mut self, reply: &str, stage: &Stage) -> Result<RunEnv, TxError> {
+    pub(super) fn run_env(
+        &mut self,
+        reply: &CheckedReply<'_>,
+        stage: &Stage,
+    ) -> Result<RunEnv, TxError> {
         let isolate = visible::isolate_set(&self.config.stage.isolate)?;
-        let runs_code = crate::ops::loaf::runs_code(reply, &self.config, &self.root);
+        let runs_code = crate::ops::loaf::runs_code(reply, &self.config);
         // The repository's own git hooks (a config read and a few stats); they are code too.
         let verify = match (self.config.git_hooks, self.options.no_verify) {
             (false, _) => Verify::None,
@@ -122,7 +127,7 @@ impl Tx<'_> {
     /// files outside the sparse set fenced off.
     pub(super) fn run_actions(
         &self,
-        reply: &str,
+        reply: &CheckedReply<'_>,
         stage: &Stage,
         env: &RunEnv,
         checkpoint: &Checkpoint,

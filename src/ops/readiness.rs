@@ -1,5 +1,6 @@
-//! What a saved file or a copied text holds, for the watcher: no reply at all, a reply still
-//! being written, or a complete reply and its key.
+//! What a text holds: no reply at all, a reply still being written (what `git loaf watch`
+//! waits on), or a complete reply and its key, which every apply records so that the
+//! watcher never runs a reply twice (docs/watch.md).
 //!
 //! The key is a hash of the reply's blocks only, from each header line to its end marker:
 //! the prose around them, blank lines between them and line endings (an editor or clipboard
@@ -46,7 +47,12 @@ fn key_of(hash: Sha256) -> String {
 /// records for each apply, and what any other apply may record so that the watcher knows
 /// the reply ran.
 pub fn key(text: &str) -> Option<String> {
-    match inspect(text) {
+    key_parsed(text, &crate::nesl::parse(text))
+}
+
+/// [`key`], of a text already parsed.
+pub fn key_parsed(text: &str, parsed: &crate::nesl::ParseResult<'_>) -> Option<String> {
+    match inspect_parsed(text, parsed) {
         Readiness::Ready { key, .. } => Some(key),
         Readiness::NoBlocks | Readiness::Incomplete { .. } => None,
     }
@@ -57,7 +63,11 @@ const HEADER: &str = "#!nesl";
 
 /// Inspects `text` (see [`Readiness`]).
 pub fn inspect(text: &str) -> Readiness {
-    let parsed = crate::nesl::parse(text);
+    inspect_parsed(text, &crate::nesl::parse(text))
+}
+
+/// [`inspect`], of a text already parsed.
+pub fn inspect_parsed(text: &str, parsed: &crate::nesl::ParseResult<'_>) -> Readiness {
     let lines: Vec<&str> = text.split('\n').collect();
     if let Some(line) = header_being_written(&lines, parsed.blocks.last().map(block_end)) {
         return Readiness::Incomplete { block: None, line };
