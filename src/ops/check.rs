@@ -43,7 +43,7 @@ pub fn check<'r>(reply: &'r str, root: &Path) -> CheckedReply<'r> {
         text,
         root: root.to_path_buf(),
         plan: check_blocks(text, &parsed, root),
-        key: crate::ops::readiness::key_parsed(text, &parsed),
+        key: crate::ops::readiness::key(text, &parsed),
     }
 }
 

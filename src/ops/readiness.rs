@@ -43,15 +43,10 @@ fn key_of(hash: Sha256) -> String {
         .collect()
 }
 
-/// The key of `text` when it is a complete reply (see [`inspect`]): what `git loaf watch`
-/// records for each apply, and what any other apply may record so that the watcher knows
-/// the reply ran.
-pub fn key(text: &str) -> Option<String> {
-    key_parsed(text, &crate::nesl::parse(text))
-}
-
-/// [`key`], of a text already parsed.
-pub fn key_parsed(text: &str, parsed: &crate::nesl::ParseResult<'_>) -> Option<String> {
+/// The key of `text` (already `parsed`) when it is a complete reply (see [`inspect`]): what
+/// `git loaf watch` records for each apply, and what any other apply records so that the
+/// watcher knows the reply ran.
+pub fn key(text: &str, parsed: &crate::nesl::ParseResult<'_>) -> Option<String> {
     match inspect_parsed(text, parsed) {
         Readiness::Ready { key, .. } => Some(key),
         Readiness::NoBlocks | Readiness::Incomplete { .. } => None,
@@ -156,7 +151,8 @@ mod tests {
     const REPLY: &str = "Here you go.\n\n#!nesl [@three-char-SHA-256: k1m]\naction = \"file_write\"\npath = \"/r/a.txt\"\ncontent = <<'EOT_k1m'\nhello\nEOT_k1m\n#!end_k1m\n\nAnd a second one:\n#!nesl [@three-char-SHA-256: q2w]\naction = \"file_delete\"\npath = \"/r/b.txt\"\n#!end_q2w\nThanks!\n";
 
     fn key(text: &str) -> String {
-        super::key(text).unwrap_or_else(|| panic!("not ready: {:?}", inspect(text)))
+        super::key(text, &crate::nesl::parse(text))
+            .unwrap_or_else(|| panic!("not ready: {:?}", inspect(text)))
     }
 
     #[test]
