@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-pub use actions::{ActionsError, block_id, to_reply};
+pub use actions::{ActionsError, block_id, to_blocks};
 pub use line_limit::MAX_LINE_BYTES;
 pub use server::LoafServer;
 

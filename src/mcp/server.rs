@@ -27,7 +27,7 @@ use serde_json::{Map, Value};
 
 use super::{actions, answer};
 use crate::git::sign::SignRequest;
-use crate::ops::apply::answer::ApplyRequest;
+use crate::ops::apply::answer::{ApplyRequest, ReplyInput};
 use crate::ops::squash::answer::SquashRequest;
 use crate::ops::{self, OpError, Outcome, Response};
 
@@ -380,10 +380,10 @@ fn wrong_parameters(name: &str, message: &str) -> CallToolResult {
 /// `apply` with `reply` or `actions`.
 fn apply(repo: &Path, params: ApplyParams) -> CallToolResult {
     const FORMS: &str = "give `reply` (text with NESL blocks) or `actions` (an array of {\"action\": NAME, PARAMETER: VALUE, …} objects); the `instructions` tool lists the actions and their parameters";
-    let reply = match (params.reply, params.actions) {
-        (Some(reply), None) => reply,
-        (None, Some(list)) => match actions::to_reply(&list) {
-            Ok(reply) => reply,
+    let input = match (&params.reply, params.actions) {
+        (Some(reply), None) => ReplyInput::Text(reply),
+        (None, Some(list)) => match actions::to_blocks(&list) {
+            Ok(blocks) => ReplyInput::Blocks(blocks),
             Err(error) => return answer::bad_input(&error.to_string(), FORMS),
         },
         (Some(_), Some(_)) => {
@@ -397,7 +397,7 @@ fn apply(repo: &Path, params: ApplyParams) -> CallToolResult {
         message: params.message,
         ..Default::default()
     };
-    answered(ops::apply::answer::respond(repo, &reply, &request))
+    answered(ops::apply::answer::respond_to(repo, input, &request))
 }
 
 /// The request for `squash`.

@@ -118,6 +118,29 @@ pub struct Block<'a> {
     pub end_line: Option<usize>,
 }
 
+impl Block<'static> {
+    /// A block a caller built instead of writing it out as text (MCP's `actions`): its
+    /// properties as the parser would hold them had the block been written with these
+    /// keys and values in this order.
+    pub fn built(
+        id: String,
+        properties: impl IntoIterator<Item = (String, String)>,
+        start_line: usize,
+        end_line: usize,
+    ) -> Block<'static> {
+        let mut held = Properties::default();
+        for (key, value) in properties {
+            held.js_assign(Cow::Owned(key), js::JsString::new(value));
+        }
+        Block {
+            id: Cow::Owned(id),
+            properties: held,
+            start_line,
+            end_line: Some(end_line),
+        }
+    }
+}
+
 impl Block<'_> {
     /// The same block, owning all its text.
     pub fn into_owned(self) -> Block<'static> {

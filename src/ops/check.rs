@@ -47,6 +47,23 @@ pub fn check<'r>(reply: &'r str, root: &Path) -> CheckedReply<'r> {
     }
 }
 
+/// Checks blocks a caller built instead of writing a reply (MCP's `actions`): no text, so
+/// nothing to explain beside the parser and no key (no watcher sees them).
+pub fn check_built(blocks: Vec<nesl::Block<'static>>, root: &Path) -> CheckedReply<'static> {
+    let parsed = nesl::ParseResult {
+        blocks,
+        errors: Vec::new(),
+    };
+    let mut plan = actions::plan("", &parsed, root);
+    plan.warnings.extend(duplicate_ids(&parsed));
+    CheckedReply {
+        text: "",
+        root: root.to_path_buf(),
+        plan,
+        key: None,
+    }
+}
+
 /// Checks every block of `reply` (see [`actions::plan`]) and adds what the parser leaves
 /// unsaid: blocks swallowed by another block's unclosed heredoc, and whatever looked like a
 /// block but was not one (a ```` ```nesl ```` fence without a header, a malformed header),

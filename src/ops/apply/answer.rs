@@ -31,9 +31,27 @@ pub struct ApplyRequest {
     pub message: Option<String>,
 }
 
+/// What to apply: a reply's text, or the blocks a caller built (MCP's `actions`).
+#[derive(Debug, Clone)]
+pub enum ReplyInput<'r> {
+    /// A reply as the model wrote it.
+    Text(&'r str),
+    /// Blocks, each as the parser would have read it.
+    Blocks(Vec<crate::nesl::Block<'static>>),
+}
+
 /// Applies (or, with `dry_run`, checks) `text` in the repository (or folder) containing
 /// `cwd`, and says what came of it.
 pub fn respond(cwd: &Path, text: &str, request: &ApplyRequest) -> Result<Response, OpError> {
+    respond_to(cwd, ReplyInput::Text(text), request)
+}
+
+/// [`respond`], to a reply or to blocks.
+pub fn respond_to(
+    cwd: &Path,
+    input: ReplyInput<'_>,
+    request: &ApplyRequest,
+) -> Result<Response, OpError> {
     let root = crate::git::worktree_root(cwd).unwrap_or_else(|| cwd.to_path_buf());
     // The transaction reads loaf.yml itself (inside its lock); the others read it here.
     let config = if request.dry_run || request.no_commit {
@@ -41,7 +59,10 @@ pub fn respond(cwd: &Path, text: &str, request: &ApplyRequest) -> Result<Respons
     } else {
         None
     };
-    let reply = check::check(text, &root);
+    let reply = match input {
+        ReplyInput::Text(text) => check::check(text, &root),
+        ReplyInput::Blocks(blocks) => check::check_built(blocks, &root),
+    };
     if request.dry_run {
         return Ok(dry_run(reply, config.as_ref()));
     }
