@@ -12,11 +12,6 @@ pub fn render(cwd: &Path) -> Result<String, OpError> {
     // The same root and configuration `apply` uses, so the text matches what it accepts.
     let root = crate::git::worktree_root(&cwd).unwrap_or(cwd);
     // The loaf.yml the user accepted: a wider one a reply wrote is not in force yet.
-    let config = crate::ops::config::load(&root).map_err(|e| {
-        OpError::usage(
-            e.to_string(),
-            "fix loaf.yml (see loaf.yml.example for every key), or move it away to use the defaults",
-        )
-    })?;
+    let config = super::config::load_or_explain(&root)?;
     Ok(crate::instructions::render(&root, &config))
 }

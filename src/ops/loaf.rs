@@ -28,7 +28,7 @@ pub struct Loaf {
 impl Loaf {
     /// Reads `root/loaf.yml` as it is (defaults without one). In a repository where a reply
     /// may have written it, [`crate::ops::config::load`] gives the one the user accepted
-    /// (DESIGN §2 "Config a reply writes waits for the user"), for [`Loaf::with_config`].
+    /// (docs/loaf-yml.md, "A loaf.yml a reply writes waits for you"), for [`Loaf::with_config`].
     pub fn open(root: &Path) -> Result<Loaf, ConfigError> {
         Ok(Loaf {
             root: root.to_path_buf(),
@@ -46,7 +46,7 @@ impl Loaf {
 
     /// Runs a reply directly in the root (no git transaction). Code (exec, hooks) runs in a
     /// sandbox that keeps it from the git dir, the rest of the filesystem and the network,
-    /// as in a transaction (DESIGN §2); only the root is written in place.
+    /// as in a transaction (docs/sandbox-and-safety.md); only the root is written in place.
     pub fn execute(&self, reply: &str) -> ExecutionResult {
         self.execute_checked(&check(reply, &self.root))
     }

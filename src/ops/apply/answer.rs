@@ -55,7 +55,8 @@ pub fn respond_to(
     let root = crate::git::worktree_root(cwd).unwrap_or_else(|| cwd.to_path_buf());
     // The transaction reads loaf.yml itself (inside its lock); the others read it here.
     let config = if request.dry_run || request.no_commit {
-        Some(load_config(&root)?)
+        // The loaf.yml the user accepted (docs/loaf-yml.md); an unusable one stops the apply.
+        Some(crate::ops::config::load_or_explain(&root)?)
     } else {
         None
     };
@@ -81,7 +82,7 @@ pub fn respond_to(
     let Some(config) = config else {
         return transaction(request, cwd, &reply);
     };
-    let result = crate::Loaf::with_config(&root, config).execute_checked(&reply);
+    let result = crate::ops::loaf::Loaf::with_config(&root, config).execute_checked(&reply);
     Ok(result_response(&result))
 }
 
@@ -110,17 +111,6 @@ fn result_response(result: &report::ExecutionResult) -> Response {
     let mut response = Response::text(result.to_text(), outcome).with_json(result.to_json() + "\n");
     response.is_error = !result.success && !committed;
     response
-}
-
-/// The loaf.yml that governs `root` (the one the user accepted, DESIGN §2); an unusable one
-/// stops the command (exit 2) with the reason.
-fn load_config(root: &Path) -> Result<Config, OpError> {
-    crate::ops::config::load(root).map_err(|e| {
-        OpError::usage(
-            e.to_string(),
-            "fix loaf.yml (see loaf.yml.example for every key), or move it away to use the defaults",
-        )
-    })
 }
 
 /// The plan with every action loaf.yml does not enable turned into an error, as the run
