@@ -8,7 +8,9 @@ use crate::ops::Response;
 pub fn print(response: &Response, json: bool) -> Result<(), CliError> {
     super::print_notices(&response.notices);
     match (&response.json, json) {
-        (Some(text), true) => super::print_out(text),
+        (Some(data), true) => {
+            super::print_out(&(serde_json::to_string_pretty(data).unwrap_or_default() + "\n"))
+        }
         _ => super::print_out(&response.text),
     }
 }

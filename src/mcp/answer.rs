@@ -22,7 +22,7 @@ pub fn response(response: Response) -> CallToolResult {
     } else {
         CallToolResult::success(vec![ContentBlock::text(text)])
     };
-    result.structured_content = response.json.as_deref().and_then(structured);
+    result.structured_content = response.json.map(structured);
     result
 }
 
@@ -39,13 +39,13 @@ pub fn bad_input(message: &str, hint: &str) -> CallToolResult {
 
 /// The JSON form as structured content, which MCP wants to be an object: `log`'s list
 /// becomes `{"entries": [...]}`.
-fn structured(json: &str) -> Option<Value> {
-    match serde_json::from_str(json).ok()? {
-        Value::Object(object) => Some(Value::Object(object)),
+fn structured(data: Value) -> Value {
+    match data {
+        Value::Object(object) => Value::Object(object),
         other => {
             let mut object = Map::new();
             object.insert("entries".to_owned(), other);
-            Some(Value::Object(object))
+            Value::Object(object)
         }
     }
 }

@@ -19,9 +19,9 @@ pub enum Outcome {
 pub struct Response {
     /// The report, as the command prints it on stdout without `--json`.
     pub text: String,
-    /// The report as `--json` prints it, for the commands that have `--json` (kept as the
-    /// printed text, so that the command line's output stays byte for byte what it was).
-    pub json: Option<String>,
+    /// The report as data, for the operations that have a JSON form: what `--json` prints
+    /// and what an MCP tool returns as structured content.
+    pub json: Option<serde_json::Value>,
     /// What the operation found and did besides its result (`note:` lines on stderr).
     pub notices: Vec<String>,
     /// How it ended.
@@ -54,9 +54,11 @@ impl Response {
         self
     }
 
-    /// With the JSON form.
-    pub fn with_json(mut self, json: String) -> Self {
-        self.json = Some(json);
+    /// With the JSON form of `data`.
+    pub fn with_json(mut self, data: &impl serde::Serialize) -> Self {
+        self.json = Some(serde_json::to_value(data).unwrap_or_else(
+            |error| serde_json::json!({ "fatalError": format!("cannot serialize: {error}") }),
+        ));
         self
     }
 }

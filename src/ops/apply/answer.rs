@@ -96,7 +96,7 @@ fn dry_run(reply: CheckedReply<'_>, config: Option<&Config>) -> Response {
         Outcome::Failed
     };
     Response::text(dry_run_text(&plan, fatal.as_deref()), outcome)
-        .with_json(dry_run_json(&plan, fatal.as_deref()))
+        .with_json(&dry_run_json(&plan, fatal.as_deref()))
 }
 
 /// A result's report; a failure is an error to a one-flag reader only when nothing of it
@@ -108,7 +108,7 @@ fn result_response(result: &report::ExecutionResult) -> Response {
         Outcome::Failed
     };
     let committed = result.git.as_ref().is_some_and(|g| g.commit.is_some());
-    let mut response = Response::text(result.to_text(), outcome).with_json(result.to_json() + "\n");
+    let mut response = Response::text(result.to_text(), outcome).with_json(result);
     response.is_error = !result.success && !committed;
     response
 }
@@ -224,7 +224,7 @@ fn dry_run_text(plan: &Plan, fatal: Option<&str>) -> String {
     out
 }
 
-fn dry_run_json(plan: &Plan, fatal: Option<&str>) -> String {
+fn dry_run_json(plan: &Plan, fatal: Option<&str>) -> serde_json::Value {
     let actions: Vec<_> = plan
         .actions
         .iter()
@@ -239,5 +239,5 @@ fn dry_run_json(plan: &Plan, fatal: Option<&str>) -> String {
     if let (Some(fatal), Some(map)) = (fatal, value.as_object_mut()) {
         map.insert("fatalError".to_owned(), json!(fatal));
     }
-    serde_json::to_string_pretty(&value).unwrap_or_default() + "\n"
+    value
 }

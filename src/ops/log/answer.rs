@@ -9,7 +9,6 @@ use crate::ops::{OpError, Outcome, Response};
 /// The newest `max_count` applies on the branch of the repository containing `cwd`.
 pub fn respond_log(cwd: &Path, max_count: usize) -> Result<Response, OpError> {
     let entries = super::log(cwd, max_count)?;
-    let json = serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n";
     let mut out = String::new();
     for e in &entries {
         let counts = match (e.kind, e.folded) {
@@ -27,7 +26,7 @@ pub fn respond_log(cwd: &Path, max_count: usize) -> Result<Response, OpError> {
             e.summary
         ));
     }
-    let mut response = Response::text(out, Outcome::Success).with_json(json);
+    let mut response = Response::text(out, Outcome::Success).with_json(&entries);
     // `-n 0` asks for nothing; only an unlimited look that found nothing means "none".
     if entries.is_empty() && max_count > 0 {
         response
@@ -77,7 +76,7 @@ pub fn respond_show(cwd: &Path, rev: Option<&str>) -> Result<Response, OpError> 
         }
     };
     Ok(Response::text(text, Outcome::Success)
-        .with_json(pretty(&result))
+        .with_json(&result)
         .with_notices(notice.into_iter().collect()))
 }
 

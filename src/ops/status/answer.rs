@@ -10,8 +10,7 @@ use crate::ops::{OpError, Outcome, Response};
 /// What is in effect in the working tree containing `cwd`, as text and JSON.
 pub fn respond(cwd: &Path) -> Result<Response, OpError> {
     let status = super::status(cwd)?;
-    let json = serde_json::to_string_pretty(&status).unwrap_or_default() + "\n";
-    Ok(Response::text(render(&status), Outcome::Success).with_json(json))
+    Ok(Response::text(render(&status), Outcome::Success).with_json(&status))
 }
 
 /// The text form: one paragraph per thing in effect.
