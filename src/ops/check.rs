@@ -34,7 +34,8 @@ impl CheckedReply<'_> {
     }
 }
 
-/// Parses `reply` once and checks every block against `root` (see [`check_blocks`]).
+/// Parses `reply` once and checks every block against `root`: the plan [`actions::plan`]
+/// makes, with what the parser leaves unsaid explained, and the key of its blocks.
 pub fn check<'r>(reply: &'r str, root: &Path) -> CheckedReply<'r> {
     // However the reply arrived (a library caller, lorch), a byte order mark is not text.
     let text = crate::input::without_bom(reply);
