@@ -17,7 +17,9 @@
 //! [`nesl`] is the syntax, exactly as the reference parser; [`input`] reads a reply safely.
 //! [`api`] is the library surface a program built on git-loaf uses (lorch does).
 //! The front doors translate and render: the command line ([`cli`]), the MCP server
-//! ([`mcp`]) and the agents' hooks ([`agents`]).
+//! ([`mcp`]) and the agents' hooks ([`agents`]) each build an operation's request and show
+//! the answer [`ops`] gives (its [`ops::Response`] or [`ops::OpError`]); a reply is parsed
+//! and checked once ([`ops::check`]) and that check is what runs.
 #![warn(missing_docs)]
 // No function past ~100 lines (the threshold is clippy.toml's): each operation reads as a
 // list of named steps (STYLE.md). CI's `cargo clippy -D warnings` holds it.
@@ -44,6 +46,4 @@ pub mod report;
 pub mod tx;
 pub mod watch;
 
-mod run;
-
-pub use run::{Loaf, execute};
+pub use ops::loaf::{Loaf, execute};

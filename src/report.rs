@@ -11,8 +11,6 @@ use crate::exec::Params;
 
 pub mod inert;
 pub mod intent;
-pub mod missing_end;
-pub mod near_miss;
 pub mod redact;
 pub mod subject;
 pub mod trailer;

@@ -1,12 +1,10 @@
 //! `git loaf log` and `git loaf show`: AI history read back.
 
-use std::path::Path;
-
 use clap::Args;
 
 use super::examples::examples;
-use super::{CliError, Outcome, Response};
-use crate::ops::log::{self, Shown};
+use super::{CliError, Outcome};
+use crate::ops::log::answer::{respond_log, respond_show};
 
 /// List the git-loaf commits on the current branch, newest first.
 ///
@@ -55,92 +53,13 @@ pub struct ShowArgs {
 /// Runs `git loaf log`.
 pub fn run_log(args: &LogArgs) -> Result<Outcome, CliError> {
     let response = respond_log(&super::current_dir()?, args.max_count)?;
-    response.print(args.json)?;
+    super::response::print(&response, args.json)?;
     Ok(response.outcome)
-}
-
-/// The newest `max_count` applies on the branch of the repository containing `cwd`.
-pub fn respond_log(cwd: &Path, max_count: usize) -> Result<Response, CliError> {
-    let entries = log::log(cwd, max_count)?;
-    let json = serde_json::to_string_pretty(&entries).unwrap_or_default() + "\n";
-    let mut out = String::new();
-    for e in &entries {
-        let counts = match (e.kind, e.folded) {
-            ("kept", _) => format!("NOT APPLIED (git loaf take {0} | git loaf drop {0})", e.id),
-            // A recorded turn ran no actions: counting them would say nothing.
-            ("turn", _) => "turn".to_owned(),
-            (_, Some(folded)) => folded_words(folded, e.succeeded, e.failed),
-            _ => format!("✅{} ❌{}", e.succeeded, e.failed),
-        };
-        out.push_str(&format!(
-            "{} {} {} {counts} {}\n",
-            crate::git::short_id(&e.commit),
-            e.id,
-            e.time,
-            e.summary
-        ));
-    }
-    let mut response = Response::text(out, Outcome::Success).with_json(json);
-    // `-n 0` asks for nothing; only an unlimited look that found nothing means "none".
-    if entries.is_empty() && max_count > 0 {
-        response
-            .notices
-            .push("no git-loaf commits on this branch (`git loaf apply` makes them)".to_owned());
-    }
-    Ok(response)
-}
-
-/// A squash as what it folded in: `squash of 2 applies ✅5 ❌1`, `squash of 3 turns`,
-/// `squash of 1 apply ✅2 ❌0 and 2 turns` (turns have no ✅/❌ counts).
-fn folded_words(folded: log::Folded, succeeded: usize, failed: usize) -> String {
-    let count =
-        |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
-    let applies = (folded.applies > 0).then(|| {
-        format!(
-            "{} ✅{succeeded} ❌{failed}",
-            count(folded.applies, "apply", "applies")
-        )
-    });
-    let turns = (folded.turns > 0).then(|| count(folded.turns, "turn", "turns"));
-    match (applies, turns) {
-        (Some(applies), Some(turns)) => format!("squash of {applies} and {turns}"),
-        (Some(one), None) | (None, Some(one)) => format!("squash of {one}"),
-        (None, None) => format!("squash ✅{succeeded} ❌{failed}"),
-    }
 }
 
 /// Runs `git loaf show`.
 pub fn run_show(args: &ShowArgs) -> Result<Outcome, CliError> {
     let response = respond_show(&super::current_dir()?, args.rev.as_deref())?;
-    response.print(args.json)?;
+    super::response::print(&response, args.json)?;
     Ok(response.outcome)
-}
-
-/// What the apply at `rev` (default HEAD) recorded, in the repository containing `cwd`.
-pub fn respond_show(cwd: &Path, rev: Option<&str>) -> Result<Response, CliError> {
-    let shown = log::show(cwd, rev)?;
-    let (text, result, notice) = match shown {
-        Shown::Full {
-            text,
-            result,
-            notice,
-        } => (text, result, notice),
-        Shown::TrailerOnly { commit, result } => {
-            let json = pretty(&result);
-            (
-                json,
-                result,
-                Some(format!(
-                    "the full record of {commit} is not here (fetch it: `git fetch origin refs/notes/loaf:refs/notes/loaf`); showing the commit's Loaf-Result trailer, in which file contents and outputs are hashes"
-                )),
-            )
-        }
-    };
-    Ok(Response::text(text, Outcome::Success)
-        .with_json(pretty(&result))
-        .with_notices(notice.into_iter().collect()))
-}
-
-fn pretty(value: &impl serde::Serialize) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_default() + "\n"
 }

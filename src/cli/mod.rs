@@ -30,8 +30,8 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory as _, Parser, Subcommand};
 
+pub use crate::ops::{Outcome, Response};
 pub use error::{CliError, ErrorKind};
-pub use response::Response;
 use style::{Paint, Stream};
 
 /// Apply, inspect, undo and tidy what an LLM wrote into your repository.
@@ -108,15 +108,6 @@ enum Command {
     InstallManPages(man::InstallManPagesArgs),
 }
 
-/// How a command that ran ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
-    /// Everything succeeded (exit 0).
-    Success,
-    /// It ran, but some block or action failed (exit 1).
-    Failed,
-}
-
 impl From<Outcome> for ExitCode {
     fn from(outcome: Outcome) -> Self {
         match outcome {
@@ -167,7 +158,7 @@ pub fn main() -> ExitCode {
         Ok(outcome) => outcome.into(),
         Err(error) => {
             print_error(&error);
-            error.exit_code()
+            error::exit_code(&error)
         }
     }
 }
@@ -221,7 +212,7 @@ fn clap_exit(e: &clap::Error) -> ExitCode {
 
 /// Prints an error and its hint on stderr.
 fn print_error(error: &CliError) {
-    let text = error.render_styled(style::colour(Stream::Stderr));
+    let text = error::render_styled(error, style::colour(Stream::Stderr));
     let _ = std::io::stderr().write_all(text.as_bytes());
 }
 

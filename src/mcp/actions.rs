@@ -1,17 +1,15 @@
 //! The `actions` form of the `apply` tool: an array of `{action, …parameters}` objects,
-//! written out as the NESL reply a model would have written, so that it takes exactly the
-//! path a reply takes (validation, loaf.yml, one transaction, the same report).
-//!
-//! Every value is written as a quoted JSON string on one line, never a heredoc: a quoted
-//! value holds any text exactly (newlines, `\r`, a line that looks like a delimiter), where
-//! a heredoc body loses `\r` before `\n` and ends at the first line naming its delimiter.
-//! The one sequence the NESL line rules refuse inside a quoted value, `:=`, is written with
-//! its colon escaped (`\u003a`), which decodes to the same text.
+//! made into the blocks a reply with the same actions would parse to, so that it takes
+//! exactly the path a reply takes after its parse (validation, loaf.yml, one transaction,
+//! the same report; docs/mcp.md). Nothing is written out as NESL text to be parsed again:
+//! a value holds any text exactly (newlines, `\r`, a line that looks like a delimiter).
 
 use serde_json::{Map, Value};
+
+use crate::nesl::Block;
 use thiserror::Error;
 
-/// Why an `actions` array cannot be written as a reply; nothing ran.
+/// Why an `actions` array cannot be run as a reply; nothing ran.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ActionsError {
     /// The array is empty.
@@ -51,26 +49,33 @@ pub fn block_id(index: usize) -> String {
     format!("a{}", index + 1)
 }
 
-/// The NESL reply that runs `actions`, one block each, in order.
-pub fn to_reply(actions: &[Map<String, Value>]) -> Result<String, ActionsError> {
+/// The blocks that run `actions`, one each, in order: each as the parser would read it had
+/// it been written out (header, `action`, the parameters in the object's order, end
+/// marker), its lines numbered so, so that the report names the lines a reply would have.
+pub fn to_blocks(actions: &[Map<String, Value>]) -> Result<Vec<Block<'static>>, ActionsError> {
     if actions.is_empty() {
         return Err(ActionsError::Empty);
     }
-    let mut reply = String::new();
+    let mut blocks = Vec::with_capacity(actions.len());
+    let mut line = 1;
     for (index, action) in actions.iter().enumerate() {
-        reply.push_str(&block(index, action)?);
+        let block = block(index, action, line)?;
+        line = block.end_line.unwrap_or(line) + 1;
+        blocks.push(block);
     }
-    Ok(reply)
+    Ok(blocks)
 }
 
-/// One block: the header, `action` first, the parameters in the object's order, the end.
-fn block(index: usize, action: &Map<String, Value>) -> Result<String, ActionsError> {
+/// One block, starting at `line`: `action` first, the parameters in the object's order.
+fn block(
+    index: usize,
+    action: &Map<String, Value>,
+    line: usize,
+) -> Result<Block<'static>, ActionsError> {
     let Some(Value::String(name)) = action.get("action") else {
         return Err(ActionsError::NoAction { index });
     };
-    let id = block_id(index);
-    let mut out = format!("#!nesl [@three-char-SHA-256: {id}]\n");
-    out.push_str(&line("action", name));
+    let mut properties = vec![("action".to_owned(), name.clone())];
     for (key, value) in action.iter().filter(|(key, _)| *key != "action") {
         if crate::nesl::validate_key(key).is_err() {
             return Err(ActionsError::BadKey {
@@ -78,10 +83,11 @@ fn block(index: usize, action: &Map<String, Value>) -> Result<String, ActionsErr
                 key: key.clone(),
             });
         }
-        out.push_str(&line(key, &text(index, key, value)?));
+        properties.push((key.clone(), text(index, key, value)?));
     }
-    out.push_str(&format!("#!end_{id}\n"));
-    Ok(out)
+    // The header, a line a property, the end marker.
+    let end = line + properties.len() + 1;
+    Ok(Block::built(block_id(index), properties, line, end))
 }
 
 /// A parameter's value as NESL text: what a model would have written between the quotes.
@@ -101,12 +107,6 @@ fn text(index: usize, key: &str, value: &Value) -> Result<String, ActionsError> 
     })
 }
 
-/// `key = "value"`, the value a JSON string on one line.
-fn line(key: &str, value: &str) -> String {
-    let quoted = Value::String(value.to_owned()).to_string();
-    format!("{key} = {}\n", quoted.replace(":=", "\\u003a="))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -116,12 +116,9 @@ mod tests {
         serde_json::from_value(value).expect("an array of objects")
     }
 
-    /// What the parser reads back from the written reply: each block's properties.
-    fn parsed(reply: &str) -> Vec<Vec<(String, String)>> {
-        let result = crate::nesl::parse(reply);
-        assert!(result.errors.is_empty(), "{:?}", result.errors);
-        result
-            .blocks
+    /// Each block's properties, and its lines.
+    fn properties(blocks: &[Block<'_>]) -> Vec<Vec<(String, String)>> {
+        blocks
             .iter()
             .map(|b| {
                 b.properties
@@ -135,14 +132,13 @@ mod tests {
     #[test]
     fn every_value_reads_back_exactly() {
         let tricky = "a := b\r\nEOT_a1\n#!end_a1\n\"quoted\" \\ back\u{2028}\n";
-        let reply = to_reply(&objects(json!([
+        let written = to_blocks(&objects(json!([
             {"action": "file_write", "path": "/r/x.go", "content": tricky},
             {"count": 2, "action": "file_replace_all_text", "old_text": "=>", "new_text": "", "flag": true},
         ])))
         .expect("written");
-        let blocks = parsed(&reply);
         assert_eq!(
-            blocks,
+            properties(&written),
             vec![
                 vec![
                     ("action".into(), "file_write".into()),
@@ -161,8 +157,26 @@ mod tests {
     }
 
     #[test]
-    fn what_cannot_be_written_is_named() {
-        let err = |v: Value| to_reply(&objects(v)).expect_err("refused");
+    fn blocks_have_the_ids_and_lines_a_written_reply_would() {
+        let written = to_blocks(&objects(json!([
+            {"action": "file_read", "path": "/r/a"},
+            {"action": "file_write", "path": "/r/b", "content": "x\ny"},
+        ])))
+        .expect("written");
+        // a1: header 1, action 2, path 3, end 4; a2: header 5 … end 9.
+        let lines: Vec<_> = written
+            .iter()
+            .map(|b| (b.id.to_string(), b.start_line, b.end_line))
+            .collect();
+        assert_eq!(
+            lines,
+            vec![("a1".into(), 1, Some(4)), ("a2".into(), 5, Some(9))]
+        );
+    }
+
+    #[test]
+    fn what_cannot_be_run_is_named() {
+        let err = |v: Value| to_blocks(&objects(v)).expect_err("refused");
         assert_eq!(err(json!([])), ActionsError::Empty);
         assert_eq!(
             err(json!([{"action": "file_read", "path": "/a"}, {"path": "/b"}])),

@@ -5,7 +5,7 @@
 use rmcp::model::{CallToolResult, ContentBlock};
 use serde_json::{Map, Value};
 
-use crate::cli::{CliError, Response};
+use crate::ops::{OpError, Response};
 
 /// The tool result for a command that answered.
 pub fn response(response: Response) -> CallToolResult {
@@ -22,30 +22,30 @@ pub fn response(response: Response) -> CallToolResult {
     } else {
         CallToolResult::success(vec![ContentBlock::text(text)])
     };
-    result.structured_content = response.json.as_deref().and_then(structured);
+    result.structured_content = response.json.map(structured);
     result
 }
 
 /// The tool result for a command that refused or failed: the message and what to do next.
-pub fn error(error: &CliError) -> CallToolResult {
+pub fn error(error: &OpError) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(error.render())])
 }
 
 /// A result for input the tool could not take at all (wrong parameters): what was wrong and
 /// what to send instead.
 pub fn bad_input(message: &str, hint: &str) -> CallToolResult {
-    error(&CliError::usage(message, hint))
+    error(&OpError::usage(message, hint))
 }
 
 /// The JSON form as structured content, which MCP wants to be an object: `log`'s list
 /// becomes `{"entries": [...]}`.
-fn structured(json: &str) -> Option<Value> {
-    match serde_json::from_str(json).ok()? {
-        Value::Object(object) => Some(Value::Object(object)),
+fn structured(data: Value) -> Value {
+    match data {
+        Value::Object(object) => Value::Object(object),
         other => {
             let mut object = Map::new();
             object.insert("entries".to_owned(), other);
-            Some(Value::Object(object))
+            Value::Object(object)
         }
     }
 }

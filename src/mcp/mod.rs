@@ -1,10 +1,10 @@
-//! `git loaf mcp`: git-loaf as a Model Context Protocol server on stdio (DESIGN §3b), a front
+//! `git loaf mcp`: git-loaf as a Model Context Protocol server on stdio (docs/mcp.md), a front
 //! door beside the command line and `watch`.
 //!
 //! The tools are the user's operations (`apply`, `undo`, `redo`, `log`, `show`, `squash`,
 //! `status`, `instructions`), each answered with the text the command line prints and, where it has
-//! one, its JSON form as structured content: the server calls the command line's own
-//! `respond_*` functions ([`crate::cli`]), which call [`crate::ops`]. Each call takes the
+//! one, its JSON form as structured content: the server builds each operation's request and
+//! calls the same `answer` of [`crate::ops`] the command line calls. Each call takes the
 //! repository's operation lock as the command does, so `git loaf` and `watch` work beside
 //! it.
 //!
@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use thiserror::Error;
 
-pub use actions::{ActionsError, block_id, to_reply};
+pub use actions::{ActionsError, block_id, to_blocks};
 pub use line_limit::MAX_LINE_BYTES;
 pub use server::LoafServer;
 

@@ -26,7 +26,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{actions, answer};
-use crate::cli::{self, CliError, Response};
+use crate::git::sign::SignRequest;
+use crate::ops::apply::answer::{ApplyRequest, ReplyInput};
+use crate::ops::squash::answer::SquashRequest;
+use crate::ops::{self, OpError, Outcome, Response};
 
 /// Parameters of `apply`: `reply` or `actions`, not both.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -179,7 +182,7 @@ impl LoafServer {
             IdOrCount::Id(id) => id,
         });
         Ok(self
-            .run(move |repo| answered(cli::undo::respond_undo(repo, to.as_deref(), false)))
+            .run(move |repo| answered(ops::undo::answer::respond_undo(repo, to.as_deref(), false)))
             .await)
     }
 
@@ -190,7 +193,7 @@ impl LoafServer {
         Parameters(_params): Parameters<RedoParams>,
     ) -> Result<CallToolResult, ErrorData> {
         Ok(self
-            .run(|repo| answered(cli::undo::respond_redo(repo)))
+            .run(|repo| answered(ops::undo::answer::respond_redo(repo)))
             .await)
     }
 
@@ -203,7 +206,7 @@ impl LoafServer {
     ) -> Result<CallToolResult, ErrorData> {
         let n = params.n.unwrap_or(20);
         Ok(self
-            .run(move |repo| answered(cli::log::respond_log(repo, n)))
+            .run(move |repo| answered(ops::log::answer::respond_log(repo, n)))
             .await)
     }
 
@@ -215,7 +218,7 @@ impl LoafServer {
         Parameters(params): Parameters<ShowParams>,
     ) -> Result<CallToolResult, ErrorData> {
         Ok(self
-            .run(move |repo| answered(cli::log::respond_show(repo, params.id.as_deref())))
+            .run(move |repo| answered(ops::log::answer::respond_show(repo, params.id.as_deref())))
             .await)
     }
 
@@ -228,7 +231,7 @@ impl LoafServer {
         Parameters(params): Parameters<SquashParams>,
     ) -> Result<CallToolResult, ErrorData> {
         Ok(self
-            .run(move |repo| answered(cli::squash::respond(repo, &squash_args(params))))
+            .run(move |repo| answered(ops::squash::answer::respond(repo, &squash_request(params))))
             .await)
     }
 
@@ -238,7 +241,9 @@ impl LoafServer {
     /// a loaf.yml change that waits for the user. Only reads.
     #[tool(annotations(read_only_hint = true))]
     async fn status(&self) -> Result<CallToolResult, ErrorData> {
-        Ok(self.run(|repo| answered(cli::status::respond(repo))).await)
+        Ok(self
+            .run(|repo| answered(ops::status::answer::respond(repo)))
+            .await)
     }
 
     /// How to write replies for this repository: the NESL syntax, the repository's root
@@ -249,8 +254,8 @@ impl LoafServer {
         Ok(self
             .run(|repo| {
                 answered(
-                    cli::instructions::render(repo)
-                        .map(|text| Response::text(text, cli::Outcome::Success)),
+                    ops::instructions::render(repo)
+                        .map(|text| Response::text(text, Outcome::Success)),
                 )
             })
             .await)
@@ -266,7 +271,7 @@ impl LoafServer {
     #[prompt(name = "instructions")]
     async fn instructions_prompt(&self) -> Result<GetPromptResult, ErrorData> {
         let repo = Arc::clone(&self.repo);
-        let text = tokio::task::spawn_blocking(move || cli::instructions::render(&repo))
+        let text = tokio::task::spawn_blocking(move || ops::instructions::render(&repo))
             .await
             .map_err(|e| ErrorData::internal_error(e.to_string(), None))?
             .map_err(|e| ErrorData::internal_error(e.render(), None))?;
@@ -375,10 +380,10 @@ fn wrong_parameters(name: &str, message: &str) -> CallToolResult {
 /// `apply` with `reply` or `actions`.
 fn apply(repo: &Path, params: ApplyParams) -> CallToolResult {
     const FORMS: &str = "give `reply` (text with NESL blocks) or `actions` (an array of {\"action\": NAME, PARAMETER: VALUE, …} objects); the `instructions` tool lists the actions and their parameters";
-    let reply = match (params.reply, params.actions) {
-        (Some(reply), None) => reply,
-        (None, Some(list)) => match actions::to_reply(&list) {
-            Ok(reply) => reply,
+    let input = match (&params.reply, params.actions) {
+        (Some(reply), None) => ReplyInput::Text(reply),
+        (None, Some(list)) => match actions::to_blocks(&list) {
+            Ok(blocks) => ReplyInput::Blocks(blocks),
             Err(error) => return answer::bad_input(&error.to_string(), FORMS),
         },
         (Some(_), Some(_)) => {
@@ -386,18 +391,24 @@ fn apply(repo: &Path, params: ApplyParams) -> CallToolResult {
         }
         (None, None) => return answer::bad_input("apply: nothing to apply", FORMS),
     };
-    let request = cli::apply::ApplyRequest {
+    let request = ApplyRequest {
         dry_run: params.dry_run,
         model: params.model,
         message: params.message,
         ..Default::default()
     };
-    answered(cli::apply::respond(repo, &reply, &request))
+    answered(ops::apply::answer::respond_to(repo, input, &request))
 }
 
-/// The command line's options for `squash`.
-fn squash_args(params: SquashParams) -> cli::squash::SquashArgs {
-    cli::squash::SquashArgs {
+/// The request for `squash`.
+fn squash_request(params: SquashParams) -> SquashRequest {
+    let gpg_sign = match (&params.signing_key, params.sign) {
+        (Some(key), _) => Some(Some(key.clone())),
+        (None, Some(true)) => Some(None),
+        (None, _) => None,
+    };
+    let no_gpg_sign = params.sign == Some(false) && params.signing_key.is_none();
+    SquashRequest {
         containing: params.containing,
         session: params.session,
         after: params.after,
@@ -408,17 +419,12 @@ fn squash_args(params: SquashParams) -> cli::squash::SquashArgs {
         dry_run: params.dry_run,
         push: params.push,
         force: params.force,
-        gpg_sign: match (&params.signing_key, params.sign) {
-            (Some(key), _) => Some(Some(key.clone())),
-            (None, Some(true)) => Some(None),
-            (None, _) => None,
-        },
-        no_gpg_sign: params.sign == Some(false) && params.signing_key.is_none(),
+        sign: SignRequest::from_flags(gpg_sign, no_gpg_sign),
     }
 }
 
 /// A command's answer, or its error, as the tool result.
-fn answered(response: Result<Response, CliError>) -> CallToolResult {
+fn answered(response: Result<Response, OpError>) -> CallToolResult {
     match response {
         Ok(response) => answer::response(response),
         Err(error) => answer::error(&error),

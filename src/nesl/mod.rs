@@ -2,7 +2,8 @@
 //!
 //! This module reproduces the reference parser (nesl-js 0.1.12-beta.1) exactly: the same
 //! blocks, error codes, lines, UTF-16 columns and lengths, messages, context windows and
-//! recovery. It knows nothing about actions or git.
+//! recovery. It knows nothing about actions or git. [`diagnostics`] explains, beside the parser's
+//! result, what a model wrote that looked like a block but was not one.
 //!
 //! # Grammar
 //!
@@ -50,6 +51,7 @@
 
 mod assignment;
 mod context;
+pub mod diagnostics;
 pub mod js;
 mod json;
 mod key;
@@ -114,6 +116,29 @@ pub struct Block<'a> {
     pub start_line: usize,
     /// 1-based line of the end marker; `None` when the block was never closed.
     pub end_line: Option<usize>,
+}
+
+impl Block<'static> {
+    /// A block a caller built instead of writing it out as text (MCP's `actions`): its
+    /// properties as the parser would hold them had the block been written with these
+    /// keys and values in this order.
+    pub fn built(
+        id: String,
+        properties: impl IntoIterator<Item = (String, String)>,
+        start_line: usize,
+        end_line: usize,
+    ) -> Block<'static> {
+        let mut held = Properties::default();
+        for (key, value) in properties {
+            held.js_assign(Cow::Owned(key), js::JsString::new(value));
+        }
+        Block {
+            id: Cow::Owned(id),
+            properties: held,
+            start_line,
+            end_line: Some(end_line),
+        }
+    }
 }
 
 impl Block<'_> {

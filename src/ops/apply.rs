@@ -6,6 +6,7 @@
 //! sandbox, hooks and actions), `committing` (snapshot, pre-commit, commit, note) and
 //! `publishing` (publish, report, keep).
 
+pub mod answer;
 mod committing;
 mod publishing;
 mod running;
@@ -20,6 +21,7 @@ use crate::config::NotesOutputs;
 use crate::git::Oid;
 use crate::git::commit::{write_note_value, write_report_value};
 use crate::git::sign::SignRequest;
+use crate::ops::check::{CheckedReply, check};
 use crate::report::{ExecutionResult, GitInfo, redact};
 use crate::tx::githooks::{Place, Refusal};
 use crate::tx::oplog::OpKind;
@@ -138,7 +140,24 @@ pub enum Once {
 /// Runs `reply` as one transaction in the repository containing `cwd`.
 pub fn apply(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Applied, TxError> {
     let session = Session::begin(cwd, "apply")?;
-    apply_locked(session, reply, options)
+    let reply = check(reply, &session.root);
+    apply_locked(session, &reply, options)
+}
+
+/// [`apply`], of a reply already checked: checked again only if against another root than
+/// the repository's (the one `cwd` is in).
+pub fn apply_checked(
+    cwd: &Path,
+    reply: &CheckedReply<'_>,
+    options: &ApplyOptions,
+) -> Result<Applied, TxError> {
+    let session = Session::begin(cwd, "apply")?;
+    if reply.root == session.root {
+        apply_locked(session, reply, options)
+    } else {
+        let reply = check(reply.text, &session.root);
+        apply_locked(session, &reply, options)
+    }
 }
 
 /// [`apply`], unless the operation log records an apply of the same reply
@@ -152,7 +171,8 @@ pub fn apply_once(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Onc
     {
         return Ok(Once::AlreadyApplied { apply });
     }
-    apply_locked(session, reply, options).map(|applied| Once::Applied(Box::new(applied)))
+    let reply = check(reply, &session.root);
+    apply_locked(session, &reply, options).map(|applied| Once::Applied(Box::new(applied)))
 }
 
 /// The id of the newest apply in the operation log that ran the reply with `key`.
@@ -168,12 +188,15 @@ fn applied_as(repo: &crate::git::Repository, key: &str) -> Result<Option<String>
 
 /// [`apply`] with the operation lock held (by `session`, released when it ends): DESIGN §2's
 /// pipeline, one named step a call; each step's effects (and crash point) in this order.
-fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result<Applied, TxError> {
+fn apply_locked(
+    session: Session,
+    reply: &CheckedReply<'_>,
+    options: &ApplyOptions,
+) -> Result<Applied, TxError> {
     crash_point("locked");
-    // Every look at the reply (is there code to sandbox? which blocks run?) sees the same
-    // text: a byte order mark is not part of it.
-    let reply = crate::input::without_bom(reply);
-    let mut tx = Tx::begin(session, reply, options)?;
+    // Every look at the reply (is there code to sandbox? which blocks run?) reads the one
+    // check of it; only its prose is read again, for the subject.
+    let mut tx = Tx::begin(session, reply.text, options)?;
     let checkpoint = tx.checkpoint()?;
     let staging = tx.stage(&checkpoint)?;
     let mut env = tx.run_env(reply, &staging.stage)?;
@@ -201,7 +224,7 @@ fn apply_locked(session: Session, reply: &str, options: &ApplyOptions) -> Result
         return Ok(Applied::unrecorded(result, git, tx.notices));
     }
     git.uncommitted = tx.carried_uncommitted(carried);
-    let subject = tx.subject(reply, &result, &planned.changed);
+    let subject = tx.subject(reply.text, &result, &planned.changed);
     let commit = match tx.commit(&staging, &env, &planned, &subject, &result)? {
         Ok(commit) => commit,
         Err(refusal) => return Ok(Applied::refused(result, git, tx.notices, refusal)),

@@ -192,6 +192,17 @@ pub fn accept_here(cwd: &Path) -> Result<Acceptance, TxError> {
     Ok(accept(&session.repo, &session.root)?)
 }
 
+/// [`load`], an unusable loaf.yml an error that says how to fix it (exit 2 on the command
+/// line).
+pub fn load_or_explain(root: &Path) -> Result<Config, super::OpError> {
+    load(root).map_err(|e| {
+        super::OpError::usage(
+            e.to_string(),
+            "fix loaf.yml (see loaf.yml.example for every key), or move it away to use the defaults",
+        )
+    })
+}
+
 /// The configuration that governs in the repository whose working tree is `root`; outside
 /// a repository (`apply --no-commit` in a plain folder), `root`'s loaf.yml as it is.
 pub fn load(root: &Path) -> Result<Config, TrustError> {

@@ -17,9 +17,9 @@ use std::cell::{Cell, RefCell};
 
 use git2::{Oid, Repository};
 
+use super::execute::{ChangeWatch, Changes};
 use crate::git::{treebuild, treediff};
 use crate::report::ActionResult;
-use crate::run::{ChangeWatch, Changes};
 use crate::tx::stage::{Stage, Touched};
 
 use super::targets::{action_targets, through_symlink};

@@ -3,6 +3,8 @@
 //! for a squash, what each apply it folded in recorded. Both only read, so they take no lock
 //! and work while another operation runs.
 
+pub mod answer;
+
 use std::path::Path;
 use std::time::{Duration, UNIX_EPOCH};
 

@@ -1,20 +1,33 @@
-//! The user's operations, one file each, written as the sequence of steps DESIGN describes:
-//! [`apply`] (lock → checkpoint → stage → actions → commit → publish), [`undo`] (undo and
-//! redo: walking the operation log), [`take`] (take or drop an apply that was kept, not
-//! published), [`record`] (an agent's turns as commits), [`config`] (which loaf.yml governs), [`saved`] (work moved aside, and its restore), [`status`] (what is in
-//! effect), [`log`] (`log` and `show`: reading the history back) and [`gc`]
-//! (pruning the operation log, packing what git-loaf wrote). The git work under
-//! them — the lock, checkpoints, the stage, commits, publish, the operation log — is the
-//! plumbing in [`crate::git`].
+//! The user's operations, one file each, written as the sequence of steps docs/apply.md and
+//! docs/history.md describe: [`apply`] (lock → checkpoint → stage → actions → commit →
+//! publish), [`undo`] (undo and redo: walking the operation log), [`take`] (take or drop an
+//! apply that was kept, not published), [`record`] (an agent's turns as commits), [`config`]
+//! (which loaf.yml governs), [`saved`] (work moved aside, and its restore), [`status`] (what
+//! is in effect), [`log`] (`log` and `show`: reading the history back) and [`gc`] (pruning
+//! the operation log, packing what git-loaf wrote).
+//!
+//! A reply is checked once ([`check`]) and its blocks run by [`execute`], inside a
+//! transaction or in place ([`loaf`], the library's entry). Every front door (the command
+//! line, the MCP server, the watcher, the agents' hooks) calls these and gets the same
+//! answer ([`Response`], [`OpError`]), which it only renders. The git work under them — the
+//! lock, checkpoints, the stage, commits, publish, the operation log — is the transaction
+//! engine in [`crate::tx`].
 
 pub mod apply;
+pub mod check;
 pub mod config;
+mod error;
 mod exec_changes;
+pub mod execute;
 pub mod gc;
+pub mod instructions;
+pub mod loaf;
 pub mod log;
+pub mod readiness;
 pub mod record;
 pub mod record_tool;
 pub mod reply_applies;
+mod response;
 pub mod saved;
 pub mod squash;
 pub mod status;
@@ -22,6 +35,9 @@ pub mod step;
 pub mod take;
 mod targets;
 pub mod undo;
+
+pub use error::{ErrorKind, OpError};
+pub use response::{Outcome, Response};
 
 use std::time::{SystemTime, UNIX_EPOCH};
 

@@ -10,6 +10,7 @@
 //! lease. No tree is rewritten and nothing is checked out: the cost follows the number of
 //! commits squashed, not the size of the repository.
 
+pub mod answer;
 mod selecting;
 
 use std::path::Path;

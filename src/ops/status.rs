@@ -5,6 +5,8 @@
 //!
 //! It only reads (no lock, nothing recovered or recorded), so it runs beside any operation.
 
+pub mod answer;
+
 use std::path::Path;
 
 use serde::Serialize;

@@ -6,6 +6,7 @@
 //! overrides both, and then first saves the user's uncommitted work under
 //! `refs/loaf/saved/<id>` so that even a forced undo loses nothing.
 
+pub mod answer;
 mod since;
 
 use std::path::{Path, PathBuf};

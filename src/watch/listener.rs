@@ -9,9 +9,9 @@ use sha2::{Digest, Sha256};
 use super::clipboard::Clipboard;
 use super::files::{FileWatch, Seen};
 use super::record::AppliedReplies;
-use super::reply::{self, Readiness};
 use super::{FILE_HEADER, Terminal, WatchOptions, results, signal};
 use crate::ops::apply::{self, ApplyOptions, Once};
+use crate::ops::readiness::{self as reply, Readiness};
 
 /// The first words of every results report: text starting so is never taken for a reply.
 const RESULTS_MARK: &str = "=== LOAF RESULTS ===";

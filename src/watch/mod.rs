@@ -6,13 +6,13 @@
 //! The loop (in `listener.rs`), in the order a save travels through it:
 //!
 //! ```text
-//! save ──notify──▶ debounce ──▶ read ──reply::inspect──▶ no blocks / still being written: wait
+//! save ──notify──▶ debounce ──▶ read ──readiness::inspect──▶ no blocks / still being written: wait
 //!                                                 └──▶ complete: key ──record──▶ ran already: say so
 //!                                                                      └──▶ ops::apply ──▶ results.md,
 //!                                                                           clipboard, status line
 //! ```
 //!
-//! - Exactly once: a reply's key is the hash of its blocks ([`reply`]); the keys run so far
+//! - Exactly once: a reply's key is the hash of its blocks ([`crate::ops::readiness`]); the keys run so far
 //!   are in the operation log and a small file ([`record`]), so a re-save, an editor's
 //!   double write, a re-copy or a restart never runs a reply twice.
 //! - The operation lock is taken by each apply and only for its duration, so `git loaf undo`
@@ -27,7 +27,6 @@ pub mod files;
 mod listener;
 pub mod lock;
 pub mod record;
-pub mod reply;
 pub mod results;
 pub mod signal;
 

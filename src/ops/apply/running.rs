@@ -10,6 +10,7 @@ use super::Tx;
 use crate::exec::PathMap;
 use crate::exec::sandbox::Sandbox;
 use crate::git::{states, treediff};
+use crate::ops::check::CheckedReply;
 use crate::ops::exec_changes::StageWatch;
 use crate::report::ExecutionResult;
 use crate::tx::checkpoint::{self, Checkpoint};
@@ -36,9 +37,13 @@ impl Tx<'_> {
     /// as in the user's tree: fs actions read through to them; exec and hooks get them
     /// mounted in place, which needs the list of them (a walk of the tree's folders: only
     /// when code will run).
-    pub(super) fn run_env(&mut self, reply: &str, stage: &Stage) -> Result<RunEnv, TxError> {
+    pub(super) fn run_env(
+        &mut self,
+        reply: &CheckedReply<'_>,
+        stage: &Stage,
+    ) -> Result<RunEnv, TxError> {
         let isolate = visible::isolate_set(&self.config.stage.isolate)?;
-        let runs_code = crate::run::runs_code(reply, &self.config, &self.root);
+        let runs_code = crate::ops::loaf::runs_code(reply, &self.config);
         // The repository's own git hooks (a config read and a few stats); they are code too.
         let verify = match (self.config.git_hooks, self.options.no_verify) {
             (false, _) => Verify::None,
@@ -111,7 +116,7 @@ impl Tx<'_> {
             self.session.common_dir(),
             entries.into_iter().map(|e| e.path).collect(),
         )
-        .with_policy(crate::run::sandbox_policy(&self.config));
+        .with_policy(crate::ops::loaf::sandbox_policy(&self.config));
         if let Some(notice) = crate::exec::sandbox::fallback_notice() {
             self.notices.push(notice);
         }
@@ -122,7 +127,7 @@ impl Tx<'_> {
     /// files outside the sparse set fenced off.
     pub(super) fn run_actions(
         &self,
-        reply: &str,
+        reply: &CheckedReply<'_>,
         stage: &Stage,
         env: &RunEnv,
         checkpoint: &Checkpoint,
@@ -132,7 +137,7 @@ impl Tx<'_> {
         let mut fences = states::submodule_fences(repo, stage.path());
         fences.extend(states::sparse_fences(repo, stage.path()));
         crash_point("fences");
-        let mut result = crate::run::execute_fenced(
+        let mut result = crate::ops::execute::execute_fenced(
             reply,
             &self.config,
             &env.paths,

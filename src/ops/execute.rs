@@ -1,101 +1,19 @@
-//! Running a reply without a git transaction (`apply --no-commit`; later also the part of a
-//! transaction that happens inside the stage): before hooks, check every block, run every
-//! valid action in order, after hooks, and report.
+//! Running a reply's blocks where a [`PathMap`] says (the stage of a transaction, or the
+//! folder itself): before hooks, every valid action in order, after hooks, one result
+//! (docs/apply.md). What each `exec` block changed is heard through a [`ChangeWatch`].
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::actions::{self, Action, BlockError, ErrorType, Plan};
-use crate::config::{Config, ConfigError, HookCommand};
+use super::check::CheckedReply;
+use crate::actions::{self, Action};
+use crate::config::{Config, HookCommand};
 use crate::exec::guard::FsGuard;
 use crate::exec::hooks::{self, Hook};
 use crate::exec::isolate::Isolation;
 use crate::exec::sandbox::Sandbox;
 use crate::exec::{self, Outcome, PathMap, Workspace};
-use crate::nesl;
-use crate::report::missing_end;
-use crate::report::near_miss::{self, EXPECTED_FORM};
 use crate::report::{ActionResult, ExecutionResult, HookErrors};
-
-/// git-loaf for library users: a root (repository or folder) with its loaf.yml.
-///
-/// ```no_run
-/// let loaf = git_loaf::Loaf::open(std::path::Path::new("/repo"))?;
-/// let result = loaf.execute("#!nesl [@three-char-SHA-256: ab1]\naction = \"file_read\"\npath = \"/repo/README.md\"\n#!end_ab1\n");
-/// println!("{}", result.to_text());
-/// # Ok::<(), git_loaf::config::ConfigError>(())
-/// ```
-#[derive(Debug, Clone)]
-pub struct Loaf {
-    root: PathBuf,
-    config: Config,
-}
-
-impl Loaf {
-    /// Reads `root/loaf.yml` as it is (defaults without one). In a repository where a reply
-    /// may have written it, [`crate::ops::config::load`] gives the one the user accepted
-    /// (DESIGN §2 "Config a reply writes waits for the user"), for [`Loaf::with_config`].
-    pub fn open(root: &Path) -> Result<Loaf, ConfigError> {
-        Ok(Loaf {
-            root: root.to_path_buf(),
-            config: Config::load(root)?,
-        })
-    }
-
-    /// With a configuration already loaded.
-    pub fn with_config(root: &Path, config: Config) -> Loaf {
-        Loaf {
-            root: root.to_path_buf(),
-            config,
-        }
-    }
-
-    /// Runs a reply directly in the root (no git transaction). Code (exec, hooks) runs in a
-    /// sandbox that keeps it from the git dir, the rest of the filesystem and the network,
-    /// as in a transaction (DESIGN §2); only the root is written in place.
-    pub fn execute(&self, reply: &str) -> ExecutionResult {
-        // Only a reply that runs code needs the sandbox (and the probe for namespaces).
-        let sandbox = runs_code(reply, &self.config, &self.root).then(|| {
-            let common = crate::git::states::discover(&self.root)
-                .ok()
-                .map(|repo| repo.commondir().to_path_buf());
-            Sandbox::in_place(&self.root, common.as_deref())
-                .with_policy(sandbox_policy(&self.config))
-        });
-        execute_fenced(
-            reply,
-            &self.config,
-            &PathMap::identity(&self.root),
-            Vec::new(),
-            sandbox.as_ref(),
-            None,
-        )
-    }
-}
-
-/// Whether the reply or loaf.yml will run code (exec blocks, hooks): only then is a sandbox
-/// made (and, in a transaction, the user's ignored entries listed for it).
-pub(crate) fn runs_code(reply: &str, config: &Config, root: &Path) -> bool {
-    let hooks = !config.hooks.before.is_empty() || !config.hooks.after.is_empty();
-    hooks || {
-        let parsed = crate::nesl::parse(reply);
-        crate::actions::plan(reply, &parsed, root)
-            .actions
-            .iter()
-            .any(|a| a.name == "exec")
-    }
-}
-
-/// What loaf.yml allows code beyond the stage (`exec.network`, `exec.writable`,
-/// `exec.sandbox`).
-pub(crate) fn sandbox_policy(config: &Config) -> crate::exec::sandbox::Policy {
-    crate::exec::sandbox::Policy {
-        network: config.exec.network,
-        writable: config.exec.writable.clone(),
-        unisolated_allowed: config.exec.sandbox_off,
-        env: config.exec.env.clone(),
-    }
-}
 
 /// `stage.isolate` for the file actions at `real_root`; whether a path is tracked is asked
 /// of the repository at `user_root` (the user's index: the stage's holds their untracked
@@ -112,12 +30,6 @@ fn isolation(
         config.stage.isolate_built_in,
         crate::tx::visible::tracked_in(user_root),
     )
-}
-
-/// Runs `reply` where `paths` says: parse, check every block, run every valid action in
-/// order. Never fails: whatever goes wrong is in the result.
-pub fn execute(reply: &str, config: &Config, paths: &PathMap) -> ExecutionResult {
-    execute_fenced(reply, config, paths, Vec::new(), None, None)
 }
 
 /// What code changed in the workspace, relative to the root, each list sorted: what the
@@ -149,11 +61,11 @@ pub trait ChangeWatch {
 /// the trailer and the note carry the data, and a build may create thousands of files.
 pub const CHANGES_KEPT: usize = 100;
 
-/// [`execute`], with folders or files (real paths) no action may touch and the reason each
+/// [`super::loaf::execute`], with folders or files (real paths) no action may touch and the reason each
 /// refusal gives: the transaction fences off submodules, which the stage does not check
 /// out, and paths outside a sparse checkout.
 pub fn execute_fenced(
-    reply: &str,
+    reply: &CheckedReply<'_>,
     config: &Config,
     paths: &PathMap,
     fences: Vec<(PathBuf, String)>,
@@ -162,8 +74,8 @@ pub fn execute_fenced(
 ) -> ExecutionResult {
     let root = paths.user_root();
     // A reply with no block at all succeeds here, as in the seed's library; the command
-    // line refuses it before getting this far (see [`no_block_result`]).
-    let plan = check_reply(reply, root);
+    // line refuses it before getting this far (see [`super::check::no_block_result`]).
+    let plan = &reply.plan;
     // Inside a transaction the guard checks real (stage) paths, so its patterns resolve
     // from the real place of loaf.yml's folder.
     let config_dir = paths.to_real(&config.dir);
@@ -239,137 +151,15 @@ pub fn execute_fenced(
             after: after.errors,
         });
     ExecutionResult {
-        warnings: plan.warnings,
+        warnings: plan.warnings.clone(),
         success: succeeded && after.success,
         total_blocks: plan.total_blocks,
         executed_actions: results.len(),
         results,
-        parse_errors: plan.errors,
+        parse_errors: plan.errors.clone(),
         hook_errors,
         ..ExecutionResult::default()
     }
-}
-
-/// Checks every block of `reply` (see [`actions::plan`]) and adds what the parser leaves
-/// unsaid: blocks swallowed by another block's unclosed heredoc, and whatever looked like a
-/// block but was not one (a ```` ```nesl ```` fence without a header, a malformed header),
-/// each with what to write instead.
-pub fn check_reply(reply: &str, root: &Path) -> Plan {
-    // However the reply arrived (a library caller, lorch), a byte order mark is not text.
-    let reply = crate::input::without_bom(reply);
-    let parsed = nesl::parse(reply);
-    let mut plan = actions::plan(reply, &parsed, root);
-    for heredoc in near_miss::unclosed_heredocs(reply, &parsed) {
-        if let Some(error) = plan.errors.iter_mut().find(|e| {
-            e.block_id == heredoc.block
-                && e.message
-                    .contains(&format!("'{}' not closed", heredoc.delimiter))
-        }) {
-            error.message.push_str(&heredoc.hint());
-            error.line = Some(heredoc.opened);
-        }
-    }
-    plan.warnings.extend(duplicate_ids(&parsed));
-    for missing in missing_end::missing_ends(reply, &parsed) {
-        collapse_missing_end(&mut plan.errors, &missing);
-    }
-    for swallowed in near_miss::swallowed(reply, &parsed) {
-        plan.errors.push(BlockError {
-            block_id: swallowed.id.clone(),
-            action: None,
-            error_type: ErrorType::Syntax,
-            message: swallowed.message(),
-            block_start_line: Some(swallowed.line),
-            nesl_content: None,
-            line: None,
-        });
-    }
-    for miss in near_miss::near_misses(reply, &parsed) {
-        // The parser already reported a header it could not read: explain that error
-        // instead of adding a second one.
-        let reported = plan
-            .errors
-            .iter_mut()
-            .find(|e| miss.parser_reported && e.block_id == "unknown" && e.line == Some(miss.line));
-        match reported {
-            Some(error) => error.message = miss.message,
-            None => plan.errors.push(BlockError {
-                block_id: "unknown".to_owned(),
-                action: None,
-                error_type: ErrorType::Syntax,
-                message: miss.message,
-                block_start_line: Some(miss.line),
-                nesl_content: None,
-                line: Some(miss.line),
-            }),
-        }
-    }
-    plan
-}
-
-/// A warning for each block whose id an earlier block already has: the reference parser
-/// takes both (and so do we: both run), but the report's lines can then not be told apart.
-fn duplicate_ids(parsed: &nesl::ParseResult<'_>) -> Vec<String> {
-    let mut first: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut warnings = Vec::new();
-    for block in &parsed.blocks {
-        match first.get(&*block.id) {
-            Some(line) => warnings.push(format!(
-                "block id {id} is used by two blocks (lines {line} and {again}): each is taken as a block of its own; give every block its own id, so that each result line names one block",
-                id = block.id,
-                again = block.start_line
-            )),
-            None => {
-                first.insert(&block.id, block.start_line);
-            }
-        }
-    }
-    warnings
-}
-
-/// Replaces the parser's errors that only say block `missing.id` has no end line (a fence
-/// or prose it ran on into, "not closed") by one error saying where the end line goes.
-fn collapse_missing_end(errors: &mut Vec<BlockError>, missing: &missing_end::MissingEnd) {
-    let ours = |e: &BlockError| {
-        e.block_id == missing.id
-            && e.error_type == ErrorType::Syntax
-            && e.block_start_line == Some(missing.start)
-            && e.line.is_some_and(|l| missing.replaces.contains(&l))
-    };
-    let Some(first) = errors.iter().position(ours) else {
-        return;
-    };
-    let mut error = errors[first].clone();
-    error.message = missing.message();
-    error.line = Some(missing.after);
-    errors.retain(|e| !ours(e));
-    errors.insert(first.min(errors.len()), error);
-}
-
-/// The result for a reply without a single NESL block: nothing ran, and the report says
-/// why, what looked like a block, and how one is written. `None` when there are blocks.
-/// `git loaf apply` answers with this (exit 1) instead of running anything, hooks included:
-/// a model that sent no block must hear so, not see an empty success.
-pub fn no_block_result(reply: &str, plan: &Plan) -> Option<ExecutionResult> {
-    (plan.total_blocks == 0).then(|| ExecutionResult {
-        fatal_error: Some(no_block_message(reply, plan)),
-        parse_errors: plan.errors.clone(),
-        ..ExecutionResult::default()
-    })
-}
-
-/// Why nothing ran when the reply has no block, with the form a block takes.
-pub fn no_block_message(reply: &str, plan: &Plan) -> String {
-    let why = if reply.trim().is_empty() {
-        "the reply is empty: no NESL block found, nothing ran"
-    } else if plan.errors.is_empty() {
-        "no NESL block found in the reply, nothing ran"
-    } else {
-        "no NESL block found in the reply, nothing ran; what looked like one is listed below"
-    };
-    format!(
-        "{why}. A block looks like this (any 3-letter id, the same in all three places):\n{EXPECTED_FORM}"
-    )
 }
 
 /// loaf.yml's hook commands as the hook runner takes them.

@@ -1,5 +1,6 @@
-//! What a saved file or a copied text holds, for the watcher: no reply at all, a reply still
-//! being written, or a complete reply and its key.
+//! What a text holds: no reply at all, a reply still being written (what `git loaf watch`
+//! waits on), or a complete reply and its key, which every apply records so that the
+//! watcher never runs a reply twice (docs/watch.md).
 //!
 //! The key is a hash of the reply's blocks only, from each header line to its end marker:
 //! the prose around them, blank lines between them and line endings (an editor or clipboard
@@ -42,11 +43,11 @@ fn key_of(hash: Sha256) -> String {
         .collect()
 }
 
-/// The key of `text` when it is a complete reply (see [`inspect`]): what `git loaf watch`
-/// records for each apply, and what any other apply may record so that the watcher knows
-/// the reply ran.
-pub fn key(text: &str) -> Option<String> {
-    match inspect(text) {
+/// The key of `text` (already `parsed`) when it is a complete reply (see [`inspect`]): what
+/// `git loaf watch` records for each apply, and what any other apply records so that the
+/// watcher knows the reply ran.
+pub fn key(text: &str, parsed: &crate::nesl::ParseResult<'_>) -> Option<String> {
+    match inspect_parsed(text, parsed) {
         Readiness::Ready { key, .. } => Some(key),
         Readiness::NoBlocks | Readiness::Incomplete { .. } => None,
     }
@@ -57,7 +58,11 @@ const HEADER: &str = "#!nesl";
 
 /// Inspects `text` (see [`Readiness`]).
 pub fn inspect(text: &str) -> Readiness {
-    let parsed = crate::nesl::parse(text);
+    inspect_parsed(text, &crate::nesl::parse(text))
+}
+
+/// [`inspect`], of a text already parsed.
+pub fn inspect_parsed(text: &str, parsed: &crate::nesl::ParseResult<'_>) -> Readiness {
     let lines: Vec<&str> = text.split('\n').collect();
     if let Some(line) = header_being_written(&lines, parsed.blocks.last().map(block_end)) {
         return Readiness::Incomplete { block: None, line };
@@ -146,7 +151,8 @@ mod tests {
     const REPLY: &str = "Here you go.\n\n#!nesl [@three-char-SHA-256: k1m]\naction = \"file_write\"\npath = \"/r/a.txt\"\ncontent = <<'EOT_k1m'\nhello\nEOT_k1m\n#!end_k1m\n\nAnd a second one:\n#!nesl [@three-char-SHA-256: q2w]\naction = \"file_delete\"\npath = \"/r/b.txt\"\n#!end_q2w\nThanks!\n";
 
     fn key(text: &str) -> String {
-        super::key(text).unwrap_or_else(|| panic!("not ready: {:?}", inspect(text)))
+        super::key(text, &crate::nesl::parse(text))
+            .unwrap_or_else(|| panic!("not ready: {:?}", inspect(text)))
     }
 
     #[test]
