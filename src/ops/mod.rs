@@ -14,6 +14,7 @@ pub mod gc;
 pub mod log;
 pub mod record;
 pub mod record_tool;
+pub mod review;
 pub mod saved;
 pub mod squash;
 pub mod status;

@@ -1,0 +1,575 @@
+//! `git loaf review` (docs/review.md): keep or reject an AI commit's change hunk by hunk,
+//! and tell the model what was rejected and why.
+//!
+//! list the commit's hunks (read only) → lock → refuse while stepped back or while a turn is
+//! being recorded → the rejected hunks taken out of each file (the parent's version with the
+//! kept hunks laid on it) → when the commit is the unpushed tip, a commit holding only the
+//! kept hunks replaces it (trailer and note say what was rejected); otherwise a new commit
+//! reverts the rejected hunks → the working tree and index follow, the user's uncommitted
+//! work merged back (a rejected hunk under an uncommitted edit of the user's is refused) →
+//! publish, one entry of the operation log (`undo` brings the hunks back, `redo` removes
+//! them again) → the report for the model stored, delivered once ([`report`]).
+
+pub mod hunks;
+pub mod report;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use super::{new_id, now_secs};
+use crate::git::commit::{parse_trailers, read_note, read_report, write_note, write_report};
+use crate::git::commits::{self, CommitInfo};
+use crate::git::merge::{self, Overlap};
+use crate::git::oplog::{OpEntry, OpKind, UserState};
+use crate::git::publish::{self, PublishError, Transition};
+use crate::git::session::{self, Session, TxError};
+use crate::git::treebuild::tree_with_values;
+use crate::git::{Oid, Repository, checkpoint, refs, short_oid, treediff, turn};
+use hunks::{Hunk, Line, Pick};
+use report::RejectedHunk;
+
+/// The trailer a review adds: on a rewritten commit, what it rejected; on a revert commit,
+/// the review's id.
+pub const REVIEW_TRAILER: &str = "Loaf-Review";
+/// On a revert commit: the AI commit whose hunks it reverts.
+pub const REVIEWED_TRAILER: &str = "Loaf-Reviewed";
+
+/// How far back the default (the last apply or turn) is looked for.
+const SEARCH_LIMIT: usize = 1000;
+
+/// An AI commit's hunks.
+#[derive(Debug, Clone)]
+pub struct Listing {
+    /// The commit.
+    pub commit: Oid,
+    /// Its apply (or turn) id.
+    pub apply: String,
+    /// Its subject.
+    pub subject: String,
+    /// Its hunks, in diff order.
+    pub hunks: Vec<Hunk>,
+    /// Where the command runs, relative to the root (for `PATH` arguments).
+    pub cwd_in_repo: PathBuf,
+}
+
+/// What to do with one hunk that is not kept whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Verdict {
+    /// The hunk's id.
+    pub hunk: usize,
+    /// `None`: rejected whole; else its lines as kept (a split or an edit), starting from
+    /// the same parent lines.
+    pub kept: Option<Vec<Line>>,
+    /// Why (may be empty).
+    pub reason: String,
+}
+
+/// How the review reached the history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Landed {
+    /// The tip was replaced by a commit with the kept hunks.
+    Rewritten {
+        /// The AI commit.
+        old: Oid,
+        /// The branch's new tip.
+        new: Oid,
+    },
+    /// No hunk was kept: the tip (`old`) was dropped, the branch is at its parent.
+    Dropped {
+        /// The AI commit.
+        old: Oid,
+        /// Its parent, the branch's new tip.
+        parent: Oid,
+    },
+    /// A new commit reverts the rejected hunks.
+    Reverted {
+        /// The revert commit.
+        commit: Oid,
+    },
+}
+
+/// What a review did.
+#[derive(Debug)]
+pub struct Reviewed {
+    /// The review's id (its operation log entry).
+    pub id: String,
+    /// The commit reviewed.
+    pub commit: Oid,
+    /// How it landed.
+    pub landed: Landed,
+    /// The hunks rejected.
+    pub rejected: Vec<RejectedHunk>,
+    /// The report for the model.
+    pub report: String,
+    /// Things to tell the user.
+    pub notices: Vec<String>,
+}
+
+/// The hunks of the AI commit `id` names (an apply or turn id, a commit; default: the last
+/// apply or turn on the branch). Only reads.
+pub fn list(cwd: &Path, id: Option<&str>) -> Result<Listing, TxError> {
+    let repo = session::open(cwd, "review")?;
+    listing(&repo, cwd, id)
+}
+
+fn listing(repo: &Repository, cwd: &Path, id: Option<&str>) -> Result<Listing, TxError> {
+    let commit = target(repo, id)?;
+    let apply = loaf_id(&commit).unwrap_or_default();
+    let files = crate::git::hunks::patches(repo, parent_tree(repo, &commit)?, commit.tree)?;
+    let root = repo.workdir().ok_or(TxError::Bare)?;
+    let cwd_in_repo = relative_to(cwd, root);
+    Ok(Listing {
+        commit: commit.id,
+        apply,
+        subject: commit.summary,
+        hunks: hunks::number(files),
+        cwd_in_repo,
+    })
+}
+
+/// `cwd` relative to `root` (both made canonical where they can be); the root itself when
+/// it is not inside.
+fn relative_to(cwd: &Path, root: &Path) -> PathBuf {
+    let canonical = |p: &Path| p.canonicalize().unwrap_or_else(|_| p.to_path_buf());
+    canonical(cwd)
+        .strip_prefix(canonical(root))
+        .map(Path::to_path_buf)
+        .unwrap_or_default()
+}
+
+/// The verdicts of a non-interactive review: every hunk `picks` names rejected whole, with
+/// `reason`. Absolute paths are taken relative to the root when they are inside it.
+pub fn rejecting(
+    listing: &Listing,
+    root: &Path,
+    picks: &[String],
+    reason: &str,
+) -> Result<Vec<Verdict>, TxError> {
+    // An absolute path inside the root, as the model names files: made relative to where
+    // the command runs. One outside stays absolute, and is refused as outside.
+    let up = "../".repeat(listing.cwd_in_repo.components().count());
+    let picks: Vec<Pick> = picks
+        .iter()
+        .map(|p| match Path::new(p).strip_prefix(root) {
+            Ok(inner) => Pick::parse(&format!("{up}{}", inner.display())),
+            Err(_) => Pick::parse(p),
+        })
+        .collect();
+    let cwd = listing.cwd_in_repo.clone();
+    let ids = hunks::picked(&listing.hunks, &picks, &cwd)?;
+    Ok(ids
+        .into_iter()
+        .map(|hunk| Verdict {
+            hunk,
+            kept: None,
+            reason: reason.to_owned(),
+        })
+        .collect())
+}
+
+/// Reviews `listed` (as [`list`] returned it) with `verdicts`: the rejected hunks leave the
+/// branch and the working tree, as one operation.
+pub fn review(cwd: &Path, listed: &Listing, verdicts: &[Verdict]) -> Result<Reviewed, TxError> {
+    if verdicts.is_empty() {
+        return Err(TxError::Invalid {
+            message: "no hunk was rejected: nothing to change".into(),
+            hint: "`git loaf review --reject PATH[:LINE]` names the hunks to take out".into(),
+        });
+    }
+    let session = Session::begin(cwd, "review")?;
+    let repo = &session.repo;
+    refuse_states(repo, &session.root)?;
+    let now = listing(repo, cwd, Some(&listed.commit.to_string()))?;
+    if now.hunks != listed.hunks {
+        return Err(TxError::Refused {
+            message: "the commit's hunks are not the ones listed".into(),
+            hint: "run `git loaf review` again".into(),
+        });
+    }
+    let commit = commits::read(repo, listed.commit)?;
+    let (ref_name, head) = refs::head_ref(repo)?;
+    let Some(head) = head else {
+        return Err(not_on_branch(&commit));
+    };
+    if head != commit.id && !commits::descends_from(repo, &head.to_string(), &commit.id.to_string())
+    {
+        return Err(not_on_branch(&commit));
+    }
+    checkpoint::refuse_intent_to_add(repo)
+        .map_err(|paths| TxError::intent_to_add(&paths, "review"))?;
+    let cp = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
+    let id = new_id("review");
+    let rejected = rejected_records(&now.hunks, verdicts);
+    let report = report::text(&short_oid(commit.id), &commit.summary, &rejected);
+    let kept = kept_entries(repo, &now.hunks, verdicts)?;
+    let landed = if head == commit.id && refs::first_pushed(repo, head, commit.parent)?.is_none() {
+        rewrite(repo, &commit, &kept, &id, &rejected)?
+    } else {
+        revert(repo, &commit, head, &kept, &id, rejected.len())?
+    };
+    let new_head = match &landed {
+        Landed::Rewritten { new, .. } => *new,
+        Landed::Dropped { parent, .. } => *parent,
+        Landed::Reverted { commit } => *commit,
+    };
+    let new_tree = commits::read(repo, new_head)?.tree;
+    let changed: Vec<PathBuf> = treediff::changed_paths(repo, Some(cp.head_tree), Some(new_tree))?
+        .into_iter()
+        .collect();
+    let (work, index, _) = match merge::land(repo, &cp, cp.head_tree, new_tree, &changed)? {
+        Ok(landing) => landing,
+        Err(Overlap(reason)) => return Err(overlaps(&reason)),
+    };
+    let transition = Transition {
+        workdir: session.root.clone(),
+        ref_name: ref_name.clone(),
+        old: Some(head.to_string()),
+        new: Some(new_head.to_string()),
+        from_work: cp.work_tree.to_string(),
+        from_index: cp.index_tree.to_string(),
+        to_work: work.to_string(),
+        to_index: index.to_string(),
+        message: format!("git-loaf review {id}: {}", commit.summary),
+        op: OpEntry {
+            id: id.clone(),
+            kind: OpKind::Review,
+            target: Some(commit.id.to_string()),
+            time: now_secs(),
+            workdir: session.root.display().to_string(),
+            ref_name,
+            summary: format!("review of {}", commit.summary),
+            before: UserState {
+                head: Some(head.to_string()),
+                work: cp.work_tree.to_string(),
+                index: cp.index_tree.to_string(),
+            },
+            after: UserState {
+                head: Some(new_head.to_string()),
+                work: work.to_string(),
+                index: index.to_string(),
+            },
+            extras: Default::default(),
+            reply_key: None,
+        },
+    };
+    let skipped = publish::publish(repo, &transition, true).map_err(|e| match e {
+        PublishError::Changed(_) | PublishError::Moved { .. } => TxError::Refused {
+            message: format!("nothing was reviewed: {e}"),
+            hint: "run `git loaf review` again".into(),
+        },
+        other => TxError::Publish(other),
+    })?;
+    let mut notices = session.notices.clone();
+    notices.extend(publish::left_alone_notice(&skipped));
+    if let Err(error) = report::store(repo.path(), &id, &report) {
+        notices.push(error.to_string());
+    }
+    Ok(Reviewed {
+        id,
+        commit: commit.id,
+        landed,
+        rejected,
+        report,
+        notices,
+    })
+}
+
+/// The AI commit `id` names; the last apply or turn on HEAD's first-parent chain without.
+fn target(repo: &Repository, id: Option<&str>) -> Result<CommitInfo, TxError> {
+    let listed = "`git loaf log` lists the applies and turns on this branch";
+    let Some(id) = id else {
+        let chain = commits::first_parents(repo)?.ok_or_else(|| TxError::Invalid {
+            message: "the branch has no commit yet".into(),
+            hint: "apply a reply first (`git loaf apply`)".into(),
+        })?;
+        for commit in chain.take(SEARCH_LIMIT) {
+            let commit = commit?;
+            if loaf_id(&commit).is_some() {
+                return Ok(commit);
+            }
+        }
+        return Err(TxError::Invalid {
+            message: "there is no apply or agent's turn on this branch to review".into(),
+            hint: listed.into(),
+        });
+    };
+    // An id first on the branch: a review that rewrote the tip made a new commit with it.
+    if id.len() == 6
+        && id.bytes().all(|b| b.is_ascii_hexdigit())
+        && let Some(chain) = commits::first_parents(repo)?
+    {
+        for commit in chain.take(SEARCH_LIMIT) {
+            let commit = commit?;
+            if loaf_id(&commit).as_deref() == Some(id) {
+                return Ok(commit);
+            }
+        }
+    }
+    let commit = commits::resolve(repo, id)?.ok_or_else(|| TxError::Invalid {
+        message: format!("unknown revision or apply id '{id}'"),
+        hint: listed.into(),
+    })?;
+    if loaf_id(&commit).is_none() {
+        return Err(TxError::Invalid {
+            message: format!(
+                "{id} ({}) is not an AI commit: it has no Loaf-Apply trailer",
+                short_oid(commit.id)
+            ),
+            hint: format!("review takes an apply or an agent's turn; {listed}"),
+        });
+    }
+    if repo.find_commit(commit.id)?.parent_count() > 1 {
+        return Err(TxError::Invalid {
+            message: format!("{id} is a merge commit"),
+            hint: listed.into(),
+        });
+    }
+    Ok(commit)
+}
+
+/// The apply (or turn) id of an AI commit.
+fn loaf_id(commit: &CommitInfo) -> Option<String> {
+    parse_trailers(&commit.message)
+        .into_iter()
+        .find(|(k, _)| k == "Loaf-Apply")
+        .map(|(_, v)| v.trim().to_owned())
+}
+
+fn parent_tree(repo: &Repository, commit: &CommitInfo) -> Result<Option<Oid>, TxError> {
+    Ok(match commit.parent {
+        Some(parent) => Some(commits::read(repo, parent)?.tree),
+        None => None,
+    })
+}
+
+fn not_on_branch(commit: &CommitInfo) -> TxError {
+    TxError::Refused {
+        message: format!(
+            "{} ({}) is not on the current branch",
+            short_oid(commit.id),
+            commit.summary
+        ),
+        hint: "switch to the branch that holds it, then review it there".into(),
+    }
+}
+
+/// Stepped back (HEAD detached) or a turn being recorded: the history or the files are
+/// someone else's to change just now.
+fn refuse_states(repo: &Repository, root: &Path) -> Result<(), TxError> {
+    if let Some(back) = super::step::stepped_back(repo, root)? {
+        return Err(TxError::Refused {
+            message: format!(
+                "HEAD is stepped back ({} of {})",
+                short_oid(Oid::from_str(&back.at)?),
+                super::undo::display_ref(&back.branch)
+            ),
+            hint: "`git loaf step-forward` back to the tip first, then review".into(),
+        });
+    }
+    if refs::head_ref(repo)?.0 == "HEAD" {
+        return Err(TxError::Refused {
+            message: "HEAD is detached: a review changes a branch".into(),
+            hint: "switch to a branch (`git switch <branch>`), then review".into(),
+        });
+    }
+    if turn::any_begun(repo)? {
+        return Err(TxError::Refused {
+            message: "an agent's turn is being recorded: its edits are still coming".into(),
+            hint: "review once the turn is committed (`git loaf status` shows it)".into(),
+        });
+    }
+    Ok(())
+}
+
+fn overlaps(reason: &str) -> TxError {
+    TxError::Refused {
+        message: format!("nothing was reviewed: {reason}"),
+        hint: "commit or stash your own change to that file first, or keep that hunk".into(),
+    }
+}
+
+/// The record of each hunk a verdict takes out.
+fn rejected_records(hunks: &[Hunk], verdicts: &[Verdict]) -> Vec<RejectedHunk> {
+    verdicts
+        .iter()
+        .filter_map(|v| {
+            let hunk = hunks.iter().find(|h| h.id == v.hunk)?;
+            Some(RejectedHunk::of(hunk, v.kept.as_deref(), &v.reason))
+        })
+        .collect()
+}
+
+/// Each file with a rejected hunk, as the review leaves it in the commit: the parent's
+/// version with the kept hunks laid on it (a whole-file hunk: the parent's entry).
+fn kept_entries(
+    repo: &Repository,
+    hunks: &[Hunk],
+    verdicts: &[Verdict],
+) -> Result<Vec<(PathBuf, Option<(Oid, i32)>)>, TxError> {
+    let mut paths: Vec<&PathBuf> = verdicts
+        .iter()
+        .filter_map(|v| hunks.iter().find(|h| h.id == v.hunk))
+        .map(|h| &h.path)
+        .collect();
+    paths.sort();
+    paths.dedup();
+    let mut values = Vec::new();
+    for path in paths {
+        let of_file: Vec<&Hunk> = hunks.iter().filter(|h| &h.path == path).collect();
+        let (old, new) = of_file[0].entries;
+        let verdict = |h: &Hunk| verdicts.iter().find(|v| v.hunk == h.id);
+        if of_file[0].whole.is_some() {
+            values.push((path.clone(), old));
+            continue;
+        }
+        let (Some(old), Some(new)) = (old, new) else {
+            continue;
+        };
+        let laid: Vec<Vec<Line>> = of_file
+            .iter()
+            .map(|h| match verdict(h) {
+                None => h.lines.clone(),
+                Some(Verdict { kept: Some(lines), .. }) if hunks::fits(&h.lines, lines) => {
+                    lines.clone()
+                }
+                Some(_) => hunks::rejected_lines(&h.lines),
+            })
+            .collect();
+        let pairs: Vec<(&Hunk, &[Line])> = of_file
+            .iter()
+            .zip(&laid)
+            .map(|(h, l)| (*h, l.as_slice()))
+            .collect();
+        let parent = crate::git::hunks::blob_bytes(repo, old.0)?;
+        let content = hunks::kept_content(&parent, &pairs);
+        let blob = crate::git::repo::write_blob(repo, &content)?;
+        values.push((path.clone(), Some((blob, new.1))));
+    }
+    Ok(values)
+}
+
+/// The tip rewritten: the kept hunks on the same parent, its message with a trailer saying
+/// what was rejected, its note and report with the review's records. No hunk kept: the
+/// branch moves to the parent.
+fn rewrite(
+    repo: &Repository,
+    commit: &CommitInfo,
+    kept: &[(PathBuf, Option<(Oid, i32)>)],
+    id: &str,
+    rejected: &[RejectedHunk],
+) -> Result<Landed, TxError> {
+    let tree = tree_with_values(repo, commit.tree, kept)?;
+    if let Some(parent) = commit.parent
+        && commits::read(repo, parent)?.tree == tree
+    {
+        return Ok(Landed::Dropped {
+            old: commit.id,
+            parent,
+        });
+    }
+    let message = format!(
+        "{}\n{REVIEW_TRAILER}: {id} rejected {}\n",
+        commit.message.trim_end(),
+        rejected
+            .iter()
+            .map(|r| format!("{}:{}", r.path, r.lines))
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    let parents: Vec<Oid> = commit.parent.into_iter().collect();
+    let new = crate::git::sign::write_commit(
+        repo,
+        tree,
+        &parents,
+        &message,
+        &crate::git::sign::SignRequest::AsConfigured,
+    )
+    .map_err(crate::git::sign::SignError::into_git)?;
+    let record = serde_json::json!({ "id": id, "rejected": rejected });
+    let with_review = |text: String| -> String {
+        match serde_json::from_str::<Value>(&text) {
+            Ok(mut value) if value.is_object() => {
+                let list = value["reviews"].as_array().cloned().unwrap_or_default();
+                let mut list = list;
+                list.push(record.clone());
+                value["reviews"] = Value::Array(list);
+                serde_json::to_string_pretty(&value).unwrap_or(text)
+            }
+            _ => text,
+        }
+    };
+    if let Some(note) = read_note(repo, commit.id) {
+        write_note(repo, new, &with_review(note))?;
+    }
+    if let Some(report) = read_report(repo, commit.id) {
+        write_report(repo, new, &with_review(report))?;
+    }
+    Ok(Landed::Rewritten {
+        old: commit.id,
+        new,
+    })
+}
+
+/// A commit on `head` that reverts the rejected hunks: each file 3-way merged (base: the
+/// AI commit's version, ours: HEAD's, theirs: the version without the rejected hunks), so
+/// commits made since stay; where they changed the same lines, refused.
+fn revert(
+    repo: &Repository,
+    commit: &CommitInfo,
+    head: Oid,
+    kept: &[(PathBuf, Option<(Oid, i32)>)],
+    id: &str,
+    n: usize,
+) -> Result<Landed, TxError> {
+    let head_tree = commits::read(repo, head)?.tree;
+    let mut values = Vec::new();
+    for (path, without) in kept {
+        let base = crate::git::hunks::entry_at(repo, commit.tree, path)?;
+        let ours = crate::git::hunks::entry_at(repo, head_tree, path)?;
+        match merge::merge_entry(repo, path, base, ours, *without)? {
+            Ok(entry) => values.push((path.clone(), entry)),
+            Err(_) => {
+                return Err(TxError::Refused {
+                    message: format!(
+                        "commits made since {} changed the same lines of {}",
+                        short_oid(commit.id),
+                        path.display()
+                    ),
+                    hint: "edit the file by hand (`git revert -n` shows the conflict), or keep that hunk".into(),
+                });
+            }
+        }
+    }
+    let tree = tree_with_values(repo, head_tree, &values)?;
+    let message = format!(
+        "AI review: rejected {n} {} of {}\n\n{REVIEW_TRAILER}: {id}\n{REVIEWED_TRAILER}: {}\n",
+        if n == 1 { "hunk" } else { "hunks" },
+        commit.summary,
+        commit.id
+    );
+    let new = crate::git::sign::write_commit(
+        repo,
+        tree,
+        &[head],
+        &message,
+        &crate::git::sign::SignRequest::AsConfigured,
+    )
+    .map_err(crate::git::sign::SignError::into_git)?;
+    Ok(Landed::Reverted { commit: new })
+}
+
+/// The editor `e` opens, as git chooses it: `GIT_EDITOR`, `core.editor`, `VISUAL`,
+/// `EDITOR`, else `vi`.
+pub fn editor(cwd: &Path) -> String {
+    let set = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    set("GIT_EDITOR")
+        .or_else(|| {
+            let repo = session::open(cwd, "review").ok()?;
+            let config = repo.config().ok()?;
+            config.get_string("core.editor").ok()
+        })
+        .or_else(|| set("VISUAL"))
+        .or_else(|| set("EDITOR"))
+        .unwrap_or_else(|| "vi".to_owned())
+}
