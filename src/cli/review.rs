@@ -75,7 +75,10 @@ pub fn run(args: &ReviewArgs) -> Result<Outcome, CliError> {
             super::print_out("Kept every hunk: nothing changed.\n")?;
             return Ok(Outcome::Success);
         }
-        reviewed(review::review(&cwd, &listing, &verdicts)?, listing.hunks.len())
+        reviewed(
+            review::review(&cwd, &listing, &verdicts)?,
+            listing.hunks.len(),
+        )
     } else {
         return Err(CliError::usage(
             "not on a terminal: say which hunks to reject",

@@ -26,6 +26,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::{actions, answer};
+
+mod review;
 use crate::cli::{self, CliError, Response};
 
 /// Parameters of `apply`: `reply` or `actions`, not both.
@@ -149,7 +151,7 @@ impl LoafServer {
         LoafServer {
             repo: Arc::new(repo),
             busy: Arc::new(Mutex::new(())),
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::review_router(),
             prompt_router: Self::prompt_router(),
         }
     }
@@ -392,7 +394,7 @@ fn apply(repo: &Path, params: ApplyParams) -> CallToolResult {
         message: params.message,
         ..Default::default()
     };
-    answered(cli::apply::respond(repo, &reply, &request))
+    review::with_reports(repo, answered(cli::apply::respond(repo, &reply, &request)))
 }
 
 /// The command line's options for `squash`.

@@ -110,6 +110,10 @@ pub struct Reviewed {
 /// apply or turn on the branch). Only reads.
 pub fn list(cwd: &Path, id: Option<&str>) -> Result<Listing, TxError> {
     let repo = session::open(cwd, "review")?;
+    // Without libgit2's trailing separator: the operation log names the folder so.
+    let root: PathBuf = repo.workdir().ok_or(TxError::Bare)?.components().collect();
+    // Stepped back, "the last apply" would be found below the step: the wrong commit.
+    refuse_stepped_back(&repo, &root)?;
     listing(&repo, cwd, id)
 }
 
@@ -357,6 +361,18 @@ fn not_on_branch(commit: &CommitInfo) -> TxError {
 /// Stepped back (HEAD detached) or a turn being recorded: the history or the files are
 /// someone else's to change just now.
 fn refuse_states(repo: &Repository, root: &Path) -> Result<(), TxError> {
+    refuse_stepped_back(repo, root)?;
+    if turn::any_begun(repo)? {
+        return Err(TxError::Refused {
+            message: "an agent's turn is being recorded: its edits are still coming".into(),
+            hint: "review once the turn is committed (`git loaf status` shows it)".into(),
+        });
+    }
+    Ok(())
+}
+
+/// HEAD stepped back, or detached: a review changes a branch.
+fn refuse_stepped_back(repo: &Repository, root: &Path) -> Result<(), TxError> {
     if let Some(back) = super::step::stepped_back(repo, root)? {
         return Err(TxError::Refused {
             message: format!(
@@ -371,12 +387,6 @@ fn refuse_states(repo: &Repository, root: &Path) -> Result<(), TxError> {
         return Err(TxError::Refused {
             message: "HEAD is detached: a review changes a branch".into(),
             hint: "switch to a branch (`git switch <branch>`), then review".into(),
-        });
-    }
-    if turn::any_begun(repo)? {
-        return Err(TxError::Refused {
-            message: "an agent's turn is being recorded: its edits are still coming".into(),
-            hint: "review once the turn is committed (`git loaf status` shows it)".into(),
         });
     }
     Ok(())
@@ -430,9 +440,9 @@ fn kept_entries(
             .iter()
             .map(|h| match verdict(h) {
                 None => h.lines.clone(),
-                Some(Verdict { kept: Some(lines), .. }) if hunks::fits(&h.lines, lines) => {
-                    lines.clone()
-                }
+                Some(Verdict {
+                    kept: Some(lines), ..
+                }) if hunks::fits(&h.lines, lines) => lines.clone(),
                 Some(_) => hunks::rejected_lines(&h.lines),
             })
             .collect();
@@ -572,4 +582,11 @@ pub fn editor(cwd: &Path) -> String {
         .or_else(|| set("VISUAL"))
         .or_else(|| set("EDITOR"))
         .unwrap_or_else(|| "vi".to_owned())
+}
+
+/// The reports of reviews not yet given to the model, taken away (each is delivered once);
+/// `None` when none waits or `cwd` is in no repository.
+pub fn take_report(cwd: &Path) -> Option<String> {
+    let repo = session::open(cwd, "review").ok()?;
+    report::take_pending(repo.path())
 }

@@ -49,6 +49,7 @@ mod readme;
 mod real_world;
 mod reply_hooks;
 mod report_quality;
+mod review;
 mod sandbox;
 mod saved;
 mod scratch;

@@ -82,6 +82,7 @@ async fn lists_its_tools_and_the_instructions_prompt() {
             "instructions",
             "log",
             "redo",
+            "review",
             "show",
             "squash",
             "status",

@@ -46,9 +46,10 @@ impl Terminal {
         self.say(prompt)?;
         let _ = std::io::stdout().flush();
         let mut line = String::new();
-        let read = self.input.read_line(&mut line).map_err(|e| {
-            CliError::usage(format!("cannot read the answer: {e}"), "run it again")
-        })?;
+        let read = self
+            .input
+            .read_line(&mut line)
+            .map_err(|e| CliError::usage(format!("cannot read the answer: {e}"), "run it again"))?;
         Ok((read > 0).then(|| line.trim_end_matches(['\n', '\r']).to_owned()))
     }
 
@@ -192,7 +193,12 @@ fn split(terminal: &mut Terminal, hunk: &Hunk) -> Result<Option<Verdict>, CliErr
         let from = if i == 0 { 0 } else { runs[i - 1].end };
         let to = runs.get(i + 1).map_or(hunk.lines.len(), |next| next.start);
         terminal.show_lines(&hunk.lines[from..to])?;
-        let prompt = format!("(part {}/{} of hunk {}) Keep this part", i + 1, runs.len(), hunk.id);
+        let prompt = format!(
+            "(part {}/{} of hunk {}) Keep this part",
+            i + 1,
+            runs.len(),
+            hunk.id
+        );
         match terminal.choose(&prompt, "ynq?")? {
             Answer::Reject(reason) => {
                 rejected.push(run.clone());
@@ -207,7 +213,12 @@ fn split(terminal: &mut Terminal, hunk: &Hunk) -> Result<Option<Verdict>, CliErr
     Ok(verdict_of(hunk, &rejected, runs.len(), reasons.join("; ")))
 }
 
-fn verdict_of(hunk: &Hunk, rejected: &[Range<usize>], runs: usize, reason: String) -> Option<Verdict> {
+fn verdict_of(
+    hunk: &Hunk,
+    rejected: &[Range<usize>],
+    runs: usize,
+    reason: String,
+) -> Option<Verdict> {
     if rejected.is_empty() {
         return None;
     }
@@ -227,7 +238,10 @@ fn edit(
     hunk: &Hunk,
 ) -> Result<Option<Option<Verdict>>, CliError> {
     let cannot = |e: std::io::Error| {
-        CliError::usage(format!("cannot edit the hunk: {e}"), "answer y or n instead")
+        CliError::usage(
+            format!("cannot edit the hunk: {e}"),
+            "answer y or n instead",
+        )
     };
     let mut file = tempfile::Builder::new()
         .prefix("loaf-review-")
@@ -249,7 +263,9 @@ fn edit(
         .status()
         .map_err(cannot)?;
     if !status.success() {
-        terminal.say(&format!("The editor ({editor}) failed: the hunk is asked again.\n"))?;
+        terminal.say(&format!(
+            "The editor ({editor}) failed: the hunk is asked again.\n"
+        ))?;
         return Ok(None);
     }
     let edited = std::fs::read_to_string(file.path()).map_err(cannot)?;

@@ -209,8 +209,7 @@ pub fn picked(hunks: &[Hunk], picks: &[Pick], cwd_in_repo: &Path) -> Result<Vec<
             Pick::Path(text, line) => {
                 let path = inside(cwd_in_repo, text).ok_or_else(|| TxError::Invalid {
                     message: format!("{text} is outside the repository"),
-                    hint: "name a file the commit changed, relative to the current folder"
-                        .into(),
+                    hint: "name a file the commit changed, relative to the current folder".into(),
                 })?;
                 let of_file: Vec<&Hunk> = hunks.iter().filter(|h| h.path == path).collect();
                 if of_file.is_empty() {

@@ -70,7 +70,9 @@ pub fn text(commit: &str, subject: &str, rejected: &[RejectedHunk]) -> String {
             ));
         }
     }
-    out.push_str("\nDo not reintroduce these changes. If you think one is needed, ask the user first.\n");
+    out.push_str(
+        "\nDo not reintroduce these changes. If you think one is needed, ask the user first.\n",
+    );
     out
 }
 
