@@ -14,7 +14,7 @@ use super::{CliError, Outcome, Response};
 use crate::git::short_oid;
 use crate::ops::review::{self, Landed, Reviewed};
 
-/// Keep or reject an AI commit's change hunk by hunk; the model is told what you rejected.
+/// Keep or reject an AI change hunk by hunk; the model learns what you rejected.
 ///
 /// On a terminal it walks the hunks of the last apply or agent's turn on this branch (or
 /// of ID: an apply or turn id, or a commit) as `git add -p` does: y keeps a hunk, n rejects

@@ -35,6 +35,9 @@ pub const REVIEW_TRAILER: &str = "Loaf-Review";
 /// On a revert commit: the AI commit whose hunks it reverts.
 pub const REVIEWED_TRAILER: &str = "Loaf-Reviewed";
 
+/// Each file with a rejected hunk and its entry once the hunks are out.
+type Kept = Vec<(PathBuf, crate::git::hunks::Entry)>;
+
 /// How far back the default (the last apply or turn) is looked for.
 const SEARCH_LIMIT: usize = 1000;
 
@@ -225,38 +228,14 @@ pub fn review(cwd: &Path, listed: &Listing, verdicts: &[Verdict]) -> Result<Revi
         Ok(landing) => landing,
         Err(Overlap(reason)) => return Err(overlaps(&reason)),
     };
-    let transition = Transition {
-        workdir: session.root.clone(),
-        ref_name: ref_name.clone(),
-        old: Some(head.to_string()),
-        new: Some(new_head.to_string()),
-        from_work: cp.work_tree.to_string(),
-        from_index: cp.index_tree.to_string(),
-        to_work: work.to_string(),
-        to_index: index.to_string(),
-        message: format!("git-loaf review {id}: {}", commit.summary),
-        op: OpEntry {
-            id: id.clone(),
-            kind: OpKind::Review,
-            target: Some(commit.id.to_string()),
-            time: now_secs(),
-            workdir: session.root.display().to_string(),
-            ref_name,
-            summary: format!("review of {}", commit.summary),
-            before: UserState {
-                head: Some(head.to_string()),
-                work: cp.work_tree.to_string(),
-                index: cp.index_tree.to_string(),
-            },
-            after: UserState {
-                head: Some(new_head.to_string()),
-                work: work.to_string(),
-                index: index.to_string(),
-            },
-            extras: Default::default(),
-            reply_key: None,
-        },
+    let moved = Moved {
+        ref_name,
+        head,
+        new_head,
+        cp: &cp,
+        to: (work, index),
     };
+    let transition = transition(&session, &id, &commit, moved);
     let skipped = publish::publish(repo, &transition, true).map_err(|e| match e {
         PublishError::Changed(_) | PublishError::Moved { .. } => TxError::Refused {
             message: format!("nothing was reviewed: {e}"),
@@ -277,6 +256,56 @@ pub fn review(cwd: &Path, listed: &Listing, verdicts: &[Verdict]) -> Result<Revi
         report,
         notices,
     })
+}
+
+/// The branch's move a review makes, and the user's files and index before and after.
+struct Moved<'a> {
+    ref_name: String,
+    head: Oid,
+    new_head: Oid,
+    cp: &'a checkpoint::Checkpoint,
+    to: (Oid, Oid),
+}
+
+/// The review as the operation log records it.
+fn transition(session: &Session, id: &str, commit: &CommitInfo, moved: Moved<'_>) -> Transition {
+    let (work, index) = (moved.to.0.to_string(), moved.to.1.to_string());
+    let (from_work, from_index) = (
+        moved.cp.work_tree.to_string(),
+        moved.cp.index_tree.to_string(),
+    );
+    Transition {
+        workdir: session.root.clone(),
+        ref_name: moved.ref_name.clone(),
+        old: Some(moved.head.to_string()),
+        new: Some(moved.new_head.to_string()),
+        from_work: from_work.clone(),
+        from_index: from_index.clone(),
+        to_work: work.clone(),
+        to_index: index.clone(),
+        message: format!("git-loaf review {id}: {}", commit.summary),
+        op: OpEntry {
+            id: id.to_owned(),
+            kind: OpKind::Review,
+            target: Some(commit.id.to_string()),
+            time: now_secs(),
+            workdir: session.root.display().to_string(),
+            ref_name: moved.ref_name,
+            summary: format!("review of {}", commit.summary),
+            before: UserState {
+                head: Some(moved.head.to_string()),
+                work: from_work,
+                index: from_index,
+            },
+            after: UserState {
+                head: Some(moved.new_head.to_string()),
+                work,
+                index,
+            },
+            extras: Default::default(),
+            reply_key: None,
+        },
+    }
 }
 
 /// The AI commit `id` names; the last apply or turn on HEAD's first-parent chain without.
@@ -412,11 +441,7 @@ fn rejected_records(hunks: &[Hunk], verdicts: &[Verdict]) -> Vec<RejectedHunk> {
 
 /// Each file with a rejected hunk, as the review leaves it in the commit: the parent's
 /// version with the kept hunks laid on it (a whole-file hunk: the parent's entry).
-fn kept_entries(
-    repo: &Repository,
-    hunks: &[Hunk],
-    verdicts: &[Verdict],
-) -> Result<Vec<(PathBuf, Option<(Oid, i32)>)>, TxError> {
+fn kept_entries(repo: &Repository, hunks: &[Hunk], verdicts: &[Verdict]) -> Result<Kept, TxError> {
     let mut paths: Vec<&PathBuf> = verdicts
         .iter()
         .filter_map(|v| hunks.iter().find(|h| h.id == v.hunk))
@@ -465,7 +490,7 @@ fn kept_entries(
 fn rewrite(
     repo: &Repository,
     commit: &CommitInfo,
-    kept: &[(PathBuf, Option<(Oid, i32)>)],
+    kept: &Kept,
     id: &str,
     rejected: &[RejectedHunk],
 ) -> Result<Landed, TxError> {
@@ -528,7 +553,7 @@ fn revert(
     repo: &Repository,
     commit: &CommitInfo,
     head: Oid,
-    kept: &[(PathBuf, Option<(Oid, i32)>)],
+    kept: &Kept,
     id: &str,
     n: usize,
 ) -> Result<Landed, TxError> {
