@@ -11,23 +11,25 @@
 //! them again) → the report for the model stored, delivered once ([`report`]).
 
 pub mod hunks;
+mod landing;
 pub mod report;
+mod target;
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
-
 use super::{new_id, now_secs};
-use crate::git::commit::{parse_trailers, read_note, read_report, write_note, write_report};
 use crate::git::commits::{self, CommitInfo};
 use crate::git::merge::{self, Overlap};
 use crate::git::oplog::{OpEntry, OpKind, UserState};
 use crate::git::publish::{self, PublishError, Transition};
 use crate::git::session::{self, Session, TxError};
-use crate::git::treebuild::tree_with_values;
-use crate::git::{Oid, Repository, checkpoint, refs, short_oid, treediff, turn};
+use crate::git::{Oid, Repository, checkpoint, refs, short_oid, treediff};
 use hunks::{Hunk, Line, Pick};
+use landing::{kept_entries, revert, rewrite};
 use report::RejectedHunk;
+use target::{
+    loaf_id, not_on_branch, overlaps, parent_tree, refuse_states, refuse_stepped_back, target,
+};
 
 /// The trailer a review adds: on a rewritten commit, what it rejected; on a revert commit,
 /// the review's id.
@@ -36,10 +38,10 @@ pub const REVIEW_TRAILER: &str = "Loaf-Review";
 pub const REVIEWED_TRAILER: &str = "Loaf-Reviewed";
 
 /// Each file with a rejected hunk and its entry once the hunks are out.
-type Kept = Vec<(PathBuf, crate::git::hunks::Entry)>;
+pub(super) type Kept = Vec<(PathBuf, crate::git::hunks::Entry)>;
 
 /// How far back the default (the last apply or turn) is looked for.
-const SEARCH_LIMIT: usize = 1000;
+pub(super) const SEARCH_LIMIT: usize = 1000;
 
 /// An AI commit's hunks.
 #[derive(Debug, Clone)]
@@ -308,126 +310,6 @@ fn transition(session: &Session, id: &str, commit: &CommitInfo, moved: Moved<'_>
     }
 }
 
-/// The AI commit `id` names; the last apply or turn on HEAD's first-parent chain without.
-fn target(repo: &Repository, id: Option<&str>) -> Result<CommitInfo, TxError> {
-    let listed = "`git loaf log` lists the applies and turns on this branch";
-    let Some(id) = id else {
-        let chain = commits::first_parents(repo)?.ok_or_else(|| TxError::Invalid {
-            message: "the branch has no commit yet".into(),
-            hint: "apply a reply first (`git loaf apply`)".into(),
-        })?;
-        for commit in chain.take(SEARCH_LIMIT) {
-            let commit = commit?;
-            if loaf_id(&commit).is_some() {
-                return Ok(commit);
-            }
-        }
-        return Err(TxError::Invalid {
-            message: "there is no apply or agent's turn on this branch to review".into(),
-            hint: listed.into(),
-        });
-    };
-    // An id first on the branch: a review that rewrote the tip made a new commit with it.
-    if id.len() == 6
-        && id.bytes().all(|b| b.is_ascii_hexdigit())
-        && let Some(chain) = commits::first_parents(repo)?
-    {
-        for commit in chain.take(SEARCH_LIMIT) {
-            let commit = commit?;
-            if loaf_id(&commit).as_deref() == Some(id) {
-                return Ok(commit);
-            }
-        }
-    }
-    let commit = commits::resolve(repo, id)?.ok_or_else(|| TxError::Invalid {
-        message: format!("unknown revision or apply id '{id}'"),
-        hint: listed.into(),
-    })?;
-    if loaf_id(&commit).is_none() {
-        return Err(TxError::Invalid {
-            message: format!(
-                "{id} ({}) is not an AI commit: it has no Loaf-Apply trailer",
-                short_oid(commit.id)
-            ),
-            hint: format!("review takes an apply or an agent's turn; {listed}"),
-        });
-    }
-    if repo.find_commit(commit.id)?.parent_count() > 1 {
-        return Err(TxError::Invalid {
-            message: format!("{id} is a merge commit"),
-            hint: listed.into(),
-        });
-    }
-    Ok(commit)
-}
-
-/// The apply (or turn) id of an AI commit.
-fn loaf_id(commit: &CommitInfo) -> Option<String> {
-    parse_trailers(&commit.message)
-        .into_iter()
-        .find(|(k, _)| k == "Loaf-Apply")
-        .map(|(_, v)| v.trim().to_owned())
-}
-
-fn parent_tree(repo: &Repository, commit: &CommitInfo) -> Result<Option<Oid>, TxError> {
-    Ok(match commit.parent {
-        Some(parent) => Some(commits::read(repo, parent)?.tree),
-        None => None,
-    })
-}
-
-fn not_on_branch(commit: &CommitInfo) -> TxError {
-    TxError::Refused {
-        message: format!(
-            "{} ({}) is not on the current branch",
-            short_oid(commit.id),
-            commit.summary
-        ),
-        hint: "switch to the branch that holds it, then review it there".into(),
-    }
-}
-
-/// Stepped back (HEAD detached) or a turn being recorded: the history or the files are
-/// someone else's to change just now.
-fn refuse_states(repo: &Repository, root: &Path) -> Result<(), TxError> {
-    refuse_stepped_back(repo, root)?;
-    if turn::any_begun(repo)? {
-        return Err(TxError::Refused {
-            message: "an agent's turn is being recorded: its edits are still coming".into(),
-            hint: "review once the turn is committed (`git loaf status` shows it)".into(),
-        });
-    }
-    Ok(())
-}
-
-/// HEAD stepped back, or detached: a review changes a branch.
-fn refuse_stepped_back(repo: &Repository, root: &Path) -> Result<(), TxError> {
-    if let Some(back) = super::step::stepped_back(repo, root)? {
-        return Err(TxError::Refused {
-            message: format!(
-                "HEAD is stepped back ({} of {})",
-                short_oid(Oid::from_str(&back.at)?),
-                super::undo::display_ref(&back.branch)
-            ),
-            hint: "`git loaf step-forward` back to the tip first, then review".into(),
-        });
-    }
-    if refs::head_ref(repo)?.0 == "HEAD" {
-        return Err(TxError::Refused {
-            message: "HEAD is detached: a review changes a branch".into(),
-            hint: "switch to a branch (`git switch <branch>`), then review".into(),
-        });
-    }
-    Ok(())
-}
-
-fn overlaps(reason: &str) -> TxError {
-    TxError::Refused {
-        message: format!("nothing was reviewed: {reason}"),
-        hint: "commit or stash your own change to that file first, or keep that hunk".into(),
-    }
-}
-
 /// The record of each hunk a verdict takes out.
 fn rejected_records(hunks: &[Hunk], verdicts: &[Verdict]) -> Vec<RejectedHunk> {
     verdicts
@@ -437,161 +319,6 @@ fn rejected_records(hunks: &[Hunk], verdicts: &[Verdict]) -> Vec<RejectedHunk> {
             Some(RejectedHunk::of(hunk, v.kept.as_deref(), &v.reason))
         })
         .collect()
-}
-
-/// Each file with a rejected hunk, as the review leaves it in the commit: the parent's
-/// version with the kept hunks laid on it (a whole-file hunk: the parent's entry).
-fn kept_entries(repo: &Repository, hunks: &[Hunk], verdicts: &[Verdict]) -> Result<Kept, TxError> {
-    let mut paths: Vec<&PathBuf> = verdicts
-        .iter()
-        .filter_map(|v| hunks.iter().find(|h| h.id == v.hunk))
-        .map(|h| &h.path)
-        .collect();
-    paths.sort();
-    paths.dedup();
-    let mut values = Vec::new();
-    for path in paths {
-        let of_file: Vec<&Hunk> = hunks.iter().filter(|h| &h.path == path).collect();
-        let (old, new) = of_file[0].entries;
-        let verdict = |h: &Hunk| verdicts.iter().find(|v| v.hunk == h.id);
-        if of_file[0].whole.is_some() {
-            values.push((path.clone(), old));
-            continue;
-        }
-        let (Some(old), Some(new)) = (old, new) else {
-            continue;
-        };
-        let laid: Vec<Vec<Line>> = of_file
-            .iter()
-            .map(|h| match verdict(h) {
-                None => h.lines.clone(),
-                Some(Verdict {
-                    kept: Some(lines), ..
-                }) if hunks::fits(&h.lines, lines) => lines.clone(),
-                Some(_) => hunks::rejected_lines(&h.lines),
-            })
-            .collect();
-        let pairs: Vec<(&Hunk, &[Line])> = of_file
-            .iter()
-            .zip(&laid)
-            .map(|(h, l)| (*h, l.as_slice()))
-            .collect();
-        let parent = crate::git::hunks::blob_bytes(repo, old.0)?;
-        let content = hunks::kept_content(&parent, &pairs);
-        let blob = crate::git::repo::write_blob(repo, &content)?;
-        values.push((path.clone(), Some((blob, new.1))));
-    }
-    Ok(values)
-}
-
-/// The tip rewritten: the kept hunks on the same parent, its message with a trailer saying
-/// what was rejected, its note and report with the review's records. No hunk kept: the
-/// branch moves to the parent.
-fn rewrite(
-    repo: &Repository,
-    commit: &CommitInfo,
-    kept: &Kept,
-    id: &str,
-    rejected: &[RejectedHunk],
-) -> Result<Landed, TxError> {
-    let tree = tree_with_values(repo, commit.tree, kept)?;
-    if let Some(parent) = commit.parent
-        && commits::read(repo, parent)?.tree == tree
-    {
-        return Ok(Landed::Dropped {
-            old: commit.id,
-            parent,
-        });
-    }
-    let message = format!(
-        "{}\n{REVIEW_TRAILER}: {id} rejected {}\n",
-        commit.message.trim_end(),
-        rejected
-            .iter()
-            .map(|r| format!("{}:{}", r.path, r.lines))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let parents: Vec<Oid> = commit.parent.into_iter().collect();
-    let new = crate::git::sign::write_commit(
-        repo,
-        tree,
-        &parents,
-        &message,
-        &crate::git::sign::SignRequest::AsConfigured,
-    )
-    .map_err(crate::git::sign::SignError::into_git)?;
-    let record = serde_json::json!({ "id": id, "rejected": rejected });
-    let with_review = |text: String| -> String {
-        match serde_json::from_str::<Value>(&text) {
-            Ok(mut value) if value.is_object() => {
-                let list = value["reviews"].as_array().cloned().unwrap_or_default();
-                let mut list = list;
-                list.push(record.clone());
-                value["reviews"] = Value::Array(list);
-                serde_json::to_string_pretty(&value).unwrap_or(text)
-            }
-            _ => text,
-        }
-    };
-    if let Some(note) = read_note(repo, commit.id) {
-        write_note(repo, new, &with_review(note))?;
-    }
-    if let Some(report) = read_report(repo, commit.id) {
-        write_report(repo, new, &with_review(report))?;
-    }
-    Ok(Landed::Rewritten {
-        old: commit.id,
-        new,
-    })
-}
-
-/// A commit on `head` that reverts the rejected hunks: each file 3-way merged (base: the
-/// AI commit's version, ours: HEAD's, theirs: the version without the rejected hunks), so
-/// commits made since stay; where they changed the same lines, refused.
-fn revert(
-    repo: &Repository,
-    commit: &CommitInfo,
-    head: Oid,
-    kept: &Kept,
-    id: &str,
-    n: usize,
-) -> Result<Landed, TxError> {
-    let head_tree = commits::read(repo, head)?.tree;
-    let mut values = Vec::new();
-    for (path, without) in kept {
-        let base = crate::git::hunks::entry_at(repo, commit.tree, path)?;
-        let ours = crate::git::hunks::entry_at(repo, head_tree, path)?;
-        match merge::merge_entry(repo, path, base, ours, *without)? {
-            Ok(entry) => values.push((path.clone(), entry)),
-            Err(_) => {
-                return Err(TxError::Refused {
-                    message: format!(
-                        "commits made since {} changed the same lines of {}",
-                        short_oid(commit.id),
-                        path.display()
-                    ),
-                    hint: "edit the file by hand (`git revert -n` shows the conflict), or keep that hunk".into(),
-                });
-            }
-        }
-    }
-    let tree = tree_with_values(repo, head_tree, &values)?;
-    let message = format!(
-        "AI review: rejected {n} {} of {}\n\n{REVIEW_TRAILER}: {id}\n{REVIEWED_TRAILER}: {}\n",
-        if n == 1 { "hunk" } else { "hunks" },
-        commit.summary,
-        commit.id
-    );
-    let new = crate::git::sign::write_commit(
-        repo,
-        tree,
-        &[head],
-        &message,
-        &crate::git::sign::SignRequest::AsConfigured,
-    )
-    .map_err(crate::git::sign::SignError::into_git)?;
-    Ok(Landed::Reverted { commit: new })
 }
 
 /// The editor `e` opens, as git chooses it: `GIT_EDITOR`, `core.editor`, `VISUAL`,
