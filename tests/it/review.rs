@@ -183,27 +183,7 @@ fn on_a_terminal_it_asks_hunk_by_hunk_and_takes_a_reason() {
         return;
     }
     let s = three_hunks();
-    let bin = assert_cmd::cargo::cargo_bin("git-loaf");
-    let mut child = Command::new("script")
-        .args(["-qec", &format!("'{}' review", bin.display()), "/dev/null"])
-        .current_dir(&s.root)
-        .envs(ENV)
-        .env("NO_COLOR", "1")
-        .env("TERM", "xterm")
-        .env("SHELL", "/bin/sh")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("script runs");
-    {
-        use std::io::Write as _;
-        let mut input = child.stdin.take().expect("stdin");
-        input
-            .write_all(b"y\nn\nnot this one\n?\ny\n")
-            .expect("typed");
-    }
-    let out = child.wait_with_output().expect("script ends");
-    let shown = stdout(&out);
+    let shown = review_in_terminal(&s, b"y\nn\nnot this one\n?\ny\n", &[]);
     assert!(
         shown.contains("(1/3) Keep this hunk [y,n,e,q,?]?"),
         "{shown}"
@@ -215,6 +195,100 @@ fn on_a_terminal_it_asks_hunk_by_hunk_and_takes_a_reason() {
     assert_eq!(
         s.read("a.txt").as_deref(),
         Some(lines(&[(2, "two")]).as_str())
+    );
+}
+
+/// `git-loaf review` on a pseudo-terminal in `s`, with `typed` as the keyboard; what the
+/// terminal showed.
+fn review_in_terminal(s: &Scratch, typed: &[u8], env: &[(&str, &str)]) -> String {
+    use std::io::Write as _;
+    let bin = assert_cmd::cargo::cargo_bin("git-loaf");
+    let mut child = Command::new("script")
+        .args(["-qec", &format!("'{}' review", bin.display()), "/dev/null"])
+        .current_dir(&s.root)
+        .envs(ENV)
+        .env("NO_COLOR", "1")
+        .env("TERM", "xterm")
+        .env("SHELL", "/bin/sh")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("script runs");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(typed)
+        .expect("typed");
+    stdout(&child.wait_with_output().expect("script ends"))
+}
+
+#[test]
+fn on_a_terminal_a_hunk_splits_at_its_context_and_an_edit_is_what_is_kept() {
+    if !have_script() {
+        return;
+    }
+    let s = Scratch::with(&[("a.txt", &lines(&[]))]);
+    // One hunk with two changes three lines apart (lines 5 and 9).
+    let reply = block(
+        "k1a",
+        "file_write",
+        &[
+            ("path", "/repo/a.txt"),
+            ("content", &lines(&[(5, "five"), (9, "nine")])),
+        ],
+    );
+    s.assert_exit(&s.apply(&reply), 0);
+    assert_eq!(
+        stdout(&s.loaf(&["review", "--list"], "")),
+        "1  a.txt:2-12  +2 -2\n"
+    );
+    let shown = review_in_terminal(&s, b"s\ny\nn\nnine stays\n", &[]);
+    assert!(shown.contains("Split into 2 hunks."), "{shown}");
+    assert!(
+        shown.contains("(part 2/2 of hunk 1) Keep this part"),
+        "{shown}"
+    );
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some(lines(&[(5, "five")]).as_str())
+    );
+    assert!(shown.contains("The user kept this part of it"), "{shown}");
+
+    // Back, then an edit: the editor turns `five` into `FIVE`.
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    let editor = s.sibling("editor.sh");
+    std::fs::write(&editor, "sed -i 's/^+five$/+FIVE/' \"$1\"\n").expect("editor");
+    let editor = format!("sh {}", editor.display());
+    let shown = review_in_terminal(&s, b"e\nshouting\n", &[("GIT_EDITOR", &editor)]);
+    assert!(shown.contains("Reason: shouting"), "{shown}");
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some(lines(&[(5, "FIVE"), (9, "nine")]).as_str())
+    );
+}
+
+#[test]
+fn copy_puts_the_report_on_the_clipboard() {
+    let s = three_hunks();
+    let clip = s.sibling("clipboard");
+    let out = crate::support::git_loaf()
+        .current_dir(&s.root)
+        .envs(ENV)
+        .env("LOAF_CLIPBOARD_FILE", &clip)
+        .args(["review", "--reject", "3", "--reason", "no", "--copy"])
+        .output()
+        .expect("runs");
+    s.assert_exit(&out, 0);
+    let copied = crate::support::read(&clip);
+    assert!(
+        copied.starts_with("git-loaf review: the user rejected 1 hunk"),
+        "{copied}"
+    );
+    assert!(
+        copied.contains("+ten") && copied.contains("Reason: no"),
+        "{copied}"
     );
 }
 
