@@ -162,24 +162,9 @@ fn a_commit_below_the_tip_gets_a_commit_that_reverts_the_hunk() {
     );
 }
 
-/// Whether util-linux `script` can give a command a pseudo-terminal.
-fn have_script() -> bool {
-    let works = Command::new("script")
-        .args(["-qec", "true", "/dev/null"])
-        .stdin(Stdio::null())
-        .output()
-        .is_ok_and(|out| out.status.success());
-    if !works {
-        crate::support::unavailable(
-            "util-linux `script` is not available to make a pseudo-terminal",
-        );
-    }
-    works
-}
-
 #[test]
 fn on_a_terminal_it_asks_hunk_by_hunk_and_takes_a_reason() {
-    if !have_script() {
+    if !crate::cli_output::have_script() {
         return;
     }
     let s = three_hunks();
@@ -226,7 +211,7 @@ fn review_in_terminal(s: &Scratch, typed: &[u8], env: &[(&str, &str)]) -> String
 
 #[test]
 fn on_a_terminal_a_hunk_splits_at_its_context_and_an_edit_is_what_is_kept() {
-    if !have_script() {
+    if !crate::cli_output::have_script() {
         return;
     }
     let s = Scratch::with(&[("a.txt", &lines(&[]))]);
