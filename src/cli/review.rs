@@ -109,7 +109,7 @@ pub fn respond_list(cwd: &Path, id: Option<&str>) -> Result<Response, CliError> 
         text.push_str(&format!(
             "{}  {}:{}  +{added} -{removed}{}\n",
             hunk.id,
-            hunk.path.display(),
+            hunk.shown_path(),
             hunk.span(),
             whole.unwrap_or_default()
         ));

@@ -68,7 +68,7 @@ impl Terminal {
             let text = format!(
                 "{}{}",
                 line.origin,
-                String::from_utf8_lossy(&line.text).trim_end_matches('\n')
+                crate::report::inert::inert_bytes(&line.text).trim_end_matches('\n')
             );
             out.push_str(&match line.origin {
                 '+' => self.paint("32", &text),
@@ -81,7 +81,7 @@ impl Terminal {
     }
 
     fn show_header(&self, hunk: &Hunk) -> Result<(), CliError> {
-        let file = self.paint("1", &format!("--- {}", hunk.path.display()));
+        let file = self.paint("1", &format!("--- {}", hunk.shown_path()));
         let header = format!(
             "@@ -{},{} +{},{} @@",
             hunk.old_start, hunk.old_lines, hunk.new_start, hunk.new_lines
@@ -248,11 +248,9 @@ fn edit(
         .suffix(".diff")
         .tempfile()
         .map_err(cannot)?;
-    let text = format!(
-        "{}# Make a removed line ('-') a context line (' ') to keep it; delete an added line ('+')\n# to drop it. Lines starting with # are ignored. What you leave is what is kept.\n",
-        hunk.diff_text(&hunk.lines)
-    );
-    file.write_all(text.as_bytes()).map_err(cannot)?;
+    let mut text = hunk.patch_bytes(&hunk.lines, false);
+    text.extend_from_slice(b"# Make a removed line ('-') a context line (' ') to keep it; delete an added line ('+')\n# to drop it. Lines starting with # are ignored. What you leave is what is kept.\n");
+    file.write_all(&text).map_err(cannot)?;
     file.flush().map_err(cannot)?;
     let editor = review::editor(cwd);
     let status = std::process::Command::new("sh")
@@ -268,7 +266,7 @@ fn edit(
         ))?;
         return Ok(None);
     }
-    let edited = std::fs::read_to_string(file.path()).map_err(cannot)?;
+    let edited = std::fs::read(file.path()).map_err(cannot)?;
     let lines = hunks::parse_edited(&edited);
     if !hunks::fits(&hunk.lines, &lines) {
         terminal.say("The edited hunk no longer starts from the same lines (a context or removed line changed): asked again.\n")?;

@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::git::hunks::{Entry, FilePatch};
 use crate::git::session::TxError;
+use crate::report::inert::{inert, inert_bytes};
 
 /// A hunk that is a whole file: rejecting it restores the parent's entry.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -71,26 +72,43 @@ impl Hunk {
         }
     }
 
-    /// `@@ -a,b +c,d @@` and the lines, as `git diff` prints them.
+    /// `@@ -a,b +c,d @@` and the lines, as `git diff` prints them, to read: control
+    /// characters a reply wrote show escaped ([`inert_bytes`]), never act on a terminal.
     pub fn diff_text(&self, lines: &[Line]) -> String {
+        String::from_utf8_lossy(&self.patch_bytes(lines, true)).into_owned()
+    }
+
+    /// The same as bytes, exactly as the lines hold them unless `escaped`: what the editor
+    /// opens, so that the edit starts from the file's own bytes.
+    pub fn patch_bytes(&self, lines: &[Line], escaped: bool) -> Vec<u8> {
         let mut out = format!(
             "@@ -{},{} +{},{} @@\n",
             self.old_start, self.old_lines, self.new_start, self.new_lines
-        );
+        )
+        .into_bytes();
         for line in lines {
-            out.push(line.origin);
-            out.push_str(&String::from_utf8_lossy(&line.text));
+            out.push(line.origin as u8);
+            if escaped {
+                out.extend_from_slice(inert_bytes(&line.text).as_bytes());
+            } else {
+                out.extend_from_slice(&line.text);
+            }
             if !line.text.ends_with(b"\n") {
-                out.push_str("\n\\ No newline at end of file\n");
+                out.extend_from_slice(b"\n\\ No newline at end of file\n");
             }
         }
         out
     }
 
+    /// The path, control characters escaped.
+    pub fn shown_path(&self) -> String {
+        inert(&self.path.display().to_string()).into_owned()
+    }
+
     /// The hunk as `git diff` prints it: binary and whole files say so.
     pub fn shown(&self) -> String {
         match self.whole {
-            Some(Whole::Binary) => format!("Binary file {} changed\n", self.path.display()),
+            Some(Whole::Binary) => format!("Binary file {} changed\n", self.shown_path()),
             _ => self.diff_text(&self.lines),
         }
     }
@@ -214,7 +232,10 @@ pub fn picked(hunks: &[Hunk], picks: &[Pick], cwd_in_repo: &Path) -> Result<Vec<
                 let of_file: Vec<&Hunk> = hunks.iter().filter(|h| h.path == path).collect();
                 if of_file.is_empty() {
                     return Err(TxError::Invalid {
-                        message: format!("the commit does not change {}", path.display()),
+                        message: format!(
+                            "the commit does not change {}",
+                            inert(&path.display().to_string())
+                        ),
                         hint: listed.into(),
                     });
                 }
@@ -250,7 +271,7 @@ fn at_line(of_file: &[&Hunk], path: &Path, line: u32) -> Result<usize, TxError> 
     Err(TxError::Invalid {
         message: format!(
             "no hunk of {} holds line {line}: its hunks hold {}",
-            path.display(),
+            inert(&path.display().to_string()),
             spans.join(", ")
         ),
         hint: "give a line inside a hunk, or the path alone for all its hunks".into(),
@@ -376,21 +397,26 @@ pub fn kept_content(old: &[u8], hunks: &[(&Hunk, &[Line])]) -> Vec<u8> {
 
 /// A hunk as the user edited it (`git add -p`'s `e`): lines starting with `' '`, `'-'` or
 /// `'+'`; `#` comment lines and the `@@` header are dropped; an empty line is an empty
-/// context line.
-pub fn parse_edited(text: &str) -> Vec<Line> {
-    let mut lines = Vec::new();
-    for raw in text.split_inclusive('\n') {
-        if raw.starts_with('#') || raw.starts_with("@@") {
-            continue;
-        }
-        let (origin, rest) = match raw.chars().next() {
-            Some(c @ (' ' | '-' | '+')) => (c, &raw[1..]),
-            Some('\n') => (' ', raw),
+/// context line; `\ No newline at end of file` takes the line break off the line before.
+pub fn parse_edited(text: &[u8]) -> Vec<Line> {
+    let mut lines: Vec<Line> = Vec::new();
+    for raw in text.split_inclusive(|b| *b == b'\n') {
+        let (origin, rest) = match raw.first() {
+            Some(b'\\') => {
+                if let Some(last) = lines.last_mut()
+                    && last.text.ends_with(b"\n")
+                {
+                    last.text.pop();
+                }
+                continue;
+            }
+            Some(c @ (b' ' | b'-' | b'+')) => (*c as char, &raw[1..]),
+            Some(b'\n') => (' ', raw),
             _ => continue,
         };
         lines.push(Line {
             origin,
-            text: rest.as_bytes().to_vec(),
+            text: rest.to_vec(),
         });
     }
     lines

@@ -37,7 +37,7 @@ impl RejectedHunk {
     pub fn of(hunk: &Hunk, kept: Option<&[Line]>, reason: &str) -> RejectedHunk {
         RejectedHunk {
             id: hunk.id,
-            path: hunk.path.display().to_string(),
+            path: hunk.shown_path(),
             lines: hunk.span(),
             diff: hunk.shown(),
             kept: kept.map(|lines| hunk.diff_text(lines)),
@@ -60,13 +60,20 @@ pub fn text(commit: &str, subject: &str, rejected: &[RejectedHunk]) -> String {
         } else {
             hunk.reason.trim().to_owned()
         };
+        let reason = crate::report::inert::inert(&reason).into_owned();
+        // Longer than any run of backticks in the hunk: its text cannot end the fence.
+        let fence = fence(&format!(
+            "{}{}",
+            hunk.diff,
+            hunk.kept.as_deref().unwrap_or("")
+        ));
         out.push_str(&format!(
-            "\n{} lines {} — rejected. Reason: {reason}\n```diff\n{}```\n",
+            "\n{} lines {} — rejected. Reason: {reason}\n{fence}diff\n{}{fence}\n",
             hunk.path, hunk.lines, hunk.diff
         ));
         if let Some(kept) = &hunk.kept {
             out.push_str(&format!(
-                "The user kept this part of it:\n```diff\n{kept}```\n"
+                "The user kept this part of it:\n{fence}diff\n{kept}{fence}\n"
             ));
         }
     }
@@ -74,6 +81,12 @@ pub fn text(commit: &str, subject: &str, rejected: &[RejectedHunk]) -> String {
         "\nDo not reintroduce these changes. If you think one is needed, ask the user first.\n",
     );
     out
+}
+
+/// A Markdown fence of backticks longer than any run of them in `text` (at least three).
+fn fence(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat((longest + 1).max(3))
 }
 
 /// Why a report could not be stored or read.

@@ -66,13 +66,13 @@ fn a_hunk_splits_at_the_context_between_its_changes() {
 #[test]
 fn an_edit_must_start_from_the_same_parent_lines() {
     let original = vec![line(' ', "1\n"), line('-', "2\n"), line('+', "two\n")];
-    let edited = parse_edited("@@ -1,2 +1,2 @@\n 1\n 2\n+2b\n# a comment\n");
+    let edited = parse_edited(b"@@ -1,2 +1,2 @@\n 1\n 2\n+2b\n# a comment\n");
     assert_eq!(
         edited,
         vec![line(' ', "1\n"), line(' ', "2\n"), line('+', "2b\n")]
     );
     assert!(fits(&original, &edited));
-    assert!(!fits(&original, &parse_edited(" 1\n 9\n")));
+    assert!(!fits(&original, &parse_edited(b" 1\n 9\n")));
 }
 
 #[test]
@@ -104,5 +104,17 @@ fn picks_name_hunks_by_id_path_and_line_and_never_outside() {
         picked(&hunks, &[Pick::parse("../a.txt:1")], Path::new("sub")).ok(),
         Some(vec![1]),
         "relative to where the command runs"
+    );
+}
+
+#[test]
+fn an_edit_keeps_a_last_line_without_its_break_and_the_report_escapes_controls() {
+    let h = hunk(1, 1, vec![line('-', "a\n"), line('+', "b\x1b[2J")]);
+    let text = h.patch_bytes(&h.lines, false);
+    assert_eq!(parse_edited(&text), h.lines, "read back as written");
+    assert!(
+        h.diff_text(&h.lines).contains("+b\\e[2J"),
+        "{}",
+        h.diff_text(&h.lines)
     );
 }
