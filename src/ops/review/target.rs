@@ -125,7 +125,11 @@ pub(super) fn refuse_stepped_back(repo: &Repository, root: &Path) -> Result<(), 
 
 pub(super) fn overlaps(reason: &str) -> TxError {
     TxError::Refused {
-        message: format!("nothing was reviewed: {reason}"),
+        // The landing speaks of an apply's reply; here the change is the review's.
+        message: format!(
+            "nothing was reviewed: {}",
+            reason.replace("the reply", "the review")
+        ),
         hint: "commit or stash your own change to that file first, or keep that hunk".into(),
     }
 }
