@@ -380,3 +380,37 @@ fn refused_while_a_turn_is_recorded_or_stepped_back() {
     s.assert_exit(&out, 3);
     assert!(stderr(&out).contains("step-forward"), "{}", stderr(&out));
 }
+
+#[test]
+fn gemini_gets_the_report_as_additional_context_and_cursor_leaves_it_waiting() {
+    let s = three_hunks();
+    let out = s.loaf(&["review", "--reject", "3", "--reason", "ten stays"], "");
+    s.assert_exit(&out, 0);
+    let cursor = crate::agents::event(&s, "cursor/before_submit_prompt.json", None);
+    let answer = crate::agents::hook(&s, "cursor", &cursor);
+    s.assert_exit(&answer, 0);
+    assert_eq!(
+        stdout(&answer),
+        "{\"continue\":true}\n",
+        "Cursor cannot carry it"
+    );
+    s.assert_exit(
+        &crate::agents::hook(
+            &s,
+            "cursor",
+            &crate::agents::event(&s, "cursor/stop.json", None),
+        ),
+        0,
+    );
+    let gemini = crate::agents::event(&s, "gemini/before_agent.json", None);
+    let answer = crate::agents::hook(&s, "gemini", &gemini);
+    s.assert_exit(&answer, 0);
+    let value: serde_json::Value = serde_json::from_slice(&answer.stdout).expect("JSON");
+    let context = value["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        context.contains("ten stays") && context.contains("+ten"),
+        "{value}"
+    );
+}
