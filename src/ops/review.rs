@@ -247,7 +247,7 @@ pub fn review(cwd: &Path, listed: &Listing, verdicts: &[Verdict]) -> Result<Revi
     })?;
     let mut notices = session.notices.clone();
     notices.extend(publish::left_alone_notice(&skipped));
-    if let Err(error) = report::store(repo.path(), &id, &report) {
+    if let Err(error) = report::store(repo.path(), &id, &report, &effect(&commit, &landed)) {
         notices.push(error.to_string());
     }
     Ok(Reviewed {
@@ -337,8 +337,33 @@ pub fn editor(cwd: &Path) -> String {
 }
 
 /// The reports of reviews not yet given to the model, taken away (each is delivered once);
-/// `None` when none waits or `cwd` is in no repository.
+/// `None` when none waits or `cwd` is in no repository. A review undone since is not
+/// reported (the hunks are back): its report waits for a redo.
 pub fn take_report(cwd: &Path) -> Option<String> {
     let repo = session::open(cwd, "review").ok()?;
-    report::take_pending(repo.path())
+    let head = refs::head_commit(&repo).ok().flatten();
+    let holds = |commit: &str| {
+        head.is_some_and(|h| {
+            h.to_string() == commit || commits::descends_from(&repo, &h.to_string(), commit)
+        })
+    };
+    let in_effect = |effect: &str| {
+        effect.lines().all(|line| match line.split_once(' ') {
+            Some(("present", commit)) => holds(commit),
+            Some(("absent", commit)) => !holds(commit),
+            _ => true,
+        })
+    };
+    report::take_pending(repo.path(), &in_effect)
+}
+
+/// When a review is in effect, as lines `present <commit>` (HEAD holds it) and `absent
+/// <commit>` (HEAD does not): a revert commit present; a rewritten tip's new commit present
+/// and the AI commit absent.
+fn effect(commit: &CommitInfo, landed: &Landed) -> String {
+    match landed {
+        Landed::Reverted { commit: revert } => format!("present {revert}\n"),
+        Landed::Rewritten { new, .. } => format!("present {new}\nabsent {}\n", commit.id),
+        Landed::Dropped { parent, .. } => format!("present {parent}\nabsent {}\n", commit.id),
+    }
 }

@@ -414,3 +414,21 @@ fn gemini_gets_the_report_as_additional_context_and_cursor_leaves_it_waiting() {
         "{value}"
     );
 }
+
+#[test]
+fn an_undone_review_is_not_reported_until_it_is_redone() {
+    let s = three_hunks();
+    let out = s.loaf(&["review", "--reject", "3", "--reason", "ten stays"], "");
+    s.assert_exit(&out, 0);
+    s.assert_exit(&s.loaf(&["undo"], ""), 0);
+    let prompt = crate::agents::event(&s, "claude-code/user_prompt_submit.json", Some("go"));
+    let stop = crate::agents::event(&s, "claude-code/stop.json", None);
+    let told = crate::agents::hook(&s, "claude-code", &prompt);
+    s.assert_exit(&told, 0);
+    assert_eq!(stdout(&told), "", "the hunk is back: nothing to tell");
+    s.assert_exit(&crate::agents::hook(&s, "claude-code", &stop), 0);
+    s.assert_exit(&s.loaf(&["redo"], ""), 0);
+    let told = crate::agents::hook(&s, "claude-code", &prompt);
+    s.assert_exit(&told, 0);
+    assert!(stdout(&told).contains("ten stays"), "{}", stdout(&told));
+}

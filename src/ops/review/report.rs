@@ -104,11 +104,13 @@ fn failed(path: &Path) -> impl FnOnce(std::io::Error) -> StoreError + '_ {
     }
 }
 
-/// Keeps `report` (of review `id`) for delivery, and as `LAST.md`; both written whole
-/// (a temporary file renamed into place), so a reader never sees half a report.
-pub fn store(git_dir: &Path, id: &str, report: &str) -> Result<(), StoreError> {
+/// Keeps `report` (of review `id`) for delivery, and as `LAST.md`; all written whole (a
+/// temporary file renamed into place), so a reader never sees half a report. `effect`
+/// says when the review is in effect (see [`take_pending`]), written before the report.
+pub fn store(git_dir: &Path, id: &str, report: &str, effect: &str) -> Result<(), StoreError> {
     let pending = git_dir.join(PENDING);
     std::fs::create_dir_all(&pending).map_err(failed(&pending))?;
+    write_whole(&pending.join(format!("{id}.effect")), effect)?;
     write_whole(&pending.join(format!("{id}.md")), report)?;
     write_whole(&git_dir.join(LAST), report)
 }
@@ -128,9 +130,11 @@ fn write_whole(path: &Path, text: &str) -> Result<(), StoreError> {
 }
 
 /// The reports waiting, oldest first, joined; each is taken away as it is read, so it is
-/// delivered once. `None` when none waits (or the folder cannot be read: a lost report is
-/// better than a hook that fails the agent's prompt).
-pub fn take_pending(git_dir: &Path) -> Option<String> {
+/// delivered once. A report whose review is not in effect now (`in_effect` of the text
+/// [`store`] kept beside it is false: the review was undone) is left waiting, for a redo.
+/// `None` when none is delivered (or the folder cannot be read: a lost report is better
+/// than a hook that fails the agent's prompt).
+pub fn take_pending(git_dir: &Path, in_effect: &dyn Fn(&str) -> bool) -> Option<String> {
     let pending = git_dir.join(PENDING);
     let mut names: Vec<PathBuf> = std::fs::read_dir(&pending)
         .ok()?
@@ -141,6 +145,10 @@ pub fn take_pending(git_dir: &Path) -> Option<String> {
     names.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
     let mut out = String::new();
     for path in names {
+        let effect = path.with_extension("effect");
+        if !in_effect(&std::fs::read_to_string(&effect).unwrap_or_default()) {
+            continue;
+        }
         // Renamed away first: of two hooks racing for it, one gets it.
         let taken = path.with_extension(format!("taken-{}", std::process::id()));
         if std::fs::rename(&path, &taken).is_err() {
@@ -153,6 +161,7 @@ pub fn take_pending(git_dir: &Path) -> Option<String> {
             out.push_str(&text);
         }
         let _ = std::fs::remove_file(&taken);
+        let _ = std::fs::remove_file(&effect);
     }
     (!out.is_empty()).then_some(out)
 }
