@@ -103,7 +103,10 @@ fn rules_section(root: &str) -> String {
          and only once unless the action says otherwise.\n\
          - Writing loaf.yml gives your replies no more than they have: a change that allows \
          more (actions, exec, the network, writable paths, hooks) waits until the user \
-         accepts it. If you need more, say so and ask the user.\n"
+         accepts it. If you need more, say so and ask the user.\n\
+         - The user may reject parts of your changes (`git loaf review`): what was rejected \
+         and why comes back to you once, and `{root}/.git/loaf/review/LAST.md` holds the \
+         latest such report. Do not reintroduce a rejected change; ask first.\n"
     )
 }
 

@@ -5,6 +5,7 @@
 //! `git loaf init --agent` ([`codex_config`] for Codex's TOML).
 
 pub mod codex_config;
+pub mod feedback;
 pub mod hook;
 pub mod json_doc;
 pub mod settings;

@@ -7,6 +7,7 @@ use clap::Args;
 
 use super::{CliError, Outcome};
 use crate::agents::Agent;
+use crate::agents::feedback;
 use crate::agents::hook::{self, Files, Step};
 use crate::ops::record::{self, BeginOptions};
 use crate::ops::record_tool::{self, Phase, Touched};
@@ -74,8 +75,21 @@ pub fn run(args: &AgentHookArgs) -> Result<Outcome, CliError> {
             Outcome::Failed
         }
     };
-    super::print_out(hook::answer(args.agent, &step))?;
+    // A review's report for the model rides on the prompt that begins the next turn.
+    let report = feedback::carries_report(args.agent, &step)
+        .then(|| step_dir(&step).ok())
+        .flatten()
+        .and_then(|dir| crate::ops::review::take_report(&dir));
+    super::print_out(&feedback::answer(args.agent, &step, report.as_deref()))?;
     Ok(outcome)
+}
+
+/// The folder the agent works in, as `step` names it (the hook's own without).
+fn step_dir(step: &Step) -> Result<PathBuf, CliError> {
+    match step {
+        Step::Begin { cwd: Some(dir), .. } => Ok(dir.clone()),
+        _ => super::current_dir(),
+    }
 }
 
 /// Runs the step in the agent's folder.

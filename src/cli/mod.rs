@@ -17,6 +17,7 @@ mod mcp;
 mod parse;
 mod record;
 mod response;
+pub(crate) mod review;
 mod saved;
 pub(crate) mod squash;
 pub(crate) mod status;
@@ -95,6 +96,7 @@ enum Command {
     StepBack(step::StepBackArgs),
     StepForward(step::StepForwardArgs),
     Squash(squash::SquashArgs),
+    Review(review::ReviewArgs),
     Status(status::StatusArgs),
     Saved(saved::SavedArgs),
     Restore(saved::RestoreArgs),
@@ -140,6 +142,7 @@ pub fn main() -> ExitCode {
         Command::StepBack(args) => step::run_back(&args),
         Command::StepForward(args) => step::run_forward(&args),
         Command::Squash(args) => squash::run(&args),
+        Command::Review(args) => review::run(&args),
         Command::Status(args) => status::run(&args),
         Command::Saved(args) => saved::run_saved(&args),
         Command::Restore(args) => saved::run_restore(&args),

@@ -21,6 +21,7 @@ pub mod file_history;
 pub(crate) mod files;
 pub mod filter_process;
 pub mod filters;
+pub mod hunks;
 pub mod identity;
 pub mod index;
 pub mod index_lock;

@@ -31,6 +31,8 @@ use crate::ops::apply::answer::{ApplyRequest, ReplyInput};
 use crate::ops::squash::answer::SquashRequest;
 use crate::ops::{self, OpError, Outcome, Response};
 
+mod review;
+
 /// Parameters of `apply`: `reply` or `actions`, not both.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -152,7 +154,7 @@ impl LoafServer {
         LoafServer {
             repo: Arc::new(repo),
             busy: Arc::new(Mutex::new(())),
-            tool_router: Self::tool_router(),
+            tool_router: Self::tool_router() + Self::review_router(),
             prompt_router: Self::prompt_router(),
         }
     }
@@ -397,7 +399,10 @@ fn apply(repo: &Path, params: ApplyParams) -> CallToolResult {
         message: params.message,
         ..Default::default()
     };
-    answered(ops::apply::answer::respond_to(repo, input, &request))
+    review::with_reports(
+        repo,
+        answered(ops::apply::answer::respond_to(repo, input, &request)),
+    )
 }
 
 /// The request for `squash`.

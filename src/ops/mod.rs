@@ -2,7 +2,8 @@
 //! docs/history.md describe: [`apply`] (lock → checkpoint → stage → actions → commit →
 //! publish), [`undo`] (undo and redo: walking the operation log), [`take`] (take or drop an
 //! apply that was kept, not published), [`record`] (an agent's turns as commits), [`config`]
-//! (which loaf.yml governs), [`saved`] (work moved aside, and its restore), [`status`] (what
+//! (which loaf.yml governs), [`review`] (rejecting an AI commit's hunks, the model
+//! told), [`saved`] (work moved aside, and its restore), [`status`] (what
 //! is in effect), [`log`] (`log` and `show`: reading the history back) and [`gc`] (pruning
 //! the operation log, packing what git-loaf wrote).
 //!
@@ -28,6 +29,7 @@ pub mod record;
 pub mod record_tool;
 pub mod reply_applies;
 mod response;
+pub mod review;
 pub mod saved;
 pub mod squash;
 pub mod status;

@@ -798,6 +798,7 @@ fn describe(entry: &OpEntry) -> &'static str {
         OpKind::UndoTo => "the operations back to",
         OpKind::Squash => "squash",
         OpKind::Restore => "restore",
+        OpKind::Review => "review",
     }
 }
 

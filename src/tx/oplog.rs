@@ -56,6 +56,9 @@ pub enum OpKind {
     /// `git loaf restore`: saved work (`refs/loaf/saved/<target>`) put back into the files
     /// and index; HEAD is the same before and after.
     Restore,
+    /// `git loaf review`: hunks of an AI commit rejected (`target`), the branch rewritten or
+    /// given a revert commit, the working tree following.
+    Review,
 }
 
 impl OpKind {
@@ -70,6 +73,7 @@ impl OpKind {
             OpKind::UndoTo => "undo --to",
             OpKind::Squash => "squash",
             OpKind::Restore => "restore",
+            OpKind::Review => "review",
         }
     }
 }
@@ -425,7 +429,8 @@ pub fn stacks(entries: &[OpEntry], workdir: &str) -> Stacks {
             | OpKind::StepForward
             | OpKind::UndoTo
             | OpKind::Squash
-            | OpKind::Restore => {
+            | OpKind::Restore
+            | OpKind::Review => {
                 stacks.undoable.push(entry.clone());
                 stacks.redoable.clear();
             }

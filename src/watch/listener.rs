@@ -389,7 +389,12 @@ impl<'a, 'c> Listener<'a, 'c> {
         for notice in &applied.notices {
             self.note(&format!("note: {notice}"));
         }
-        let report = applied.result.to_text();
+        let mut report = applied.result.to_text();
+        // A `git loaf review` report waiting for the model goes back with these results, once.
+        if let Some(review) = crate::ops::review::take_report(&self.root) {
+            report.push('\n');
+            report.push_str(&review);
+        }
         let mut wrote = Vec::new();
         match results::write_atomically(&self.results, &report) {
             Ok(()) => wrote.push(self.shown_results.clone()),

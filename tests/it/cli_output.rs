@@ -182,7 +182,7 @@ fn clicolor_force_colours_even_a_pipe_and_no_color_beats_it() {
 
 /// Whether util-linux `script` can give a command a pseudo-terminal (if not, the caller
 /// skips the test, saying why, or fails it when `CI` is set).
-fn have_script() -> bool {
+pub(crate) fn have_script() -> bool {
     let works = Command::new("script")
         .args(["-qec", "true", "/dev/null"])
         .stdin(Stdio::null())

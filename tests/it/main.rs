@@ -50,6 +50,7 @@ mod real_world;
 mod reply_applies;
 mod reply_hooks;
 mod report_quality;
+mod review;
 mod sandbox;
 mod saved;
 mod scratch;

@@ -82,6 +82,7 @@ async fn lists_its_tools_and_the_instructions_prompt() {
             "instructions",
             "log",
             "redo",
+            "review",
             "show",
             "squash",
             "status",
@@ -414,5 +415,65 @@ async fn the_docs_table_names_every_parameter_of_every_tool() {
             );
         }
     }
+    client.cancel().await.expect("closed");
+}
+
+/// The `review` tool lists and rejects as the command does, and the next `apply` answer
+/// carries the report for the model, once.
+#[tokio::test(flavor = "current_thread")]
+async fn review_lists_and_rejects_and_the_next_apply_answer_carries_the_report_once() {
+    let s = Scratch::with(&[("a.txt", "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n")]);
+    let client = connect(&s.root).await;
+    let reply = block(
+        "r1a",
+        "file_write",
+        &[
+            ("path", "/repo/a.txt"),
+            ("content", "one\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\ntwelve\n"),
+        ],
+    );
+    let applied = call(&client, "apply", json!({ "reply": s.reply(&reply) })).await;
+    assert!(!is_error(&applied), "{}", text(&applied));
+    let listed = call(&client, "review", json!({})).await;
+    assert!(
+        text(&listed).contains("2  a.txt:9-12  +1 -1"),
+        "{}",
+        text(&listed)
+    );
+    let rejected = call(
+        &client,
+        "review",
+        json!({ "reject": [2], "reason": "twelve stays a number" }),
+    )
+    .await;
+    assert!(!is_error(&rejected), "{}", text(&rejected));
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some("one\n2\n3\n4\n5\n6\n7\n8\n9\n10\n11\n12\n")
+    );
+
+    let other = block(
+        "r2b",
+        "file_write",
+        &[("path", "/repo/b.txt"), ("content", "b\n")],
+    );
+    let next = call(&client, "apply", json!({ "reply": s.reply(&other) })).await;
+    assert!(
+        text(&next).contains("twelve stays a number"),
+        "{}",
+        text(&next)
+    );
+    assert!(text(&next).contains("+twelve"), "{}", text(&next));
+    let third = block(
+        "r3c",
+        "file_write",
+        &[("path", "/repo/c.txt"), ("content", "c\n")],
+    );
+    let after = call(&client, "apply", json!({ "reply": s.reply(&third) })).await;
+    assert!(
+        !text(&after).contains("twelve stays"),
+        "once: {}",
+        text(&after)
+    );
     client.cancel().await.expect("closed");
 }

@@ -96,6 +96,7 @@ fn the_official_python_sdk_lists_applies_undoes_and_survives_bad_input() {
             "instructions",
             "log",
             "redo",
+            "review",
             "show",
             "squash",
             "status",

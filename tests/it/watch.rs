@@ -727,3 +727,35 @@ fn a_loaf_yml_a_watched_reply_widens_waits_for_the_user() {
         "still waiting after the watcher"
     );
 }
+
+#[test]
+fn a_review_report_goes_back_with_the_next_results_once() {
+    let scratch = Scratch::with(&[("a.txt", "one\n")]);
+    let first = crate::scratch::block(
+        "r1a",
+        "file_write",
+        &[("path", "/repo/a.txt"), ("content", "ONE\n")],
+    );
+    scratch.assert_exit(&scratch.apply(&first), 0);
+    let rejected = scratch.loaf(
+        &["review", "--reject", "a.txt", "--reason", "keep it small"],
+        "",
+    );
+    scratch.assert_exit(&rejected, 0);
+    let watching = Watching::start(&scratch, &[]);
+    let file = reply_file(&scratch);
+    save(&file, &reply_writing(&scratch, "k1m", "hello\n"));
+    watching.wait_applies(1);
+    let results = std::fs::read_to_string(scratch.root.join(".loaf/results.md")).expect("results");
+    assert!(results.contains("k1m ✅ file_write"), "{results}");
+    assert!(
+        results.contains("keep it small") && results.contains("+ONE"),
+        "{results}"
+    );
+    save(&file, &reply_writing(&scratch, "k2m", "again\n"));
+    watching.wait_applies(2);
+    let results = std::fs::read_to_string(scratch.root.join(".loaf/results.md")).expect("results");
+    assert!(!results.contains("keep it small"), "once: {results}");
+    let (code, _, err) = watching.stop();
+    assert_eq!(code, Some(0), "{err}");
+}

@@ -127,6 +127,8 @@ pub struct Turn {
 pub struct Dialogue<'a> {
     /// Why the last attempt at this command (same idempotency key) failed, when one did.
     pub earlier: Option<&'a str>,
+    /// What the user rejected of earlier changes with `git loaf review`, not yet told.
+    pub rejected: Option<&'a str>,
     /// The turns so far, oldest first.
     pub turns: &'a [Turn],
     /// This turn's number, from 1.
@@ -163,6 +165,13 @@ pub fn builder(
              Its changes were undone: the files shown above are as they are now. It failed \
              because:\n\n````\n{}\n````\n",
             super::clip(earlier, MAX_TURN_REPORT_BYTES)
+        );
+    }
+    if let Some(rejected) = dialogue.rejected {
+        let _ = writeln!(
+            out,
+            "## What the user rejected of earlier changes (git loaf review)\n\n````\n{}\n````\n",
+            super::clip(rejected, MAX_TURN_REPORT_BYTES)
         );
     }
     out.push_str(&conversation_section(dialogue.turns));

@@ -433,3 +433,37 @@ fn checks_that_leave_files_behind_do_not_keep_a_failed_step_from_being_undone() 
     let kept = ws.git(&["ls-tree", "-r", "--name-only", saved]);
     assert!(kept.lines().any(|f| f == "build.out"), "{saved}: {kept}");
 }
+
+#[test]
+fn a_git_loaf_review_report_waiting_for_the_model_reaches_the_builder_once() {
+    let scratch = tempfile::tempdir().expect("tempdir");
+    let log = scratch.path().join("prompts");
+    let log_str = log.display().to_string();
+    let (ws, root) = workspace(&slipping_llm(), &[("SLIP_PROMPTS", &log_str)]);
+    // What `git loaf review` leaves for the model.
+    let pending = root.join(".git/loaf/review/pending");
+    std::fs::create_dir_all(&pending).expect("mkdir");
+    std::fs::write(
+        pending.join("abc123.md"),
+        "git-loaf review: the user rejected 1 hunk. REJECTED-GREETING-HUNK\n",
+    )
+    .expect("report");
+    let out = ws.lorch(&["run", "--task", "T-0042"], &[]);
+    assert_exit(&out, 0);
+    let prompts = prompts(&log);
+    let builder: Vec<&String> = prompts
+        .iter()
+        .filter(|p| p.starts_with("You are the builder"))
+        .collect();
+    assert!(
+        builder[0].contains("## What the user rejected of earlier changes (git loaf review)")
+            && builder[0].contains("REJECTED-GREETING-HUNK"),
+        "{}",
+        builder[0]
+    );
+    assert_eq!(
+        std::fs::read_dir(&pending).expect("pending").count(),
+        0,
+        "delivered once"
+    );
+}

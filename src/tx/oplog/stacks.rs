@@ -88,7 +88,8 @@ impl State {
             | OpKind::StepForward
             | OpKind::UndoTo
             | OpKind::Squash
-            | OpKind::Restore => {
+            | OpKind::Restore
+            | OpKind::Review => {
                 let node = Node {
                     id: entry.id.clone(),
                     entry: entry_blob.to_string(),

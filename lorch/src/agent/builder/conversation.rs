@@ -108,9 +108,12 @@ fn talk(
         ..ApplyOptions::default()
     };
     let mut turns: Vec<Turn> = Vec::new();
+    // A `git loaf review` report waiting for the model: the builder is the model here.
+    let rejected = git_loaf::ops::review::take_report(root);
     for number in 1..=max {
         let dialogue = Dialogue {
             earlier,
+            rejected: rejected.as_deref(),
             turns: &turns,
             number,
             max,
