@@ -376,7 +376,7 @@ mod tests {
         let dir = Path::new("/repo");
         let text = render(dir, &Config::default_for(dir));
         assert!(text.contains("## Secret files"), "{text}");
-        for pattern in crate::exec::isolate::DEFAULT_ISOLATE {
+        for pattern in crate::config::DEFAULT_ISOLATE {
             assert!(
                 text.contains(&format!("`{pattern}`")),
                 "{pattern} in {text}"

@@ -9,7 +9,7 @@
 
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 
-use super::settings::Changes;
+use super::Changes;
 
 /// The MCP server's name under `mcp_servers`.
 const SERVER: &str = "git-loaf";

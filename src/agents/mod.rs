@@ -12,6 +12,16 @@ pub mod settings;
 use std::fmt;
 use std::str::FromStr;
 
+/// What an edit adds to a settings file, and what of the user's it keeps that the user
+/// should know about.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// What is added (`record-mode hooks …`, `MCP server …`).
+    pub added: Vec<String>,
+    /// What was there already under git-loaf's name and is left as the user wrote it.
+    pub kept: Vec<String>,
+}
+
 /// An agent git-loaf knows the hooks of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Agent {

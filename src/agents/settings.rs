@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::Agent;
 use super::json_doc::Json;
+use super::{Agent, Changes};
 
 /// The MCP server's name in the settings.
 const SERVER: &str = "git-loaf";
@@ -50,16 +50,6 @@ pub enum SettingsError {
         /// The error.
         error: std::io::Error,
     },
-}
-
-/// What an edit adds to a settings file, and what of the user's it keeps that the user
-/// should know about.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Changes {
-    /// What is added (`record-mode hooks …`, `MCP server …`).
-    pub added: Vec<String>,
-    /// What was there already under git-loaf's name and is left as the user wrote it.
-    pub kept: Vec<String>,
 }
 
 /// One settings file and what `init` does to it.

@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
-
 use crate::actions::Schema;
+/// `fs-guard`'s rules: plain data the guard takes ([`crate::exec::guard`]).
+pub use crate::exec::guard::{FsGuardConfig, GuardRules};
 use locate::{first_line, has_word, line_in_section, line_of, name_the_key, unquoted};
 use raw::{RawConfig, RawExec, RawHook, RawHooks, RawStage, writable_path};
 pub use widen::widenings;
@@ -81,30 +81,6 @@ pub struct Config {
     pub notices: Vec<String>,
 }
 
-/// `fs-guard`: globs allowed and denied, for reading and for writing.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FsGuardConfig {
-    /// Reading files and listing directories.
-    #[serde(default)]
-    pub read: GuardRules,
-    /// Creating, changing, moving, deleting.
-    #[serde(default)]
-    pub write: GuardRules,
-}
-
-/// Allowed and denied globs.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GuardRules {
-    /// Globs that allow.
-    #[serde(default)]
-    pub allow: Vec<String>,
-    /// Globs that deny.
-    #[serde(default)]
-    pub deny: Vec<String>,
-}
-
 /// `hooks`: commands before and after the actions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HooksConfig {
@@ -153,7 +129,7 @@ pub struct StageConfig {
     /// Globs (relative to the root) of ignored files and folders kept out of the stage, and
     /// of untracked paths the file actions refuse; every other ignored entry of the user's
     /// tree is visible there (DESIGN §2 "Stage", "Secrets"). Without the key: the common
-    /// secret files ([`crate::exec::isolate::DEFAULT_ISOLATE`]).
+    /// secret files ([`DEFAULT_ISOLATE`]).
     pub isolate: Vec<String>,
     /// Whether `isolate` is the built-in list (loaf.yml has no `stage.isolate` key).
     pub isolate_built_in: bool,
@@ -183,6 +159,9 @@ pub enum NotesOutputs {
     /// The outputs themselves, as the report showed them.
     Full,
 }
+
+/// Default `stage.isolate`: the common secret files.
+pub const DEFAULT_ISOLATE: &[&str] = &crate::paths::SECRET_FILES;
 
 /// Default `gc.keep-days`.
 pub const DEFAULT_KEEP_DAYS: u64 = 90;
@@ -217,10 +196,7 @@ impl Config {
                 env: crate::exec::environment::CodeEnvironment::default(),
             },
             stage: StageConfig {
-                isolate: crate::exec::isolate::DEFAULT_ISOLATE
-                    .iter()
-                    .map(|p| (*p).to_owned())
-                    .collect(),
+                isolate: DEFAULT_ISOLATE.iter().map(|p| (*p).to_owned()).collect(),
                 isolate_built_in: true,
                 share: Vec::new(),
             },

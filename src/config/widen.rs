@@ -269,7 +269,7 @@ mod tests {
         );
         assert_eq!(
             widens("", "stage:\n  isolate: [\".env\"]\n").len(),
-            crate::exec::isolate::DEFAULT_ISOLATE.len() - 1
+            crate::config::DEFAULT_ISOLATE.len() - 1
         );
         assert_eq!(
             widens(

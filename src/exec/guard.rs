@@ -24,10 +24,10 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
+use serde::Deserialize;
 
 use super::isolate::Isolation;
 use super::{Access, AccessCheck};
-use crate::config::{FsGuardConfig, GuardRules};
 
 /// `ELOOP`, which std cannot name on stable yet (`ErrorKind::FilesystemLoop`).
 const ELOOP: i32 = if cfg!(target_os = "linux") { 40 } else { 62 };
@@ -75,6 +75,30 @@ pub struct FsGuard {
     source: &'static str,
     /// What `stage.isolate` keeps from replies.
     isolation: Option<Isolation>,
+}
+
+/// loaf.yml's `fs-guard`: globs allowed and denied, for reading and for writing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsGuardConfig {
+    /// Reading files and listing directories.
+    #[serde(default)]
+    pub read: GuardRules,
+    /// Creating, changing, moving, deleting.
+    #[serde(default)]
+    pub write: GuardRules,
+}
+
+/// Allowed and denied globs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardRules {
+    /// Globs that allow.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Globs that deny.
+    #[serde(default)]
+    pub deny: Vec<String>,
 }
 
 /// The guard without a `fs-guard` key in loaf.yml: the root allowed for reading and writing,

@@ -11,6 +11,11 @@ pub use super::notes::{
     write_report, write_report_value,
 };
 
+/// The trailer naming a squash commit's id.
+pub const SQUASH_TRAILER: &str = "Loaf-Squash";
+/// The trailer naming one squashed apply: `<apply id> <its commit>`.
+pub const SQUASHED_TRAILER: &str = "Loaf-Squashed";
+
 /// The trailers a loaf commit carries (DESIGN §2).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Trailers {

@@ -14,8 +14,7 @@ use std::path::Path;
 use git2::{Oid, Repository};
 use sha1::Digest as _;
 
-use super::pack_files;
-use super::pack_write::entry;
+use super::pack_files::{self, entry};
 
 /// What [`merge`] did, or would do.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]

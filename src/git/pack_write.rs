@@ -14,7 +14,6 @@
 //! not written again: a tree it has is taken as complete, as git takes it.
 
 use std::collections::HashSet;
-use std::io::Write as _;
 
 use git2::{ObjectType, Odb, Oid, Repository};
 
@@ -217,7 +216,7 @@ fn compressed(objects: &[(ObjectType, Vec<u8>)]) -> Result<Vec<Vec<u8>>, git2::E
                 scope.spawn(move || -> std::io::Result<Vec<Vec<u8>>> {
                     chunk
                         .iter()
-                        .map(|(kind, data)| entry(*kind, data))
+                        .map(|(kind, data)| super::pack_files::entry(*kind, data))
                         .collect()
                 })
             })
@@ -232,32 +231,6 @@ fn compressed(objects: &[(ObjectType, Vec<u8>)]) -> Result<Vec<Vec<u8>>, git2::E
         }
         Ok(all)
     })
-}
-
-/// One pack entry: the header (type in bits 4–6 of the first byte, the size in its low four
-/// bits and then seven bits a byte, low first, the top bit saying more follow) and the
-/// compressed data.
-pub(crate) fn entry(kind: ObjectType, data: &[u8]) -> std::io::Result<Vec<u8>> {
-    let code: u8 = match kind {
-        ObjectType::Commit => 1,
-        ObjectType::Tree => 2,
-        ObjectType::Blob => 3,
-        ObjectType::Tag => 4,
-        _ => return Err(std::io::Error::other("not a storable object type")),
-    };
-    let mut out = Vec::with_capacity(data.len() / 2 + 16);
-    let mut size = data.len() as u64;
-    let mut byte = (code << 4) | (size & 0x0f) as u8;
-    size >>= 4;
-    while size > 0 {
-        out.push(byte | 0x80);
-        byte = (size & 0x7f) as u8;
-        size >>= 7;
-    }
-    out.push(byte);
-    let mut encoder = flate2::write::ZlibEncoder::new(out, flate2::Compression::fast());
-    encoder.write_all(data)?;
-    encoder.finish()
 }
 
 /// The pack files under `objects/pack` (for tests and `gc`).
@@ -280,6 +253,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+    use crate::git::pack_files::entry;
     use crate::git::pack_merge::{MERGE_FROM, recorded};
     use crate::git::testing::{committed_repo, git};
 

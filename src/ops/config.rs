@@ -286,7 +286,7 @@ fn first_accepted(repo: &Repository) -> Result<Version, TrustError> {
 fn by_git_loaf(message: &str) -> bool {
     parse_trailers(message)
         .iter()
-        .any(|(key, _)| key == "Loaf-Apply" || key == crate::ops::squash::SQUASH_TRAILER)
+        .any(|(key, _)| key == "Loaf-Apply" || key == crate::git::commit::SQUASH_TRAILER)
 }
 
 /// The working tree's loaf.yml (`None`: no file).

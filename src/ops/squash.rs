@@ -29,10 +29,7 @@ use crate::tx::publish::{self, PublishError, Transition, crash_point};
 use crate::tx::session::{self, Session, TxError};
 use selecting::plan;
 
-/// The trailer naming a squash commit's id.
-pub const SQUASH_TRAILER: &str = "Loaf-Squash";
-/// The trailer naming one squashed apply: `<apply id> <its commit>`.
-pub const SQUASHED_TRAILER: &str = "Loaf-Squashed";
+pub use crate::git::commit::{SQUASH_TRAILER, SQUASHED_TRAILER};
 
 /// What to squash and how.
 #[derive(Debug, Clone, Default)]

@@ -36,6 +36,7 @@ pub mod session;
 
 pub mod extras;
 pub mod stage;
+mod stage_records;
 mod stage_swap;
 mod transition;
 pub mod turn;
