@@ -51,7 +51,7 @@ pub fn withhold_inherited() {
 
 /// Makes `command`'s child close every descriptor above 2 that this process holds now and
 /// mark any other one close-on-exec, before any other preparation registered after this
-/// call runs (the sandbox's, see `sandbox/namespace.rs`).
+/// call runs (the sandbox's, see `sandbox/namespaces.rs`).
 pub(crate) fn withhold_from(command: &mut Command) {
     let open = open_above_stdio();
     // SAFETY: the closure runs in the forked child and only makes system calls on the list

@@ -1,7 +1,10 @@
+use std::ffi::OsStr;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::orphans::stat_fields;
+use super::placeholders::Kind;
 use super::*;
 use crate::exec::process::tests::is_running;
 use crate::exec::process::{self, Ending, Job, RunError, SignalName};
