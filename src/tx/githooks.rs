@@ -43,11 +43,14 @@ use std::time::Duration;
 
 use git2::{Oid, Repository};
 
+mod copy;
+
 use super::stage::{Stage, StageError, Touched};
 use crate::exec::PathMap;
 use crate::exec::environment::CodeEnvironment;
 use crate::exec::hooks::{Hook, HookRun, run_hooks_with};
 use crate::exec::sandbox::Sandbox;
+use copy::{COPY_DIR, HooksCopy, copy_hooks, is_executable};
 
 /// How long a git hook may run (`git commit` waits forever; the pre-commit framework's first
 /// run installs its environments, which takes minutes).
@@ -55,13 +58,6 @@ pub const GIT_HOOK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Bytes of a refusing hook's output kept for the report (its end, where the reason is).
 const OUTPUT_KEPT: usize = 4000;
-
-/// Where, under the git common dir, the hooks are copied when an apply starts.
-const COPY_DIR: &str = "loaf/githooks";
-
-/// Bytes past which a file beside the hooks (not a hook itself) is not copied: helpers that
-/// hooks source are small scripts.
-const HELPER_MAX_BYTES: u64 = 1024 * 1024;
 
 /// The hooks `git commit` would run in this repository, as they were when the apply began.
 ///
@@ -78,25 +74,6 @@ pub struct GitHooks {
     /// loaf.yml's `exec.env`, for the hook run outside the sandbox (`post-commit`); the
     /// others get the sandbox's.
     environment: CodeEnvironment,
-}
-
-/// The private copy of a hooks folder, under the git common dir: every hook (even one of
-/// code that the sandbox shows the git dir elsewhere, where it is asked of git), the files
-/// beside them (husky's `h`, a sourced `common.sh`) and, for a folder inside the working
-/// tree below the root, the files of its parent (husky's `_/pre-commit` runs
-/// `../pre-commit`).
-#[derive(Debug)]
-struct HooksCopy {
-    /// The copy's top folder (absolute), removed on drop.
-    top: PathBuf,
-    /// The hooks folder in the copy, relative to the common dir.
-    hooks: PathBuf,
-}
-
-impl Drop for HooksCopy {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.top);
-    }
 }
 
 /// Which hooks run.
@@ -531,76 +508,6 @@ fn keep_trailers(original: &str, edited: String) -> String {
         out.push('\n');
     }
     out
-}
-
-/// Copies the hooks folder `dir` (and, inside the working tree `root` below its root, the
-/// files of its parent) into `top`, made private (0700). The hooks named `found` must copy;
-/// a helper beside them that cannot (unreadable, too large) is left out.
-fn copy_hooks(dir: &Path, root: &Path, found: &[&str], top: PathBuf) -> std::io::Result<HooksCopy> {
-    if let Some(parent) = top.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    private_dir(&top)?;
-    // From here on a failure removes what was copied.
-    let copy = HooksCopy {
-        hooks: Path::new(COPY_DIR).join("hooks"),
-        top,
-    };
-    let hooks = copy.top.join("hooks");
-    private_dir(&hooks)?;
-    for name in found {
-        std::fs::copy(dir.join(name), hooks.join(name))?;
-    }
-    copy_helpers(dir, &hooks, |name| found.contains(&name));
-    let parent = dir.parent().filter(|p| p.starts_with(root) && *p != root);
-    if let Some(parent) = parent {
-        copy_helpers(parent, &copy.top, |name| name == "hooks");
-    }
-    Ok(copy)
-}
-
-/// Copies the regular files of `from` (symlinks followed) into `to`, but those `skip`
-/// names, git's `*.sample` files and files past [`HELPER_MAX_BYTES`]; at most 256 of them.
-fn copy_helpers(from: &Path, to: &Path, skip: impl Fn(&str) -> bool) {
-    let Ok(entries) = std::fs::read_dir(from) else {
-        return;
-    };
-    for entry in entries.filter_map(Result::ok).take(256) {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if skip(name) || name.ends_with(".sample") {
-            continue;
-        }
-        let path = entry.path();
-        let small_file =
-            std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= HELPER_MAX_BYTES);
-        if small_file {
-            // A helper that cannot be read is left out: the hook that needs it fails as
-            // it would with any missing file.
-            let _ = std::fs::copy(&path, to.join(name));
-        }
-    }
-}
-
-/// Creates the folder `path`, readable by its owner only.
-fn private_dir(path: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(path)
-}
-
-/// Whether `path` is a file git would run as a hook (executable).
-fn is_executable(path: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    }
-    #[cfg(not(unix))]
-    {
-        std::fs::metadata(path).is_ok_and(|m| m.is_file())
-    }
 }
 
 /// `text` in single quotes for `sh`.
