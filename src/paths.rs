@@ -1,7 +1,7 @@
 //! Paths as text, below everything else: the one module the git plumbing (`git/`) may import
 //! from the rest of the crate. A path made lexical (`.` and `..` resolved without reading
 //! anything), and the patterns of secret files with the globs each stands for, which both
-//! the file actions' `stage.isolate` (`exec::isolate`) and the checkpoints that leave
+//! the file actions' `stage.isolate` (`exec::secret_paths`) and the checkpoints that leave
 //! untracked secrets out of every object (`git::secret_files`) read.
 //!
 //! Patterns read like `.gitignore` lines: one without a slash (`.env`, `*.pem`, `id_rsa*`)

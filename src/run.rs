@@ -5,12 +5,12 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::actions::{self, Action, BlockError, ErrorType, Plan};
+use crate::actions::{self, Action, BlockError, ErrorType, ReplyPlan};
 use crate::config::{Config, ConfigError, HookCommand};
 use crate::exec::guard::FsGuard;
 use crate::exec::hooks::{self, Hook};
-use crate::exec::isolate::Isolation;
 use crate::exec::sandbox::Sandbox;
+use crate::exec::secret_paths::Isolation;
 use crate::exec::{self, Outcome, PathMap, Workspace};
 use crate::nesl;
 use crate::report::missing_end;
@@ -110,7 +110,7 @@ fn isolation(
         &config.stage.isolate,
         &real_root,
         config.stage.isolate_built_in,
-        crate::tx::visible::tracked_in(user_root),
+        crate::tx::visible_ignored::tracked_in(user_root),
     )
 }
 
@@ -254,7 +254,7 @@ pub fn execute_fenced(
 /// unsaid: blocks swallowed by another block's unclosed heredoc, and whatever looked like a
 /// block but was not one (a ```` ```nesl ```` fence without a header, a malformed header),
 /// each with what to write instead.
-pub fn check_reply(reply: &str, root: &Path) -> Plan {
+pub fn check_reply(reply: &str, root: &Path) -> ReplyPlan {
     // However the reply arrived (a library caller, lorch), a byte order mark is not text.
     let reply = crate::input::without_bom(reply);
     let parsed = nesl::parse(reply);
@@ -350,7 +350,7 @@ fn collapse_missing_end(errors: &mut Vec<BlockError>, missing: &missing_end::Mis
 /// why, what looked like a block, and how one is written. `None` when there are blocks.
 /// `git loaf apply` answers with this (exit 1) instead of running anything, hooks included:
 /// a model that sent no block must hear so, not see an empty success.
-pub fn no_block_result(reply: &str, plan: &Plan) -> Option<ExecutionResult> {
+pub fn no_block_result(reply: &str, plan: &ReplyPlan) -> Option<ExecutionResult> {
     (plan.total_blocks == 0).then(|| ExecutionResult {
         fatal_error: Some(no_block_message(reply, plan)),
         parse_errors: plan.errors.clone(),
@@ -359,7 +359,7 @@ pub fn no_block_result(reply: &str, plan: &Plan) -> Option<ExecutionResult> {
 }
 
 /// Why nothing ran when the reply has no block, with the form a block takes.
-pub fn no_block_message(reply: &str, plan: &Plan) -> String {
+pub fn no_block_message(reply: &str, plan: &ReplyPlan) -> String {
     let why = if reply.trim().is_empty() {
         "the reply is empty: no NESL block found, nothing ran"
     } else if plan.errors.is_empty() {

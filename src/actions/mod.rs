@@ -9,7 +9,7 @@ mod validate;
 pub use alias::{ALIASES, canonical};
 pub use schema::{Format, OutputDisplay, ParamDef, ParamType, Schema, ToolDef};
 pub use suggest::closest;
-pub use validate::{Action, BlockError, ErrorType, Plan, plan};
+pub use validate::{Action, BlockError, ErrorType, ReplyPlan, plan};
 
 /// The action `exec` runs code; every other action a reply can run is a filesystem action.
 pub const EXEC: &str = "exec";

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::examples::examples;
 use super::{CliError, Outcome, Response};
-use crate::actions::{BlockError, ErrorType, Plan};
+use crate::actions::{BlockError, ErrorType, ReplyPlan};
 use crate::config::Config;
 use crate::input::{Source, as_text, read_bytes};
 use crate::ops::apply::{self, ApplyOptions};
@@ -148,7 +148,7 @@ pub fn respond(cwd: &Path, text: &str, request: &ApplyRequest) -> Result<Respons
 }
 
 /// The planned actions and every error, nothing changed.
-fn dry_run(plan: Plan, config: Option<&Config>, text: &str) -> Response {
+fn dry_run(plan: ReplyPlan, config: Option<&Config>, text: &str) -> Response {
     let plan = refuse_disallowed(plan, config);
     let fatal = (plan.total_blocks == 0).then(|| run::no_block_message(text, &plan));
     let outcome = if plan.errors.is_empty() && fatal.is_none() {
@@ -187,7 +187,7 @@ fn load_config(root: &Path) -> Result<Config, CliError> {
 
 /// The plan with every action loaf.yml does not enable turned into an error, as the run
 /// would report it.
-fn refuse_disallowed(mut plan: Plan, config: Option<&Config>) -> Plan {
+fn refuse_disallowed(mut plan: ReplyPlan, config: Option<&Config>) -> ReplyPlan {
     let Some(config) = config else {
         return plan;
     };
@@ -255,7 +255,7 @@ fn transaction(request: &ApplyRequest, cwd: &Path, text: &str) -> Result<Respons
 }
 
 /// The planned actions and the blocks that would not run, in the reply's order.
-fn dry_run_text(plan: &Plan, fatal: Option<&str>) -> String {
+fn dry_run_text(plan: &ReplyPlan, fatal: Option<&str>) -> String {
     let mut out = String::from("=== LOAF DRY RUN ===\n");
     if let Some(fatal) = fatal {
         out.push_str(&format!("FATAL: {}\n", fatal.replace('\n', "\n    ")));
@@ -292,7 +292,7 @@ fn dry_run_text(plan: &Plan, fatal: Option<&str>) -> String {
     out
 }
 
-fn dry_run_json(plan: &Plan, fatal: Option<&str>) -> String {
+fn dry_run_json(plan: &ReplyPlan, fatal: Option<&str>) -> String {
     let actions: Vec<_> = plan
         .actions
         .iter()

@@ -327,8 +327,8 @@ impl Config {
     fn read_stage(&mut self, text: &str, dir: &Path, stage: RawStage) -> Result<(), String> {
         if let Some(isolate) = stage.isolate {
             for pattern in &isolate {
-                for form in crate::exec::isolate::forms(pattern) {
-                    crate::exec::isolate::glob(&form).map_err(|e| {
+                for form in crate::exec::secret_paths::forms(pattern) {
+                    crate::exec::secret_paths::glob(&form).map_err(|e| {
                         format!(
                             "{}stage.isolate: invalid pattern '{pattern}': {}",
                             line_of(text, pattern),

@@ -26,7 +26,7 @@ use std::path::{Component, Path, PathBuf};
 use globset::{GlobBuilder, GlobMatcher};
 use serde::Deserialize;
 
-use super::isolate::Isolation;
+use super::secret_paths::Isolation;
 use super::{Access, AccessCheck};
 
 /// `ELOOP`, which std cannot name on stable yet (`ErrorKind::FilesystemLoop`).

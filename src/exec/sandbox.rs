@@ -358,7 +358,7 @@ impl Sandbox {
     /// Prepares `command` (to be run in `cwd`, a stage path) for this sandbox. What is
     /// returned must live until the process group is gone: dropping it undoes the
     /// preparation.
-    pub(crate) fn enter(&self, command: &mut Command, cwd: &Path) -> io::Result<Session> {
+    pub(crate) fn enter(&self, command: &mut Command, cwd: &Path) -> io::Result<SandboxRun> {
         // A git invoked by the code must find the stage's repository by discovery, not a
         // repository named by the environment git-loaf was started in.
         for name in [
@@ -383,7 +383,7 @@ impl Sandbox {
             let run = mounts::Isolated::prepare(self, self.apply_dir()?, &visible, &cwd)?;
             let scrub = run.scrub();
             let tmp = run.install(command);
-            return Ok(Session {
+            return Ok(SandboxRun {
                 _tmp: Some(tmp),
                 scrub: Some(scrub),
                 linked: Vec::new(),
@@ -400,7 +400,7 @@ impl Sandbox {
             .ok();
         let linked = link_visible(&visible, aside.as_ref().map(|d| d.path()));
         command.current_dir(cwd);
-        Ok(Session {
+        Ok(SandboxRun {
             _tmp: aside,
             scrub: None,
             linked,
@@ -413,7 +413,7 @@ impl Sandbox {
 }
 
 /// What [`Sandbox::enter`] set up for one run.
-pub(crate) struct Session {
+pub(crate) struct SandboxRun {
     /// The isolated run's private folder (mount points and overlay files).
     _tmp: Option<tempfile::TempDir>,
     /// A private path the code may print, and the user's path it stands for.
@@ -428,7 +428,7 @@ pub(crate) struct Session {
     stage_head: Option<StageHead>,
 }
 
-impl Session {
+impl SandboxRun {
     /// The child was started as the leader of process group `pid`. In the fallback, the
     /// group is recorded for [`kill_recorded`]; isolated runs need no record (their init
     /// dies with git-loaf).
@@ -457,7 +457,7 @@ impl Session {
     }
 }
 
-impl Drop for Session {
+impl Drop for SandboxRun {
     fn drop(&mut self) {
         if let Some(stage_head) = &self.stage_head {
             stage_head.restore();

@@ -207,7 +207,7 @@ fn refuse_intent_to_add(repo: &Repository, command: &str) -> Result<(), TxError>
 }
 
 /// The turn's paths and the trees of its commit, index and undo.
-struct Plan {
+struct TurnPlan {
     /// The paths the commit changes.
     paths: Vec<PathBuf>,
     /// The commit's tree: HEAD's with the agent's change laid on it.
@@ -278,7 +278,7 @@ fn end_turn(session: &Session, begun: &Turn) -> Result<Ended, TxError> {
 
 /// The turn's paths and trees; `None` when it changed nothing that HEAD does not already
 /// hold (the agent changed nothing, or committed its change itself).
-fn plan(repo: &Repository, begun: &Turn, now: &Checkpoint) -> Result<Option<Plan>, TxError> {
+fn plan(repo: &Repository, begun: &Turn, now: &Checkpoint) -> Result<Option<TurnPlan>, TxError> {
     let work_before = begun.work_tree()?;
     let users =
         super::record_tool::users_tree_at_end(repo, begun, now.work_tree)?.unwrap_or(work_before);
@@ -307,7 +307,7 @@ fn plan(repo: &Repository, begun: &Turn, now: &Checkpoint) -> Result<Option<Plan
         treebuild::tree_with_entries(repo, now.work_tree, users, &paths)?,
         treebuild::tree_with_entries(repo, now.index_tree, begun.index_tree()?, &paths)?,
     );
-    Ok(Some(Plan {
+    Ok(Some(TurnPlan {
         paths: committed.changed,
         tree: committed.tree,
         carried: committed.carried,
@@ -371,7 +371,7 @@ fn transition(
     ref_name: &str,
     head: Option<Oid>,
     now: &Checkpoint,
-    plan: &Plan,
+    plan: &TurnPlan,
     recorded: &Recorded,
 ) -> Transition {
     let head = head.map(|o| o.to_string());

@@ -87,7 +87,7 @@ pub enum RunEnd {
 
 /// What squash will do (or, after a dry run, would have done).
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct SquashPlan {
     /// The ref moved.
     pub ref_name: String,
     /// HEAD now.
@@ -112,7 +112,7 @@ pub struct Squashed {
     /// The squash's id (its `Loaf-Squash` trailer and operation log entry).
     pub id: String,
     /// What was selected and the message.
-    pub plan: Plan,
+    pub plan: SquashPlan,
     /// The squash commit (`None` for a dry run).
     pub commit: Option<Oid>,
     /// How the push went, when asked for.
@@ -191,7 +191,7 @@ fn checkpoint_work(repo: &Repository) -> Result<(String, String), TxError> {
 /// The squash commit: HEAD's tree on the run's base. Signed as `git commit` would sign it
 /// (commit.gpgSign, --gpg-sign); a failure stops the squash before anything moves, with
 /// git's message.
-fn commit(repo: &Repository, plan: &Plan, options: &SquashOptions) -> Result<Oid, TxError> {
+fn commit(repo: &Repository, plan: &SquashPlan, options: &SquashOptions) -> Result<Oid, TxError> {
     let tree = commits::read(repo, plan.head)?.tree;
     let parents: Vec<Oid> = plan.base.into_iter().collect();
     let commit = crate::git::sign::write_commit(repo, tree, &parents, &plan.message, &options.sign)
@@ -220,7 +220,7 @@ fn notes_rewrite_notice(repo: &Repository) -> Option<String> {
 fn transition(
     session: &Session,
     id: &str,
-    plan: &Plan,
+    plan: &SquashPlan,
     commit: Oid,
     (work, index): (String, String),
 ) -> Transition {

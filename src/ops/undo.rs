@@ -19,7 +19,7 @@ use crate::tx::checkpoint::{self, Checkpoint};
 use crate::tx::oplog::{self, OpEntry, OpKind, UserState};
 use crate::tx::publish::{self, Transition, crash_point, differing};
 use crate::tx::session::{Session, TxError};
-use crate::tx::visible::Extras;
+use crate::tx::visible_ignored::Extras;
 use crate::tx::{head, saved};
 
 /// What undo or redo did.

@@ -34,10 +34,10 @@ pub mod recovery;
 pub mod saved;
 pub mod session;
 
-pub mod extras;
+pub mod ignored_changes;
 pub mod stage;
 mod stage_records;
 mod stage_swap;
 mod transition;
 pub mod turn;
-pub mod visible;
+pub mod visible_ignored;

@@ -22,7 +22,7 @@ pub use stacks::{StackWalk, redoable, undoable};
 use git2::{Oid, Repository, Signature};
 use serde::{Deserialize, Serialize};
 
-use crate::tx::extras::Extras;
+use crate::tx::ignored_changes::Extras;
 
 /// The ref holding the newest entry.
 pub const OPLOG_REF: &str = "refs/loaf/oplog";

@@ -55,7 +55,7 @@ pub enum TxError {
     Stage(#[from] super::stage::StageError),
     /// Listing or writing ignored files failed.
     #[error(transparent)]
-    Visible(#[from] crate::tx::extras::VisibleError),
+    Visible(#[from] crate::tx::ignored_changes::VisibleError),
     /// Publishing failed in a way that is not a refusal.
     #[error(transparent)]
     Publish(#[from] PublishError),

@@ -8,7 +8,7 @@
 //! worktree, which is deleted at once so that `git branch` lists only the user's branches.
 //!
 //! Ignored files are never the stage's own: the user's show through it (see
-//! [`crate::tx::visible`]), so whatever ignored content a run left in the stage (an ignored file
+//! [`crate::tx::visible_ignored`]), so whatever ignored content a run left in the stage (an ignored file
 //! an action wrote, a cache exec made) is removed by the next reset, lest an old copy hide the
 //! user's current file. [`Stage::snapshot`] records where a run may have left some: the paths
 //! its actions wrote, or "anywhere" after exec or hooks, which costs the next reset one

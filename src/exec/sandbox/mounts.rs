@@ -1,6 +1,6 @@
 //! The isolated run's root (Linux): what the code sees, planned in git-loaf before the fork
 //! ([`Isolated::prepare`]) and mounted in the relay between `fork` and `exec`
-//! ([`Plan::enter`], where the order of the mounts is explained): a read-only copy of `/`,
+//! ([`MountPlan::enter`], where the order of the mounts is explained): a read-only copy of `/`,
 //! the stage at the repository's path, the visible ignored entries over their placeholders,
 //! the private `/tmp` and `/dev/shm`, `exec.writable`, the user's git dir through an overlay,
 //! and the host's services and credentials hidden. The namespaces, the init and the relay
@@ -29,13 +29,13 @@ const GIT_VIEW: &str = "/tmp/.loaf-git";
 /// An isolated run, prepared in git-loaf before the fork.
 pub(super) struct Isolated {
     tmp: tempfile::TempDir,
-    plan: Plan,
+    plan: MountPlan,
     /// The private mount point of the git common dir, and the real path it stands for.
     scrub: (String, String),
 }
 
 /// Everything the relay needs after the fork, as C strings.
-struct Plan {
+struct MountPlan {
     parent: i32,
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
@@ -167,7 +167,7 @@ impl Isolated {
                 Ok((c_path(&at)?, dir))
             })
             .collect::<io::Result<Vec<_>>>()?;
-        let plan = Plan {
+        let plan = MountPlan {
             parent: rustix::process::getpid().as_raw_nonzero().get(),
             uid_map: format!("{0} {0} 1\n", rustix::process::geteuid().as_raw()).into_bytes(),
             gid_map: format!("{0} {0} 1\n", rustix::process::getegid().as_raw()).into_bytes(),
@@ -198,7 +198,7 @@ impl Isolated {
     pub(super) fn install(self, command: &mut Command) -> tempfile::TempDir {
         let plan = self.plan;
         // SAFETY: the closure runs in the forked child and only makes system calls on data
-        // prepared here (see `Plan::enter`).
+        // prepared here (see `MountPlan::enter`).
         unsafe {
             command.pre_exec(move || plan.enter());
         }
@@ -383,7 +383,7 @@ fn c_path(path: &Path) -> io::Result<CString> {
     CString::new(path.as_os_str().as_bytes()).map_err(io::Error::other)
 }
 
-impl Plan {
+impl MountPlan {
     /// In the relay, between fork and exec. Returns (to let std exec the code) only in the
     /// code's process; the relay and the init end in here.
     ///

@@ -18,7 +18,7 @@ use crate::tx::ownership::{self, Sides, UserAfter};
 use crate::tx::publish::crash_point;
 use crate::tx::session::TxError;
 use crate::tx::stage::Stage;
-use crate::tx::visible::{self, Extras};
+use crate::tx::visible_ignored::{self, Extras};
 
 impl Tx<'_> {
     /// The stage as the run left it, and the commit's tree: HEAD's, with the reply's change
@@ -83,7 +83,7 @@ impl Tx<'_> {
         result: &ExecutionResult,
         tree: Oid,
     ) -> Result<Extras, TxError> {
-        Ok(visible::extras(
+        Ok(visible_ignored::extras(
             self.repo(),
             stage.path(),
             tree,

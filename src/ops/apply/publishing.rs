@@ -16,7 +16,7 @@ use crate::tx::merge;
 use crate::tx::oplog::{OpEntry, OpKind, UserState};
 use crate::tx::publish::{self, PublishError, Transition};
 use crate::tx::session::TxError;
-use crate::tx::visible::Extras;
+use crate::tx::visible_ignored::Extras;
 
 /// How publish ended: the paths left alone (the user's, changed meanwhile), or why the
 /// commit could not be published.

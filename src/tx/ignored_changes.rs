@@ -153,7 +153,7 @@ pub struct Extras {
 
 /// The changes git will not commit among the paths the run `touched` (relative to the root;
 /// the targets of its write actions): stage files and folders that `tree` (the commit's)
-/// does not hold, and user files in `copied` ([`super::visible::Visibility::copied`]) the stage no longer
+/// does not hold, and user files in `copied` ([`super::visible_ignored::Visibility::copied`]) the stage no longer
 /// holds. New folders on the way to a new file are changes too, so that undo removes them.
 /// Both sides' bytes are written to `repo`'s object database.
 pub fn extras(
