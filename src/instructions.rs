@@ -136,7 +136,7 @@ fn secrets_section(config: &Config) -> String {
     out
 }
 
-/// Where `exec` code runs (DESIGN §2): what it may write, the network, what stays out of
+/// Where `exec` code runs (docs/apply.md): what it may write, the network, what stays out of
 /// reach, so the model neither tries what cannot work nor believes what it did elsewhere
 /// lasts.
 fn sandbox_section(root: &str, config: &Config) -> String {

@@ -91,8 +91,8 @@ pub struct GitInfo {
     /// failed), trimmed, with the user's paths.
     #[serde(rename = "refusedOutput", skip_serializing_if = "Option::is_none")]
     pub refused_output: Option<String>,
-    /// A change to loaf.yml that widens what code may do and waits for the user (DESIGN §2
-    /// "Config a reply writes waits for the user"): what it widens and how to accept it.
+    /// A change to loaf.yml that widens what code may do and waits for the user (docs/loaf-yml.md,
+    /// "A loaf.yml a reply writes waits for you"): what it widens and how to accept it.
     #[serde(rename = "configPending", skip_serializing_if = "Option::is_none")]
     pub config_pending: Option<String>,
 }

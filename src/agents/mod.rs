@@ -1,5 +1,5 @@
 //! Agents that edit files with their own tools (Claude Code, Codex, Cursor, Gemini CLI): a
-//! front door beside `cli/` and `watch/` (DESIGN §3b). [`hook`] reads an agent's hook event
+//! front door beside `cli/` and `watch/` (docs/agents.md). [`hook`] reads an agent's hook event
 //! and says which record-mode step it is (the operation itself is [`crate::ops::record`]);
 //! [`settings`] wires the hooks and the MCP server into the agent's project settings for
 //! `git loaf init --agent` ([`codex_config`] for Codex's TOML).

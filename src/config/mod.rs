@@ -1,4 +1,4 @@
-//! `loaf.yml`: the repository's git-loaf configuration (DESIGN §5). Every key is optional;
+//! `loaf.yml`: the repository's git-loaf configuration (docs/loaf-yml.md). Every key is optional;
 //! unknown keys and bad values are errors that name the line, so a typo never silently
 //! changes what a reply may touch.
 
@@ -128,8 +128,8 @@ pub struct ExecConfig {
 pub struct StageConfig {
     /// Globs (relative to the root) of ignored files and folders kept out of the stage, and
     /// of untracked paths the file actions refuse; every other ignored entry of the user's
-    /// tree is visible there (DESIGN §2 "Stage", "Secrets"). Without the key: the common
-    /// secret files ([`DEFAULT_ISOLATE`]).
+    /// tree is visible there (docs/sandbox-and-safety.md, "Secrets: what is kept out"). Without the
+    /// key: the common secret files ([`DEFAULT_ISOLATE`]).
     pub isolate: Vec<String>,
     /// Whether `isolate` is the built-in list (loaf.yml has no `stage.isolate` key).
     pub isolate_built_in: bool,

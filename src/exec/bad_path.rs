@@ -1,5 +1,6 @@
-//! Paths no file can have, or that git-loaf refuses (DESIGN §2 "Bad paths"): a NUL byte, a
-//! line break, a name past the filesystem's limit, a path past `PATH_MAX`.
+//! Paths no file can have, or that git-loaf refuses (docs/sandbox-and-safety.md, "What is refused
+//! rather than risked"): a NUL byte, a line break, a name past the filesystem's limit, a path past
+//! `PATH_MAX`.
 //!
 //! They are refused before anything is touched, with a message for the model, so that the
 //! block fails on its own and the other blocks run. Without this check the operating system

@@ -1,6 +1,6 @@
-//! Only what git-loaf opened reaches code (DESIGN §2): descriptors git-loaf inherited from
-//! whoever started it — a shell's `exec 7>>file`, an editor's or an agent's pipes, a CI
-//! runner's sockets, a library caller's files — never reach the code it runs (a reply's
+//! Only what git-loaf opened reaches code (docs/sandbox-and-safety.md): descriptors git-loaf
+//! inherited from whoever started it — a shell's `exec 7>>file`, an editor's or an agent's pipes, a
+//! CI runner's sockets, a library caller's files — never reach the code it runs (a reply's
 //! `exec`, a git hook, a loaf.yml hook).
 //!
 //! Such a descriptor bypasses every other wall: one open on the real git dir lets code plant

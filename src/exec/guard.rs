@@ -1,4 +1,4 @@
-//! The fs-guard: which paths actions may read and write (DESIGN §5).
+//! The fs-guard: which paths actions may read and write (docs/loaf-yml.md).
 //!
 //! Patterns are globs (`*` stays within one path segment, `**` spans any number); relative
 //! ones resolve from loaf.yml's folder. A checked path is canonicalized first — symlinks

@@ -1,5 +1,5 @@
 //! Where `exec` code and hooks run inside a transaction, so that they cannot bypass it
-//! or reach beyond it (DESIGN §2, "Exec and hooks are contained").
+//! or reach beyond it (docs/sandbox-and-safety.md).
 //!
 //! The model was told the repository's real path, so `cd /that/path && sed -i … a.txt` must
 //! edit the stage, not the user's tree; a reply's code is untrusted, so it must not change
@@ -192,11 +192,10 @@ impl Sandbox {
         }
     }
 
-    /// The same sandbox, where code sees the user's repository (DESIGN §2 "Exec's view is
-    /// the user's view"): `head` is what the stage's HEAD file holds while code runs (the
-    /// user's commit, detached), and [`USERS_INDEX`], when the transaction wrote one,
-    /// is its index. What code does to either lives until the next run of the same apply,
-    /// then the stage's own HEAD and index are back.
+    /// The same sandbox, where code sees the user's repository (docs/sandbox-and-safety.md): `head`
+    /// is what the stage's HEAD file holds while code runs (the user's commit, detached), and
+    /// [`USERS_INDEX`], when the transaction wrote one, is its index. What code does to either
+    /// lives until the next run of the same apply, then the stage's own HEAD and index are back.
     pub fn showing_users(self, head: Vec<u8>) -> Sandbox {
         Sandbox {
             users_head: Some(head),

@@ -1,4 +1,5 @@
-//! `stage.isolate` for the file actions (DESIGN §2 "Secrets", §5): paths kept from replies.
+//! `stage.isolate` for the file actions (docs/sandbox-and-safety.md, "Secrets: what is kept out"):
+//! paths kept from replies.
 //!
 //! The transaction keeps isolated ignored entries out of the stage (exec and hooks never see
 //! them); the file actions, which could otherwise name any path, are refused here with a

@@ -1,5 +1,5 @@
-//! Loaf commits: the message with its trailers (DESIGN §2), and the commit itself, written
-//! with the user's identity ([`super::identity`]) and moving no ref. The full result a
+//! Loaf commits: the message with its trailers (docs/trailers-and-notes.md), and the commit itself,
+//! written with the user's identity ([`super::identity`]) and moving no ref. The full result a
 //! commit carries as a note is [`super::notes`].
 
 use git2::{Oid, Repository};
@@ -16,7 +16,7 @@ pub const SQUASH_TRAILER: &str = "Loaf-Squash";
 /// The trailer naming one squashed apply: `<apply id> <its commit>`.
 pub const SQUASHED_TRAILER: &str = "Loaf-Squashed";
 
-/// The trailers a loaf commit carries (DESIGN §2).
+/// The trailers a loaf commit carries (docs/trailers-and-notes.md).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Trailers {
     /// `Loaf-Apply: <id>` on every apply commit.

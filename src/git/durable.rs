@@ -1,6 +1,6 @@
-//! Durability across a power loss for what decides a commit point (DESIGN §2 "Crash
-//! safety"): the journal, the refs it moves and the operation log's entry are fsynced with
-//! their folders, and the objects they name before them.
+//! Durability across a power loss for what decides a commit point (docs/apply.md, "Crash safety"):
+//! the journal, the refs it moves and the operation log's entry are fsynced with their folders, and
+//! the objects they name before them.
 //!
 //! libgit2 writes loose objects and refs without fsync (as git does by default), so the page
 //! cache alone holds them for a while. A ref made durable while the commit it names is not

@@ -1,4 +1,4 @@
-//! The full reports, kept local (DESIGN §2 "Secrets"): what each loaf commit's blocks read
+//! The full reports, kept local (docs/trailers-and-notes.md): what each loaf commit's blocks read
 //! and printed, for `git loaf show`. The note under `refs/notes/loaf` (which users push)
 //! holds those outputs only as sizes and hashes; the whole report is stored here instead,
 //! under `refs/loaf/reports`, which `git push` never sends unless asked by name.

@@ -1,4 +1,5 @@
-//! Signed commits, as `git commit -S` makes them (DESIGN §2, Commit; issue 14).
+//! Signed commits, as `git commit -S` makes them (docs/apply.md, "Your git hooks and commit
+//! signing").
 //!
 //! libgit2 signs nothing, and re-implementing git's signing (OpenPGP through `gpg.program`,
 //! ssh through `ssh-keygen -Y sign` with `gpg.ssh.program` and `user.signingkey` that may be a

@@ -1,4 +1,4 @@
-//! Repository states git-loaf must respect (DESIGN §2 "Repository states"): an operation in
+//! Repository states git-loaf must respect (docs/apply.md): an operation in
 //! progress (merge, rebase, `git am`, cherry-pick, revert, bisect) or unresolved conflicts,
 //! which an apply, undo or redo would swallow into its commit or throw away, so they are
 //! refused; an index git-loaf cannot read (split index, sparse index), refused by name; and

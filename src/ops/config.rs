@@ -1,4 +1,4 @@
-//! Which loaf.yml governs (DESIGN §2 "Config a reply writes waits for the user", §5): the
+//! Which loaf.yml governs (docs/loaf-yml.md, "A loaf.yml a reply writes waits for you"): the
 //! last one the user accepted. A change a reply or an agent's turn makes that widens what
 //! code may do waits for `git loaf config accept`; a narrowing applies at once.
 //!

@@ -1,11 +1,11 @@
-//! The user's operations, one file each, written as the sequence of steps DESIGN describes:
-//! [`apply`] (lock → checkpoint → stage → actions → commit → publish), [`undo`] (undo and
-//! redo: walking the operation log), [`take`] (take or drop an apply that was kept, not
-//! published), [`record`] (an agent's turns as commits), [`config`] (which loaf.yml governs), [`saved`] (work moved aside, and its restore), [`status`] (what is in
-//! effect), [`log`] (`log` and `show`: reading the history back) and [`gc`]
-//! (pruning the operation log, packing what git-loaf wrote). The git work under
-//! them — the lock, checkpoints, the stage, commits, publish, the operation log — is the
-//! plumbing in [`crate::git`].
+//! The user's operations, one file each, written as the sequence of steps docs/apply.md and
+//! docs/history.md describe: [`apply`] (lock → checkpoint → stage → actions → commit → publish),
+//! [`undo`] (undo and redo: walking the operation log), [`take`] (take or drop an apply that was
+//! kept, not published), [`record`] (an agent's turns as commits), [`config`] (which loaf.yml
+//! governs), [`saved`] (work moved aside, and its restore), [`status`] (what is in effect), [`log`]
+//! (`log` and `show`: reading the history back) and [`gc`] (pruning the operation log, packing what
+//! git-loaf wrote). The git work under them — the lock, checkpoints, the stage, commits, publish,
+//! the operation log — is the plumbing in [`crate::git`].
 
 pub mod apply;
 pub mod config;

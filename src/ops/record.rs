@@ -1,4 +1,4 @@
-//! Record mode (DESIGN §3b): the turns of an agent that edits files itself (Claude Code,
+//! Record mode (docs/agents.md): the turns of an agent that edits files itself (Claude Code,
 //! Codex, Cursor, Gemini CLI) become commits that are applies for `undo`, `redo`, `log`,
 //! `show` and `squash`.
 //!
@@ -8,10 +8,10 @@
 //! `commit`: lock → checkpoint again → the user's side: the working tree at begin, with the
 //! user's changes between the agent's tool calls laid on it when the agent sent tool events
 //! ([`super::record_tool`]; else the turn is attributed whole) → the commit: the change from
-//! the user's side to now laid on HEAD's version, per file, 3-way (§2 Ownership: the user's
-//! hunks stay uncommitted) → the index: the commit with the user's staged hunks laid back on
-//! it → the note → publish (journal, compare-and-swap, operation-log entry, as an apply) →
-//! forget the turn.
+//! the user's side to now laid on HEAD's version, per file, 3-way (docs/apply.md, "What an apply
+//! commits, and what it leaves alone": the user's hunks stay uncommitted) → the index: the commit
+//! with the user's staged hunks laid back on it → the note → publish (journal, compare-and-swap,
+//! operation-log entry, as an apply) → forget the turn.
 //!
 //! The operation-log entry's before state is the user's state now with the turn's paths as
 //! the user's side has them (and the index as at `begin`): undo takes out exactly the
@@ -123,7 +123,8 @@ pub fn begin(cwd: &Path, options: &BeginOptions) -> Result<Begun, TxError> {
     refuse_intent_to_add(repo, "record begin")?;
     let cp = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
     // A loaf.yml the user edited before the turn is theirs (and accepted); one that changes
-    // while the turn is being recorded is not (DESIGN §2 "Config a reply writes waits").
+    // while the turn is being recorded is not (docs/loaf-yml.md, "A loaf.yml a reply writes waits
+    // for you").
     crate::ops::config::governing(repo, &session.root)?;
     let begun = Turn {
         session: name.clone(),

@@ -1,4 +1,4 @@
-//! `git loaf saved` and `git loaf restore <id>` (DESIGN §3): the work git-loaf moved out of
+//! `git loaf saved` and `git loaf restore <id>` (docs/history.md): the work git-loaf moved out of
 //! the user's files to make room (a forced undo, a step-back onto a commit that changes a file
 //! being edited, a step-forward that could not merge, a walk that could not step forward),
 //! listed, and put back exactly as it was: untracked files untracked, unstaged changes

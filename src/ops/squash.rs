@@ -1,4 +1,4 @@
-//! `git loaf squash` (DESIGN §3): fold the run of commits ending at HEAD into one commit.
+//! `git loaf squash` (docs/history.md): fold the run of commits ending at HEAD into one commit.
 //!
 //! select the run (first parents from HEAD; by default the git-loaf applies; a merge, a
 //! commit that does not match or one older than the cutoff ends it) → refuse fewer than two
@@ -273,7 +273,7 @@ fn publish_squash(repo: &Repository, transition: &Transition) -> Result<(), TxEr
     }
 }
 
-/// Records the squash on `commit` as an apply is recorded (DESIGN §2 "Secrets"): the folded
+/// Records the squash on `commit` as an apply is recorded (docs/trailers-and-notes.md): the folded
 /// applies' full reports (the local ones, else their notes) as the squash's local report, and
 /// their notes merged as its note, whose outputs are sizes and hashes unless loaf.yml says
 /// `notes.outputs: full` — an older note that held outputs loses them here.

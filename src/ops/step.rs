@@ -1,4 +1,4 @@
-//! `git loaf step-back` and `git loaf step-forward` (DESIGN §3): walking back through a
+//! `git loaf step-back` and `git loaf step-forward` (docs/history.md): walking back through a
 //! branch's commits and forward again, one commit at a time, with the uncommitted changes
 //! of each commit kept for it.
 //!

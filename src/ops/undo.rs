@@ -1,4 +1,4 @@
-//! `git loaf undo` and `git loaf redo` (DESIGN §3): walk the operation log back and forth,
+//! `git loaf undo` and `git loaf redo` (docs/history.md): walk the operation log back and forth,
 //! restoring HEAD, the index and the working tree exactly, untracked files included.
 //!
 //! Undo refuses when anything changed since the operation (HEAD moved, files or index

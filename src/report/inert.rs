@@ -1,6 +1,7 @@
 //! Text that is safe to print on a terminal and to store in a commit: control characters
-//! shown escaped instead of acted on (DESIGN §2 "Only what git-loaf opened reaches code":
-//! output printed to a terminal has control sequences neutralised).
+//! shown escaped instead of acted on (docs/sandbox-and-safety.md, "Terminal output: control
+//! sequences are shown, never obeyed": output printed to a terminal has control sequences
+//! neutralised).
 //!
 //! What a reply's code prints, a file it read, an agent's prompt can hold escape sequences
 //! that a terminal obeys: `ESC ] 52 ; c ; … BEL` writes the clipboard, `ESC [ 2 J` clears the

@@ -1,4 +1,4 @@
-//! What can be pushed holds no contents (DESIGN §2 "Secrets"). The `Loaf-Result` trailer and
+//! What can be pushed holds no contents (docs/trailers-and-notes.md). The `Loaf-Result` trailer and
 //! the note under `refs/notes/loaf` travel with `git push`; a block that read an ignored `.env`
 //! or ran `cat .env` must not put those bytes there. So in what can be pushed, the output of
 //! every action whose output the report shows (reads, listings, searches, exec: the schema's

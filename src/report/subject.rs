@@ -1,4 +1,4 @@
-//! The subject line of an apply's commit (`AI: {operation_summary}`, DESIGN §2): what the
+//! The subject line of an apply's commit (`AI: {operation_summary}`, docs/apply.md): what the
 //! reply's successful writes did to the paths the commit changes, in a few words. It reads
 //! the [`ExecutionResult`], so it is made here, above git: the commit writer
 //! ([`crate::git::commit`]) takes the finished message.

@@ -2,7 +2,7 @@
 //! user's files, index or HEAD, so that actions apply to exactly what the model saw and undo
 //! can put that work back exactly.
 //!
-//! A checkpoint is two trees, never a commit on the user's branch (DESIGN §2): the working
+//! A checkpoint is two trees, never a commit on the user's branch (docs/apply.md): the working
 //! tree as `git add -A` would record it (tracked changes and untracked, non-ignored files,
 //! external clean filters applied; skip-worktree entries as the index has them, since a
 //! sparse checkout's missing files are not deletions) and the index, partially staged files

@@ -1,4 +1,5 @@
-//! The repository's own git hooks, run as `git commit` runs them (DESIGN §2, Commit; issue 14).
+//! The repository's own git hooks, run as `git commit` runs them (docs/apply.md, "Your git hooks
+//! and commit signing").
 //!
 //! An apply commit is written by libgit2, which runs no hooks; a user whose repository has a
 //! `pre-commit` hook (formatter, linter, secret scanner, the pre-commit framework) or a
@@ -7,10 +8,10 @@
 //!
 //! - `pre-commit` runs in the stage, with the stage's index holding exactly the commit's
 //!   tree (HEAD's tree plus the apply's paths) and the stage's HEAD on the user's branch (at
-//!   the parent), as `git commit` runs it with the index it is about to commit. The user's other uncommitted work is in the stage's files but not in
-//!   that index: unstaged, as it would be for `git commit`. What the hook changes becomes part
-//!   of the commit, as with loaf.yml's after hooks: files it rewrote in the stage (a
-//!   formatter) and paths it `git add`ed.
+//!   the parent), as `git commit` runs it with the index it is about to commit. The user's other
+//!   uncommitted work is in the stage's files but not in that index: unstaged, as it would be for
+//!   `git commit`. What the hook changes becomes part of the commit, as with loaf.yml's after
+//!   hooks: files it rewrote in the stage (a formatter) and paths it `git add`ed.
 //! - `prepare-commit-msg` (`<file> message`, as with `git commit -m`) and `commit-msg`
 //!   (`<file>`) run with the message in `$GIT_DIR/COMMIT_EDITMSG`; what they leave there is
 //!   the message, cleaned up as `git commit -m` cleans it (trailing whitespace, blank lines).
@@ -23,13 +24,12 @@
 //! only. Finding them costs a config read and a few `stat`s, so an apply in a repository
 //! without hooks does nothing more.
 //!
-//! They run **as the user had them before the apply** (DESIGN §2, "Code the reply wrote
-//! never runs during its own apply"): when the apply starts, before any action, the hooks
-//! found and the files beside them are copied into a private folder of the git common dir
-//! (`loaf/githooks`, 0700), and that copy runs, in every place hooks run. A reply that
-//! writes `.githooks/pre-commit` (a tracked `core.hooksPath`) gets its version committed;
-//! it runs from the next apply on. A hook that did not exist before the apply never runs in
-//! it. The hook's `$0` is the copy's path.
+//! They run **as the user had them before the apply** (docs/apply.md, "Your git hooks and commit
+//! signing"): when the apply starts, before any action, the hooks found and the files beside them
+//! are copied into a private folder of the git common dir (`loaf/githooks`, 0700), and that copy
+//! runs, in every place hooks run. A reply that writes `.githooks/pre-commit` (a tracked
+//! `core.hooksPath`) gets its version committed; it runs from the next apply on. A hook that did
+//! not exist before the apply never runs in it. The hook's `$0` is the copy's path.
 //!
 //! They run in the same sandbox as `exec` (the stage at the repository's path, ignored
 //! entries such as `node_modules` or `.venv` in place), so the hook reaches its tools; its

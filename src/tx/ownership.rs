@@ -1,5 +1,6 @@
-//! Ownership (DESIGN §2): a commit holds exactly what its author changed, at hunk level, and
-//! the user's uncommitted work stays the user's — uncommitted, in place.
+//! Ownership (docs/apply.md, "What an apply commits, and what it leaves alone"): a commit holds
+//! exactly what its author changed, at hunk level, and the user's uncommitted work stays the user's
+//! — uncommitted, in place.
 //!
 //! A reply starts from the user's working tree (HEAD plus their uncommitted work) and
 //! leaves its result in the stage. For each path it changed:

@@ -1,4 +1,5 @@
-//! Ignored files and folders made visible in the stage (DESIGN §2 "Stage", §5 `stage.isolate`).
+//! Ignored files and folders made visible in the stage (docs/sandbox-and-safety.md; `stage.isolate`
+//! in docs/loaf-yml.md).
 //!
 //! The stage is a git worktree, so it holds what git tracks and the user's untracked files,
 //! never what git ignores: `.venv`, `node_modules`, `target`, `.env`. Everything ignored is
