@@ -9,13 +9,13 @@ use serde_json::Value;
 use crate::actions::{BlockError, OutputDisplay, Schema};
 use crate::exec::Params;
 
-pub mod inert;
-pub mod intent;
-pub mod missing_end;
-pub mod near_miss;
-pub mod redact;
+pub(crate) mod inert;
+pub(crate) mod intent;
+pub(crate) mod missing_end;
+pub(crate) mod near_miss;
+pub(crate) mod redact;
 pub mod subject;
-pub mod trailer;
+pub(crate) mod trailer;
 
 /// Everything an apply did.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]

@@ -5,8 +5,8 @@
 //! repository's paths into the staging worktree, and every path and message that reaches
 //! the report is mapped back, so the model only ever sees its own paths.
 
-pub mod bad_path;
-pub mod descriptors;
+pub(crate) mod bad_path;
+pub(crate) mod descriptors;
 pub mod environment;
 pub mod fs;
 
@@ -14,7 +14,7 @@ pub mod guard;
 pub mod hooks;
 pub mod process;
 pub mod sandbox;
-pub mod secret_paths;
+pub(crate) mod secret_paths;
 pub mod shell;
 mod user_view;
 

@@ -7,7 +7,7 @@ use git2::{Oid, Repository};
 pub use super::identity::identity;
 // The notes API, as the operations name it beside the commit they annotate.
 pub use super::notes::{
-    ensure_notes_rewrite, read_note, read_notes, read_report, write_note, write_note_value,
+    ensure_notes_rewrite, read_notes, read_report, write_note, write_note_value,
     write_report, write_report_value,
 };
 
@@ -98,7 +98,7 @@ mod tests {
     use std::process::Command;
 
     use super::*;
-    use crate::git::notes::NOTES_REF;
+    use crate::git::notes::{NOTES_REF, read_note};
     use crate::git::testing::{git, init_repo};
 
     /// The git CLI in a deterministic environment.

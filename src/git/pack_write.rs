@@ -233,7 +233,8 @@ fn compressed(objects: &[(ObjectType, Vec<u8>)]) -> Result<Vec<Vec<u8>>, git2::E
     })
 }
 
-/// The pack files under `objects/pack` (for tests and `gc`).
+/// The pack files under `objects/pack` (for tests).
+#[cfg(test)]
 pub fn packs(repo: &Repository) -> Vec<std::path::PathBuf> {
     let dir = super::pack_files::pack_dir(repo);
     let mut found: Vec<_> = std::fs::read_dir(dir)

@@ -41,8 +41,6 @@ use walk::Walk;
 /// What a step did.
 #[derive(Debug)]
 pub struct Stepped {
-    /// The step's id in the operation log.
-    pub id: String,
     /// The commit HEAD is on now, and its subject.
     pub at: (Oid, String),
     /// The branch walked (`refs/heads/<name>`, or `HEAD` when the walk began detached).
@@ -170,7 +168,6 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
         saved: saved.then_some(id.clone()),
         attached: false,
         notices,
-        id,
     })
 }
 
@@ -214,7 +211,6 @@ pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
         None => Vec::new(),
     };
     Ok(Stepped {
-        id,
         at: (child, child_info.summary),
         branch: walk.branch,
         tip: walk.tip,

@@ -58,7 +58,9 @@ impl Checkpoint {
 /// Staged changes are found by comparing the index, as a tree, with HEAD's tree: libgit2
 /// reuses the index's cached subtrees, so this is far cheaper than diffing HEAD against every
 /// index entry. Then the working tree is scanned once against the index, and the refreshed
-/// stat data written back so that the next scan (ours or git's) is fast.
+/// stat data written back so that the next scan (ours or git's) is fast. The reference
+/// that `git::quickscan`'s tests check the quick scan against.
+#[cfg(test)]
 pub fn is_dirty(repo: &Repository) -> Result<bool, git2::Error> {
     let head_tree = match head_commit(repo)? {
         Some(head) => Some(repo.find_commit(head)?.tree_id()),
@@ -72,6 +74,7 @@ pub fn is_dirty(repo: &Repository) -> Result<bool, git2::Error> {
 }
 
 /// What a look at the index and working tree found.
+#[cfg(test)]
 enum Scan {
     /// Both are HEAD's.
     Clean,
@@ -82,6 +85,7 @@ enum Scan {
     Files(Vec<Vec<u8>>),
 }
 
+#[cfg(test)]
 fn scan(repo: &Repository, head_tree: Option<Oid>) -> Result<Scan, git2::Error> {
     let mut index = repo.index()?;
     let staged = match (head_tree, index_tree(repo, &mut index)) {
@@ -277,34 +281,6 @@ pub fn commit_tree(repo: &Repository, head: Option<&str>) -> Result<String, git2
         Some(h) => Ok(repo.find_commit(Oid::from_str(h)?)?.tree_id().to_string()),
         None => Ok(empty_tree(repo)?.to_string()),
     }
-}
-
-/// The paths among `changed` where the user had uncommitted work (in the file or staged) in
-/// `checkpoint`: an apply that changes them takes that work into its commit.
-pub fn carried_uncommitted(
-    repo: &Repository,
-    checkpoint: &Checkpoint,
-    changed: &[PathBuf],
-) -> Result<Vec<String>, git2::Error> {
-    if checkpoint.is_clean() {
-        return Ok(Vec::new());
-    }
-    let entry = |tree: Oid, path: &Path| -> Result<Option<(Oid, i32)>, git2::Error> {
-        Ok(repo
-            .find_tree(tree)?
-            .get_path(path)
-            .ok()
-            .map(|e| (e.id(), e.filemode())))
-    };
-    let mut out = Vec::new();
-    for path in changed {
-        let head = entry(checkpoint.head_tree, path)?;
-        if entry(checkpoint.work_tree, path)? != head || entry(checkpoint.index_tree, path)? != head
-        {
-            out.push(path.display().to_string());
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

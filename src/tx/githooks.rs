@@ -78,6 +78,7 @@ pub struct GitHooks {
 
 /// Which hooks run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[expect(clippy::enum_variant_names, reason = "`NoVerify` is git's `--no-verify`")]
 pub enum Verify {
     /// All of them, as `git commit`.
     All,
