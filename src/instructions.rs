@@ -262,7 +262,7 @@ fn example_id(n: usize) -> String {
 
 /// One example block of `tool`: its required parameters, and the optional ones worth
 /// showing, with plausible values under `root`.
-pub fn example_block(tool: &ToolDef, root: &str, id: &str) -> String {
+pub(crate) fn example_block(tool: &ToolDef, root: &str, id: &str) -> String {
     let mut out = format!(
         "#!nesl [@three-char-SHA-256: {id}]\naction = \"{}\"\n",
         tool.name

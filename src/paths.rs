@@ -30,7 +30,7 @@ pub(crate) fn lexical(path: &Path) -> PathBuf {
 
 /// The secret files kept from replies when loaf.yml has no `stage.isolate` key, and left out
 /// of every checkpoint when untracked.
-pub const SECRET_FILES: [&str; 11] = [
+pub(crate) const SECRET_FILES: [&str; 11] = [
     ".env",
     ".env.*",
     "*.pem",

@@ -311,7 +311,7 @@ fn changes_line(data: &Value) -> Option<String> {
 
 /// An action's error without a leading `<action>: ` (the report line already names the
 /// action; fs and exec errors carry it for logs and hooks).
-pub fn error_message<'a>(action: &str, error: &'a str) -> &'a str {
+pub(crate) fn error_message<'a>(action: &str, error: &'a str) -> &'a str {
     error
         .strip_prefix(action)
         .and_then(|rest| rest.strip_prefix(": "))
@@ -320,7 +320,7 @@ pub fn error_message<'a>(action: &str, error: &'a str) -> &'a str {
 
 /// What an action works on, as ` <value>` (its schema's `primary_param`, else its `path`;
 /// first line only), ` old → new` for `file_move`, or nothing.
-pub fn action_target(action: &str, params: &Params) -> String {
+pub(crate) fn action_target(action: &str, params: &Params) -> String {
     let value = |key: &str| {
         params.get(key).map(|v| match v {
             Value::String(s) if key.ends_with("path") => readable_path(s),
@@ -341,7 +341,7 @@ pub fn action_target(action: &str, params: &Params) -> String {
 }
 
 /// A block that did not run, as a report line: `id ❌ ERROR: message (line N)`.
-pub fn block_error_line(error: &BlockError) -> String {
+pub(crate) fn block_error_line(error: &BlockError) -> String {
     let line = error
         .report_line()
         .map(|l| format!(" (line {l})"))

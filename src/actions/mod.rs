@@ -32,7 +32,7 @@ pub fn runnable() -> Vec<&'static str> {
 
 /// The action schema exactly as the user wrote it (`unified-design.yaml` at the repository
 /// root): every tool, its parameters and their types.
-pub const SCHEMA_YAML: &str = include_str!("../../unified-design.yaml");
+pub(crate) const SCHEMA_YAML: &str = include_str!("../../unified-design.yaml");
 
 #[cfg(test)]
 mod tests {

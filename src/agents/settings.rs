@@ -32,7 +32,7 @@ const MAX_LINKS: usize = 40;
 
 /// Why an agent's settings were not written. Nothing was written.
 #[derive(Debug, thiserror::Error)]
-pub enum SettingsError {
+pub(crate) enum SettingsError {
     /// An existing file is not what the agent reads (not JSON or TOML, not an object, a
     /// key of the wrong type).
     #[error("{} {reason}: left as it is", .path.display())]
@@ -79,7 +79,7 @@ const CURSOR_EVENTS: &[&str] = &[
 const GEMINI_EVENTS: &[&str] = &["BeforeAgent", "AfterAgent", "BeforeTool", "AfterTool"];
 
 /// The hook command for `agent`.
-pub fn hook_command(agent: Agent) -> String {
+pub(crate) fn hook_command(agent: Agent) -> String {
     format!("git loaf agent-hook {}", agent.name())
 }
 

@@ -20,7 +20,7 @@ pub use widen::widenings;
 /// The `allowed-actions` entry that stands for every default action: all the filesystem
 /// actions (what a reply may run without the key), so that `[defaults, exec]` adds `exec`
 /// without listing the rest.
-pub const DEFAULTS_ENTRY: &str = "defaults";
+pub(crate) const DEFAULTS_ENTRY: &str = "defaults";
 
 /// The file name, at the repository root (or the current directory outside a repository).
 pub const FILE_NAME: &str = "loaf.yml";
@@ -161,19 +161,19 @@ pub enum NotesOutputs {
 }
 
 /// Default `stage.isolate`: the common secret files.
-pub const DEFAULT_ISOLATE: &[&str] = &crate::paths::SECRET_FILES;
+pub(crate) const DEFAULT_ISOLATE: &[&str] = &crate::paths::SECRET_FILES;
 
 /// Default `gc.keep-days`.
-pub const DEFAULT_KEEP_DAYS: u64 = 90;
+pub(crate) const DEFAULT_KEEP_DAYS: u64 = 90;
 
 /// Default `max_file_size`: 10 MiB.
-pub const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
 /// Default exec timeout.
-pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default bytes kept of each exec output stream: 1 MiB.
-pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
 /// Default hook timeout.
-pub const DEFAULT_HOOK_TIMEOUT: Duration = crate::exec::hooks::DEFAULT_HOOK_TIMEOUT;
+pub(crate) const DEFAULT_HOOK_TIMEOUT: Duration = crate::exec::hooks::DEFAULT_HOOK_TIMEOUT;
 
 impl Config {
     /// Everything at its default, for a loaf.yml in `dir`.

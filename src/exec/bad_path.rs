@@ -16,14 +16,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// The longest name (one path component) the usual filesystems take, in bytes (`NAME_MAX`).
-pub const NAME_MAX: usize = 255;
+pub(crate) const NAME_MAX: usize = 255;
 
 /// The longest path the system takes, in bytes, its final NUL included (`PATH_MAX`).
 pub const PATH_MAX: usize = libc::PATH_MAX as usize;
 
 /// Why a path was refused; its message is written for the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BadPath {
+pub(crate) enum BadPath {
     /// A NUL byte, which no file name can hold.
     #[error(
         "the path contains a NUL character (\\u0000), which no file name can hold: write the path without it"

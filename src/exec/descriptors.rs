@@ -38,7 +38,7 @@ const FALLBACK_BOUND: RawFd = 4096;
 
 /// Marks every descriptor above 2 this process holds close-on-exec, so that no program it
 /// starts inherits them. Call it first thing in a program built on git-loaf.
-pub fn withhold_inherited() {
+pub(crate) fn withhold_inherited() {
     if mark_close_on_exec_from(3) {
         return;
     }

@@ -86,7 +86,7 @@ impl CodeEnvironment {
 
 /// `pass` as one matcher; an entry that is not a valid glob is the error (loaf.yml refuses
 /// it when loaded).
-pub fn pass_set(pass: &[String]) -> Result<GlobSet, globset::Error> {
+pub(crate) fn pass_set(pass: &[String]) -> Result<GlobSet, globset::Error> {
     let mut builder = GlobSetBuilder::new();
     for pattern in pass {
         builder.add(Glob::new(pattern)?);

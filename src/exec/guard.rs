@@ -103,7 +103,7 @@ pub struct GuardRules {
 
 /// The guard without a `fs-guard` key in loaf.yml: the root allowed for reading and writing,
 /// `.git` denied (patterns relative to the root).
-pub fn built_in_rules() -> FsGuardConfig {
+pub(crate) fn built_in_rules() -> FsGuardConfig {
     let rules = GuardRules {
         allow: vec!["./**".into()],
         deny: vec!["./.git".into(), "./.git/**".into()],

@@ -67,7 +67,7 @@ pub(crate) use placeholders::Visible;
 use stage_head::StageHead;
 
 /// The environment variable that turns namespaces off (`LOAF_SANDBOX=off`).
-pub const SANDBOX_ENV: &str = "LOAF_SANDBOX";
+pub(crate) const SANDBOX_ENV: &str = "LOAF_SANDBOX";
 
 /// Where exec code and hooks run: the user's paths, the stage behind them, and the ignored
 /// entries of the user's tree to show in place.
@@ -91,11 +91,11 @@ pub struct Sandbox {
 /// The index the code sees, in the stage's admin folder: the user's index, then as the
 /// reply's earlier code left it. Written by the transaction before the run
 /// (`Stage::write_users_index`); in place of the stage's own index while code runs.
-pub const USERS_INDEX: &str = "index.loaf-users";
+pub(crate) const USERS_INDEX: &str = "index.loaf-users";
 
 /// Where the stage's own index waits while code runs with [`USERS_INDEX`] in its place; a
 /// crash leaves it there, and the next apply puts it back (`Stage::begin_run`).
-pub const OWN_INDEX: &str = "index.loaf-own";
+pub(crate) const OWN_INDEX: &str = "index.loaf-own";
 
 /// What the user's loaf.yml allows code beyond the stage (`exec.network`, `exec.writable`,
 /// `exec.sandbox`).

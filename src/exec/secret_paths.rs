@@ -21,7 +21,7 @@ use globset::GlobMatcher;
 pub use crate::paths::{pattern_forms as forms, pattern_glob as glob};
 
 /// Whether a path (relative to the root) is tracked by git: such paths are never isolated.
-pub type Tracked = Rc<dyn Fn(&Path) -> bool>;
+pub(crate) type Tracked = Rc<dyn Fn(&Path) -> bool>;
 
 /// The compiled `stage.isolate` of one run.
 #[derive(Clone)]

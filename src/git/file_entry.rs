@@ -23,7 +23,7 @@ const LINK_MODE: i32 = 0o120000;
 /// of the tree `base` (`Some(None)`: nothing, or a file `git add` would leave out: ignored
 /// or a secret file that `base` does not hold); `None` when this cannot tell (see the
 /// module's doc).
-pub fn plain_entry_now(
+pub(crate) fn plain_entry_now(
     repo: &Repository,
     root: &Path,
     base: Oid,

@@ -17,7 +17,7 @@ pub struct Change {
 
 /// The file `name` (at the root of the tree) as HEAD's commit holds it; `None` when HEAD is
 /// unborn or holds no such file.
-pub fn at_head(repo: &Repository, name: &str) -> Result<Option<Vec<u8>>, git2::Error> {
+pub(crate) fn at_head(repo: &Repository, name: &str) -> Result<Option<Vec<u8>>, git2::Error> {
     let Some(head) = head_commit(repo)? else {
         return Ok(None);
     };
@@ -29,7 +29,7 @@ const MAX_WALK: usize = 10_000;
 
 /// The newest commit, along HEAD's first parents (the last 10,000), that changed `name` and whose
 /// message `wanted` accepts; `None` when no such commit exists.
-pub fn newest_change(
+pub(crate) fn newest_change(
     repo: &Repository,
     name: &str,
     wanted: impl Fn(&str) -> bool,

@@ -66,7 +66,7 @@ pub enum LockError {
 
 /// A held lock; released when dropped.
 #[derive(Debug)]
-pub struct RepoLock {
+pub(crate) struct RepoLock {
     file: File,
     /// Who holds it (read by the tests).
     #[cfg(test)]

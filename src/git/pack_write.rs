@@ -19,17 +19,17 @@ use git2::{ObjectType, Odb, Oid, Repository};
 
 /// From this many new objects on, they are written as one pack (git itself unpacks a
 /// fetched pack of fewer than 100 objects into loose ones: `transfer.unpackLimit`).
-pub const PACK_FROM: usize = 64;
+pub(crate) const PACK_FROM: usize = 64;
 
 /// How many bytes of file content a [`Buffered`] build holds in memory (kept, it is held
 /// about twice more while it is compressed into the pack); files past it are
 /// written to disk as they are read, on several threads (a dirty tree of gigabytes must not
 /// be held whole, and the content kept in memory is hashed on one thread).
-pub const MEMORY_BUDGET: usize = 8 << 20;
+pub(crate) const MEMORY_BUDGET: usize = 8 << 20;
 
 /// A second handle on a repository whose object writes stay in memory until
 /// [`Buffered::keep`].
-pub struct Buffered {
+pub(crate) struct Buffered {
     repo: Repository,
     budget: MemoryBudget,
 }
@@ -38,7 +38,7 @@ pub struct Buffered {
 /// bytes of content it may still hold in memory, and a plain handle on the same repository for
 /// what goes to disk instead (opened the first time one is needed, then kept for the build:
 /// a build reads an untracked folder's files one call each).
-pub struct MemoryBudget {
+pub(crate) struct MemoryBudget {
     left: std::sync::atomic::AtomicUsize,
     git_dir: std::path::PathBuf,
     disk: std::sync::Mutex<Option<Repository>>,

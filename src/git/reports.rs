@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use git2::{Oid, Repository};
 
 /// The ref holding the reports.
-pub const REPORTS_REF: &str = "refs/loaf/reports";
+pub(crate) const REPORTS_REF: &str = "refs/loaf/reports";
 
 /// Stores `text` as the report of `commit`, replacing any earlier one.
 pub fn write(repo: &Repository, commit: Oid, text: &str) -> Result<(), git2::Error> {

@@ -30,7 +30,7 @@ fn patterns() -> Option<&'static GlobSet> {
 
 /// Whether `relative` (to the root, as git spells it) or one of its folders matches a
 /// secret-file pattern.
-pub fn is_secret(relative: &Path) -> bool {
+pub(crate) fn is_secret(relative: &Path) -> bool {
     let Some(set) = patterns() else {
         return false;
     };

@@ -57,7 +57,7 @@ impl SignRequest {
 
 /// Why a signed commit could not be written.
 #[derive(Debug, thiserror::Error)]
-pub enum SignError {
+pub(crate) enum SignError {
     /// git could not sign (no key, agent refused, gpg failed): its own message.
     #[error("signing the commit failed: {0}")]
     Refused(String),
@@ -82,7 +82,7 @@ impl SignError {
 /// The commit of `tree` on `parents` with `message` and the user's identity, signed when
 /// `request` (or `commit.gpgSign`) asks for it: [`write_signed_commit`], else
 /// [`super::commit::write_commit`].
-pub fn write_commit(
+pub(crate) fn write_commit(
     repo: &Repository,
     tree: Oid,
     parents: &[Oid],
@@ -98,7 +98,7 @@ pub fn write_commit(
 /// Writes the commit of `tree` on `parents` with `message` and the user's identity, signed
 /// by git with `key` (`None`: `user.signingKey` or the signing program's default), without
 /// moving any ref.
-pub fn write_signed_commit(
+pub(crate) fn write_signed_commit(
     repo: &Repository,
     tree: Oid,
     parents: &[Oid],

@@ -25,7 +25,7 @@ use crate::tx::stage::{Stage, Touched};
 use super::targets::{action_targets, through_symlink};
 
 /// Watches `stage` for the run.
-pub struct StageWatch<'a> {
+pub(crate) struct StageWatch<'a> {
     stage: &'a Stage,
     repo: &'a Repository,
     /// The tree the running exec started from.

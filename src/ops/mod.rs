@@ -28,7 +28,7 @@ use sha2::{Digest, Sha256};
 
 /// A short id for an operation: the first 6 hex digits of a hash of the time, the process
 /// and the reply (unique enough within one repository's history, short enough to type).
-pub fn new_id(seed: &str) -> String {
+pub(crate) fn new_id(seed: &str) -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())

@@ -26,7 +26,7 @@ use crate::tx::session::{self, Session, TxError};
 
 /// One piece of saved work, as `git loaf saved` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Listed {
+pub(crate) struct Listed {
     /// The id `git loaf restore` takes.
     pub id: String,
     /// What saved it.
@@ -70,7 +70,7 @@ pub fn listed(repo: &Repository) -> Result<Vec<Listed>, TxError> {
 
 /// What `git loaf restore` put back.
 #[derive(Debug)]
-pub struct Restored {
+pub(crate) struct Restored {
     /// The saved work's id.
     pub id: String,
     /// The restore's id in the operation log.

@@ -380,7 +380,7 @@ fn hash_record(record: &mut Value) {
 /// `2026-01-01`, `2026-01-01 12:00[:00]`, RFC 3339 with `Z` or an offset
 /// (`2026-01-01T12:00:00+02:00`), `@<seconds>`, or a time ago (`3 days ago`, `2h`). Times
 /// without a zone are UTC.
-pub fn parse_date(text: &str, now: i64) -> Option<i64> {
+pub(crate) fn parse_date(text: &str, now: i64) -> Option<i64> {
     let text = text.trim();
     if let Some(seconds) = text.strip_prefix('@') {
         return seconds.parse().ok();

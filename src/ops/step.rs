@@ -69,7 +69,7 @@ pub struct Stepped {
 
 /// `git loaf step-back`: keeps the uncommitted changes for the current commit and moves
 /// HEAD, detached, to its first parent.
-pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
+pub(crate) fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
     let mut session = Session::begin(cwd, "step-back")?;
     let repo = &session.repo;
     let (ref_name, head) = refs::head_ref(repo)?;
@@ -173,7 +173,7 @@ pub fn step_back(cwd: &Path) -> Result<Stepped, TxError> {
 
 /// `git loaf step-forward`: moves HEAD one commit toward the tip the last step-back
 /// remembered, bringing back the changes kept for that commit.
-pub fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
+pub(crate) fn step_forward(cwd: &Path) -> Result<Stepped, TxError> {
     let mut session = Session::begin(cwd, "step-forward")?;
     let (ref_name, head) = refs::head_ref(&session.repo)?;
     let walk = Walk::in_effect(&session)?;

@@ -61,7 +61,7 @@ impl Checkpoint {
 /// stat data written back so that the next scan (ours or git's) is fast. The reference
 /// that `git::quickscan`'s tests check the quick scan against.
 #[cfg(test)]
-pub fn is_dirty(repo: &Repository) -> Result<bool, git2::Error> {
+pub(crate) fn is_dirty(repo: &Repository) -> Result<bool, git2::Error> {
     let head_tree = match head_commit(repo)? {
         Some(head) => Some(repo.find_commit(head)?.tree_id()),
         None => None,
@@ -148,7 +148,7 @@ fn workdir_changes(repo: &Repository) -> Result<Vec<Vec<u8>>, git2::Error> {
 /// Paths staged with `git add -N` (intent to add). A checkpoint records the index as a tree,
 /// which has no place for that flag (the entry would come back as a staged empty file), so
 /// an operation refuses rather than restore something else than what was there.
-pub fn refuse_intent_to_add(repo: &Repository) -> Result<(), Vec<String>> {
+pub(crate) fn refuse_intent_to_add(repo: &Repository) -> Result<(), Vec<String>> {
     const INTENT_TO_ADD: u16 = 1 << 13;
     let Ok(index) = repo.index() else {
         return Ok(());
@@ -165,7 +165,7 @@ pub fn refuse_intent_to_add(repo: &Repository) -> Result<(), Vec<String>> {
 const SKIP_WORKTREE: u16 = 1 << 14;
 
 /// The empty tree's id (written if missing).
-pub fn empty_tree(repo: &Repository) -> Result<Oid, git2::Error> {
+pub(crate) fn empty_tree(repo: &Repository) -> Result<Oid, git2::Error> {
     repo.treebuilder(None)?.write()
 }
 
@@ -276,7 +276,7 @@ fn changes_apply_alone(repo: &Repository, index: &git2::Index) -> Result<bool, g
 }
 
 /// The tree of commit `head` (the empty tree for an unborn branch), as hex.
-pub fn commit_tree(repo: &Repository, head: Option<&str>) -> Result<String, git2::Error> {
+pub(crate) fn commit_tree(repo: &Repository, head: Option<&str>) -> Result<String, git2::Error> {
     match head {
         Some(h) => Ok(repo.find_commit(Oid::from_str(h)?)?.tree_id().to_string()),
         None => Ok(empty_tree(repo)?.to_string()),

@@ -54,7 +54,7 @@ use copy::{COPY_DIR, HooksCopy, copy_hooks, is_executable};
 
 /// How long a git hook may run (`git commit` waits forever; the pre-commit framework's first
 /// run installs its environments, which takes minutes).
-pub const GIT_HOOK_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const GIT_HOOK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Bytes of a refusing hook's output kept for the report (its end, where the reason is).
 const OUTPUT_KEPT: usize = 4000;
@@ -66,7 +66,7 @@ const OUTPUT_KEPT: usize = 4000;
 /// runs, the reply's version is committed and runs from the next apply on. The copy is
 /// removed when this is dropped.
 #[derive(Debug)]
-pub struct GitHooks {
+pub(crate) struct GitHooks {
     /// The hooks present (executable) and enabled, by name.
     found: Vec<&'static str>,
     /// The copy of the hooks folder, when there are hooks to run.
@@ -78,8 +78,11 @@ pub struct GitHooks {
 
 /// Which hooks run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[expect(clippy::enum_variant_names, reason = "`NoVerify` is git's `--no-verify`")]
-pub enum Verify {
+#[expect(
+    clippy::enum_variant_names,
+    reason = "`NoVerify` is git's `--no-verify`"
+)]
+pub(crate) enum Verify {
     /// All of them, as `git commit`.
     All,
     /// `--no-verify`: not `pre-commit` nor `commit-msg` (as `git commit --no-verify`).
@@ -90,7 +93,7 @@ pub enum Verify {
 
 /// Why the commit was not made: a hook refused it, or it could not be signed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     /// The report's headline: "the repository's pre-commit hook refused the commit (exit
     /// code 1)".
     pub reason: String,
@@ -127,7 +130,7 @@ impl Refusal {
 
 /// The commit as the apply planned it, and as the pre-commit hook leaves it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Planned {
+pub(crate) struct Planned {
     /// The commit's tree.
     pub tree: Oid,
     /// The stage's whole content (the user's uncommitted work included).
@@ -139,7 +142,7 @@ pub struct Planned {
 /// Where hooks run: the user's root (as the hook sees it), the path map of the stage, and the
 /// sandbox (none outside a transaction, or when it runs no code).
 #[derive(Clone, Copy)]
-pub struct Place<'a> {
+pub(crate) struct Place<'a> {
     /// The repository's root, as the user sees it.
     pub root: &'a Path,
     /// User paths to where they really are (the stage), and back for output.
@@ -325,7 +328,7 @@ pub fn pre_commit(
 /// Runs `prepare-commit-msg` and `commit-msg` on `message` for the commit of `tree` (the
 /// stage's index holds it meanwhile; `staged` is what it holds after) and returns the
 /// message they leave, cleaned up as `git commit -m` does. Without those hooks, `message`.
-pub fn commit_message(
+pub(crate) fn commit_message(
     hooks: &GitHooks,
     stage: &Stage,
     place: Place<'_>,
@@ -371,7 +374,7 @@ pub fn commit_message(
 
 /// Runs `post-commit` in the user's tree after publish; what it said (or that it failed) is
 /// a notice, since `git commit` shows its output and ignores its status.
-pub fn post_commit(hooks: &GitHooks, root: &Path) -> Option<String> {
+pub(crate) fn post_commit(hooks: &GitHooks, root: &Path) -> Option<String> {
     if !hooks.has("post-commit") {
         return None;
     }

@@ -25,7 +25,7 @@ use serde::{Deserialize, Serialize};
 use crate::tx::ignored_changes::Extras;
 
 /// The ref holding the newest entry.
-pub const OPLOG_REF: &str = "refs/loaf/oplog";
+pub(crate) const OPLOG_REF: &str = "refs/loaf/oplog";
 /// The file in an entry commit's tree holding the entry as JSON.
 const ENTRY_FILE: &str = "entry.json";
 
@@ -172,7 +172,7 @@ fn read_entry(repo: &Repository, file: Oid) -> Option<OpEntry> {
 }
 
 /// The newest entry's id, if any (to tell whether a crashed operation got as far as logging).
-pub fn newest_id(repo: &Repository) -> Result<Option<String>, git2::Error> {
+pub(crate) fn newest_id(repo: &Repository) -> Result<Option<String>, git2::Error> {
     let Ok(id) = repo.refname_to_id(OPLOG_REF) else {
         return Ok(None);
     };
@@ -403,7 +403,7 @@ fn write_entry(
 /// redo stack; a redo moves it back, or pops it from the undo stack when it is the `undo --to`
 /// on top there (redo re-did its walk).
 #[derive(Debug, Default)]
-pub struct Stacks {
+pub(crate) struct Stacks {
     /// Operations undo would undo, the next one last.
     pub undoable: Vec<OpEntry>,
     /// Operations redo would re-do, the next one last.
@@ -412,7 +412,7 @@ pub struct Stacks {
 
 /// The stacks for `workdir`, from the log's entries (newest first, as [`entries`] returns):
 /// the whole log replayed. [`undoable`] and [`redoable`] read only the top of each.
-pub fn stacks(entries: &[OpEntry], workdir: &str) -> Stacks {
+pub(crate) fn stacks(entries: &[OpEntry], workdir: &str) -> Stacks {
     let mut stacks = Stacks::default();
     for entry in entries.iter().rev().filter(|e| e.workdir == workdir) {
         match entry.kind {

@@ -56,7 +56,7 @@ pub fn isolate_set(patterns: &[String]) -> Result<GlobSet, VisibleError> {
 /// Whether a path relative to `root` is tracked in the index of the repository there (a
 /// file, or a folder holding tracked files): what `stage.isolate` never keeps from replies.
 /// The index is read on the first question.
-pub fn tracked_in(root: &Path) -> crate::exec::secret_paths::Tracked {
+pub(crate) fn tracked_in(root: &Path) -> crate::exec::secret_paths::Tracked {
     let root = root.to_path_buf();
     let index: OnceCell<Option<git2::Index>> = OnceCell::new();
     std::rc::Rc::new(move |relative: &Path| {
