@@ -329,7 +329,10 @@ fn kill_helper_while_code_runs(off: bool) -> (tempfile::TempDir, bool, String) {
     }
     let mut helper = command.spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !running_with_argv0(&name) {
+    // In the fallback the group is recorded right after the spawn, which a loaded machine can
+    // let the code's exec overtake: the kill waits for the record too.
+    let record = layout.common.join(RECORD);
+    while !running_with_argv0(&name) || (off && !record.exists()) {
         if Instant::now() > deadline {
             let _ = helper.kill();
             panic!("the helper's code never started");
