@@ -8,7 +8,7 @@ use crate::nesl::MAX_INPUT_BYTES;
 
 /// Where a reply comes from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// Standard input (`-` or no argument).
     Stdin,
     /// A file.
@@ -36,7 +36,7 @@ impl Source {
 
 /// Why a reply could not be read.
 #[derive(Debug, thiserror::Error)]
-pub enum InputError {
+pub(crate) enum InputError {
     /// The file does not exist.
     #[error("no such file: '{}'", .0.display())]
     NotFound(PathBuf),
@@ -75,12 +75,12 @@ pub enum InputError {
 
 /// What a user who ran `git loaf apply` without a file or pipe sees before it waits: the
 /// reply is read to the end of input, which a terminal only signals on Ctrl-D.
-pub const TERMINAL_PROMPT: &str = "Reading the reply from the terminal: paste it, then press Enter and Ctrl-D to finish \
+pub(crate) const TERMINAL_PROMPT: &str = "Reading the reply from the terminal: paste it, then press Enter and Ctrl-D to finish \
      (Ctrl-C to cancel). To read a file instead: git loaf apply reply.md, or git loaf apply < reply.md";
 
 /// Reads a whole reply, refusing more than [`MAX_INPUT_BYTES`]. On a terminal, first says
 /// on stderr how to end the input, or the command would seem to hang.
-pub fn read_bytes(source: &Source) -> Result<Vec<u8>, InputError> {
+pub(crate) fn read_bytes(source: &Source) -> Result<Vec<u8>, InputError> {
     if *source == Source::Stdin && std::io::stdin().is_terminal() {
         let _ = writeln!(std::io::stderr().lock(), "{TERMINAL_PROMPT}");
     }
@@ -171,7 +171,7 @@ pub fn as_text<'a>(bytes: &'a [u8], source: &Source) -> Result<&'a str, InputErr
 /// start a saved file with one; it marks the encoding and is not part of the reply, whose
 /// first line would otherwise not read as a `#!nesl` header. Anything else in the text is
 /// left to the parser, as the reference parser sees it.
-pub fn without_bom(text: &str) -> &str {
+pub(crate) fn without_bom(text: &str) -> &str {
     text.strip_prefix('\u{feff}').unwrap_or(text)
 }
 

@@ -139,7 +139,7 @@ fn secrets_section(config: &Config) -> String {
     out
 }
 
-/// Where `exec` code runs (DESIGN §2): what it may write, the network, what stays out of
+/// Where `exec` code runs (docs/apply.md): what it may write, the network, what stays out of
 /// reach, so the model neither tries what cannot work nor believes what it did elsewhere
 /// lasts.
 fn sandbox_section(root: &str, config: &Config) -> String {
@@ -265,7 +265,7 @@ fn example_id(n: usize) -> String {
 
 /// One example block of `tool`: its required parameters, and the optional ones worth
 /// showing, with plausible values under `root`.
-pub fn example_block(tool: &ToolDef, root: &str, id: &str) -> String {
+pub(crate) fn example_block(tool: &ToolDef, root: &str, id: &str) -> String {
     let mut out = format!(
         "#!nesl [@three-char-SHA-256: {id}]\naction = \"{}\"\n",
         tool.name
@@ -379,7 +379,7 @@ mod tests {
         let dir = Path::new("/repo");
         let text = render(dir, &Config::default_for(dir));
         assert!(text.contains("## Secret files"), "{text}");
-        for pattern in crate::exec::isolate::DEFAULT_ISOLATE {
+        for pattern in crate::config::DEFAULT_ISOLATE {
             assert!(
                 text.contains(&format!("`{pattern}`")),
                 "{pattern} in {text}"

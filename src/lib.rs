@@ -30,20 +30,20 @@
 pub mod api;
 
 pub mod actions;
-pub mod agents;
+pub(crate) mod agents;
 pub mod cli;
 pub mod config;
 pub mod exec;
 pub mod git;
-pub mod input;
+pub(crate) mod input;
 pub mod instructions;
 pub mod mcp;
 pub mod nesl;
 pub mod ops;
-pub mod paths;
-pub mod progress;
+pub(crate) mod paths;
+pub(crate) mod progress;
 pub mod report;
 pub mod tx;
-pub mod watch;
+pub(crate) mod watch;
 
 pub use ops::loaf::{Loaf, execute};

@@ -1,7 +1,7 @@
 //! Paths as text, below everything else: the one module the git plumbing (`git/`) may import
 //! from the rest of the crate. A path made lexical (`.` and `..` resolved without reading
 //! anything), and the patterns of secret files with the globs each stands for, which both
-//! the file actions' `stage.isolate` (`exec::isolate`) and the checkpoints that leave
+//! the file actions' `stage.isolate` (`exec::secret_paths`) and the checkpoints that leave
 //! untracked secrets out of every object (`git::secret_files`) read.
 //!
 //! Patterns read like `.gitignore` lines: one without a slash (`.env`, `*.pem`, `id_rsa*`)
@@ -30,7 +30,7 @@ pub(crate) fn lexical(path: &Path) -> PathBuf {
 
 /// The secret files kept from replies when loaf.yml has no `stage.isolate` key, and left out
 /// of every checkpoint when untracked.
-pub const SECRET_FILES: [&str; 11] = [
+pub(crate) const SECRET_FILES: [&str; 11] = [
     ".env",
     ".env.*",
     "*.pem",

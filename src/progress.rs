@@ -22,7 +22,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// How long a command runs before its line appears.
-pub const DELAY: Duration = Duration::from_secs(1);
+pub(crate) const DELAY: Duration = Duration::from_secs(1);
 
 /// How often the line is redrawn (it shows whole seconds).
 const TICK: Duration = Duration::from_secs(1);

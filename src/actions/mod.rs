@@ -9,7 +9,7 @@ mod validate;
 pub use alias::{ALIASES, canonical};
 pub use schema::{Format, OutputDisplay, ParamDef, ParamType, Schema, ToolDef};
 pub use suggest::closest;
-pub use validate::{Action, BlockError, ErrorType, Plan, plan};
+pub use validate::{Action, BlockError, ErrorType, ReplyPlan, plan};
 
 /// The action `exec` runs code; every other action a reply can run is a filesystem action.
 pub const EXEC: &str = "exec";
@@ -32,7 +32,7 @@ pub fn runnable() -> Vec<&'static str> {
 
 /// The action schema exactly as the user wrote it (`unified-design.yaml` at the repository
 /// root): every tool, its parameters and their types.
-pub const SCHEMA_YAML: &str = include_str!("../../unified-design.yaml");
+pub(crate) const SCHEMA_YAML: &str = include_str!("../../unified-design.yaml");
 
 #[cfg(test)]
 mod tests {

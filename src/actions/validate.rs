@@ -88,7 +88,7 @@ impl BlockError {
 
 /// What a reply asks for: the actions to run, in order, and the blocks that will not run.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Plan {
+pub struct ReplyPlan {
     /// Valid actions in block order.
     pub actions: Vec<Action>,
     /// Errors, syntax errors first, then the other blocks' in block order.
@@ -104,11 +104,11 @@ const SHOW_BLOCK_LINES: usize = 50;
 
 /// Checks every block of a reply (`text`, already `parsed`). `root` is the repository root
 /// (or the current directory outside a repository), named in messages about relative paths.
-pub fn plan(text: &str, parsed: &ParseResult<'_>, root: &Path) -> Plan {
+pub fn plan(text: &str, parsed: &ParseResult<'_>, root: &Path) -> ReplyPlan {
     let schema = Schema::get();
-    let mut plan = Plan {
+    let mut plan = ReplyPlan {
         total_blocks: parsed.blocks.len(),
-        ..Plan::default()
+        ..ReplyPlan::default()
     };
     let mut broken = vec![false; parsed.blocks.len()];
     let lines: Vec<&str> = if parsed.errors.is_empty() {

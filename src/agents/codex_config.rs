@@ -9,7 +9,7 @@
 
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 
-use super::settings::Changes;
+use super::Changes;
 
 /// The MCP server's name under `mcp_servers`.
 const SERVER: &str = "git-loaf";
@@ -19,7 +19,7 @@ const SERVERS: &str = "mcp_servers";
 /// The new text of `.codex/config.toml` (holding `text`, empty when missing), or `None`
 /// when it declares the server already; what was added or kept goes to `changes`. An
 /// error says what is wrong with the file.
-pub fn declare_server(text: &str, changes: &mut Changes) -> Result<Option<String>, String> {
+pub(crate) fn declare_server(text: &str, changes: &mut Changes) -> Result<Option<String>, String> {
     let mut doc: DocumentMut = text.parse().map_err(|e| not_toml(text, &e))?;
     if let Some(existing) = doc.get(SERVERS) {
         let servers = existing

@@ -13,7 +13,7 @@ use serde_json::value::RawValue;
 
 /// One JSON value of a settings file.
 #[derive(Debug, Clone)]
-pub enum Json {
+pub(crate) enum Json {
     /// An object, its keys in the file's order.
     Object(Vec<(String, Json)>),
     /// An array.

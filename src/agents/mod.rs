@@ -1,5 +1,5 @@
 //! Agents that edit files with their own tools (Claude Code, Codex, Cursor, Gemini CLI): a
-//! front door beside `cli/` and `watch/` (DESIGN §3b). [`hook`] reads an agent's hook event
+//! front door beside `cli/` and `watch/` (docs/agents.md). [`hook`] reads an agent's hook event
 //! and says which record-mode step it is (the operation itself is [`crate::ops::record`]);
 //! [`settings`] wires the hooks and the MCP server into the agent's project settings for
 //! `git loaf init --agent` ([`codex_config`] for Codex's TOML).
@@ -12,6 +12,16 @@ pub mod settings;
 
 use std::fmt;
 use std::str::FromStr;
+
+/// What an edit adds to a settings file, and what of the user's it keeps that the user
+/// should know about.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// What is added (`record-mode hooks …`, `MCP server …`).
+    pub added: Vec<String>,
+    /// What was there already under git-loaf's name and is left as the user wrote it.
+    pub kept: Vec<String>,
+}
 
 /// An agent git-loaf knows the hooks of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -22,8 +22,8 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use super::Agent;
 use super::json_doc::Json;
+use super::{Agent, Changes};
 
 /// The MCP server's name in the settings.
 const SERVER: &str = "git-loaf";
@@ -32,7 +32,7 @@ const MAX_LINKS: usize = 40;
 
 /// Why an agent's settings were not written. Nothing was written.
 #[derive(Debug, thiserror::Error)]
-pub enum SettingsError {
+pub(crate) enum SettingsError {
     /// An existing file is not what the agent reads (not JSON or TOML, not an object, a
     /// key of the wrong type).
     #[error("{} {reason}: left as it is", .path.display())]
@@ -50,16 +50,6 @@ pub enum SettingsError {
         /// The error.
         error: std::io::Error,
     },
-}
-
-/// What an edit adds to a settings file, and what of the user's it keeps that the user
-/// should know about.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Changes {
-    /// What is added (`record-mode hooks …`, `MCP server …`).
-    pub added: Vec<String>,
-    /// What was there already under git-loaf's name and is left as the user wrote it.
-    pub kept: Vec<String>,
 }
 
 /// One settings file and what `init` does to it.
@@ -89,7 +79,7 @@ const CURSOR_EVENTS: &[&str] = &[
 const GEMINI_EVENTS: &[&str] = &["BeforeAgent", "AfterAgent", "BeforeTool", "AfterTool"];
 
 /// The hook command for `agent`.
-pub fn hook_command(agent: Agent) -> String {
+pub(crate) fn hook_command(agent: Agent) -> String {
     format!("git loaf agent-hook {}", agent.name())
 }
 

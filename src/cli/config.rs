@@ -1,6 +1,6 @@
 //! `git loaf config`: which loaf.yml governs, and `git loaf config accept` for a change a
-//! reply or an agent made that waits for the user (DESIGN §2 "Config a reply writes waits
-//! for the user").
+//! reply or an agent made that waits for the user (docs/loaf-yml.md, "A loaf.yml a reply writes
+//! waits for you").
 
 use clap::{Args, Subcommand};
 

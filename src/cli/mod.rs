@@ -168,7 +168,7 @@ pub fn main() -> ExitCode {
 
 /// Prints what clap has to say instead of running a command: help and version on stdout
 /// (exit 0), a usage error on stderr in the house format, its last line a `hint:` naming the
-/// help to read (exit 2, as clap and DESIGN §1 have it).
+/// help to read (exit 2, as clap has it).
 fn clap_exit(e: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind as Kind;
     let stream = if e.use_stderr() {

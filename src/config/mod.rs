@@ -1,4 +1,4 @@
-//! `loaf.yml`: the repository's git-loaf configuration (DESIGN §5). Every key is optional;
+//! `loaf.yml`: the repository's git-loaf configuration (docs/loaf-yml.md). Every key is optional;
 //! unknown keys and bad values are errors that name the line, so a typo never silently
 //! changes what a reply may touch.
 
@@ -10,9 +10,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
-
 use crate::actions::Schema;
+/// `fs-guard`'s rules: plain data the guard takes ([`crate::exec::guard`]).
+pub use crate::exec::guard::{FsGuardConfig, GuardRules};
 use locate::{first_line, has_word, line_in_section, line_of, name_the_key, unquoted};
 use raw::{RawConfig, RawExec, RawHook, RawHooks, RawStage, writable_path};
 pub use widen::widenings;
@@ -20,7 +20,7 @@ pub use widen::widenings;
 /// The `allowed-actions` entry that stands for every default action: all the filesystem
 /// actions (what a reply may run without the key), so that `[defaults, exec]` adds `exec`
 /// without listing the rest.
-pub const DEFAULTS_ENTRY: &str = "defaults";
+pub(crate) const DEFAULTS_ENTRY: &str = "defaults";
 
 /// The file name, at the repository root (or the current directory outside a repository).
 pub const FILE_NAME: &str = "loaf.yml";
@@ -81,30 +81,6 @@ pub struct Config {
     pub notices: Vec<String>,
 }
 
-/// `fs-guard`: globs allowed and denied, for reading and for writing.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct FsGuardConfig {
-    /// Reading files and listing directories.
-    #[serde(default)]
-    pub read: GuardRules,
-    /// Creating, changing, moving, deleting.
-    #[serde(default)]
-    pub write: GuardRules,
-}
-
-/// Allowed and denied globs.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct GuardRules {
-    /// Globs that allow.
-    #[serde(default)]
-    pub allow: Vec<String>,
-    /// Globs that deny.
-    #[serde(default)]
-    pub deny: Vec<String>,
-}
-
 /// `hooks`: commands before and after the actions.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct HooksConfig {
@@ -152,8 +128,8 @@ pub struct ExecConfig {
 pub struct StageConfig {
     /// Globs (relative to the root) of ignored files and folders kept out of the stage, and
     /// of untracked paths the file actions refuse; every other ignored entry of the user's
-    /// tree is visible there (DESIGN §2 "Stage", "Secrets"). Without the key: the common
-    /// secret files ([`crate::exec::isolate::DEFAULT_ISOLATE`]).
+    /// tree is visible there (docs/sandbox-and-safety.md, "Secrets: what is kept out"). Without the
+    /// key: the common secret files ([`DEFAULT_ISOLATE`]).
     pub isolate: Vec<String>,
     /// Whether `isolate` is the built-in list (loaf.yml has no `stage.isolate` key).
     pub isolate_built_in: bool,
@@ -184,17 +160,20 @@ pub enum NotesOutputs {
     Full,
 }
 
+/// Default `stage.isolate`: the common secret files.
+pub(crate) const DEFAULT_ISOLATE: &[&str] = &crate::paths::SECRET_FILES;
+
 /// Default `gc.keep-days`.
-pub const DEFAULT_KEEP_DAYS: u64 = 90;
+pub(crate) const DEFAULT_KEEP_DAYS: u64 = 90;
 
 /// Default `max_file_size`: 10 MiB.
-pub const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
+pub(crate) const DEFAULT_MAX_FILE_SIZE: u64 = 10 * 1024 * 1024;
 /// Default exec timeout.
-pub const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_EXEC_TIMEOUT: Duration = Duration::from_secs(30);
 /// Default bytes kept of each exec output stream: 1 MiB.
-pub const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
+pub(crate) const DEFAULT_MAX_OUTPUT: usize = 1024 * 1024;
 /// Default hook timeout.
-pub const DEFAULT_HOOK_TIMEOUT: Duration = crate::exec::hooks::DEFAULT_HOOK_TIMEOUT;
+pub(crate) const DEFAULT_HOOK_TIMEOUT: Duration = crate::exec::hooks::DEFAULT_HOOK_TIMEOUT;
 
 impl Config {
     /// Everything at its default, for a loaf.yml in `dir`.
@@ -217,10 +196,7 @@ impl Config {
                 env: crate::exec::environment::CodeEnvironment::default(),
             },
             stage: StageConfig {
-                isolate: crate::exec::isolate::DEFAULT_ISOLATE
-                    .iter()
-                    .map(|p| (*p).to_owned())
-                    .collect(),
+                isolate: DEFAULT_ISOLATE.iter().map(|p| (*p).to_owned()).collect(),
                 isolate_built_in: true,
                 share: Vec::new(),
             },
@@ -351,8 +327,8 @@ impl Config {
     fn read_stage(&mut self, text: &str, dir: &Path, stage: RawStage) -> Result<(), String> {
         if let Some(isolate) = stage.isolate {
             for pattern in &isolate {
-                for form in crate::exec::isolate::forms(pattern) {
-                    crate::exec::isolate::glob(&form).map_err(|e| {
+                for form in crate::exec::secret_paths::forms(pattern) {
+                    crate::exec::secret_paths::glob(&form).map_err(|e| {
                         format!(
                             "{}stage.isolate: invalid pattern '{pattern}': {}",
                             line_of(text, pattern),

@@ -12,7 +12,7 @@ fn stage_isolate_is_read_and_checked() {
     assert_eq!(config.stage.isolate, [".env", "**/secrets/**"]);
     assert!(!config.stage.isolate_built_in);
     let none = Config::parse("version: 1\n", Path::new("")).expect("valid");
-    assert_eq!(none.stage.isolate, crate::exec::isolate::DEFAULT_ISOLATE);
+    assert_eq!(none.stage.isolate, super::DEFAULT_ISOLATE);
     assert!(none.stage.isolate_built_in);
     let empty = Config::parse("stage:\n  isolate: []\n", Path::new("")).expect("valid");
     assert!(
@@ -20,7 +20,7 @@ fn stage_isolate_is_read_and_checked() {
         "the user's list replaces the built-in one"
     );
     let other = Config::parse("stage:\n  share: [x]\n", Path::new("")).expect("valid");
-    assert_eq!(other.stage.isolate, crate::exec::isolate::DEFAULT_ISOLATE);
+    assert_eq!(other.stage.isolate, super::DEFAULT_ISOLATE);
     assert!(config.notices.is_empty());
     let error = Config::parse("version: 1\nstage:\n  isolate: [\"a[\"]\n", Path::new(""))
         .expect_err("a bad glob");

@@ -1,7 +1,7 @@
-//! Whether a change to loaf.yml widens what a reply's code may do (DESIGN §2 "Config a reply
-//! writes waits for the user"): a reply or an agent's turn may narrow loaf.yml at once, but
-//! a widening waits for the user. [`widenings`] names each thing the new text allows that
-//! the old one did not; nothing named means the new text is the same or narrower.
+//! Whether a change to loaf.yml widens what a reply's code may do (docs/loaf-yml.md, "A loaf.yml a
+//! reply writes waits for you"): a reply or an agent's turn may narrow loaf.yml at once, but a
+//! widening waits for the user. [`widenings`] names each thing the new text allows that the old one
+//! did not; nothing named means the new text is the same or narrower.
 //!
 //! Where a comparison cannot be made (a key this module does not know, a text that does not
 //! load), the change counts as widening: a mistaken "narrower" would let a reply widen its
@@ -269,7 +269,7 @@ mod tests {
         );
         assert_eq!(
             widens("", "stage:\n  isolate: [\".env\"]\n").len(),
-            crate::exec::isolate::DEFAULT_ISOLATE.len() - 1
+            crate::config::DEFAULT_ISOLATE.len() - 1
         );
         assert_eq!(
             widens(

@@ -1,5 +1,6 @@
-//! Paths no file can have, or that git-loaf refuses (DESIGN §2 "Bad paths"): a NUL byte, a
-//! line break, a name past the filesystem's limit, a path past `PATH_MAX`.
+//! Paths no file can have, or that git-loaf refuses (docs/sandbox-and-safety.md, "What is refused
+//! rather than risked"): a NUL byte, a line break, a name past the filesystem's limit, a path past
+//! `PATH_MAX`.
 //!
 //! They are refused before anything is touched, with a message for the model, so that the
 //! block fails on its own and the other blocks run. Without this check the operating system
@@ -15,14 +16,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
 /// The longest name (one path component) the usual filesystems take, in bytes (`NAME_MAX`).
-pub const NAME_MAX: usize = 255;
+pub(crate) const NAME_MAX: usize = 255;
 
 /// The longest path the system takes, in bytes, its final NUL included (`PATH_MAX`).
 pub const PATH_MAX: usize = libc::PATH_MAX as usize;
 
 /// Why a path was refused; its message is written for the model.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BadPath {
+pub(crate) enum BadPath {
     /// A NUL byte, which no file name can hold.
     #[error(
         "the path contains a NUL character (\\u0000), which no file name can hold: write the path without it"

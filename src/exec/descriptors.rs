@@ -1,6 +1,6 @@
-//! Only what git-loaf opened reaches code (DESIGN §2): descriptors git-loaf inherited from
-//! whoever started it — a shell's `exec 7>>file`, an editor's or an agent's pipes, a CI
-//! runner's sockets, a library caller's files — never reach the code it runs (a reply's
+//! Only what git-loaf opened reaches code (docs/sandbox-and-safety.md): descriptors git-loaf
+//! inherited from whoever started it — a shell's `exec 7>>file`, an editor's or an agent's pipes, a
+//! CI runner's sockets, a library caller's files — never reach the code it runs (a reply's
 //! `exec`, a git hook, a loaf.yml hook).
 //!
 //! Such a descriptor bypasses every other wall: one open on the real git dir lets code plant
@@ -38,7 +38,7 @@ const FALLBACK_BOUND: RawFd = 4096;
 
 /// Marks every descriptor above 2 this process holds close-on-exec, so that no program it
 /// starts inherits them. Call it first thing in a program built on git-loaf.
-pub fn withhold_inherited() {
+pub(crate) fn withhold_inherited() {
     if mark_close_on_exec_from(3) {
         return;
     }
@@ -51,7 +51,7 @@ pub fn withhold_inherited() {
 
 /// Makes `command`'s child close every descriptor above 2 that this process holds now and
 /// mark any other one close-on-exec, before any other preparation registered after this
-/// call runs (the sandbox's, see `sandbox/namespace.rs`).
+/// call runs (the sandbox's, see `sandbox/namespaces.rs`).
 pub(crate) fn withhold_from(command: &mut Command) {
     let open = open_above_stdio();
     // SAFETY: the closure runs in the forked child and only makes system calls on the list

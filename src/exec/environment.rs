@@ -1,5 +1,5 @@
-//! What code sees of git-loaf's environment (DESIGN §2 "Secrets"): everything but the
-//! variables whose names say they hold a secret.
+//! What code sees of git-loaf's environment (docs/sandbox-and-safety.md, "Secrets: what is kept
+//! out"): everything but the variables whose names say they hold a secret.
 //!
 //! Users keep API keys and cloud tokens in their shell's environment, and git-loaf runs in
 //! it; a reply's code that printed `env` would put them in the report the model reads. So
@@ -86,7 +86,7 @@ impl CodeEnvironment {
 
 /// `pass` as one matcher; an entry that is not a valid glob is the error (loaf.yml refuses
 /// it when loaded).
-pub fn pass_set(pass: &[String]) -> Result<GlobSet, globset::Error> {
+pub(crate) fn pass_set(pass: &[String]) -> Result<GlobSet, globset::Error> {
     let mut builder = GlobSetBuilder::new();
     for pattern in pass {
         builder.add(Glob::new(pattern)?);

@@ -1,4 +1,4 @@
-//! The fs-guard: which paths actions may read and write (DESIGN §5).
+//! The fs-guard: which paths actions may read and write (docs/loaf-yml.md).
 //!
 //! Patterns are globs (`*` stays within one path segment, `**` spans any number); relative
 //! ones resolve from loaf.yml's folder. A checked path is canonicalized first — symlinks
@@ -24,10 +24,10 @@ use std::io;
 use std::path::{Component, Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
+use serde::Deserialize;
 
-use super::isolate::Isolation;
+use super::secret_paths::Isolation;
 use super::{Access, AccessCheck};
-use crate::config::{FsGuardConfig, GuardRules};
 
 /// `ELOOP`, which std cannot name on stable yet (`ErrorKind::FilesystemLoop`).
 const ELOOP: i32 = if cfg!(target_os = "linux") { 40 } else { 62 };
@@ -77,9 +77,33 @@ pub struct FsGuard {
     isolation: Option<Isolation>,
 }
 
+/// loaf.yml's `fs-guard`: globs allowed and denied, for reading and for writing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FsGuardConfig {
+    /// Reading files and listing directories.
+    #[serde(default)]
+    pub read: GuardRules,
+    /// Creating, changing, moving, deleting.
+    #[serde(default)]
+    pub write: GuardRules,
+}
+
+/// Allowed and denied globs.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GuardRules {
+    /// Globs that allow.
+    #[serde(default)]
+    pub allow: Vec<String>,
+    /// Globs that deny.
+    #[serde(default)]
+    pub deny: Vec<String>,
+}
+
 /// The guard without a `fs-guard` key in loaf.yml: the root allowed for reading and writing,
 /// `.git` denied (patterns relative to the root).
-pub fn built_in_rules() -> FsGuardConfig {
+pub(crate) fn built_in_rules() -> FsGuardConfig {
     let rules = GuardRules {
         allow: vec!["./**".into()],
         deny: vec!["./.git".into(), "./.git/**".into()],

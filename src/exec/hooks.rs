@@ -33,13 +33,13 @@ use super::process::{self, Ending, Job};
 use super::sandbox::Sandbox;
 
 /// How long a hook may run when loaf.yml gives no `timeout` (the seed's 30000 ms).
-pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Bytes kept of each hook's stdout and stderr.
-pub const HOOK_OUTPUT_CAP: usize = 1024 * 1024;
+pub(crate) const HOOK_OUTPUT_CAP: usize = 1024 * 1024;
 
 /// Prefix of the environment variables that carry `${VAR}` values to hooks.
-pub const VAR_ENV_PREFIX: &str = "LOAF_VAR_";
+pub(crate) const VAR_ENV_PREFIX: &str = "LOAF_VAR_";
 
 /// Bytes of a failed hook's stderr quoted in its error (the end, where the reason usually is).
 const STDERR_IN_ERROR: usize = 2000;
@@ -103,8 +103,9 @@ pub struct HooksResult {
 /// Runs `hooks` in order with `${VAR}` taken from `vars`; `default_cwd` (a user path, like
 /// each hook's `cwd`) is where hooks without a `cwd` run. Paths are mapped with `paths`,
 /// and the real ones are scrubbed from every output and message. No sandbox: for runs
-/// outside a transaction.
-pub fn run_hooks(
+/// outside a transaction (the tests'; code runs hooks through [`run_hooks_in`]).
+#[cfg(test)]
+pub(crate) fn run_hooks(
     hooks: &[Hook],
     vars: &BTreeMap<String, String>,
     default_cwd: &Path,
@@ -167,7 +168,7 @@ pub(crate) fn run_hooks_with(
 /// `ERRORS` joined with `; `, `ERROR_COUNT`) and the seed's HookContext names (`success`,
 /// `totalBlocks`, `executedActions`, `failedActions`, `modifiedFiles`, `errors`,
 /// `errorCount`). Merge them over loaf.yml's `vars` so that the run's facts win.
-pub fn run_context_vars(
+pub(crate) fn run_context_vars(
     success: bool,
     total_blocks: usize,
     executed: usize,

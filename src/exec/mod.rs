@@ -5,16 +5,16 @@
 //! repository's paths into the staging worktree, and every path and message that reaches
 //! the report is mapped back, so the model only ever sees its own paths.
 
-pub mod bad_path;
-pub mod descriptors;
+pub(crate) mod bad_path;
+pub(crate) mod descriptors;
 pub mod environment;
 pub mod fs;
 
 pub mod guard;
 pub mod hooks;
-pub mod isolate;
 pub mod process;
 pub mod sandbox;
+pub(crate) mod secret_paths;
 pub mod shell;
 mod user_view;
 
@@ -100,7 +100,7 @@ impl AccessCheck for AllowAll {
 
 /// Which of the user's files show through the staging worktree where it holds nothing: the
 /// files git ignores (`.venv`, `node_modules`, `.env`), which a worktree never holds. The
-/// transaction implements it (`git::visible::Visibility`); this module only asks.
+/// transaction implements it (`tx::visible_ignored::Visibility`); this module only asks.
 pub trait ShowThrough {
     /// Whether the user's file or folder at `relative` (to the root) is visible.
     fn shows(&self, relative: &Path) -> bool;

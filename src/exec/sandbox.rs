@@ -1,5 +1,5 @@
 //! Where `exec` code and hooks run inside a transaction, so that they cannot bypass it
-//! or reach beyond it (DESIGN §2, "Exec and hooks are contained").
+//! or reach beyond it (docs/sandbox-and-safety.md).
 //!
 //! The model was told the repository's real path, so `cd /that/path && sed -i … a.txt` must
 //! edit the stage, not the user's tree; a reply's code is untrusted, so it must not change
@@ -9,7 +9,7 @@
 //! # Isolated (Linux, user namespaces available)
 //!
 //! The code runs in new user, mount, PID and (unless `exec.network: true`) network
-//! namespaces (see `namespace.rs`), under a root of its own where:
+//! namespaces (see [`namespaces`] and [`mounts`]), under a root of its own where:
 //! - **everything is read-only** (a recursive read-only copy of `/`) except what follows;
 //! - the stage is mounted at the repository's real path, so every path the model knows
 //!   leads into the stage; each [visible](Sandbox::new) ignored entry of the user's tree
@@ -44,22 +44,30 @@
 //! this mode: [`Sandbox::isolated`] tells the caller to look for them, and
 //! [`fallback_notice`] gives the one line to say so once per process.
 
-use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
+mod fallback;
 #[cfg(target_os = "linux")]
-mod namespace;
+mod mounts;
+#[cfg(target_os = "linux")]
+mod namespaces;
+mod orphans;
+mod placeholders;
+mod stage_head;
+
+pub use fallback::fallback_notice;
+use fallback::{arm_notice, link_visible, turns_off};
+pub use orphans::kill_recorded;
+use orphans::{RECORD, start_time};
+pub(crate) use placeholders::Visible;
+use stage_head::StageHead;
 
 /// The environment variable that turns namespaces off (`LOAF_SANDBOX=off`).
-pub const SANDBOX_ENV: &str = "LOAF_SANDBOX";
-
-/// Where the running exec's process group is recorded, under the git common dir.
-const RECORD: &str = "loaf/exec-pgid";
+pub(crate) const SANDBOX_ENV: &str = "LOAF_SANDBOX";
 
 /// Where exec code and hooks run: the user's paths, the stage behind them, and the ignored
 /// entries of the user's tree to show in place.
@@ -83,11 +91,11 @@ pub struct Sandbox {
 /// The index the code sees, in the stage's admin folder: the user's index, then as the
 /// reply's earlier code left it. Written by the transaction before the run
 /// (`Stage::write_users_index`); in place of the stage's own index while code runs.
-pub const USERS_INDEX: &str = "index.loaf-users";
+pub(crate) const USERS_INDEX: &str = "index.loaf-users";
 
 /// Where the stage's own index waits while code runs with [`USERS_INDEX`] in its place; a
 /// crash leaves it there, and the next apply puts it back (`Stage::begin_run`).
-pub const OWN_INDEX: &str = "index.loaf-own";
+pub(crate) const OWN_INDEX: &str = "index.loaf-own";
 
 /// What the user's loaf.yml allows code beyond the stage (`exec.network`, `exec.writable`,
 /// `exec.sandbox`).
@@ -184,11 +192,10 @@ impl Sandbox {
         }
     }
 
-    /// The same sandbox, where code sees the user's repository (DESIGN §2 "Exec's view is
-    /// the user's view"): `head` is what the stage's HEAD file holds while code runs (the
-    /// user's commit, detached), and [`USERS_INDEX`], when the transaction wrote one,
-    /// is its index. What code does to either lives until the next run of the same apply,
-    /// then the stage's own HEAD and index are back.
+    /// The same sandbox, where code sees the user's repository (docs/sandbox-and-safety.md): `head`
+    /// is what the stage's HEAD file holds while code runs (the user's commit, detached), and
+    /// [`USERS_INDEX`], when the transaction wrote one, is its index. What code does to either
+    /// lives until the next run of the same apply, then the stage's own HEAD and index are back.
     pub fn showing_users(self, head: Vec<u8>) -> Sandbox {
         Sandbox {
             users_head: Some(head),
@@ -350,7 +357,7 @@ impl Sandbox {
     /// Prepares `command` (to be run in `cwd`, a stage path) for this sandbox. What is
     /// returned must live until the process group is gone: dropping it undoes the
     /// preparation.
-    pub(crate) fn enter(&self, command: &mut Command, cwd: &Path) -> io::Result<Session> {
+    pub(crate) fn enter(&self, command: &mut Command, cwd: &Path) -> io::Result<SandboxRun> {
         // A git invoked by the code must find the stage's repository by discovery, not a
         // repository named by the environment git-loaf was started in.
         for name in [
@@ -372,10 +379,10 @@ impl Sandbox {
             // The code's own temporary files go to its private /tmp, whatever git-loaf's
             // TMPDIR is (that folder is read-only to it).
             command.env("TMPDIR", "/tmp");
-            let run = namespace::Isolated::prepare(self, self.apply_dir()?, &visible, &cwd)?;
+            let run = mounts::Isolated::prepare(self, self.apply_dir()?, &visible, &cwd)?;
             let scrub = run.scrub();
             let tmp = run.install(command);
-            return Ok(Session {
+            return Ok(SandboxRun {
                 _tmp: Some(tmp),
                 scrub: Some(scrub),
                 linked: Vec::new(),
@@ -392,7 +399,7 @@ impl Sandbox {
             .ok();
         let linked = link_visible(&visible, aside.as_ref().map(|d| d.path()));
         command.current_dir(cwd);
-        Ok(Session {
+        Ok(SandboxRun {
             _tmp: aside,
             scrub: None,
             linked,
@@ -402,45 +409,10 @@ impl Sandbox {
             stage_head: StageHead::save(&self.stage_root, self.users_head.as_deref()),
         })
     }
-
-    /// The visible entries that exist in the user's tree, each with a placeholder of the
-    /// same kind in the stage (created when missing). A user's entry that is a symlink is
-    /// copied as a symlink and needs nothing more; an entry whose stage path holds
-    /// something of another kind is left out.
-    fn prepare_visible(&self) -> Vec<Visible> {
-        let mut prepared = Vec::new();
-        for rel in &self.visible {
-            let user = self.user_root.join(rel);
-            let stage = self.stage_root.join(rel);
-            let Ok(meta) = fs::symlink_metadata(&user) else {
-                continue;
-            };
-            let here = fs::symlink_metadata(&stage).ok();
-            if meta.file_type().is_symlink() {
-                if here.is_none()
-                    && let Ok(target) = fs::read_link(&user)
-                {
-                    let _ = make_parent(&stage).and_then(|()| symlink(&target, &stage));
-                }
-                continue;
-            }
-            let kind = if meta.is_dir() { Kind::Dir } else { Kind::File };
-            let fits = match &here {
-                None => make_parent(&stage)
-                    .and_then(|()| kind.create(&stage))
-                    .is_ok(),
-                Some(here) => here.is_dir() == (kind == Kind::Dir) && !here.is_symlink(),
-            };
-            if fits {
-                prepared.push(Visible { user, stage, kind });
-            }
-        }
-        prepared
-    }
 }
 
 /// What [`Sandbox::enter`] set up for one run.
-pub(crate) struct Session {
+pub(crate) struct SandboxRun {
     /// The isolated run's private folder (mount points and overlay files).
     _tmp: Option<tempfile::TempDir>,
     /// A private path the code may print, and the user's path it stands for.
@@ -455,103 +427,7 @@ pub(crate) struct Session {
     stage_head: Option<StageHead>,
 }
 
-/// The stage's HEAD before a run. Code may switch the stage to a branch or commit that
-/// exists only in the sandbox's private layer of the git dir (`git checkout -b`, `git
-/// commit`), or spoil its index; git-loaf's own record of the stage must survive that.
-struct StageHead {
-    admin: PathBuf,
-    head: Vec<u8>,
-    had_worktree_config: bool,
-    /// The user's view was put in place: the stage's own index waits at [`OWN_INDEX`].
-    swapped: bool,
-}
-
-impl StageHead {
-    /// The stage's admin folder (named by its `.git` file) and HEAD; None for a stage that
-    /// is no linked worktree. With `users_head`, the user's HEAD and index are put in place
-    /// of the stage's for the run.
-    fn save(stage_root: &Path, users_head: Option<&[u8]>) -> Option<StageHead> {
-        let text = fs::read_to_string(stage_root.join(".git")).ok()?;
-        let admin = stage_root.join(text.strip_prefix("gitdir:")?.trim());
-        let head = fs::read(admin.join("HEAD")).ok()?;
-        let had_worktree_config = admin.join("config.worktree").exists();
-        let mut saved = StageHead {
-            admin,
-            head,
-            had_worktree_config,
-            swapped: false,
-        };
-        if let Some(users_head) = users_head {
-            saved.swapped = saved.show_users(users_head).is_ok();
-        }
-        Some(saved)
-    }
-
-    /// The user's index and HEAD in place of the stage's own.
-    fn show_users(&self, users_head: &[u8]) -> io::Result<()> {
-        let (index, users) = (self.admin.join("index"), self.admin.join(USERS_INDEX));
-        if !users.exists() {
-            return Err(io::ErrorKind::NotFound.into());
-        }
-        if index.exists() {
-            fs::rename(&index, self.admin.join(OWN_INDEX))?;
-        }
-        fs::rename(&users, &index)?;
-        let fresh = self.admin.join("HEAD.loaf-users");
-        fs::write(&fresh, users_head)?;
-        fs::rename(&fresh, self.admin.join("HEAD"))
-    }
-
-    /// The stage's own index back; the one code leaves is the user's view for the next run.
-    fn hide_users(&self) {
-        let (index, own) = (self.admin.join("index"), self.admin.join(OWN_INDEX));
-        if is_index(&index) {
-            let _ = fs::rename(&index, self.admin.join(USERS_INDEX));
-        }
-        if own.exists() {
-            let _ = fs::rename(&own, &index);
-        } else {
-            let _ = fs::remove_file(&index);
-        }
-    }
-
-    /// HEAD as it was; an index that is no longer one (deleted, truncated, overwritten) is
-    /// removed, so that git-loaf rebuilds it from HEAD rather than failing on it.
-    fn restore(&self) {
-        if self.swapped {
-            self.hide_users();
-        }
-        let head = self.admin.join("HEAD");
-        if fs::read(&head).ok().as_deref() != Some(self.head.as_slice()) {
-            // Whole or not at all: a kill here must not leave the stage without a HEAD.
-            let fresh = self.admin.join("HEAD.loaf-restore");
-            if fs::write(&fresh, &self.head).is_ok() {
-                let _ = fs::rename(&fresh, &head);
-            }
-        }
-        // git-loaf never writes a per-worktree config; one the code wrote (read where
-        // `extensions.worktreeConfig` is on) could make later git commands in the stage run
-        // its commands (`core.fsmonitor`).
-        if !self.had_worktree_config {
-            let _ = fs::remove_file(self.admin.join("config.worktree"));
-        }
-        let index = self.admin.join("index");
-        if !is_index(&index) {
-            let _ = fs::remove_file(&index);
-        }
-    }
-}
-
-/// Whether `path` holds a git index (its magic number).
-fn is_index(path: &Path) -> bool {
-    let mut magic = [0u8; 4];
-    fs::File::open(path)
-        .and_then(|mut f| io::Read::read_exact(&mut f, &mut magic))
-        .is_ok()
-        && &magic == b"DIRC"
-}
-
-impl Session {
+impl SandboxRun {
     /// The child was started as the leader of process group `pid`. In the fallback, the
     /// group is recorded for [`kill_recorded`]; isolated runs need no record (their init
     /// dies with git-loaf).
@@ -580,7 +456,7 @@ impl Session {
     }
 }
 
-impl Drop for Session {
+impl Drop for SandboxRun {
     fn drop(&mut self) {
         if let Some(stage_head) = &self.stage_head {
             stage_head.restore();
@@ -592,190 +468,6 @@ impl Drop for Session {
             visible.unlink(aside.as_deref());
         }
     }
-}
-
-/// An ignored entry of the user's tree shown in the stage.
-#[derive(Debug, Clone)]
-pub(crate) struct Visible {
-    /// The user's entry.
-    pub user: PathBuf,
-    /// Its placeholder in the stage.
-    pub stage: PathBuf,
-    kind: Kind,
-}
-
-impl Visible {
-    /// Whether the entry is a folder (else a file).
-    pub(crate) fn is_folder(&self) -> bool {
-        self.kind == Kind::Dir
-    }
-
-    /// Puts the placeholder back where the fallback put a symlink (the same file, from
-    /// `aside`, so that the file actions still know it for a placeholder; a new one when it
-    /// cannot), unless the code replaced the symlink by something else (then that is what
-    /// the code wanted there).
-    fn unlink(&self, aside: Option<&Path>) {
-        let still_ours = fs::read_link(&self.stage).is_ok_and(|target| target == self.user);
-        if still_ours && fs::remove_file(&self.stage).is_ok() {
-            let back = aside.is_some_and(|from| fs::rename(from, &self.stage).is_ok());
-            if !back {
-                let _ = self.kind.create(&self.stage);
-            }
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Dir,
-    File,
-}
-
-impl Kind {
-    fn create(self, path: &Path) -> io::Result<()> {
-        match self {
-            Kind::Dir => fs::create_dir(path),
-            Kind::File => fs::File::create_new(path).map(drop),
-        }
-    }
-}
-
-/// Fallback: replaces each (empty) placeholder by a symlink to the user's entry, the
-/// placeholder moved into `aside` meanwhile (when there is one; else deleted and made again
-/// after). A placeholder that is not empty is left alone rather than moved.
-fn link_visible(visible: &[Visible], aside: Option<&Path>) -> Vec<(Visible, Option<PathBuf>)> {
-    let mut linked = Vec::new();
-    for (n, entry) in visible.iter().enumerate() {
-        let empty = match entry.kind {
-            Kind::Dir => fs::read_dir(&entry.stage).is_ok_and(|mut d| d.next().is_none()),
-            Kind::File => fs::metadata(&entry.stage).is_ok_and(|m| m.is_file() && m.len() == 0),
-        };
-        if !empty {
-            continue;
-        }
-        let kept = aside.map(|dir| dir.join(n.to_string()));
-        let moved = match &kept {
-            Some(to) => fs::rename(&entry.stage, to).is_ok(),
-            None => false,
-        };
-        let removed = moved
-            || match entry.kind {
-                Kind::Dir => fs::remove_dir(&entry.stage).is_ok(),
-                Kind::File => fs::remove_file(&entry.stage).is_ok(),
-            };
-        if !removed {
-            continue;
-        }
-        let kept = kept.filter(|_| moved);
-        match symlink(&entry.user, &entry.stage) {
-            Ok(()) => linked.push((entry.clone(), kept)),
-            Err(_) => match &kept {
-                Some(from) if fs::rename(from, &entry.stage).is_ok() => {}
-                _ => {
-                    let _ = entry.kind.create(&entry.stage);
-                }
-            },
-        }
-    }
-    linked
-}
-
-/// Removes the folders where a killed fallback run kept its placeholders (the stage's reset
-/// makes them again).
-fn remove_left_aside(loaf_dir: &Path) {
-    let Ok(entries) = fs::read_dir(loaf_dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        if entry
-            .file_name()
-            .as_encoded_bytes()
-            .starts_with(b"placeholders-")
-        {
-            let _ = fs::remove_dir_all(entry.path());
-        }
-    }
-}
-
-/// Ends the process group a killed git-loaf left running (recorded in the fallback), and
-/// removes the record and the folders of placeholders a killed run left. Call it on crash
-/// recovery, before touching the stage. The group is killed only when it is the recorded
-/// one: its leader has the recorded start time, or, with the leader gone, every member
-/// started after it (a process group id cannot be reused while any member lives). Returns
-/// whether a group was killed.
-pub fn kill_recorded(git_common_dir: &Path) -> io::Result<bool> {
-    remove_left_aside(&git_common_dir.join("loaf"));
-    let path = git_common_dir.join(RECORD);
-    let text = match fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
-        Err(e) => return Err(e),
-    };
-    let killed = parse_record(&text).is_some_and(|(pgid, start)| kill_if_ours(pgid, start));
-    match fs::remove_file(&path) {
-        Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e),
-        _ => Ok(killed),
-    }
-}
-
-fn parse_record(text: &str) -> Option<(u32, u64)> {
-    let mut words = text.split_whitespace();
-    let pgid = words.next()?.parse().ok()?;
-    let start = words.next()?.parse().ok()?;
-    Some((pgid, start))
-}
-
-fn kill_if_ours(pgid: u32, start: u64) -> bool {
-    let members = group_members(pgid);
-    let ours = match members.iter().find(|(pid, _)| *pid == pgid) {
-        Some((_, leader_start)) => *leader_start == start,
-        None => !members.is_empty() && members.iter().all(|(_, s)| *s >= start),
-    };
-    let Some(group) = rustix::process::Pid::from_raw(pgid as i32) else {
-        return false;
-    };
-    ours && rustix::process::kill_process_group(group, rustix::process::Signal::KILL).is_ok()
-}
-
-/// Live processes of group `pgid`, each with its start time.
-fn group_members(pgid: u32) -> Vec<(u32, u64)> {
-    let Ok(entries) = fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter_map(|pid| {
-            let (group, start) = stat_fields(pid)?;
-            (group == pgid).then_some((pid, start))
-        })
-        .collect()
-}
-
-/// A process's start time (clock ticks since boot), which tells it from a later process
-/// that reuses its id.
-fn start_time(pid: u32) -> Option<u64> {
-    stat_fields(pid).map(|(_, start)| start)
-}
-
-/// The process group and start time from `/proc/<pid>/stat` (fields 5 and 22); None for a
-/// process that is gone or a zombie.
-fn stat_fields(pid: u32) -> Option<(u32, u64)> {
-    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces or parentheses.
-    let (_, rest) = stat.rsplit_once(')')?;
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    if fields
-        .first()
-        .is_some_and(|state| *state == "Z" || *state == "X")
-    {
-        return None;
-    }
-    Some((fields.get(2)?.parse().ok()?, fields.get(19)?.parse().ok()?))
-}
-
-/// Whether a `LOAF_SANDBOX` value turns namespaces off.
-fn turns_off(value: &OsStr) -> bool {
-    value.eq_ignore_ascii_case("off")
 }
 
 /// The entries not inside another one (which already shows them).
@@ -820,37 +512,12 @@ fn namespaces_work() -> Result<(), String> {
     #[cfg(target_os = "linux")]
     {
         static PROBE: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
-        PROBE.get_or_init(namespace::probe).clone()
+        PROBE.get_or_init(namespaces::probe).clone()
     }
     #[cfg(not(target_os = "linux"))]
     {
         Err("namespaces are Linux only".into())
     }
-}
-
-static NOTICE: Mutex<Option<String>> = Mutex::new(None);
-static NOTICE_ARMED: AtomicBool = AtomicBool::new(false);
-
-fn arm_notice(why: String) {
-    if !NOTICE_ARMED.swap(true, Ordering::SeqCst) {
-        *NOTICE
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(why);
-    }
-}
-
-/// The one line to print (on stderr) the first time code runs without namespaces in this
-/// process; None before that and ever after.
-pub fn fallback_notice() -> Option<String> {
-    let why = NOTICE
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-        .take()?;
-    Some(format!(
-        "git-loaf: exec and hooks run without isolation ({why}): what they write through the \
-         repository's path is not part of the apply, and what they start in the background may \
-         outlive it"
-    ))
 }
 
 #[cfg(test)]

@@ -27,7 +27,7 @@ use super::{Access, Outcome, Params, Workspace};
 
 /// The languages `exec` runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Language {
+pub(crate) enum Language {
     /// `bash -c <code>`.
     Bash,
     /// `python3 -c <code>`, or the project's `.venv/bin/python` ([`python_for`]).
@@ -60,7 +60,7 @@ impl Language {
 /// The project's virtualenv interpreter, `<root>/.venv/bin/python`, when there is one (the
 /// user's own, which code sees at the same path): `lang = "python"` runs it instead of the
 /// system's `python3`, with the packages the project installed.
-pub fn python_for(root: &Path) -> Option<PathBuf> {
+pub(crate) fn python_for(root: &Path) -> Option<PathBuf> {
     let python = root.join(".venv").join("bin").join("python");
     python.is_file().then_some(python)
 }
@@ -73,7 +73,7 @@ pub fn run_exec(params: &Params, ws: &Workspace) -> Outcome {
 
 /// [`run_exec`] with PATH replaced by `path` (when given) for finding the interpreter and in
 /// the code's environment.
-pub fn run_exec_with_path(params: &Params, ws: &Workspace, path: Option<&OsStr>) -> Outcome {
+pub(crate) fn run_exec_with_path(params: &Params, ws: &Workspace, path: Option<&OsStr>) -> Outcome {
     let (Some(code), Some(lang)) = (text(params, "code"), text(params, "lang")) else {
         return Outcome::fail("Invalid action: missing lang or code parameter");
     };

@@ -1,5 +1,5 @@
 //! Where a path the model named really leads, with its symlinks followed as the user's tree
-//! would follow them (DESIGN §2 "Paths").
+//! would follow them (docs/sandbox-and-safety.md).
 //!
 //! The stage lives inside the git dir (`<repo>/.git/loaf/stage`), three folders below the
 //! user's root. A relative symlink that climbs out of the tree therefore means something

@@ -23,7 +23,7 @@ const HEADER: &str = "loaf-blob-cache 1";
 
 /// A file's stat data, as far as it tells whether the content changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
+pub(crate) struct Stamp {
     mtime: (i64, i64),
     ctime: (i64, i64),
     ino: u64,
@@ -63,7 +63,7 @@ impl Stamp {
 
 /// The cache of one working tree, as read at the start of a tree build.
 #[derive(Debug, Default)]
-pub struct BlobCache {
+pub(crate) struct BlobCache {
     entries: HashMap<PathBuf, (Stamp, Oid)>,
 }
 

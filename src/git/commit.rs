@@ -1,5 +1,5 @@
-//! Loaf commits: the message with its trailers (DESIGN §2), and the commit itself, written
-//! with the user's identity ([`super::identity`]) and moving no ref. The full result a
+//! Loaf commits: the message with its trailers (docs/trailers-and-notes.md), and the commit itself,
+//! written with the user's identity ([`super::identity`]) and moving no ref. The full result a
 //! commit carries as a note is [`super::notes`].
 
 use git2::{Oid, Repository};
@@ -7,13 +7,18 @@ use git2::{Oid, Repository};
 pub use super::identity::identity;
 // The notes API, as the operations name it beside the commit they annotate.
 pub use super::notes::{
-    ensure_notes_rewrite, read_note, read_notes, read_report, write_note, write_note_value,
-    write_report, write_report_value,
+    ensure_notes_rewrite, read_notes, read_report, write_note, write_note_value, write_report,
+    write_report_value,
 };
 
-/// The trailers a loaf commit carries (DESIGN §2).
+/// The trailer naming a squash commit's id.
+pub const SQUASH_TRAILER: &str = "Loaf-Squash";
+/// The trailer naming one squashed apply: `<apply id> <its commit>`.
+pub const SQUASHED_TRAILER: &str = "Loaf-Squashed";
+
+/// The trailers a loaf commit carries (docs/trailers-and-notes.md).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Trailers {
+pub(crate) struct Trailers {
     /// `Loaf-Apply: <id>` on every apply commit.
     pub apply: Option<String>,
     /// `Loaf-Base: <oid>`: HEAD before the apply.
@@ -57,7 +62,7 @@ pub fn message(subject: &str, trailers: &Trailers) -> String {
 }
 
 /// The trailers of a commit message: `Key: value` lines of its last paragraph.
-pub fn parse_trailers(message: &str) -> Vec<(String, String)> {
+pub(crate) fn parse_trailers(message: &str) -> Vec<(String, String)> {
     let last = message.trim_end().rsplit("\n\n").next().unwrap_or("");
     last.lines()
         .filter_map(|line| {
@@ -71,7 +76,7 @@ pub fn parse_trailers(message: &str) -> Vec<(String, String)> {
 
 /// Writes a commit of `tree` on `parents` with the user's identity (author and committer),
 /// without moving any ref: publishing is a separate, compare-and-swap step.
-pub fn write_commit(
+pub(crate) fn write_commit(
     repo: &Repository,
     tree: Oid,
     parents: &[Oid],
@@ -93,7 +98,7 @@ mod tests {
     use std::process::Command;
 
     use super::*;
-    use crate::git::notes::NOTES_REF;
+    use crate::git::notes::{NOTES_REF, read_note};
     use crate::git::testing::{git, init_repo};
 
     /// The git CLI in a deterministic environment.

@@ -1,6 +1,6 @@
-//! Durability across a power loss for what decides a commit point (DESIGN §2 "Crash
-//! safety"): the journal, the refs it moves and the operation log's entry are fsynced with
-//! their folders, and the objects they name before them.
+//! Durability across a power loss for what decides a commit point (docs/apply.md, "Crash safety"):
+//! the journal, the refs it moves and the operation log's entry are fsynced with their folders, and
+//! the objects they name before them.
 //!
 //! libgit2 writes loose objects and refs without fsync (as git does by default), so the page
 //! cache alone holds them for a while. A ref made durable while the commit it names is not
@@ -38,7 +38,7 @@ pub fn mark_start(stamp: Option<SystemTime>) {
 }
 
 /// fsyncs `path` and the folder that holds its name.
-pub fn sync_file(path: &Path) -> std::io::Result<()> {
+pub(crate) fn sync_file(path: &Path) -> std::io::Result<()> {
     std::fs::File::open(path)?.sync_all()?;
     sync_dir(path.parent().unwrap_or(path))
 }
@@ -77,13 +77,13 @@ fn start_write_out(file: &std::fs::File) {
 }
 
 /// fsyncs a folder (its entries: a rename or a new name in it).
-pub fn sync_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::File::open(dir)?.sync_all()
 }
 
 /// fsyncs a loose ref (`HEAD` lives in the worktree's git dir, the others in the common
 /// one). A ref that is not loose (packed, deleted) has nothing of this process to sync.
-pub fn sync_ref(repo: &Repository, name: &str) -> std::io::Result<()> {
+pub(crate) fn sync_ref(repo: &Repository, name: &str) -> std::io::Result<()> {
     let per_worktree = name == "HEAD" || !name.starts_with("refs/");
     let base = if per_worktree {
         repo.path()
@@ -109,7 +109,7 @@ pub fn sync_ref(repo: &Repository, name: &str) -> std::io::Result<()> {
 /// fsyncs the loose objects and packs this process wrote (modified since [`mark_start`])
 /// and their folders, so that a ref made durable next never names an object a power loss took;
 /// returns how many objects.
-pub fn sync_new_objects(repo: &Repository) -> std::io::Result<usize> {
+pub(crate) fn sync_new_objects(repo: &Repository) -> std::io::Result<usize> {
     let since = STARTED_AT
         .lock()
         .ok()

@@ -9,12 +9,12 @@ use git2::Repository;
 
 /// The pattern for the watcher's folder at the repository root (`.loaf/reply.md`,
 /// `.loaf/results.md`).
-pub const LOAF_DIR_PATTERN: &str = "/.loaf/";
+pub(crate) const LOAF_DIR_PATTERN: &str = "/.loaf/";
 
 /// Why the exclude file could not be updated.
 #[derive(Debug, thiserror::Error)]
 #[error("cannot update {}: {error}", .path.display())]
-pub struct ExcludeError {
+pub(crate) struct ExcludeError {
     /// The exclude file.
     pub path: PathBuf,
     /// The OS error.
@@ -29,7 +29,7 @@ pub fn exclude_file(repo: &Repository) -> PathBuf {
 
 /// Adds `pattern` as a line of the repository's exclude file unless a line already says
 /// exactly that. Returns whether it was added.
-pub fn ensure_excluded(repo: &Repository, pattern: &str) -> Result<bool, ExcludeError> {
+pub(crate) fn ensure_excluded(repo: &Repository, pattern: &str) -> Result<bool, ExcludeError> {
     let path = exclude_file(repo);
     ensure_line(&path, pattern).map_err(|error| ExcludeError { path, error })
 }

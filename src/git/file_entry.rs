@@ -1,12 +1,12 @@
 //! One file of the working tree as `git add` would record it, read without the index: what
-//! an agent's edit-tool event costs (DESIGN §3b, issue 36: a few milliseconds on a
+//! an agent's edit-tool event costs (docs/agents.md, "Latency": a few milliseconds on a
 //! 20,000-file repository, where reading the index alone takes ~11 ms).
 //!
 //! The answer is given only when no conversion can apply to the file (no `core.autocrlf`,
 //! no filter driver configured, no attributes from outside the tree, and no
 //! `.gitattributes` on its way from the root, on disk or in `base`; `core.fileMode` on) and
-//! it is a regular file, a symlink or missing; anything else is left to [`super::treebuild`], which knows
-//! every case.
+//! it is a regular file, a symlink or missing; anything else is left to [`super::treebuild`], which
+//! knows every case.
 
 use std::path::Path;
 
@@ -23,7 +23,7 @@ const LINK_MODE: i32 = 0o120000;
 /// of the tree `base` (`Some(None)`: nothing, or a file `git add` would leave out: ignored
 /// or a secret file that `base` does not hold); `None` when this cannot tell (see the
 /// module's doc).
-pub fn plain_entry_now(
+pub(crate) fn plain_entry_now(
     repo: &Repository,
     root: &Path,
     base: Oid,

@@ -1,6 +1,6 @@
 //! One top-level file's history along HEAD's first parents: its content at HEAD and the
 //! commits that changed it, newest first, with their messages, so that callers can tell who
-//! wrote the version in force (DESIGN §2 "Config a reply writes waits for the user").
+//! wrote the version in force (docs/loaf-yml.md, "A loaf.yml a reply writes waits for you").
 
 use git2::{Oid, Repository};
 
@@ -17,7 +17,7 @@ pub struct Change {
 
 /// The file `name` (at the root of the tree) as HEAD's commit holds it; `None` when HEAD is
 /// unborn or holds no such file.
-pub fn at_head(repo: &Repository, name: &str) -> Result<Option<Vec<u8>>, git2::Error> {
+pub(crate) fn at_head(repo: &Repository, name: &str) -> Result<Option<Vec<u8>>, git2::Error> {
     let Some(head) = head_commit(repo)? else {
         return Ok(None);
     };
@@ -27,9 +27,9 @@ pub fn at_head(repo: &Repository, name: &str) -> Result<Option<Vec<u8>>, git2::E
 /// How far back along first parents [`newest_change`] looks.
 const MAX_WALK: usize = 10_000;
 
-/// The newest commit, along HEAD's first parents (the last 10,000), that changed `name` and whose message
-/// `wanted` accepts; `None` when no such commit exists.
-pub fn newest_change(
+/// The newest commit, along HEAD's first parents (the last 10,000), that changed `name` and whose
+/// message `wanted` accepts; `None` when no such commit exists.
+pub(crate) fn newest_change(
     repo: &Repository,
     name: &str,
     wanted: impl Fn(&str) -> bool,

@@ -25,7 +25,7 @@ pub(crate) fn remove_empty_parents_keeping(workdir: &Path, path: &Path, keep: &B
 /// `mode` with the executable bits set where it grants reading (as `chmod +x` would under a
 /// usual umask), or cleared.
 #[cfg(unix)]
-pub fn with_executable(mode: u32, executable: bool) -> u32 {
+pub(crate) fn with_executable(mode: u32, executable: bool) -> u32 {
     if executable {
         mode | ((mode & 0o444) >> 2)
     } else {
@@ -38,7 +38,7 @@ pub fn with_executable(mode: u32, executable: bool) -> u32 {
 /// they are granted where `old` grants reading, as `chmod +x` would under a usual umask.
 /// Nothing is done when `old` is not a regular file; failing only costs the permissions.
 #[cfg(unix)]
-pub fn keep_permissions(old: &Path, new: &Path) {
+pub(crate) fn keep_permissions(old: &Path, new: &Path) {
     use std::os::unix::fs::PermissionsExt as _;
     let (Ok(before), Ok(after)) = (std::fs::symlink_metadata(old), std::fs::metadata(new)) else {
         return;
@@ -55,7 +55,7 @@ pub fn keep_permissions(old: &Path, new: &Path) {
 
 /// Permissions other than the executable bit are not git's business elsewhere.
 #[cfg(not(unix))]
-pub fn keep_permissions(_old: &Path, _new: &Path) {}
+pub(crate) fn keep_permissions(_old: &Path, _new: &Path) {}
 
 /// Gives a plain file the executable bits its mode says (git's `x` for whoever may read it),
 /// for a change of mode alone; a filesystem that keeps no such bit is left as it is.

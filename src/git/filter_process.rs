@@ -207,7 +207,7 @@ fn driver_for(
 }
 
 /// Whether `path` has a configured driver in `repo` (cheap when no driver is configured).
-pub fn has_driver(repo: &Repository, path: &Path) -> Result<bool, git2::Error> {
+pub(crate) fn has_driver(repo: &Repository, path: &Path) -> Result<bool, git2::Error> {
     let Some(drivers) = drivers(repo)? else {
         return Ok(false);
     };

@@ -34,7 +34,7 @@ pub fn blob(repo: &Repository, path: &Path, content: Vec<u8>) -> Result<Oid, Fil
 /// The blob `git add` stores for the regular file at `dir/path`, `path` naming it in `repo`.
 /// Without a conversion the content goes to the object database in one write (the blob
 /// writer's stream would create a second temporary file for every blob).
-pub fn file_blob(
+pub(crate) fn file_blob(
     repo: &Repository,
     conversions: &Conversions,
     dir: &Path,
@@ -51,7 +51,7 @@ pub fn file_blob(
 /// The id of the blob `git add` would store for the regular file at `dir/path`, computed
 /// without writing anything when no conversion applies to it (a check of the user's file,
 /// not something to keep); with a conversion, the blob is written as [`file_blob`] does.
-pub fn file_id(
+pub(crate) fn file_id(
     repo: &Repository,
     conversions: &Conversions,
     dir: &Path,
@@ -67,7 +67,7 @@ pub fn file_id(
 /// Whether any file of `tree` may be converted between the repository and the working tree:
 /// `core.autocrlf`, a configured driver, or attributes anywhere (a `.gitattributes` in the
 /// tree, `info/attributes`, `core.attributesFile`). A walk of the tree's folders, no file.
-pub fn may_convert_any(repo: &Repository, tree: Oid) -> Result<bool, git2::Error> {
+pub(crate) fn may_convert_any(repo: &Repository, tree: Oid) -> Result<bool, git2::Error> {
     let conversions = Conversions::of(repo)?;
     if conversions.autocrlf || conversions.drivers || conversions.outside_attributes {
         return Ok(true);
@@ -114,7 +114,7 @@ fn attributes_outside_tree(repo: &Repository) -> Result<bool, git2::Error> {
 /// `ident`, `working-tree-encoding`, `filter`). When none applies, a file is its blob byte
 /// for byte: it is hashed without being written, and written from the blob directly.
 #[derive(Debug)]
-pub struct Conversions {
+pub(crate) struct Conversions {
     autocrlf: bool,
     drivers: bool,
     /// Attributes come from somewhere besides the tree's `.gitattributes` files: every path
@@ -220,7 +220,7 @@ impl Conversions {
 /// conversions: runs each file whose attributes name a driver through its smudge, in place,
 /// so that `dir` holds what `git checkout` writes. Returns the paths rewritten. Symlinks,
 /// folders and absent paths are left alone.
-pub fn smudge_in_place<P: AsRef<Path>>(
+pub(crate) fn smudge_in_place<P: AsRef<Path>>(
     repo: &Repository,
     dir: &Path,
     paths: impl IntoIterator<Item = P>,
@@ -252,7 +252,7 @@ pub fn smudge_in_place<P: AsRef<Path>>(
 /// [`smudge_in_place`] in `repo`'s own working tree (the stage) after a checkout of `paths`;
 /// the rewritten files' index entries then take their new stat data, so that a later scan
 /// sees them unchanged (their blob is still the index's).
-pub fn smudge_worktree<P: AsRef<Path>>(
+pub(crate) fn smudge_worktree<P: AsRef<Path>>(
     repo: &Repository,
     paths: impl IntoIterator<Item = P>,
 ) -> Result<(), git2::Error> {
@@ -280,7 +280,7 @@ pub fn smudge_worktree<P: AsRef<Path>>(
 }
 
 /// [`smudge_worktree`] for every file `repo`'s index holds: after a full checkout.
-pub fn smudge_whole_worktree(repo: &Repository) -> Result<(), git2::Error> {
+pub(crate) fn smudge_whole_worktree(repo: &Repository) -> Result<(), git2::Error> {
     if drivers(repo)?.is_none() {
         return Ok(());
     }
@@ -301,7 +301,7 @@ pub fn add_all(repo: &Repository, index: &mut Index) -> Result<(), git2::Error> 
 
 /// [`add_all`], leaving out the paths `leave_out` names (their bytes are never read, nor
 /// written as blobs).
-pub fn add_all_but(
+pub(crate) fn add_all_but(
     repo: &Repository,
     index: &mut Index,
     leave_out: &dyn Fn(&Path) -> bool,

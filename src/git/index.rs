@@ -40,7 +40,7 @@ pub(crate) fn index_identity(_repo: &Repository) -> Option<String> {
 
 /// Records that the index file, just written, holds `tree`: the next dirty check then needs
 /// neither to rebuild the index's tree (~5 ms on 20,000 files) nor to trust anything else.
-pub fn note_index_tree(repo: &Repository, tree: Oid) {
+pub(crate) fn note_index_tree(repo: &Repository, tree: Oid) {
     if let Some(identity) = index_identity(repo) {
         let _ = std::fs::write(index_note_path(repo), format!("{tree} {identity}"));
     }
@@ -81,7 +81,7 @@ pub fn entry(path: &Path, id: Oid, mode: u32, meta: Option<&std::fs::Metadata>) 
 }
 
 /// `entry` with the stat data of `meta` (the file it describes).
-pub fn with_stat(mut entry: IndexEntry, meta: &std::fs::Metadata) -> IndexEntry {
+pub(crate) fn with_stat(mut entry: IndexEntry, meta: &std::fs::Metadata) -> IndexEntry {
     #[cfg(unix)]
     {
         use std::os::unix::fs::MetadataExt as _;

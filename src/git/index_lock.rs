@@ -37,7 +37,7 @@ pub(crate) fn scratch_lock_path(git_dir: &Path) -> PathBuf {
 /// index is parsed once (20,000 entries cost ~9 ms), used by every check, and can still be
 /// written under git's `index.lock` at publish ([`IndexLock::read`] takes it over when the
 /// real index has not changed since). Without it, publish copies and parses the index again.
-pub fn adopt(repo: &Repository) -> Result<(), IndexLockError> {
+pub(crate) fn adopt(repo: &Repository) -> Result<(), IndexLockError> {
     let index = repo.path().join("index");
     let Some(identity) = index_identity(repo) else {
         return Ok(());
@@ -65,7 +65,7 @@ fn copy_index(index: &Path, scratch: &Path) -> Result<(), IndexLockError> {
 
 /// The held `index.lock` of one working tree.
 #[derive(Debug)]
-pub struct IndexLock {
+pub(crate) struct IndexLock {
     lock: PathBuf,
     index: PathBuf,
     /// Where the new index is written before it replaces the lock file's content.

@@ -66,8 +66,10 @@ pub enum LockError {
 
 /// A held lock; released when dropped.
 #[derive(Debug)]
-pub struct RepoLock {
+pub(crate) struct RepoLock {
     file: File,
+    /// Who holds it (read by the tests).
+    #[cfg(test)]
     holder: Holder,
     recovered: Option<Holder>,
 }
@@ -106,6 +108,7 @@ impl RepoLock {
                             let recovered = left.filter(|h| *h != holder);
                             return Ok(RepoLock {
                                 file,
+                                #[cfg(test)]
                                 holder,
                                 recovered,
                             });
@@ -141,6 +144,7 @@ impl RepoLock {
     }
 
     /// Who holds it (this process).
+    #[cfg(test)]
     pub fn holder(&self) -> &Holder {
         &self.holder
     }

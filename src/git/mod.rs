@@ -12,38 +12,38 @@
 //! ([`secret_files`]), repository states refused ([`states`]), durability and the
 //! repository lock ([`durable`], [`lock`]).
 
-pub mod blob_cache;
-pub mod commit;
-pub mod durable;
-pub mod exclude;
-pub mod file_entry;
-pub mod file_history;
+pub(crate) mod blob_cache;
+pub(crate) mod commit;
+pub(crate) mod durable;
+pub(crate) mod exclude;
+pub(crate) mod file_entry;
+pub(crate) mod file_history;
 pub(crate) mod files;
-pub mod filter_process;
-pub mod filters;
+pub(crate) mod filter_process;
+pub(crate) mod filters;
 pub mod hunks;
 pub mod identity;
-pub mod index;
-pub mod index_lock;
-pub mod lock;
-pub mod notes;
+pub(crate) mod index;
+pub(crate) mod index_lock;
+pub(crate) mod lock;
+pub(crate) mod notes;
 pub(crate) mod pack_files;
-pub mod pack_merge;
-pub mod pack_write;
-pub mod push;
+pub(crate) mod pack_merge;
+pub(crate) mod pack_write;
+pub(crate) mod push;
 pub mod quickscan;
-pub mod refs;
-pub mod repo;
-pub mod reports;
-pub mod secret_files;
-pub mod sign;
-pub mod squash;
+pub(crate) mod refs;
+pub(crate) mod repo;
+pub(crate) mod reports;
+pub(crate) mod secret_files;
+pub(crate) mod sign;
+pub(crate) mod squash;
 pub mod states;
 #[cfg(test)]
 pub(crate) mod testing;
-pub mod treebuild;
-pub mod treediff;
-pub mod words;
+pub(crate) mod treebuild;
+pub(crate) mod treediff;
+pub(crate) mod words;
 
 /// An object id, as the operations hold commits and trees between plumbing calls.
 pub use git2::Oid;

@@ -10,14 +10,14 @@ use serde_json::Value;
 use super::identity::identity;
 
 /// The notes ref holding each loaf commit's full ExecutionResult.
-pub const NOTES_REF: &str = "refs/notes/loaf";
+pub(crate) const NOTES_REF: &str = "refs/notes/loaf";
 
 /// In a stored note, an object `{"loaf-blob": "<oid>", "bytes": N}` stands for a string
 /// parameter that the annotated commit's tree holds, byte for byte, as blob `<oid>` at the
 /// action's own path (the content of a `file_write`): the note keeps outputs, errors and
 /// hashes, not a second copy of files the commit already has. [`read_note`] puts the
 /// strings back, so every reader sees the full result.
-pub const NOTE_BLOB_KEY: &str = "loaf-blob";
+pub(crate) const NOTE_BLOB_KEY: &str = "loaf-blob";
 
 /// Strings shorter than this stay in the note: a reference would not be much smaller.
 const NOTE_ELIDE_MIN: usize = 128;
@@ -94,7 +94,7 @@ fn store_note(repo: &Repository, commit: Oid, text: &str) -> Result<Oid, git2::E
 /// reference; returns how many. Sizes are compared first, so only a string as long as the
 /// file is hashed. A file the commit holds differently (an eol filter, a later edit in the
 /// same reply) keeps its string.
-pub fn elide_committed(
+pub(crate) fn elide_committed(
     repo: &Repository,
     commit: Oid,
     root: &Path,
@@ -138,7 +138,7 @@ pub fn elide_committed(
 
 /// Puts back every [`NOTE_BLOB_KEY`] reference of `note`'s action results; returns how many.
 /// A blob that is gone (the commit was collected) leaves its reference.
-pub fn restore_committed(repo: &Repository, note: &mut Value) -> usize {
+pub(crate) fn restore_committed(repo: &Repository, note: &mut Value) -> usize {
     let mut restored = 0;
     for_each_params(note, &mut |params| {
         for value in params.values_mut() {
@@ -196,7 +196,7 @@ fn full_note(repo: &Repository, text: String) -> String {
 }
 
 /// The note of `commit` under [`NOTES_REF`], if any, in full.
-pub fn read_note(repo: &Repository, commit: Oid) -> Option<String> {
+pub(crate) fn read_note(repo: &Repository, commit: Oid) -> Option<String> {
     let text = repo
         .find_note(Some(NOTES_REF), commit)
         .ok()?
@@ -238,7 +238,7 @@ pub fn read_notes(repo: &Repository, commits: &[Oid]) -> Vec<Option<String>> {
 
 /// The config key recording that git-loaf has set `notes.rewriteRef` up in this repository
 /// (or that the user asked it not to: any value there stops it from touching the config).
-pub const NOTES_REWRITE_MARKER: &str = "loaf.notesRewriteRefDone";
+pub(crate) const NOTES_REWRITE_MARKER: &str = "loaf.notesRewriteRefDone";
 
 /// Makes `git commit --amend` and `git rebase` carry the loaf notes over to the commits they
 /// rewrite (git copies notes only of the refs `notes.rewriteRef` names). Once per repository:

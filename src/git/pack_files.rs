@@ -12,17 +12,43 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use git2::{Oid, Repository};
+use git2::{ObjectType, Oid, Repository};
 use sha1::Digest as _;
 
 /// How the files a pack is written into before their rename are named (git's `prune`
 /// removes `tmp_*` files of the pack folder after two weeks; git-loaf's own tidying, at once).
 pub(crate) const TEMPORARY_PREFIX: &str = "tmp_loaf_";
 
+/// One pack entry: the header (type in bits 4–6 of the first byte, the size in its low four
+/// bits and then seven bits a byte, low first, the top bit saying more follow) and the
+/// compressed data.
+pub(crate) fn entry(kind: ObjectType, data: &[u8]) -> std::io::Result<Vec<u8>> {
+    let code: u8 = match kind {
+        ObjectType::Commit => 1,
+        ObjectType::Tree => 2,
+        ObjectType::Blob => 3,
+        ObjectType::Tag => 4,
+        _ => return Err(std::io::Error::other("not a storable object type")),
+    };
+    let mut out = Vec::with_capacity(data.len() / 2 + 16);
+    let mut size = data.len() as u64;
+    let mut byte = (code << 4) | (size & 0x0f) as u8;
+    size >>= 4;
+    while size > 0 {
+        out.push(byte | 0x80);
+        byte = (size & 0x7f) as u8;
+        size >>= 7;
+    }
+    out.push(byte);
+    let mut encoder = flate2::write::ZlibEncoder::new(out, flate2::Compression::fast());
+    encoder.write_all(data)?;
+    encoder.finish()
+}
+
 /// Offsets from here on go to the index's table of 64-bit offsets.
 const LARGE_OFFSET: u64 = 0x8000_0000;
 
-/// Writes `entries` (each object's name and pack entry, see [`super::pack_write::entry`]),
+/// Writes `entries` (each object's name and pack entry, see [`entry`]),
 /// distinct names, as one pack with its index; returns its name (`pack-<checksum>`), which
 /// `before_files` is given first, before either file is in place.
 pub(crate) fn write(
@@ -143,7 +169,6 @@ fn io_error(path: &Path, error: std::io::Error) -> git2::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::git::pack_write::entry;
     use crate::git::testing::{committed_repo, git};
 
     /// The index written here is byte for byte the one `git index-pack` makes of the same

@@ -14,8 +14,7 @@ use std::path::Path;
 use git2::{Oid, Repository};
 use sha1::Digest as _;
 
-use super::pack_files;
-use super::pack_write::entry;
+use super::pack_files::{self, entry};
 
 /// What [`merge`] did, or would do.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -125,7 +124,7 @@ fn write_through_indexer(
 /// From this many packs of its own on, git-loaf merges them into one after writing the next
 /// (as `git loaf gc` does), so that they stay well below the 50 at which git's own `gc
 /// --auto` repacks the whole repository, and every lookup that misses reads few indexes.
-pub const MERGE_FROM: usize = 16;
+pub(crate) const MERGE_FROM: usize = 16;
 
 /// Merges git-loaf's packs when there are [`MERGE_FROM`] or more. Best effort: a merge that
 /// fails leaves every pack as it was.

@@ -14,23 +14,22 @@
 //! not written again: a tree it has is taken as complete, as git takes it.
 
 use std::collections::HashSet;
-use std::io::Write as _;
 
 use git2::{ObjectType, Odb, Oid, Repository};
 
 /// From this many new objects on, they are written as one pack (git itself unpacks a
 /// fetched pack of fewer than 100 objects into loose ones: `transfer.unpackLimit`).
-pub const PACK_FROM: usize = 64;
+pub(crate) const PACK_FROM: usize = 64;
 
 /// How many bytes of file content a [`Buffered`] build holds in memory (kept, it is held
 /// about twice more while it is compressed into the pack); files past it are
 /// written to disk as they are read, on several threads (a dirty tree of gigabytes must not
 /// be held whole, and the content kept in memory is hashed on one thread).
-pub const MEMORY_BUDGET: usize = 8 << 20;
+pub(crate) const MEMORY_BUDGET: usize = 8 << 20;
 
 /// A second handle on a repository whose object writes stay in memory until
 /// [`Buffered::keep`].
-pub struct Buffered {
+pub(crate) struct Buffered {
     repo: Repository,
     budget: MemoryBudget,
 }
@@ -39,7 +38,7 @@ pub struct Buffered {
 /// bytes of content it may still hold in memory, and a plain handle on the same repository for
 /// what goes to disk instead (opened the first time one is needed, then kept for the build:
 /// a build reads an untracked folder's files one call each).
-pub struct MemoryBudget {
+pub(crate) struct MemoryBudget {
     left: std::sync::atomic::AtomicUsize,
     git_dir: std::path::PathBuf,
     disk: std::sync::Mutex<Option<Repository>>,
@@ -217,7 +216,7 @@ fn compressed(objects: &[(ObjectType, Vec<u8>)]) -> Result<Vec<Vec<u8>>, git2::E
                 scope.spawn(move || -> std::io::Result<Vec<Vec<u8>>> {
                     chunk
                         .iter()
-                        .map(|(kind, data)| entry(*kind, data))
+                        .map(|(kind, data)| super::pack_files::entry(*kind, data))
                         .collect()
                 })
             })
@@ -234,33 +233,8 @@ fn compressed(objects: &[(ObjectType, Vec<u8>)]) -> Result<Vec<Vec<u8>>, git2::E
     })
 }
 
-/// One pack entry: the header (type in bits 4–6 of the first byte, the size in its low four
-/// bits and then seven bits a byte, low first, the top bit saying more follow) and the
-/// compressed data.
-pub(crate) fn entry(kind: ObjectType, data: &[u8]) -> std::io::Result<Vec<u8>> {
-    let code: u8 = match kind {
-        ObjectType::Commit => 1,
-        ObjectType::Tree => 2,
-        ObjectType::Blob => 3,
-        ObjectType::Tag => 4,
-        _ => return Err(std::io::Error::other("not a storable object type")),
-    };
-    let mut out = Vec::with_capacity(data.len() / 2 + 16);
-    let mut size = data.len() as u64;
-    let mut byte = (code << 4) | (size & 0x0f) as u8;
-    size >>= 4;
-    while size > 0 {
-        out.push(byte | 0x80);
-        byte = (size & 0x7f) as u8;
-        size >>= 7;
-    }
-    out.push(byte);
-    let mut encoder = flate2::write::ZlibEncoder::new(out, flate2::Compression::fast());
-    encoder.write_all(data)?;
-    encoder.finish()
-}
-
-/// The pack files under `objects/pack` (for tests and `gc`).
+/// The pack files under `objects/pack` (for tests).
+#[cfg(test)]
 pub fn packs(repo: &Repository) -> Vec<std::path::PathBuf> {
     let dir = super::pack_files::pack_dir(repo);
     let mut found: Vec<_> = std::fs::read_dir(dir)
@@ -280,6 +254,7 @@ mod tests {
     use std::path::Path;
 
     use super::*;
+    use crate::git::pack_files::entry;
     use crate::git::pack_merge::{MERGE_FROM, recorded};
     use crate::git::testing::{committed_repo, git};
 

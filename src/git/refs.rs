@@ -9,7 +9,7 @@ use git2::{Oid, Repository};
 
 /// The ref an operation moves: the branch HEAD points at (existing or unborn), or `HEAD`
 /// itself when detached; and what it holds now.
-pub fn head_ref(repo: &Repository) -> Result<(String, Option<Oid>), git2::Error> {
+pub(crate) fn head_ref(repo: &Repository) -> Result<(String, Option<Oid>), git2::Error> {
     let head = repo.find_reference("HEAD")?;
     match head.symbolic_target()? {
         Some(branch) => Ok((branch.to_owned(), repo.refname_to_id(branch).ok())),
@@ -18,7 +18,7 @@ pub fn head_ref(repo: &Repository) -> Result<(String, Option<Oid>), git2::Error>
 }
 
 /// The commit HEAD points at, or `None` on an unborn branch.
-pub fn head_commit(repo: &Repository) -> Result<Option<Oid>, git2::Error> {
+pub(crate) fn head_commit(repo: &Repository) -> Result<Option<Oid>, git2::Error> {
     match repo.head() {
         Ok(head) => Ok(Some(head.peel_to_commit()?.id())),
         Err(e)
@@ -55,7 +55,7 @@ pub fn attach(repo: &Repository, branch: &str, at: Oid) -> Result<bool, git2::Er
 
 /// A kept commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KeptCommit {
+pub(crate) struct KeptCommit {
     /// The apply id (the ref's last part).
     pub id: String,
     /// The commit.
@@ -95,12 +95,12 @@ pub fn keep(repo: &Repository, id: &str, commit: Oid) -> Result<String, git2::Er
 }
 
 /// Deletes the kept commit `refs/loaf/<id>`.
-pub fn drop_kept(repo: &Repository, id: &str) -> Result<(), git2::Error> {
+pub(crate) fn drop_kept(repo: &Repository, id: &str) -> Result<(), git2::Error> {
     repo.find_reference(&format!("refs/loaf/{id}"))?.delete()
 }
 
 /// Drops `refs/loaf/<id>` where it exists (a take published: the commit is on the branch).
-pub fn drop_kept_if_any(repo: &Repository, id: &str) -> Result<(), git2::Error> {
+pub(crate) fn drop_kept_if_any(repo: &Repository, id: &str) -> Result<(), git2::Error> {
     match repo.find_reference(&format!("refs/loaf/{id}")) {
         Ok(mut kept) => kept.delete(),
         Err(e) if e.code() == git2::ErrorCode::NotFound => Ok(()),
@@ -128,7 +128,7 @@ pub fn save(repo: &Repository, id: &str, commit: Oid) -> Result<String, git2::Er
 /// commits however long its history. No ref is walked with `before` hidden: libgit2 marks
 /// what is hidden before it yields anything, which on a remote with an unrelated or older
 /// history walked all of it.
-pub fn first_pushed(
+pub(crate) fn first_pushed(
     repo: &Repository,
     after: Oid,
     before: Option<Oid>,

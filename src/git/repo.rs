@@ -21,7 +21,7 @@ pub fn discover(dir: &Path) -> Result<Repository, git2::Error> {
 /// folder before it learns the object is already there (and then deletes the file); most of
 /// what an operation stores is already there (the log's stacks and entries of an undo, a
 /// report written again, files the reply left as they were). Hashing first skips that file.
-pub fn write_blob(repo: &Repository, content: &[u8]) -> Result<Oid, git2::Error> {
+pub(crate) fn write_blob(repo: &Repository, content: &[u8]) -> Result<Oid, git2::Error> {
     repo.odb()?.write(git2::ObjectType::Blob, content)
 }
 

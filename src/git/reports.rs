@@ -1,4 +1,4 @@
-//! The full reports, kept local (DESIGN §2 "Secrets"): what each loaf commit's blocks read
+//! The full reports, kept local (docs/trailers-and-notes.md): what each loaf commit's blocks read
 //! and printed, for `git loaf show`. The note under `refs/notes/loaf` (which users push)
 //! holds those outputs only as sizes and hashes; the whole report is stored here instead,
 //! under `refs/loaf/reports`, which `git push` never sends unless asked by name.
@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use git2::{Oid, Repository};
 
 /// The ref holding the reports.
-pub const REPORTS_REF: &str = "refs/loaf/reports";
+pub(crate) const REPORTS_REF: &str = "refs/loaf/reports";
 
 /// Stores `text` as the report of `commit`, replacing any earlier one.
 pub fn write(repo: &Repository, commit: Oid, text: &str) -> Result<(), git2::Error> {

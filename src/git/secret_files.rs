@@ -1,8 +1,8 @@
-//! Secret files that never enter an object git-loaf writes (DESIGN §2 "Secrets"): an
-//! untracked `.env`, a key or a credentials folder the user forgot to ignore is left out of
-//! checkpoints, and so of the stage's start commit, of what a forced undo or step-back saves,
-//! and of record mode's turns. Those objects are listed by `git log --all` and sent by
-//! `git push --mirror`; the user's file stays where it is, untouched by undo.
+//! Secret files that never enter an object git-loaf writes (docs/sandbox-and-safety.md, "Secrets:
+//! what is kept out"): an untracked `.env`, a key or a credentials folder the user forgot to ignore
+//! is left out of checkpoints, and so of the stage's start commit, of what a forced undo or
+//! step-back saves, and of record mode's turns. Those objects are listed by `git log --all` and
+//! sent by `git push --mirror`; the user's file stays where it is, untouched by undo.
 //!
 //! The patterns are the built-in `stage.isolate` list that `git loaf init` writes
 //! ([`crate::paths::SECRET_FILES`]), read the same way. A tracked file is the
@@ -30,7 +30,7 @@ fn patterns() -> Option<&'static GlobSet> {
 
 /// Whether `relative` (to the root, as git spells it) or one of its folders matches a
 /// secret-file pattern.
-pub fn is_secret(relative: &Path) -> bool {
+pub(crate) fn is_secret(relative: &Path) -> bool {
     let Some(set) = patterns() else {
         return false;
     };

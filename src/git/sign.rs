@@ -1,4 +1,5 @@
-//! Signed commits, as `git commit -S` makes them (DESIGN §2, Commit; issue 14).
+//! Signed commits, as `git commit -S` makes them (docs/apply.md, "Your git hooks and commit
+//! signing").
 //!
 //! libgit2 signs nothing, and re-implementing git's signing (OpenPGP through `gpg.program`,
 //! ssh through `ssh-keygen -Y sign` with `gpg.ssh.program` and `user.signingkey` that may be a
@@ -56,7 +57,7 @@ impl SignRequest {
 
 /// Why a signed commit could not be written.
 #[derive(Debug, thiserror::Error)]
-pub enum SignError {
+pub(crate) enum SignError {
     /// git could not sign (no key, agent refused, gpg failed): its own message.
     #[error("signing the commit failed: {0}")]
     Refused(String),
@@ -81,7 +82,7 @@ impl SignError {
 /// The commit of `tree` on `parents` with `message` and the user's identity, signed when
 /// `request` (or `commit.gpgSign`) asks for it: [`write_signed_commit`], else
 /// [`super::commit::write_commit`].
-pub fn write_commit(
+pub(crate) fn write_commit(
     repo: &Repository,
     tree: Oid,
     parents: &[Oid],
@@ -97,7 +98,7 @@ pub fn write_commit(
 /// Writes the commit of `tree` on `parents` with `message` and the user's identity, signed
 /// by git with `key` (`None`: `user.signingKey` or the signing program's default), without
 /// moving any ref.
-pub fn write_signed_commit(
+pub(crate) fn write_signed_commit(
     repo: &Repository,
     tree: Oid,
     parents: &[Oid],

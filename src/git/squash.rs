@@ -6,7 +6,7 @@
 use git2::{Oid, Repository};
 
 /// Whether commit `id` has more than one parent.
-pub fn is_merge(repo: &Repository, id: Oid) -> Result<bool, git2::Error> {
+pub(crate) fn is_merge(repo: &Repository, id: Oid) -> Result<bool, git2::Error> {
     Ok(repo.find_commit(id)?.parent_count() > 1)
 }
 
@@ -15,7 +15,7 @@ pub fn is_merge(repo: &Repository, id: Oid) -> Result<bool, git2::Error> {
 /// (renames found as git finds them, by `diff.renames` and `diff.renameLimit`), a file that
 /// became a symlink once. The trees are compared first, skipping identical subtrees; only
 /// the paths that differ are handed to the rename detection.
-pub fn files_changed(
+pub(crate) fn files_changed(
     repo: &Repository,
     base: Option<Oid>,
     head: Oid,

@@ -1,4 +1,4 @@
-//! Repository states git-loaf must respect (DESIGN §2 "Repository states"): an operation in
+//! Repository states git-loaf must respect (docs/apply.md): an operation in
 //! progress (merge, rebase, `git am`, cherry-pick, revert, bisect) or unresolved conflicts,
 //! which an apply, undo or redo would swallow into its commit or throw away, so they are
 //! refused; an index git-loaf cannot read (split index, sparse index), refused by name; and
@@ -25,7 +25,7 @@ pub struct Refused {
 /// Refuses `command` (`apply`, `undo`, `redo`) while the repository is in the middle of
 /// something only the user can finish, or its index cannot be read exactly; nothing is
 /// changed either way.
-pub fn refuse_in_progress(repo: &Repository, command: &str) -> Result<(), Refused> {
+pub(crate) fn refuse_in_progress(repo: &Repository, command: &str) -> Result<(), Refused> {
     if let Some((what, finish)) = in_progress(repo) {
         return Err(Refused {
             message: format!(
@@ -169,7 +169,7 @@ fn unreadable_index(repo: &Repository, error: &git2::Error, command: &str) -> Re
 /// Whether the index can hold skip-worktree entries at all: that flag needs extended entry
 /// flags, which git writes only in index version 3 and up (version 2 is the usual one), so
 /// most repositories are answered without a look at their entries.
-pub fn may_skip_worktree(index: &git2::Index) -> bool {
+pub(crate) fn may_skip_worktree(index: &git2::Index) -> bool {
     index.version() >= 3
 }
 
@@ -179,7 +179,7 @@ pub fn may_skip_worktree(index: &git2::Index) -> bool {
 /// user's back. A folder whose every entry is skipped is fenced as a whole (so a new file
 /// there is refused too, and a large sparse repository costs one fence per excluded folder,
 /// not one per file); single skipped files elsewhere are fenced one by one.
-pub fn sparse_fences(repo: &Repository, stage_root: &Path) -> Vec<(PathBuf, String)> {
+pub(crate) fn sparse_fences(repo: &Repository, stage_root: &Path) -> Vec<(PathBuf, String)> {
     let Ok(index) = repo.index() else {
         return Vec::new();
     };
@@ -260,7 +260,7 @@ pub fn sparse_fences(repo: &Repository, stage_root: &Path) -> Vec<(PathBuf, Stri
 /// Submodule folders, as places in the stage at `stage_root`, each with the refusal an
 /// action touching it gets: the stage does not check submodules out, and a change there
 /// belongs to another repository.
-pub fn submodule_fences(repo: &Repository, stage_root: &Path) -> Vec<(PathBuf, String)> {
+pub(crate) fn submodule_fences(repo: &Repository, stage_root: &Path) -> Vec<(PathBuf, String)> {
     // libgit2's list walks HEAD's whole tree for gitlinks: first a look at what is already
     // in memory (the index) and at `.gitmodules`, which a repository with submodules has.
     const GITLINK: u32 = 0o160000;
@@ -293,7 +293,7 @@ pub fn submodule_fences(repo: &Repository, stage_root: &Path) -> Vec<(PathBuf, S
 /// repository containing `dir`, its git dir (a linked worktree's own admin folder) and the
 /// common dir, which holds every other worktree's (the stage's included) and git-loaf's own
 /// state. Empty outside a repository.
-pub fn git_dirs(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn git_dirs(dir: &Path) -> Vec<PathBuf> {
     let Ok(repo) = discover(dir) else {
         return Vec::new();
     };

@@ -10,7 +10,7 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// [`git`] with author and committer dated `date` (any form git reads, e.g. `@1577836800`).
-pub fn git_dated(dir: &Path, date: &str, args: &[&str]) -> String {
+pub(crate) fn git_dated(dir: &Path, date: &str, args: &[&str]) -> String {
     let out = Command::new("git")
         .args(args)
         .current_dir(dir)
@@ -36,7 +36,7 @@ pub fn git_dated(dir: &Path, date: &str, args: &[&str]) -> String {
 
 /// A new repository on branch `main` whose config names the user (libgit2 reads it for the
 /// commit signature).
-pub fn init_repo() -> tempfile::TempDir {
+pub(crate) fn init_repo() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     git(dir.path(), &["init", "-q", "-b", "main"]);
     git(dir.path(), &["config", "user.name", "Ada"]);
@@ -46,7 +46,7 @@ pub fn init_repo() -> tempfile::TempDir {
 
 /// Everything `git` says about the user's state: status (untracked files listed one by one),
 /// unstaged and staged diffs, and HEAD. Equal strings mean an identical state.
-pub fn user_state(root: &Path) -> String {
+pub(crate) fn user_state(root: &Path) -> String {
     [
         git(root, &["status", "--porcelain=v2", "--untracked-files=all"]),
         git(root, &["diff"]),
@@ -58,7 +58,13 @@ pub fn user_state(root: &Path) -> String {
 
 /// Writes `content` at `rel`, stages it and commits it with `message`, author and committer
 /// dated `day` days after 2020-01-01; returns the commit.
-pub fn commit_on_day(root: &Path, rel: &str, content: &str, day: i64, message: &str) -> git2::Oid {
+pub(crate) fn commit_on_day(
+    root: &Path,
+    rel: &str,
+    content: &str,
+    day: i64,
+    message: &str,
+) -> git2::Oid {
     write_file(root, rel, content);
     git(root, &["add", rel]);
     let date = format!("@{}", 1_577_836_800 + day * 86_400);
@@ -74,7 +80,7 @@ pub fn write_file(root: &Path, rel: &str, content: &str) {
 }
 
 /// A repository with one commit: `.gitignore` (`*.log`), `a.txt` (three lines), `gone.txt`.
-pub fn committed_repo() -> tempfile::TempDir {
+pub(crate) fn committed_repo() -> tempfile::TempDir {
     let dir = init_repo();
     let root = dir.path();
     write_file(root, ".gitignore", "*.log\n");
@@ -87,7 +93,7 @@ pub fn committed_repo() -> tempfile::TempDir {
 
 /// Uncommitted work of every kind on a [`committed_repo`]: a partially staged file (line 1
 /// staged, line 3 not), a deletion, an untracked file and an ignored one.
-pub fn make_dirty(root: &Path) {
+pub(crate) fn make_dirty(root: &Path) {
     write_file(root, "a.txt", "ONE\n2\n3\n");
     git(root, &["add", "a.txt"]);
     write_file(root, "a.txt", "ONE\n2\nTHREE\n");

@@ -33,7 +33,7 @@ const GITLINK_MODE: i32 = 0o160000;
 /// a 20,000-file repository) for every apply. The two differ only when the reply itself
 /// edits a `.gitattributes` file, and publish re-checks every written file through the
 /// user's filters anyway.
-pub struct Source<'a> {
+pub(crate) struct Source<'a> {
     /// The repository the files are in (objects, ignore rules).
     pub repo: &'a Repository,
     /// The tree the paths are applied to: what it tracks stays tracked even if ignored, and
@@ -57,7 +57,7 @@ pub struct Source<'a> {
 /// holds there now: a file becomes the blob `git add` stores (external drivers, then the
 /// built-in filters; executable bit and symlinks kept), a folder its files, a missing path
 /// nothing. Ignored files that `base` does not already hold are left out, as `git add` would.
-pub fn tree_with_paths(
+pub(crate) fn tree_with_paths(
     source: &Source<'_>,
     paths: &[std::path::PathBuf],
 ) -> Result<Oid, git2::Error> {
@@ -96,7 +96,7 @@ pub fn tree_with_paths(
 /// `base` with every path in `paths` (file paths, relative) set to the entry `source` has
 /// there, or removed where `source` has none: how an apply's changes, found between the
 /// user's working tree and the stage, are laid onto HEAD's tree (and onto the index's).
-pub fn tree_with_entries(
+pub(crate) fn tree_with_entries(
     repo: &Repository,
     base: Oid,
     source: Oid,
@@ -119,7 +119,7 @@ pub fn tree_with_entries(
 
 /// `base` with each path (a file path, relative) set to the blob and mode given, or removed
 /// for `None`; only the folders on those paths are rebuilt.
-pub fn tree_with_values(
+pub(crate) fn tree_with_values(
     repo: &Repository,
     base: Oid,
     values: &[(std::path::PathBuf, Value)],

@@ -17,7 +17,7 @@ struct Entry {
 
 /// File paths (never folders) whose entry differs between `a` and `b`, either side possibly
 /// absent (an empty tree).
-pub fn changed_paths(
+pub(crate) fn changed_paths(
     repo: &Repository,
     a: Option<Oid>,
     b: Option<Oid>,
@@ -35,7 +35,7 @@ pub fn changed_paths(
 /// The file paths that differ between trees `a` and `b`, sorted into those only `b` has
 /// (created), those both have (changed: content, mode or kind) and those only `a` has
 /// (deleted), each sorted.
-pub fn created_changed_deleted(
+pub(crate) fn created_changed_deleted(
     repo: &Repository,
     a: Oid,
     b: Oid,

@@ -9,7 +9,7 @@ pub fn plain(error: &git2::Error) -> String {
 /// `text` without any `; class=Name (n)` or `; code=Name (n)` libgit2 appended to a message
 /// somewhere inside it (errors wrapped in others reach the user as text): the last line of
 /// defence at every place a message is shown.
-pub fn without_codes(text: &str) -> String {
+pub(crate) fn without_codes(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find("; c") {

@@ -5,11 +5,11 @@
 //! although the error's own `content` line has none: the reference does the same.
 
 /// Lines in a context window.
-pub const CONTEXT_LINES: usize = 5;
+pub(crate) const CONTEXT_LINES: usize = 5;
 
 /// 0-based first and last line of the window around 1-based `target_line`, in an input of
 /// `total` lines.
-pub fn window(total: usize, target_line: usize) -> (usize, usize) {
+pub(crate) fn window(total: usize, target_line: usize) -> (usize, usize) {
     if total <= CONTEXT_LINES {
         return (0, total.saturating_sub(1));
     }
@@ -29,7 +29,7 @@ pub fn window(total: usize, target_line: usize) -> (usize, usize) {
 
 /// Start offsets of the `\n`-separated lines of an input, built on the first error only.
 #[derive(Debug)]
-pub struct LineIndex<'a> {
+pub(crate) struct LineIndex<'a> {
     content: &'a str,
     starts: Vec<usize>,
 }

@@ -19,7 +19,7 @@ use nom::{IResult, Parser};
 
 /// ECMAScript `WhiteSpace` and `LineTerminator`: what `String.prototype.trim` and the regex
 /// class `\s` match.
-pub fn is_js_whitespace(c: char) -> bool {
+pub(crate) fn is_js_whitespace(c: char) -> bool {
     matches!(
         c,
         '\u{9}'..='\u{D}'
@@ -56,7 +56,7 @@ pub fn utf16_len(s: &str) -> usize {
 
 /// `s.indexOf(pair)` for a two-byte ASCII `pair`, as a byte offset: cheaper than a general
 /// substring search on the short lines this runs on.
-pub fn find_pair(s: &str, pair: [u8; 2]) -> Option<usize> {
+pub(crate) fn find_pair(s: &str, pair: [u8; 2]) -> Option<usize> {
     let bytes = s.as_bytes();
     memchr::memchr_iter(pair[0], bytes).find(|&i| bytes.get(i + 1) == Some(&pair[1]))
 }
@@ -93,10 +93,10 @@ impl<'a> JsString<'a> {
 
 /// Why `JSON.parse` rejected a quoted string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct JsonStringError;
+pub(crate) struct JsonStringError;
 
 /// `JSON.parse(quoted)` for a string literal `quoted` that starts and ends with `"`.
-pub fn parse_json_string(quoted: &str) -> Result<JsString<'_>, JsonStringError> {
+pub(crate) fn parse_json_string(quoted: &str) -> Result<JsString<'_>, JsonStringError> {
     let inner = quoted
         .strip_prefix('"')
         .and_then(|s| s.strip_suffix('"'))

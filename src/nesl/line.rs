@@ -13,13 +13,13 @@ use nom::{Offset, Parser};
 use super::js;
 
 /// The prefix of a well-formed header; the block id starts right after it.
-pub const HEADER_PREFIX: &str = "#!nesl [@three-char-SHA-256: ";
+pub(crate) const HEADER_PREFIX: &str = "#!nesl [@three-char-SHA-256: ";
 /// What a trimmed line starts with to count as a header.
 pub const HEADER_MARK: &str = "#!nesl ";
 /// What a trimmed line starts with to count as an end marker.
 const END_MARK: &str = "#!end_";
 /// Every heredoc delimiter is this prefix followed by the block id.
-pub const HEREDOC_PREFIX: &str = "EOT_";
+pub(crate) const HEREDOC_PREFIX: &str = "EOT_";
 /// Block ids are 2 to 8 characters long (the reference's messages still say "exactly 3").
 const BLOCK_ID_LENGTHS: std::ops::RangeInclusive<usize> = 2..=8;
 

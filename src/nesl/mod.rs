@@ -75,7 +75,7 @@ use std::borrow::Cow;
 use serde::Serialize;
 
 /// The largest input accepted: 100 MiB, the reference's `MAX_FILE_SIZE`.
-pub const MAX_INPUT_BYTES: usize = 104_857_600;
+pub(crate) const MAX_INPUT_BYTES: usize = 104_857_600;
 
 /// What `parse` found: `parseNesl()`'s result. Serializes to the reference's JSON shape.
 ///

@@ -1,4 +1,4 @@
-//! `git loaf apply` as one git transaction (DESIGN §2): lock → checkpoint → stage → hooks and
+//! `git loaf apply` as one git transaction (docs/apply.md): lock → checkpoint → stage → hooks and
 //! actions → commit with trailers and note → publish → report.
 //!
 //! [`apply`] reads as that pipeline, one call a step; the steps live beside it, each over
@@ -102,8 +102,8 @@ pub fn note_json(result: &ExecutionResult) -> serde_json::Value {
     serde_json::json!({ "text": result.to_text(), "result": result })
 }
 
-/// Records `result` on `commit` (DESIGN §2 "Secrets"): the full report locally, for `git loaf
-/// show`, and the note that can be pushed, whose outputs are sizes and hashes unless loaf.yml
+/// Records `result` on `commit` (docs/trailers-and-notes.md): the full report locally, for `git
+/// loaf show`, and the note that can be pushed, whose outputs are sizes and hashes unless loaf.yml
 /// says `notes.outputs: full`.
 pub fn record(
     repo: &crate::git::Repository,
@@ -163,7 +163,7 @@ pub fn apply_checked(
 /// [`apply`], unless the operation log records an apply of the same reply
 /// (`options.reply_key`). The log is read with the lock held, so a reply another process
 /// applied a moment ago (`git loaf apply` by hand while `git loaf watch` runs) is seen, and
-/// the same reply never runs twice (DESIGN §3, `watch`).
+/// the same reply never runs twice (docs/watch.md).
 pub fn apply_once(cwd: &Path, reply: &str, options: &ApplyOptions) -> Result<Once, TxError> {
     let session = Session::begin(cwd, "apply")?;
     if let Some(key) = &options.reply_key
@@ -186,7 +186,7 @@ fn applied_as(repo: &crate::git::Repository, key: &str) -> Result<Option<String>
     Ok(None)
 }
 
-/// [`apply`] with the operation lock held (by `session`, released when it ends): DESIGN §2's
+/// [`apply`] with the operation lock held (by `session`, released when it ends): docs/apply.md's
 /// pipeline, one named step a call; each step's effects (and crash point) in this order.
 fn apply_locked(
     session: Session,
@@ -248,7 +248,7 @@ struct Tx<'a> {
     options: &'a ApplyOptions,
     /// The repository's root as the model sees it.
     root: PathBuf,
-    /// The loaf.yml that governs (the one the user accepted, DESIGN §2).
+    /// The loaf.yml that governs (the one the user accepted, docs/apply.md).
     config: Config,
     /// The working tree's loaf.yml when the apply began (`None`: no file).
     loaf_yml: Option<String>,

@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use crate::actions::{self, BlockError, ErrorType, Plan};
+use crate::actions::{self, BlockError, ErrorType, ReplyPlan};
 use crate::nesl;
 use crate::nesl::diagnostics::missing_end;
 use crate::nesl::diagnostics::near_miss::{self, EXPECTED_FORM};
@@ -21,7 +21,7 @@ pub struct CheckedReply<'r> {
     /// The root its paths were checked against (the repository's, or the folder).
     pub root: PathBuf,
     /// The actions to run and the blocks that will not.
-    pub plan: Plan,
+    pub plan: ReplyPlan,
     /// The key of its blocks when it is a complete reply: what the operation log records,
     /// so that `git loaf watch` never runs it again.
     pub key: Option<String>,
@@ -69,7 +69,7 @@ pub fn check_built(blocks: Vec<nesl::Block<'static>>, root: &Path) -> CheckedRep
 /// unsaid: blocks swallowed by another block's unclosed heredoc, and whatever looked like a
 /// block but was not one (a ```` ```nesl ```` fence without a header, a malformed header),
 /// each with what to write instead.
-fn check_blocks(reply: &str, parsed: &nesl::ParseResult<'_>, root: &Path) -> Plan {
+fn check_blocks(reply: &str, parsed: &nesl::ParseResult<'_>, root: &Path) -> ReplyPlan {
     let mut plan = actions::plan(reply, parsed, root);
     for heredoc in near_miss::unclosed_heredocs(reply, parsed) {
         if let Some(error) = plan.errors.iter_mut().find(|e| {
@@ -162,7 +162,7 @@ fn collapse_missing_end(errors: &mut Vec<BlockError>, missing: &missing_end::Mis
 /// why, what looked like a block, and how one is written. `None` when there are blocks.
 /// `git loaf apply` answers with this (exit 1) instead of running anything, hooks included:
 /// a model that sent no block must hear so, not see an empty success.
-pub fn no_block_result(reply: &str, plan: &Plan) -> Option<ExecutionResult> {
+pub fn no_block_result(reply: &str, plan: &ReplyPlan) -> Option<ExecutionResult> {
     (plan.total_blocks == 0).then(|| ExecutionResult {
         fatal_error: Some(no_block_message(reply, plan)),
         parse_errors: plan.errors.clone(),
@@ -171,7 +171,7 @@ pub fn no_block_result(reply: &str, plan: &Plan) -> Option<ExecutionResult> {
 }
 
 /// Why nothing ran when the reply has no block, with the form a block takes.
-pub fn no_block_message(reply: &str, plan: &Plan) -> String {
+pub fn no_block_message(reply: &str, plan: &ReplyPlan) -> String {
     let why = if reply.trim().is_empty() {
         "the reply is empty: no NESL block found, nothing ran"
     } else if plan.errors.is_empty() {

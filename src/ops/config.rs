@@ -1,4 +1,4 @@
-//! Which loaf.yml governs (DESIGN §2 "Config a reply writes waits for the user", §5): the
+//! Which loaf.yml governs (docs/loaf-yml.md, "A loaf.yml a reply writes waits for you"): the
 //! last one the user accepted. A change a reply or an agent's turn makes that widens what
 //! code may do waits for `git loaf config accept`; a narrowing applies at once.
 //!
@@ -125,14 +125,14 @@ struct Version {
 /// The loaf.yml that governs in `repo` (whose working tree is `root`), learning on the way
 /// a version that is the user's (it is recorded as accepted). For an operation that holds
 /// the lock; [`peek`] for one that only reads.
-pub fn governing(repo: &Repository, root: &Path) -> Result<Governing, TrustError> {
+pub(crate) fn governing(repo: &Repository, root: &Path) -> Result<Governing, TrustError> {
     find_governing(repo, root, true)
 }
 
 /// [`governing`], recording nothing: for commands that change nothing (`instructions`,
 /// `apply --dry-run`, `config`). It finds what [`governing`] finds: the record only keeps
 /// what the repository's state shows at that moment.
-pub fn peek(repo: &Repository, root: &Path) -> Result<Governing, TrustError> {
+pub(crate) fn peek(repo: &Repository, root: &Path) -> Result<Governing, TrustError> {
     find_governing(repo, root, false)
 }
 
@@ -187,7 +187,7 @@ pub fn show(cwd: &Path) -> Result<Governing, TxError> {
 
 /// `git loaf config accept`, with the operation lock held (an apply reads the record under
 /// it): [`accept`] in the repository containing `cwd`.
-pub fn accept_here(cwd: &Path) -> Result<Acceptance, TxError> {
+pub(crate) fn accept_here(cwd: &Path) -> Result<Acceptance, TxError> {
     let session = crate::tx::session::Session::begin(cwd, "config accept")?;
     Ok(accept(&session.repo, &session.root)?)
 }
@@ -215,7 +215,7 @@ pub fn load(root: &Path) -> Result<Config, TrustError> {
 /// Records that an apply or an agent's turn left the working tree's loaf.yml as it is now,
 /// if it differs from `before` (its text when the operation began): the text is then
 /// theirs, not the user's, until the user accepts it or changes it.
-pub fn note_written(
+pub(crate) fn note_written(
     repo: &Repository,
     root: &Path,
     before: Option<&str>,
@@ -227,7 +227,7 @@ pub fn note_written(
 }
 
 /// Records that an apply or an agent's turn wrote the working tree's loaf.yml as it is now.
-pub fn note_written_now(repo: &Repository, root: &Path) -> Result<(), TrustError> {
+pub(crate) fn note_written_now(repo: &Repository, root: &Path) -> Result<(), TrustError> {
     let now = read_working(root)?;
     let mut record = Record::load(repo);
     record.written = Some(fingerprint(now.as_deref()));
@@ -297,7 +297,7 @@ fn first_accepted(repo: &Repository) -> Result<Version, TrustError> {
 fn by_git_loaf(message: &str) -> bool {
     parse_trailers(message)
         .iter()
-        .any(|(key, _)| key == "Loaf-Apply" || key == crate::ops::squash::SQUASH_TRAILER)
+        .any(|(key, _)| key == "Loaf-Apply" || key == crate::git::commit::SQUASH_TRAILER)
 }
 
 /// The working tree's loaf.yml (`None`: no file).

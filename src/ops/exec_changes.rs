@@ -1,5 +1,5 @@
-//! What each `exec` block changed in the stage (DESIGN §2: "The report names the files an
-//! exec created, changed or deleted in the stage"), for the run's [`ChangeWatch`].
+//! What each `exec` block changed in the stage (docs/apply.md, "The report"), for the run's
+//! [`ChangeWatch`].
 //!
 //! The stage is written as a tree before and after each exec block, as the commit will see
 //! it ([`Stage::snapshot`], `git add -A`: filters applied, ignored files left out), and the
@@ -25,7 +25,7 @@ use crate::tx::stage::{Stage, Touched};
 use super::targets::{action_targets, through_symlink};
 
 /// Watches `stage` for the run.
-pub struct StageWatch<'a> {
+pub(crate) struct StageWatch<'a> {
     stage: &'a Stage,
     repo: &'a Repository,
     /// The tree the running exec started from.

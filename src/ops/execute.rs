@@ -10,8 +10,8 @@ use crate::actions::{self, Action};
 use crate::config::{Config, HookCommand};
 use crate::exec::guard::FsGuard;
 use crate::exec::hooks::{self, Hook};
-use crate::exec::isolate::Isolation;
 use crate::exec::sandbox::Sandbox;
+use crate::exec::secret_paths::Isolation;
 use crate::exec::{self, Outcome, PathMap, Workspace};
 use crate::report::{ActionResult, ExecutionResult, HookErrors};
 
@@ -28,7 +28,7 @@ fn isolation(
         &config.stage.isolate,
         &real_root,
         config.stage.isolate_built_in,
-        crate::tx::visible::tracked_in(user_root),
+        crate::tx::visible_ignored::tracked_in(user_root),
     )
 }
 

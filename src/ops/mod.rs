@@ -25,16 +25,16 @@ pub mod instructions;
 pub mod loaf;
 pub mod log;
 pub mod readiness;
-pub mod record;
-pub mod record_tool;
+pub(crate) mod record;
+pub(crate) mod record_tool;
 pub mod reply_applies;
 mod response;
 pub mod review;
-pub mod saved;
+pub(crate) mod saved;
 pub mod squash;
-pub mod status;
-pub mod step;
-pub mod take;
+pub(crate) mod status;
+pub(crate) mod step;
+pub(crate) mod take;
 mod targets;
 pub mod undo;
 
@@ -47,7 +47,7 @@ use sha2::{Digest, Sha256};
 
 /// A short id for an operation: the first 6 hex digits of a hash of the time, the process
 /// and the reply (unique enough within one repository's history, short enough to type).
-pub fn new_id(seed: &str) -> String {
+pub(crate) fn new_id(seed: &str) -> String {
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_nanos())

@@ -1,4 +1,4 @@
-//! Record mode (DESIGN §3b): the turns of an agent that edits files itself (Claude Code,
+//! Record mode (docs/agents.md): the turns of an agent that edits files itself (Claude Code,
 //! Codex, Cursor, Gemini CLI) become commits that are applies for `undo`, `redo`, `log`,
 //! `show` and `squash`.
 //!
@@ -8,10 +8,10 @@
 //! `commit`: lock → checkpoint again → the user's side: the working tree at begin, with the
 //! user's changes between the agent's tool calls laid on it when the agent sent tool events
 //! ([`super::record_tool`]; else the turn is attributed whole) → the commit: the change from
-//! the user's side to now laid on HEAD's version, per file, 3-way (§2 Ownership: the user's
-//! hunks stay uncommitted) → the index: the commit with the user's staged hunks laid back on
-//! it → the note → publish (journal, compare-and-swap, operation-log entry, as an apply) →
-//! forget the turn.
+//! the user's side to now laid on HEAD's version, per file, 3-way (docs/apply.md, "What an apply
+//! commits, and what it leaves alone": the user's hunks stay uncommitted) → the index: the commit
+//! with the user's staged hunks laid back on it → the note → publish (journal, compare-and-swap,
+//! operation-log entry, as an apply) → forget the turn.
 //!
 //! The operation-log entry's before state is the user's state now with the turn's paths as
 //! the user's side has them (and the index as at `begin`): undo takes out exactly the
@@ -123,7 +123,8 @@ pub fn begin(cwd: &Path, options: &BeginOptions) -> Result<Begun, TxError> {
     refuse_intent_to_add(repo, "record begin")?;
     let cp = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
     // A loaf.yml the user edited before the turn is theirs (and accepted); one that changes
-    // while the turn is being recorded is not (DESIGN §2 "Config a reply writes waits").
+    // while the turn is being recorded is not (docs/loaf-yml.md, "A loaf.yml a reply writes waits
+    // for you").
     crate::ops::config::governing(repo, &session.root)?;
     let begun = Turn {
         session: name.clone(),
@@ -207,7 +208,7 @@ fn refuse_intent_to_add(repo: &Repository, command: &str) -> Result<(), TxError>
 }
 
 /// The turn's paths and the trees of its commit, index and undo.
-struct Plan {
+struct TurnPlan {
     /// The paths the commit changes.
     paths: Vec<PathBuf>,
     /// The commit's tree: HEAD's with the agent's change laid on it.
@@ -278,7 +279,7 @@ fn end_turn(session: &Session, begun: &Turn) -> Result<Ended, TxError> {
 
 /// The turn's paths and trees; `None` when it changed nothing that HEAD does not already
 /// hold (the agent changed nothing, or committed its change itself).
-fn plan(repo: &Repository, begun: &Turn, now: &Checkpoint) -> Result<Option<Plan>, TxError> {
+fn plan(repo: &Repository, begun: &Turn, now: &Checkpoint) -> Result<Option<TurnPlan>, TxError> {
     let work_before = begun.work_tree()?;
     let users =
         super::record_tool::users_tree_at_end(repo, begun, now.work_tree)?.unwrap_or(work_before);
@@ -307,7 +308,7 @@ fn plan(repo: &Repository, begun: &Turn, now: &Checkpoint) -> Result<Option<Plan
         treebuild::tree_with_entries(repo, now.work_tree, users, &paths)?,
         treebuild::tree_with_entries(repo, now.index_tree, begun.index_tree()?, &paths)?,
     );
-    Ok(Some(Plan {
+    Ok(Some(TurnPlan {
         paths: committed.changed,
         tree: committed.tree,
         carried: committed.carried,
@@ -371,7 +372,7 @@ fn transition(
     ref_name: &str,
     head: Option<Oid>,
     now: &Checkpoint,
-    plan: &Plan,
+    plan: &TurnPlan,
     recorded: &Recorded,
 ) -> Transition {
     let head = head.map(|o| o.to_string());

@@ -1,4 +1,4 @@
-//! Per-tool attribution in record mode (DESIGN §3b): a change made during one of the agent's
+//! Per-tool attribution in record mode (docs/agents.md): a change made during one of the agent's
 //! tool calls is the agent's, one made between them the user's.
 //!
 //! The turn keeps two trees ([`ToolTrees`]): `agents`, the working tree as the last event

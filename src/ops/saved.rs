@@ -1,4 +1,4 @@
-//! `git loaf saved` and `git loaf restore <id>` (DESIGN §3): the work git-loaf moved out of
+//! `git loaf saved` and `git loaf restore <id>` (docs/history.md): the work git-loaf moved out of
 //! the user's files to make room (a forced undo, a step-back onto a commit that changes a file
 //! being edited, a step-forward that could not merge, a walk that could not step forward),
 //! listed, and put back exactly as it was: untracked files untracked, unstaged changes
@@ -26,7 +26,7 @@ use crate::tx::session::{self, Session, TxError};
 
 /// One piece of saved work, as `git loaf saved` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Listed {
+pub(crate) struct Listed {
     /// The id `git loaf restore` takes.
     pub id: String,
     /// What saved it.
@@ -70,7 +70,7 @@ pub fn listed(repo: &Repository) -> Result<Vec<Listed>, TxError> {
 
 /// What `git loaf restore` put back.
 #[derive(Debug)]
-pub struct Restored {
+pub(crate) struct Restored {
     /// The saved work's id.
     pub id: String,
     /// The restore's id in the operation log.
@@ -111,7 +111,7 @@ pub fn restore(cwd: &Path, id: &str) -> Result<Restored, TxError> {
     checkpoint::refuse_intent_to_add(repo)
         .map_err(|paths| TxError::intent_to_add(&paths, "restore"))?;
     let cp = checkpoint::take(repo).map_err(TxError::from_checkpoint)?;
-    let plan = Plan::of(repo, &work, &cp)?;
+    let plan = RestorePlan::of(repo, &work, &cp)?;
     if !plan.overwritten.is_empty() {
         return Err(TxError::Refused {
             message: format!(
@@ -149,7 +149,7 @@ pub fn restore(cwd: &Path, id: &str) -> Result<Restored, TxError> {
 
 /// What putting saved work back changes, path by path.
 #[derive(Default)]
-struct Plan {
+struct RestorePlan {
     /// New values for the working tree and the index.
     work: Vec<(PathBuf, Value)>,
     index: Vec<(PathBuf, Value)>,
@@ -163,12 +163,16 @@ struct Plan {
     overwritten: Vec<PathBuf>,
 }
 
-impl Plan {
+impl RestorePlan {
     /// Each path of the saved work gets its saved file; its index entry is the saved one
     /// when the saved change was staged, and stays as it is otherwise (HEAD's: an untracked
     /// file stays untracked). A path whose file or index entry differs from HEAD and from
     /// what would be put there is the user's: overwritten, refused.
-    fn of(repo: &Repository, work: &SavedWork, cp: &Checkpoint) -> Result<Plan, git2::Error> {
+    fn of(
+        repo: &Repository,
+        work: &SavedWork,
+        cp: &Checkpoint,
+    ) -> Result<RestorePlan, git2::Error> {
         let tree = |id: Oid| repo.find_tree(id);
         let (head, now_work, now_index) = (
             tree(cp.head_tree)?,
@@ -180,7 +184,7 @@ impl Plan {
             tree(work.work.work)?,
             tree(work.work.index)?,
         );
-        let mut plan = Plan::default();
+        let mut plan = RestorePlan::default();
         for path in work.paths(repo)? {
             let at = |t: &Tree<'_>| crate::git::treediff::blob_at(t, &path);
             let (head_value, file, entry) = (at(&head), at(&now_work), at(&now_index));

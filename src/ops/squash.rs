@@ -1,4 +1,4 @@
-//! `git loaf squash` (DESIGN §3): fold the run of commits ending at HEAD into one commit.
+//! `git loaf squash` (docs/history.md): fold the run of commits ending at HEAD into one commit.
 //!
 //! select the run (first parents from HEAD; by default the git-loaf applies; a merge, a
 //! commit that does not match or one older than the cutoff ends it) → refuse fewer than two
@@ -30,10 +30,7 @@ use crate::tx::publish::{self, PublishError, Transition, crash_point};
 use crate::tx::session::{self, Session, TxError};
 use selecting::plan;
 
-/// The trailer naming a squash commit's id.
-pub const SQUASH_TRAILER: &str = "Loaf-Squash";
-/// The trailer naming one squashed apply: `<apply id> <its commit>`.
-pub const SQUASHED_TRAILER: &str = "Loaf-Squashed";
+pub use crate::git::commit::{SQUASH_TRAILER, SQUASHED_TRAILER};
 
 /// What to squash and how.
 #[derive(Debug, Clone, Default)]
@@ -91,7 +88,7 @@ pub enum RunEnd {
 
 /// What squash will do (or, after a dry run, would have done).
 #[derive(Debug, Clone)]
-pub struct Plan {
+pub struct SquashPlan {
     /// The ref moved.
     pub ref_name: String,
     /// HEAD now.
@@ -116,7 +113,7 @@ pub struct Squashed {
     /// The squash's id (its `Loaf-Squash` trailer and operation log entry).
     pub id: String,
     /// What was selected and the message.
-    pub plan: Plan,
+    pub plan: SquashPlan,
     /// The squash commit (`None` for a dry run).
     pub commit: Option<Oid>,
     /// How the push went, when asked for.
@@ -195,7 +192,7 @@ fn checkpoint_work(repo: &Repository) -> Result<(String, String), TxError> {
 /// The squash commit: HEAD's tree on the run's base. Signed as `git commit` would sign it
 /// (commit.gpgSign, --gpg-sign); a failure stops the squash before anything moves, with
 /// git's message.
-fn commit(repo: &Repository, plan: &Plan, options: &SquashOptions) -> Result<Oid, TxError> {
+fn commit(repo: &Repository, plan: &SquashPlan, options: &SquashOptions) -> Result<Oid, TxError> {
     let tree = commits::read(repo, plan.head)?.tree;
     let parents: Vec<Oid> = plan.base.into_iter().collect();
     let commit = crate::git::sign::write_commit(repo, tree, &parents, &plan.message, &options.sign)
@@ -224,7 +221,7 @@ fn notes_rewrite_notice(repo: &Repository) -> Option<String> {
 fn transition(
     session: &Session,
     id: &str,
-    plan: &Plan,
+    plan: &SquashPlan,
     commit: Oid,
     (work, index): (String, String),
 ) -> Transition {
@@ -277,7 +274,7 @@ fn publish_squash(repo: &Repository, transition: &Transition) -> Result<(), TxEr
     }
 }
 
-/// Records the squash on `commit` as an apply is recorded (DESIGN §2 "Secrets"): the folded
+/// Records the squash on `commit` as an apply is recorded (docs/trailers-and-notes.md): the folded
 /// applies' full reports (the local ones, else their notes) as the squash's local report, and
 /// their notes merged as its note, whose outputs are sizes and hashes unless loaf.yml says
 /// `notes.outputs: full` — an older note that held outputs loses them here.
@@ -384,7 +381,7 @@ fn hash_record(record: &mut Value) {
 /// `2026-01-01`, `2026-01-01 12:00[:00]`, RFC 3339 with `Z` or an offset
 /// (`2026-01-01T12:00:00+02:00`), `@<seconds>`, or a time ago (`3 days ago`, `2h`). Times
 /// without a zone are UTC.
-pub fn parse_date(text: &str, now: i64) -> Option<i64> {
+pub(crate) fn parse_date(text: &str, now: i64) -> Option<i64> {
     let text = text.trim();
     if let Some(seconds) = text.strip_prefix('@') {
         return seconds.parse().ok();

@@ -1,4 +1,4 @@
-//! `git loaf status` (DESIGN §3): one place that says what git-loaf has in effect in this
+//! `git loaf status` (docs/history.md): one place that says what git-loaf has in effect in this
 //! working tree, each with the command that ends it: a walk of step-backs, an agent's turn
 //! being recorded, applies kept instead of applied, saved work, an operation a crash
 //! interrupted, a loaf.yml change that waits for the user.

@@ -28,7 +28,7 @@ fn find(session: &Session, id: &str) -> Result<KeptCommit, TxError> {
 }
 
 /// `git loaf drop <id>`: deletes the kept commit's ref.
-pub fn drop_kept(cwd: &Path, id: &str) -> Result<KeptCommit, TxError> {
+pub(crate) fn drop_kept(cwd: &Path, id: &str) -> Result<KeptCommit, TxError> {
     let session = Session::begin(cwd, "drop")?;
     let kept = find(&session, id)?;
     refs::drop_kept(&session.repo, id)?;

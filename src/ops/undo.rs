@@ -1,4 +1,4 @@
-//! `git loaf undo` and `git loaf redo` (DESIGN §3): walk the operation log back and forth,
+//! `git loaf undo` and `git loaf redo` (docs/history.md): walk the operation log back and forth,
 //! restoring HEAD, the index and the working tree exactly, untracked files included.
 //!
 //! Undo refuses when anything changed since the operation (HEAD moved, files or index
@@ -20,7 +20,7 @@ use crate::tx::checkpoint::{self, Checkpoint};
 use crate::tx::oplog::{self, OpEntry, OpKind, UserState};
 use crate::tx::publish::{self, Transition, crash_point, differing};
 use crate::tx::session::{Session, TxError};
-use crate::tx::visible::Extras;
+use crate::tx::visible_ignored::Extras;
 use crate::tx::{head, saved};
 
 /// What undo or redo did.

@@ -1,6 +1,7 @@
 //! Text that is safe to print on a terminal and to store in a commit: control characters
-//! shown escaped instead of acted on (DESIGN §2 "Only what git-loaf opened reaches code":
-//! output printed to a terminal has control sequences neutralised).
+//! shown escaped instead of acted on (docs/sandbox-and-safety.md, "Terminal output: control
+//! sequences are shown, never obeyed": output printed to a terminal has control sequences
+//! neutralised).
 //!
 //! What a reply's code prints, a file it read, an agent's prompt can hold escape sequences
 //! that a terminal obeys: `ESC ] 52 ; c ; … BEL` writes the clipboard, `ESC [ 2 J` clears the
@@ -16,7 +17,7 @@ use std::fmt::Write as _;
 
 /// `text` with its control characters escaped (see the module's doc); borrowed when it has
 /// none. Escaping twice changes nothing more.
-pub fn inert(text: &str) -> Cow<'_, str> {
+pub(crate) fn inert(text: &str) -> Cow<'_, str> {
     let first = text
         .char_indices()
         .find(|&(at, c)| acts(c, text[at + c.len_utf8()..].chars().next()))
@@ -38,7 +39,7 @@ pub fn inert(text: &str) -> Cow<'_, str> {
 }
 
 /// `bytes` as text with what is not UTF-8 shown as `\xNN`, then made [`inert`].
-pub fn inert_bytes(bytes: &[u8]) -> String {
+pub(crate) fn inert_bytes(bytes: &[u8]) -> String {
     let mut out = String::with_capacity(bytes.len());
     for chunk in bytes.utf8_chunks() {
         out.push_str(&inert(chunk.valid()));

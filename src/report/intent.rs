@@ -7,7 +7,7 @@ use crate::nesl::HEADER_MARK;
 /// The first sentence of `reply`'s opening prose, on one line, without markdown's heading,
 /// list and emphasis marks or a closing `.`/`:`; `None` when the reply opens with a block
 /// (or with nothing but marks). Not fitted to any length: the subject line is.
-pub fn opening_sentence(reply: &str) -> Option<String> {
+pub(crate) fn opening_sentence(reply: &str) -> Option<String> {
     let mut words: Vec<&str> = Vec::new();
     for line in reply.lines() {
         let trimmed = line.trim();

@@ -1,4 +1,4 @@
-//! What can be pushed holds no contents (DESIGN §2 "Secrets"). The `Loaf-Result` trailer and
+//! What can be pushed holds no contents (docs/trailers-and-notes.md). The `Loaf-Result` trailer and
 //! the note under `refs/notes/loaf` travel with `git push`; a block that read an ignored `.env`
 //! or ran `cat .env` must not put those bytes there. So in what can be pushed, the output of
 //! every action whose output the report shows (reads, listings, searches, exec: the schema's
@@ -18,7 +18,7 @@ use super::ExecutionResult;
 use crate::actions::{OutputDisplay, Schema};
 
 /// The marker a note holds (`"outputs": "hashes"`) when its outputs were replaced by hashes.
-pub const HASHED_MARKER: &str = "hashes";
+pub(crate) const HASHED_MARKER: &str = "hashes";
 
 /// `{"bytes": N, "sha256": "<hex>"}` of `text`.
 pub fn digest(text: &str) -> Value {
@@ -29,7 +29,7 @@ pub fn digest(text: &str) -> Value {
 }
 
 /// `(bytes, sha256)` when `value` is a [`digest`].
-pub fn as_digest(value: &Value) -> Option<(u64, &str)> {
+pub(crate) fn as_digest(value: &Value) -> Option<(u64, &str)> {
     let map = value.as_object().filter(|m| m.len() == 2)?;
     Some((map.get("bytes")?.as_u64()?, map.get("sha256")?.as_str()?))
 }
@@ -59,7 +59,7 @@ impl ExecutionResult {
 /// [`ExecutionResult::outputs_hashed`] on a stored result (a note's `result`, or a squash's
 /// records holding several): every object with an `action` string and `data`. Returns how
 /// many outputs it hashed.
-pub fn hash_outputs_in(value: &mut Value) -> usize {
+pub(crate) fn hash_outputs_in(value: &mut Value) -> usize {
     match value {
         Value::Object(map) => {
             let action = map.get("action").and_then(Value::as_str).map(str::to_owned);
@@ -81,7 +81,7 @@ pub fn hash_outputs_in(value: &mut Value) -> usize {
 
 /// A text report (as an older note stored it) without its outputs: the `=== OUTPUTS ===`
 /// section, which always comes last, is replaced by a line saying where they are.
-pub fn drop_outputs_from_text(text: &str) -> String {
+pub(crate) fn drop_outputs_from_text(text: &str) -> String {
     const START: &str = "\n=== OUTPUTS ===\n";
     // Result lines never start with `===` (continuation lines are indented), so the first
     // one at the start of a line is the section's.
@@ -124,7 +124,7 @@ pub(super) fn hash_output(data: &Value) -> Value {
 }
 
 /// How a hashed output reads in the text report.
-pub fn digest_text(bytes: u64, sha256: &str) -> String {
+pub(crate) fn digest_text(bytes: u64, sha256: &str) -> String {
     format!("({bytes} bytes, sha256 {sha256}; the content is not recorded here)")
 }
 

@@ -1,4 +1,4 @@
-//! The subject line of an apply's commit (`AI: {operation_summary}`, DESIGN §2): what the
+//! The subject line of an apply's commit (`AI: {operation_summary}`, docs/apply.md): what the
 //! reply's successful writes did to the paths the commit changes, in a few words. It reads
 //! the [`ExecutionResult`], so it is made here, above git: the commit writer
 //! ([`crate::git::commit`]) takes the finished message.
@@ -14,7 +14,7 @@ use super::inert::inert;
 
 /// git's convention for a subject line's length (`git log --oneline`, `git shortlog`, and
 /// every tool that lists commits one per line, cut or wrap past it).
-pub const SUBJECT_MAX: usize = 72;
+pub(crate) const SUBJECT_MAX: usize = 72;
 
 /// How many of the reply's changes a subject names at most; the rest are counted.
 const NAMED_MAX: usize = 3;
@@ -23,8 +23,14 @@ const NAMED_MAX: usize = 3;
 /// to the commit's `changed` paths (relative to `root`), each path named once (a file written
 /// then edited is `file_write a.rs`), at most three named. `exec` is named only when it can
 /// have made a change: some changed path no fs action accounts for (an `exec` that only ran
-/// tests is not news in the log). No length limit: [`subject_line`] fits it to one.
-pub fn subject_summary(result: &ExecutionResult, root: &Path, changed: &[PathBuf]) -> String {
+/// tests is not news in the log). No length limit: [`subject_line`] fits it to one. The
+/// tests' view of [`subject_line`]'s words.
+#[cfg(test)]
+pub(crate) fn subject_summary(
+    result: &ExecutionResult,
+    root: &Path,
+    changed: &[PathBuf],
+) -> String {
     let items = items(result, root, changed);
     summary(&items, NAMED_MAX, false)
 }

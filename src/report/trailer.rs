@@ -1,6 +1,6 @@
-//! The `Loaf-Result` trailer (DESIGN §2): one line of JSON that `git log` shows under every
-//! apply's subject, so it holds only what a reader of the history scans for — each block's
-//! action, the paths it named, whether it succeeded, and the `{bytes, sha256}` of what it
+//! The `Loaf-Result` trailer (docs/trailers-and-notes.md): one line of JSON that `git log` shows
+//! under every apply's subject, so it holds only what a reader of the history scans for — each
+//! block's action, the paths it named, whether it succeeded, and the `{bytes, sha256}` of what it
 //! read or printed — in well under a kilobyte for a typical reply. Everything else the
 //! ExecutionResult holds (parameters, messages, errors, warnings, hooks, the git facts) is in
 //! the commit's note (`refs/notes/loaf`) and the local report, which `git loaf show` reads.

@@ -26,7 +26,7 @@ pub struct Work {
 
 /// The result of [`carry`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Carried {
+pub(crate) struct Carried {
     /// The merged working tree and index.
     pub into: Work,
     /// Paths where the two sides could not both be kept in the file: conflict markers in
@@ -92,7 +92,7 @@ pub fn carry(
 
 /// The result of [`across`].
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Across {
+pub(crate) struct Across {
     /// The files and index after the step: the commit stepped onto, with the carried work.
     pub into: Work,
     /// Paths of the user's work that stay in place.
@@ -145,7 +145,7 @@ pub fn across(repo: &Repository, ours: Work, from: Oid, to: Oid) -> Result<Acros
 /// The work a step-back kept aside: the user's work `before` (on a commit whose tree is
 /// `head_tree`) on the paths the step did not carry (where its `after` state differs), laid
 /// on `head_tree`; `None` when it carried everything.
-pub fn kept_aside(
+pub(crate) fn kept_aside(
     repo: &Repository,
     head_tree: Oid,
     before: Work,

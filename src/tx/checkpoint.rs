@@ -2,7 +2,7 @@
 //! user's files, index or HEAD, so that actions apply to exactly what the model saw and undo
 //! can put that work back exactly.
 //!
-//! A checkpoint is two trees, never a commit on the user's branch (DESIGN §2): the working
+//! A checkpoint is two trees, never a commit on the user's branch (docs/apply.md): the working
 //! tree as `git add -A` would record it (tracked changes and untracked, non-ignored files,
 //! external clean filters applied; skip-worktree entries as the index has them, since a
 //! sparse checkout's missing files are not deletions) and the index, partially staged files
@@ -58,8 +58,10 @@ impl Checkpoint {
 /// Staged changes are found by comparing the index, as a tree, with HEAD's tree: libgit2
 /// reuses the index's cached subtrees, so this is far cheaper than diffing HEAD against every
 /// index entry. Then the working tree is scanned once against the index, and the refreshed
-/// stat data written back so that the next scan (ours or git's) is fast.
-pub fn is_dirty(repo: &Repository) -> Result<bool, git2::Error> {
+/// stat data written back so that the next scan (ours or git's) is fast. The reference
+/// that `git::quickscan`'s tests check the quick scan against.
+#[cfg(test)]
+pub(crate) fn is_dirty(repo: &Repository) -> Result<bool, git2::Error> {
     let head_tree = match head_commit(repo)? {
         Some(head) => Some(repo.find_commit(head)?.tree_id()),
         None => None,
@@ -72,6 +74,7 @@ pub fn is_dirty(repo: &Repository) -> Result<bool, git2::Error> {
 }
 
 /// What a look at the index and working tree found.
+#[cfg(test)]
 enum Scan {
     /// Both are HEAD's.
     Clean,
@@ -82,6 +85,7 @@ enum Scan {
     Files(Vec<Vec<u8>>),
 }
 
+#[cfg(test)]
 fn scan(repo: &Repository, head_tree: Option<Oid>) -> Result<Scan, git2::Error> {
     let mut index = repo.index()?;
     let staged = match (head_tree, index_tree(repo, &mut index)) {
@@ -144,7 +148,7 @@ fn workdir_changes(repo: &Repository) -> Result<Vec<Vec<u8>>, git2::Error> {
 /// Paths staged with `git add -N` (intent to add). A checkpoint records the index as a tree,
 /// which has no place for that flag (the entry would come back as a staged empty file), so
 /// an operation refuses rather than restore something else than what was there.
-pub fn refuse_intent_to_add(repo: &Repository) -> Result<(), Vec<String>> {
+pub(crate) fn refuse_intent_to_add(repo: &Repository) -> Result<(), Vec<String>> {
     const INTENT_TO_ADD: u16 = 1 << 13;
     let Ok(index) = repo.index() else {
         return Ok(());
@@ -161,7 +165,7 @@ pub fn refuse_intent_to_add(repo: &Repository) -> Result<(), Vec<String>> {
 const SKIP_WORKTREE: u16 = 1 << 14;
 
 /// The empty tree's id (written if missing).
-pub fn empty_tree(repo: &Repository) -> Result<Oid, git2::Error> {
+pub(crate) fn empty_tree(repo: &Repository) -> Result<Oid, git2::Error> {
     repo.treebuilder(None)?.write()
 }
 
@@ -272,39 +276,11 @@ fn changes_apply_alone(repo: &Repository, index: &git2::Index) -> Result<bool, g
 }
 
 /// The tree of commit `head` (the empty tree for an unborn branch), as hex.
-pub fn commit_tree(repo: &Repository, head: Option<&str>) -> Result<String, git2::Error> {
+pub(crate) fn commit_tree(repo: &Repository, head: Option<&str>) -> Result<String, git2::Error> {
     match head {
         Some(h) => Ok(repo.find_commit(Oid::from_str(h)?)?.tree_id().to_string()),
         None => Ok(empty_tree(repo)?.to_string()),
     }
-}
-
-/// The paths among `changed` where the user had uncommitted work (in the file or staged) in
-/// `checkpoint`: an apply that changes them takes that work into its commit.
-pub fn carried_uncommitted(
-    repo: &Repository,
-    checkpoint: &Checkpoint,
-    changed: &[PathBuf],
-) -> Result<Vec<String>, git2::Error> {
-    if checkpoint.is_clean() {
-        return Ok(Vec::new());
-    }
-    let entry = |tree: Oid, path: &Path| -> Result<Option<(Oid, i32)>, git2::Error> {
-        Ok(repo
-            .find_tree(tree)?
-            .get_path(path)
-            .ok()
-            .map(|e| (e.id(), e.filemode())))
-    };
-    let mut out = Vec::new();
-    for path in changed {
-        let head = entry(checkpoint.head_tree, path)?;
-        if entry(checkpoint.work_tree, path)? != head || entry(checkpoint.index_tree, path)? != head
-        {
-            out.push(path.display().to_string());
-        }
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@ use super::oplog::{self, OpKind};
 
 /// What the operations read of a commit.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CommitInfo {
+pub(crate) struct CommitInfo {
     /// The commit.
     pub id: Oid,
     /// Its tree.
@@ -42,7 +42,7 @@ pub fn read(repo: &Repository, id: Oid) -> Result<CommitInfo, git2::Error> {
 
 /// HEAD's first-parent chain, newest first, read as it is walked; `None` when HEAD names no
 /// commit (an unborn branch).
-pub fn first_parents(
+pub(crate) fn first_parents(
     repo: &Repository,
 ) -> Result<Option<impl Iterator<Item = Result<CommitInfo, git2::Error>> + '_>, git2::Error> {
     let Ok(head) = repo.head().and_then(|h| h.peel_to_commit()) else {
@@ -88,7 +88,7 @@ pub fn resolve(repo: &Repository, rev: &str) -> Result<Option<CommitInfo>, git2:
 
 /// Whether commit `descendant` has `ancestor` in its history (false if either is not a
 /// commit id).
-pub fn descends_from(repo: &Repository, descendant: &str, ancestor: &str) -> bool {
+pub(crate) fn descends_from(repo: &Repository, descendant: &str, ancestor: &str) -> bool {
     match (Oid::from_str(descendant), Oid::from_str(ancestor)) {
         (Ok(d), Ok(a)) => repo.graph_descendant_of(d, a).unwrap_or(false),
         _ => false,

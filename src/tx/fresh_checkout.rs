@@ -37,7 +37,7 @@ struct File {
 /// Writes `tree` of `repo` (the stage, whose working tree `root` is empty) and sets its
 /// index to match; `false` when the tree holds something this does not write (nothing is
 /// written then).
-pub fn write_tree(repo: &Repository, root: &Path, tree: Oid) -> Result<bool, git2::Error> {
+pub(crate) fn write_tree(repo: &Repository, root: &Path, tree: Oid) -> Result<bool, git2::Error> {
     let Some((folders, files)) = plain_entries(repo, tree)? else {
         return Ok(false);
     };
@@ -106,7 +106,7 @@ fn write_on_threads(
 /// `.gitattributes` is on its way in `tree` or on disk), or a path is not a plain file in
 /// `tree`, has a folder in the way on disk or a symlink or file among its folders: the caller
 /// leaves it all to libgit2 (which replaces such a link by a folder, never writing through it).
-pub fn rewrite_paths(
+pub(crate) fn rewrite_paths(
     repo: &Repository,
     root: &Path,
     tree: &git2::Tree<'_>,

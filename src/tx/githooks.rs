@@ -1,4 +1,5 @@
-//! The repository's own git hooks, run as `git commit` runs them (DESIGN §2, Commit; issue 14).
+//! The repository's own git hooks, run as `git commit` runs them (docs/apply.md, "Your git hooks
+//! and commit signing").
 //!
 //! An apply commit is written by libgit2, which runs no hooks; a user whose repository has a
 //! `pre-commit` hook (formatter, linter, secret scanner, the pre-commit framework) or a
@@ -7,10 +8,10 @@
 //!
 //! - `pre-commit` runs in the stage, with the stage's index holding exactly the commit's
 //!   tree (HEAD's tree plus the apply's paths) and the stage's HEAD on the user's branch (at
-//!   the parent), as `git commit` runs it with the index it is about to commit. The user's other uncommitted work is in the stage's files but not in
-//!   that index: unstaged, as it would be for `git commit`. What the hook changes becomes part
-//!   of the commit, as with loaf.yml's after hooks: files it rewrote in the stage (a
-//!   formatter) and paths it `git add`ed.
+//!   the parent), as `git commit` runs it with the index it is about to commit. The user's other
+//!   uncommitted work is in the stage's files but not in that index: unstaged, as it would be for
+//!   `git commit`. What the hook changes becomes part of the commit, as with loaf.yml's after
+//!   hooks: files it rewrote in the stage (a formatter) and paths it `git add`ed.
 //! - `prepare-commit-msg` (`<file> message`, as with `git commit -m`) and `commit-msg`
 //!   (`<file>`) run with the message in `$GIT_DIR/COMMIT_EDITMSG`; what they leave there is
 //!   the message, cleaned up as `git commit -m` cleans it (trailing whitespace, blank lines).
@@ -23,13 +24,12 @@
 //! only. Finding them costs a config read and a few `stat`s, so an apply in a repository
 //! without hooks does nothing more.
 //!
-//! They run **as the user had them before the apply** (DESIGN §2, "Code the reply wrote
-//! never runs during its own apply"): when the apply starts, before any action, the hooks
-//! found and the files beside them are copied into a private folder of the git common dir
-//! (`loaf/githooks`, 0700), and that copy runs, in every place hooks run. A reply that
-//! writes `.githooks/pre-commit` (a tracked `core.hooksPath`) gets its version committed;
-//! it runs from the next apply on. A hook that did not exist before the apply never runs in
-//! it. The hook's `$0` is the copy's path.
+//! They run **as the user had them before the apply** (docs/apply.md, "Your git hooks and commit
+//! signing"): when the apply starts, before any action, the hooks found and the files beside them
+//! are copied into a private folder of the git common dir (`loaf/githooks`, 0700), and that copy
+//! runs, in every place hooks run. A reply that writes `.githooks/pre-commit` (a tracked
+//! `core.hooksPath`) gets its version committed; it runs from the next apply on. A hook that did
+//! not exist before the apply never runs in it. The hook's `$0` is the copy's path.
 //!
 //! They run in the same sandbox as `exec` (the stage at the repository's path, ignored
 //! entries such as `node_modules` or `.venv` in place), so the hook reaches its tools; its
@@ -43,25 +43,21 @@ use std::time::Duration;
 
 use git2::{Oid, Repository};
 
+mod copy;
+
 use super::stage::{Stage, StageError, Touched};
 use crate::exec::PathMap;
 use crate::exec::environment::CodeEnvironment;
 use crate::exec::hooks::{Hook, HookRun, run_hooks_with};
 use crate::exec::sandbox::Sandbox;
+use copy::{COPY_DIR, HooksCopy, copy_hooks, is_executable};
 
 /// How long a git hook may run (`git commit` waits forever; the pre-commit framework's first
 /// run installs its environments, which takes minutes).
-pub const GIT_HOOK_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const GIT_HOOK_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Bytes of a refusing hook's output kept for the report (its end, where the reason is).
 const OUTPUT_KEPT: usize = 4000;
-
-/// Where, under the git common dir, the hooks are copied when an apply starts.
-const COPY_DIR: &str = "loaf/githooks";
-
-/// Bytes past which a file beside the hooks (not a hook itself) is not copied: helpers that
-/// hooks source are small scripts.
-const HELPER_MAX_BYTES: u64 = 1024 * 1024;
 
 /// The hooks `git commit` would run in this repository, as they were when the apply began.
 ///
@@ -70,7 +66,7 @@ const HELPER_MAX_BYTES: u64 = 1024 * 1024;
 /// runs, the reply's version is committed and runs from the next apply on. The copy is
 /// removed when this is dropped.
 #[derive(Debug)]
-pub struct GitHooks {
+pub(crate) struct GitHooks {
     /// The hooks present (executable) and enabled, by name.
     found: Vec<&'static str>,
     /// The copy of the hooks folder, when there are hooks to run.
@@ -80,28 +76,13 @@ pub struct GitHooks {
     environment: CodeEnvironment,
 }
 
-/// The private copy of a hooks folder, under the git common dir: every hook (even one of
-/// code that the sandbox shows the git dir elsewhere, where it is asked of git), the files
-/// beside them (husky's `h`, a sourced `common.sh`) and, for a folder inside the working
-/// tree below the root, the files of its parent (husky's `_/pre-commit` runs
-/// `../pre-commit`).
-#[derive(Debug)]
-struct HooksCopy {
-    /// The copy's top folder (absolute), removed on drop.
-    top: PathBuf,
-    /// The hooks folder in the copy, relative to the common dir.
-    hooks: PathBuf,
-}
-
-impl Drop for HooksCopy {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.top);
-    }
-}
-
 /// Which hooks run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verify {
+#[expect(
+    clippy::enum_variant_names,
+    reason = "`NoVerify` is git's `--no-verify`"
+)]
+pub(crate) enum Verify {
     /// All of them, as `git commit`.
     All,
     /// `--no-verify`: not `pre-commit` nor `commit-msg` (as `git commit --no-verify`).
@@ -112,7 +93,7 @@ pub enum Verify {
 
 /// Why the commit was not made: a hook refused it, or it could not be signed.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Refusal {
+pub(crate) struct Refusal {
     /// The report's headline: "the repository's pre-commit hook refused the commit (exit
     /// code 1)".
     pub reason: String,
@@ -149,7 +130,7 @@ impl Refusal {
 
 /// The commit as the apply planned it, and as the pre-commit hook leaves it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Planned {
+pub(crate) struct Planned {
     /// The commit's tree.
     pub tree: Oid,
     /// The stage's whole content (the user's uncommitted work included).
@@ -161,7 +142,7 @@ pub struct Planned {
 /// Where hooks run: the user's root (as the hook sees it), the path map of the stage, and the
 /// sandbox (none outside a transaction, or when it runs no code).
 #[derive(Clone, Copy)]
-pub struct Place<'a> {
+pub(crate) struct Place<'a> {
     /// The repository's root, as the user sees it.
     pub root: &'a Path,
     /// User paths to where they really are (the stage), and back for output.
@@ -347,7 +328,7 @@ pub fn pre_commit(
 /// Runs `prepare-commit-msg` and `commit-msg` on `message` for the commit of `tree` (the
 /// stage's index holds it meanwhile; `staged` is what it holds after) and returns the
 /// message they leave, cleaned up as `git commit -m` does. Without those hooks, `message`.
-pub fn commit_message(
+pub(crate) fn commit_message(
     hooks: &GitHooks,
     stage: &Stage,
     place: Place<'_>,
@@ -393,7 +374,7 @@ pub fn commit_message(
 
 /// Runs `post-commit` in the user's tree after publish; what it said (or that it failed) is
 /// a notice, since `git commit` shows its output and ignores its status.
-pub fn post_commit(hooks: &GitHooks, root: &Path) -> Option<String> {
+pub(crate) fn post_commit(hooks: &GitHooks, root: &Path) -> Option<String> {
     if !hooks.has("post-commit") {
         return None;
     }
@@ -531,76 +512,6 @@ fn keep_trailers(original: &str, edited: String) -> String {
         out.push('\n');
     }
     out
-}
-
-/// Copies the hooks folder `dir` (and, inside the working tree `root` below its root, the
-/// files of its parent) into `top`, made private (0700). The hooks named `found` must copy;
-/// a helper beside them that cannot (unreadable, too large) is left out.
-fn copy_hooks(dir: &Path, root: &Path, found: &[&str], top: PathBuf) -> std::io::Result<HooksCopy> {
-    if let Some(parent) = top.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    private_dir(&top)?;
-    // From here on a failure removes what was copied.
-    let copy = HooksCopy {
-        hooks: Path::new(COPY_DIR).join("hooks"),
-        top,
-    };
-    let hooks = copy.top.join("hooks");
-    private_dir(&hooks)?;
-    for name in found {
-        std::fs::copy(dir.join(name), hooks.join(name))?;
-    }
-    copy_helpers(dir, &hooks, |name| found.contains(&name));
-    let parent = dir.parent().filter(|p| p.starts_with(root) && *p != root);
-    if let Some(parent) = parent {
-        copy_helpers(parent, &copy.top, |name| name == "hooks");
-    }
-    Ok(copy)
-}
-
-/// Copies the regular files of `from` (symlinks followed) into `to`, but those `skip`
-/// names, git's `*.sample` files and files past [`HELPER_MAX_BYTES`]; at most 256 of them.
-fn copy_helpers(from: &Path, to: &Path, skip: impl Fn(&str) -> bool) {
-    let Ok(entries) = std::fs::read_dir(from) else {
-        return;
-    };
-    for entry in entries.filter_map(Result::ok).take(256) {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        if skip(name) || name.ends_with(".sample") {
-            continue;
-        }
-        let path = entry.path();
-        let small_file =
-            std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= HELPER_MAX_BYTES);
-        if small_file {
-            // A helper that cannot be read is left out: the hook that needs it fails as
-            // it would with any missing file.
-            let _ = std::fs::copy(&path, to.join(name));
-        }
-    }
-}
-
-/// Creates the folder `path`, readable by its owner only.
-fn private_dir(path: &Path) -> std::io::Result<()> {
-    let mut builder = std::fs::DirBuilder::new();
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(path)
-}
-
-/// Whether `path` is a file git would run as a hook (executable).
-fn is_executable(path: &Path) -> bool {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    }
-    #[cfg(not(unix))]
-    {
-        std::fs::metadata(path).is_ok_and(|m| m.is_file())
-    }
 }
 
 /// `text` in single quotes for `sh`.

@@ -14,7 +14,7 @@ const CHAIN_LIMIT: usize = 100_000;
 
 /// How many first-parent steps lead from `tip` back to `commit` (0 when they are the same),
 /// `None` when `commit` is not on `tip`'s first-parent chain.
-pub fn first_parent_distance(
+pub(crate) fn first_parent_distance(
     repo: &Repository,
     tip: Oid,
     commit: Oid,
@@ -38,7 +38,7 @@ pub fn first_parent_distance(
 /// `t.new`. Both are recorded in the journal with the move, so a crash at any moment is
 /// rolled back or finished as a whole ([`publish::publish_attached`]). Returns the files
 /// left alone (see [`publish::publish`]) and whether HEAD is now on `attach_to`.
-pub fn publish_across(
+pub(crate) fn publish_across(
     repo: &Repository,
     t: &Transition,
     check_user: bool,

@@ -22,13 +22,13 @@ pub(super) type Entry = Option<(Oid, i32)>;
 
 /// Why the user's edits could not be merged: the commit is then kept, not published.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Overlap(pub String);
+pub(crate) struct Overlap(pub String);
 
 /// Merges the user's current files at `paths` into `t`: their `from_work` becomes what the
 /// user has now and their `to_work` the merge, in the transition and in its log entry.
 /// `Ok(Err(..))` when a path cannot be merged (both changed the same lines, a side deleted
 /// or created it, the user staged it, or it is not text).
-pub fn merge_users_edits(
+pub(crate) fn merge_users_edits(
     repo: &Repository,
     t: &mut Transition,
     paths: &[PathBuf],
@@ -74,7 +74,7 @@ pub fn merge_users_edits(
 /// One path merged 3-way: the entry it should have, `None` for deleted. A side that did not
 /// change it gives the other side's entry; both changing it, the texts are merged when their
 /// edits do not overlap.
-pub fn merge_entry(
+pub(crate) fn merge_entry(
     repo: &Repository,
     path: &Path,
     base: Option<(Oid, i32)>,
@@ -86,7 +86,7 @@ pub fn merge_entry(
 
 /// [`merge_entry`], where the hunks both sides changed are resolved to `favor`'s side when
 /// it is given (a side absent, or not text, still overlaps).
-pub fn merge_entry_favoring(
+pub(crate) fn merge_entry_favoring(
     repo: &Repository,
     path: &Path,
     (base, ours, theirs): (Entry, Entry, Entry),
@@ -139,7 +139,7 @@ pub fn merge_entry_favoring(
 
 /// The working tree and index trees after a landing, and the paths merged with the user's
 /// edits.
-pub type Landing = (Oid, Oid, Vec<PathBuf>);
+pub(crate) type Landing = (Oid, Oid, Vec<PathBuf>);
 
 /// The working tree and index after landing `target` (a tree on top of `head_tree`) on the
 /// user's state `cp`: each changed path merged with the user's uncommitted edits there.

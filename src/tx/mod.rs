@@ -18,25 +18,26 @@
 //! - [`saved`]: work moved out of the user's files to make room, until `git loaf restore`.
 //! - [`session`]: what every loaf command does first (repository, lock, recovery).
 
-pub mod carry;
-pub mod checkpoint;
-pub mod commits;
+pub(crate) mod carry;
+pub(crate) mod checkpoint;
+pub(crate) mod commits;
 #[cfg(unix)]
 mod fresh_checkout;
-pub mod githooks;
-pub mod head;
-pub mod merge;
+pub(crate) mod githooks;
+pub(crate) mod head;
+pub(crate) mod merge;
 pub mod oplog;
-pub mod ownership;
-pub mod publish;
+pub(crate) mod ownership;
+pub(crate) mod publish;
 mod publish_files;
-pub mod recovery;
-pub mod saved;
+pub(crate) mod recovery;
+pub(crate) mod saved;
 pub mod session;
 
-pub mod extras;
+pub(crate) mod ignored_changes;
 pub mod stage;
+mod stage_records;
 mod stage_swap;
 mod transition;
-pub mod turn;
-pub mod visible;
+pub(crate) mod turn;
+pub mod visible_ignored;

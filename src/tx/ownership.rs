@@ -1,5 +1,6 @@
-//! Ownership (DESIGN §2): a commit holds exactly what its author changed, at hunk level, and
-//! the user's uncommitted work stays the user's — uncommitted, in place.
+//! Ownership (docs/apply.md, "What an apply commits, and what it leaves alone"): a commit holds
+//! exactly what its author changed, at hunk level, and the user's uncommitted work stays the user's
+//! — uncommitted, in place.
 //!
 //! A reply starts from the user's working tree (HEAD plus their uncommitted work) and
 //! leaves its result in the stage. For each path it changed:
@@ -28,7 +29,7 @@ use crate::git::treediff::{blob_at, changed_paths};
 
 /// The commit's tree, and the files whose uncommitted lines of the user's it takes along.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Committed {
+pub(crate) struct Committed {
     /// HEAD's tree with the reply's change of each changed path.
     pub tree: Oid,
     /// The paths whose own uncommitted lines the reply changed, as `path (lines 3-5, 9)`.
@@ -40,7 +41,7 @@ pub struct Committed {
 
 /// The user's working tree and index once the commit is published.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UserAfter {
+pub(crate) struct UserAfter {
     /// The working tree.
     pub work: Oid,
     /// The index.
@@ -52,7 +53,7 @@ pub struct UserAfter {
 
 /// The user's state as the checkpoint recorded it, and what the reply made of it.
 #[derive(Debug, Clone, Copy)]
-pub struct Sides {
+pub(crate) struct Sides {
     /// HEAD's tree.
     pub head: Oid,
     /// The user's working tree (the reply's start).
@@ -65,7 +66,7 @@ pub struct Sides {
 
 /// The commit's tree for the reply's result `sides.staged`, at the `changed` paths (where the
 /// stage differs from the user's working tree).
-pub fn commit_tree(
+pub(crate) fn commit_tree(
     repo: &Repository,
     sides: Sides,
     changed: &[PathBuf],
@@ -121,7 +122,7 @@ pub fn commit_tree(
 /// The user's working tree and index after the commit `committed` (a tree) is published:
 /// at each path the reply or the commit changed, the commit with the user's uncommitted
 /// (respectively staged) change laid back on it; everywhere else, as they were.
-pub fn user_after(
+pub(crate) fn user_after(
     repo: &Repository,
     sides: Sides,
     committed: Oid,
@@ -177,7 +178,7 @@ pub fn user_after(
 /// for a front door that leaves the working tree as it is (record mode): at each path the
 /// commit changed, the commit's version with the user's staged change laid back on it (the
 /// commit's alone where the two overlap); everywhere else, as it was.
-pub fn index_after(
+pub(crate) fn index_after(
     repo: &Repository,
     head: Oid,
     index: Oid,

@@ -58,7 +58,7 @@ pub enum PublishError {
     Index(IndexLockError),
     /// Writing ignored files or folders failed.
     #[error("{0}")]
-    Visible(#[from] crate::tx::extras::VisibleError),
+    Visible(#[from] crate::tx::ignored_changes::VisibleError),
     /// git failed.
     #[error("{}", crate::git::words::plain(.0))]
     Git(#[from] git2::Error),

@@ -39,7 +39,7 @@ const LOOK_BACK: usize = 64;
 
 /// What a crashed operation left, and what [`recover`] did with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Recovered {
+pub(crate) enum Recovered {
     /// No journal: nothing to do.
     Nothing,
     /// The crash came before the ref moved: the journal was dropped (all before).

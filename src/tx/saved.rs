@@ -28,14 +28,14 @@ use crate::git::commit::write_commit;
 use crate::git::treediff::changed_paths;
 
 /// Where saved work lives.
-pub const SAVED_PREFIX: &str = "refs/loaf/saved/";
+pub(crate) const SAVED_PREFIX: &str = "refs/loaf/saved/";
 
 /// The subject of the details commit, by which a reader tells the layout apart.
 const DETAILS_SUBJECT: &str = "loaf: saved work details";
 
 /// One piece of saved work.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SavedWork {
+pub(crate) struct SavedWork {
     /// Its id (the operation that saved it).
     pub id: String,
     /// What saved it, in words (the saved commit's subject).
@@ -69,7 +69,7 @@ impl SavedWork {
 
 /// Saves `work`, made on `base` with HEAD at `head`, as `refs/loaf/saved/<id>`; `why` says
 /// what saved it. Returns the ref's name.
-pub fn save_work(
+pub(crate) fn save_work(
     repo: &Repository,
     id: &str,
     why: &str,
@@ -121,11 +121,11 @@ pub fn list(repo: &Repository) -> Result<Vec<SavedWork>, git2::Error> {
 }
 
 /// Where restored work waits, in case its restore is undone.
-pub const RESTORED_PREFIX: &str = "refs/loaf/restored/";
+pub(crate) const RESTORED_PREFIX: &str = "refs/loaf/restored/";
 
 /// Moves the saved work `id` out of the list once it is restored (under
 /// `refs/loaf/restored/<id>`, so that an undo of the restore can list it again).
-pub fn put_away(repo: &Repository, id: &str) -> Result<(), git2::Error> {
+pub(crate) fn put_away(repo: &Repository, id: &str) -> Result<(), git2::Error> {
     rename(
         repo,
         &format!("{SAVED_PREFIX}{id}"),
@@ -135,7 +135,7 @@ pub fn put_away(repo: &Repository, id: &str) -> Result<(), git2::Error> {
 
 /// Lists the saved work `id` again (its restore, or the step that brought it back, was
 /// undone); nothing when it was not put away.
-pub fn bring_back(repo: &Repository, id: &str) -> Result<(), git2::Error> {
+pub(crate) fn bring_back(repo: &Repository, id: &str) -> Result<(), git2::Error> {
     rename(
         repo,
         &format!("{RESTORED_PREFIX}{id}"),

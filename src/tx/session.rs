@@ -11,7 +11,7 @@ use super::recovery::{self, Recovered};
 use crate::git::lock::{LockError, RepoLock};
 
 /// How long a command waits for another loaf operation to finish before giving up.
-pub const LOCK_WAIT: Duration = Duration::from_secs(3);
+pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(3);
 
 /// Why a loaf command could not run. [`TxError::is_refusal`] tells the refusals (exit 3)
 /// from the rest (exit 2); nothing of the user's was changed either way.
@@ -55,7 +55,7 @@ pub enum TxError {
     Stage(#[from] super::stage::StageError),
     /// Listing or writing ignored files failed.
     #[error(transparent)]
-    Visible(#[from] crate::tx::extras::VisibleError),
+    Visible(#[from] crate::tx::ignored_changes::VisibleError),
     /// Publishing failed in a way that is not a refusal.
     #[error(transparent)]
     Publish(#[from] PublishError),

@@ -8,7 +8,7 @@
 //! worktree, which is deleted at once so that `git branch` lists only the user's branches.
 //!
 //! Ignored files are never the stage's own: the user's show through it (see
-//! [`crate::tx::visible`]), so whatever ignored content a run left in the stage (an ignored file
+//! [`crate::tx::visible_ignored`]), so whatever ignored content a run left in the stage (an ignored file
 //! an action wrote, a cache exec made) is removed by the next reset, lest an old copy hide the
 //! user's current file. [`Stage::snapshot`] records where a run may have left some: the paths
 //! its actions wrote, or "anywhere" after exec or hooks, which costs the next reset one
@@ -19,24 +19,10 @@ use std::path::{Path, PathBuf};
 use git2::build::CheckoutBuilder;
 use git2::{BranchType, Oid, Repository, StatusOptions, WorktreeAddOptions};
 
+use super::stage_records::{self, IN_FLIGHT, WRITTEN_PATHS, written_record_in};
+
 /// The worktree's name in `git worktree list`.
 const NAME: &str = "loaf-stage";
-
-/// The record of where the stage's last run left ignored content, next to the stage: the
-/// stage reads and writes it; a publish that moves a `.gitignore` into the stage forgets it
-/// ([`forget_written`]).
-const WRITTEN: &str = "stage-written";
-
-/// The first line of the record of where the last run may have left ignored content
-/// ([`WRITTEN`], next to the stage) when only the listed paths (NUL-separated after it) may hold some.
-const WRITTEN_PATHS: &[u8] = b"paths\n";
-
-/// The line the same record starts with while an apply runs in the stage: written with the
-/// record at the run's reset (before HEAD or any file there moves) and taken off when the run
-/// ends. A run that did not end (killed, a refused commit, failed hooks) leaves it, and the
-/// next apply then scans the whole stage and ends the processes a killed sandbox left. One
-/// record rewritten instead of a marker file made and deleted by every apply.
-const IN_FLIGHT: &[u8] = b"in flight\n";
 
 /// The marker file an earlier git-loaf made for the same purpose (`stage-in-flight`): one a
 /// crash left before an upgrade still counts.
@@ -200,7 +186,7 @@ impl Stage {
         stage.repo.set_head_detached(start.id())?;
         crate::git::filters::smudge_whole_worktree(&stage.repo)?;
         stage.record_written(&Touched::Paths(Vec::new()))?;
-        super::stage_swap::clear(repo.commondir())?;
+        stage_records::forget_moved(repo.commondir())?;
         std::fs::remove_file(&creating)?;
         Ok(stage)
     }
@@ -253,7 +239,7 @@ impl Stage {
         // crashed): deleted and checked out anew, never written in place.
         let common_dir = self.repo.commondir().to_path_buf();
         let mut folders = crate::git::files::RealFolders::under(&self.path);
-        for path in super::stage_swap::recorded(&common_dir) {
+        for path in stage_records::moved(&common_dir) {
             // Never through a symlink in the stage (it may lead into another worktree's files
             // or out of the repository): libgit2's checkout replaces such a link by a folder.
             let full = self.path.join(&path);
@@ -296,7 +282,7 @@ impl Stage {
                 .checkout_tree(target.as_object(), Some(&mut checkout))?;
             crate::git::filters::smudge_worktree(&self.repo, &paths)?;
         }
-        super::stage_swap::clear(&common_dir)?;
+        stage_records::forget_moved(&common_dir)?;
         Ok(())
     }
 
@@ -522,22 +508,6 @@ fn remove_all(full: &Path) -> Result<(), StageError> {
         Err(e) => return Err(e.into()),
     }
     Ok(())
-}
-
-/// The record [`WRITTEN`] of the repository whose common git dir is `common_dir` (the stage
-/// shares it).
-fn written_record_in(common_dir: &Path) -> PathBuf {
-    common_dir.join("loaf").join(WRITTEN)
-}
-
-/// Forgets where the last run may have left ignored content, so that the next reset scans the
-/// whole stage for it. Whether a run is in flight, which the record's first line says, stays.
-pub(crate) fn forget_written(repo: &Repository) -> std::io::Result<()> {
-    let record = written_record_in(repo.commondir());
-    let bytes = std::fs::read(&record).unwrap_or_default();
-    let in_flight = bytes.split_inclusive(|b| *b == b'\n').next();
-    let kept = in_flight.filter(|line| *line == IN_FLIGHT);
-    std::fs::write(&record, kept.unwrap_or_default())
 }
 
 /// The stage at `path` opened, when it is this repository's and usable: the worktree entry

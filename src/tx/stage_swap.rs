@@ -22,33 +22,6 @@ use git2::{ObjectType, Oid, Repository, Tree};
 use crate::exec::fs::single_name;
 use crate::git::files::RealFolders;
 
-/// The record of the stage paths whose file may have come from the user's tree.
-const MOVED: &str = "stage-moved";
-
-/// The paths recorded as moved by a publish since the stage's last reset.
-pub(crate) fn recorded(common_dir: &Path) -> Vec<PathBuf> {
-    let Ok(bytes) = std::fs::read(record_path(common_dir)) else {
-        return Vec::new();
-    };
-    bytes
-        .split(|b| *b == 0)
-        .filter(|p| !p.is_empty())
-        .map(|p| crate::git::repo::path_from_bytes(p).into_owned())
-        .collect()
-}
-
-/// Forgets the moved paths (the stage's reset checked them out anew).
-pub(crate) fn clear(common_dir: &Path) -> std::io::Result<()> {
-    match std::fs::remove_file(record_path(common_dir)) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
-        _ => Ok(()),
-    }
-}
-
-fn record_path(common_dir: &Path) -> PathBuf {
-    common_dir.join("loaf").join(MOVED)
-}
-
 /// The stage as the source of a publish's files.
 pub(crate) struct StageSwap {
     stage: Repository,
@@ -115,7 +88,7 @@ impl StageSwap {
         std::fs::OpenOptions::new()
             .append(true)
             .create(true)
-            .open(record_path(&self.common_dir))?
+            .open(super::stage_records::moved_record(&self.common_dir))?
             .write_all(&bytes)?;
         self.recorded = true;
         Ok(())
@@ -236,7 +209,7 @@ impl StageSwap {
             .iter()
             .any(|p| p.file_name().is_some_and(|n| n == ".gitignore"))
         {
-            super::stage::forget_written(repo)
+            super::stage_records::forget_written(repo)
                 .map_err(|e| git2::Error::from_str(&format!("stage record: {e}")))?;
         }
         // A file moved out as new left its folders empty in the stage: git keeps no empty

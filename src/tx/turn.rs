@@ -1,4 +1,4 @@
-//! The turns record mode has begun and not yet committed (DESIGN §3b): one per session, kept
+//! The turns record mode has begun and not yet committed (docs/agents.md): one per session, kept
 //! as `refs/loaf/record/<key>` → a commit nobody else refers to, whose tree holds the
 //! checkpoint taken at `begin` (`work/` and `index/`, so `git gc` keeps both) and whose
 //! message is the turn as JSON (session, agent, prompt, time, HEAD). Writing the ref is the
@@ -51,7 +51,7 @@ pub struct Turn {
     pub tools: Option<ToolTrees>,
 }
 
-/// What per-tool attribution has seen of a turn (DESIGN §3b): a change made during one of
+/// What per-tool attribution has seen of a turn (docs/agents.md): a change made during one of
 /// the agent's tool calls is the agent's, one made between them the user's.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolTrees {

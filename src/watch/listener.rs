@@ -305,7 +305,7 @@ impl<'a, 'c> Listener<'a, 'c> {
     }
 
     /// The record of replies run, read again: a reply applied by hand since the watcher
-    /// started is known (DESIGN §3: applied once across processes).
+    /// started is known (docs/watch.md, "Each reply runs once").
     fn refreshed(&mut self) -> &AppliedReplies {
         if let Err(e) = self.applied.reload(&self.root) {
             self.note(&format!(

@@ -1,4 +1,4 @@
-//! `git loaf watch`, the listener (DESIGN §3): each reply saved to a file (default
+//! `git loaf watch`, the listener (docs/watch.md): each reply saved to a file (default
 //! `.loaf/reply.md`) or, with `--clipboard`, copied to the clipboard is applied once, as an
 //! ordinary apply, and its results are written beside the file (`results.md`) and put on the
 //! clipboard, ready to paste back to the model.
@@ -7,13 +7,15 @@
 //!
 //! ```text
 //! save ──notify──▶ debounce ──▶ read ──readiness::inspect──▶ no blocks / still being written: wait
-//!                                                 └──▶ complete: key ──record──▶ ran already: say so
-//!                                                                      └──▶ ops::apply ──▶ results.md,
+//!                                                 └──▶ complete: key ──record──▶ ran already: say
+//!                                                 so
+//!                                                                      └──▶ ops::apply ──▶
+//!                                                                      results.md,
 //!                                                                           clipboard, status line
 //! ```
 //!
-//! - Exactly once: a reply's key is the hash of its blocks ([`crate::ops::readiness`]); the keys run so far
-//!   are in the operation log and a small file ([`record`]), so a re-save, an editor's
+//! - Exactly once: a reply's key is the hash of its blocks ([`crate::ops::readiness`]); the keys
+//!   run so far are in the operation log and a small file ([`record`]), so a re-save, an editor's
 //!   double write, a re-copy or a restart never runs a reply twice.
 //! - The operation lock is taken by each apply and only for its duration, so `git loaf undo`
 //!   works while the watcher runs; a second watcher is refused by the watcher's own lock

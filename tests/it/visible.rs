@@ -14,7 +14,7 @@ use git_loaf::config::Config;
 use git_loaf::exec::PathMap;
 use git_loaf::report::ExecutionResult;
 use git_loaf::tx::stage::{Stage, Touched};
-use git_loaf::tx::visible::{Visibility, ignored_entries, isolate_set};
+use git_loaf::tx::visible_ignored::{Visibility, ignored_entries, isolate_set};
 use serde_json::Value;
 
 use crate::scratch::{Scratch, block};

@@ -1,5 +1,5 @@
-//! The filesystem actions of DESIGN §4: writing, editing, reading, moving and deleting files,
-//! directories, listing and searching.
+//! The filesystem actions (defined in `unified-design.yaml`): writing, editing, reading, moving and
+//! deleting files, directories, listing and searching.
 //!
 //! Every action follows the same steps: take its parameters (already validated against the
 //! schema), map each path the model wrote to where it really is ([`PathMap::to_real`]), ask

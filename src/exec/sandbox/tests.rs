@@ -1,7 +1,10 @@
+use std::ffi::OsStr;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::orphans::stat_fields;
+use super::placeholders::Kind;
 use super::*;
 use crate::exec::process::tests::is_running;
 use crate::exec::process::{self, Ending, Job, RunError, SignalName};
@@ -326,7 +329,10 @@ fn kill_helper_while_code_runs(off: bool) -> (tempfile::TempDir, bool, String) {
     }
     let mut helper = command.spawn().unwrap();
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !running_with_argv0(&name) {
+    // In the fallback the group is recorded right after the spawn, which a loaded machine can
+    // let the code's exec overtake: the kill waits for the record too.
+    let record = layout.common.join(RECORD);
+    while !running_with_argv0(&name) || (off && !record.exists()) {
         if Instant::now() > deadline {
             let _ = helper.kill();
             panic!("the helper's code never started");

@@ -157,11 +157,11 @@ fn exec_in_cwd(root: &Path, cwd: &str) -> Outcome {
 
 /// The real fs-guard of a loaf.yml allowing reads and writes only under `dir`.
 fn only_under(dir: &Path) -> crate::exec::guard::FsGuard {
-    let rules = crate::config::GuardRules {
+    let rules = crate::exec::guard::GuardRules {
         allow: vec![format!("{}/**", dir.display())],
         deny: Vec::new(),
     };
-    let config = crate::config::FsGuardConfig {
+    let config = crate::exec::guard::FsGuardConfig {
         read: rules.clone(),
         write: rules,
     };

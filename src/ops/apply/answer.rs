@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::json;
 
 use super::ApplyOptions;
-use crate::actions::{BlockError, ErrorType, Plan};
+use crate::actions::{BlockError, ErrorType, ReplyPlan};
 use crate::config::Config;
 use crate::ops::check::{self, CheckedReply};
 use crate::ops::{OpError, Outcome, Response, execute};
@@ -115,7 +115,7 @@ fn result_response(result: &report::ExecutionResult) -> Response {
 
 /// The plan with every action loaf.yml does not enable turned into an error, as the run
 /// would report it.
-fn refuse_disallowed(mut plan: Plan, config: Option<&Config>) -> Plan {
+fn refuse_disallowed(mut plan: ReplyPlan, config: Option<&Config>) -> ReplyPlan {
     let Some(config) = config else {
         return plan;
     };
@@ -187,7 +187,7 @@ fn transaction(
 }
 
 /// The planned actions and the blocks that would not run, in the reply's order.
-fn dry_run_text(plan: &Plan, fatal: Option<&str>) -> String {
+fn dry_run_text(plan: &ReplyPlan, fatal: Option<&str>) -> String {
     let mut out = String::from("=== LOAF DRY RUN ===\n");
     if let Some(fatal) = fatal {
         out.push_str(&format!("FATAL: {}\n", fatal.replace('\n', "\n    ")));
@@ -224,7 +224,7 @@ fn dry_run_text(plan: &Plan, fatal: Option<&str>) -> String {
     out
 }
 
-fn dry_run_json(plan: &Plan, fatal: Option<&str>) -> serde_json::Value {
+fn dry_run_json(plan: &ReplyPlan, fatal: Option<&str>) -> serde_json::Value {
     let actions: Vec<_> = plan
         .actions
         .iter()

@@ -1,4 +1,4 @@
-//! The apply's commit (DESIGN §2): snapshot the stage → the commit's tree (HEAD's plus the
+//! The apply's commit (docs/apply.md): snapshot the stage → the commit's tree (HEAD's plus the
 //! paths the apply changed) → the repository's pre-commit hook → the commit with trailers,
 //! through commit-msg and signing → its note and report.
 
@@ -18,13 +18,14 @@ use crate::tx::ownership::{self, Sides, UserAfter};
 use crate::tx::publish::crash_point;
 use crate::tx::session::TxError;
 use crate::tx::stage::Stage;
-use crate::tx::visible::{self, Extras};
+use crate::tx::visible_ignored::{self, Extras};
 
 impl Tx<'_> {
     /// The stage as the run left it, and the commit's tree: HEAD's, with the reply's change
-    /// of each path it changed laid on the committed version (DESIGN §2 "Ownership"); the
-    /// user's uncommitted work stays uncommitted. Also the files whose own uncommitted lines
-    /// the reply changed, which the commit carries (named with the lines).
+    /// of each path it changed laid on the committed version (docs/apply.md, "What an apply
+    /// commits, and what it leaves alone"); the user's uncommitted work stays uncommitted. Also the
+    /// files whose own uncommitted lines the reply changed, which the commit carries (named with
+    /// the lines).
     pub(super) fn snapshot(
         &self,
         stage: &Stage,
@@ -83,7 +84,7 @@ impl Tx<'_> {
         result: &ExecutionResult,
         tree: Oid,
     ) -> Result<Extras, TxError> {
-        Ok(visible::extras(
+        Ok(visible_ignored::extras(
             self.repo(),
             stage.path(),
             tree,

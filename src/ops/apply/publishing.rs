@@ -1,4 +1,4 @@
-//! The apply's last steps (DESIGN §2): publish — the branch moved by compare-and-swap, the
+//! The apply's last steps (docs/apply.md): publish — the branch moved by compare-and-swap, the
 //! changed files written, the user's edits made meanwhile merged — then the report, or,
 //! when the user's branch or files moved, the commit kept under `refs/loaf/`.
 
@@ -16,7 +16,7 @@ use crate::tx::merge;
 use crate::tx::oplog::{OpEntry, OpKind, UserState};
 use crate::tx::publish::{self, PublishError, Transition};
 use crate::tx::session::TxError;
-use crate::tx::visible::Extras;
+use crate::tx::visible_ignored::Extras;
 
 /// How publish ended: the paths left alone (the user's, changed meanwhile), or why the
 /// commit could not be published.

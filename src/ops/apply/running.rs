@@ -1,4 +1,4 @@
-//! The apply's run (DESIGN §2): what the reply's actions, exec and hooks run with — paths
+//! The apply's run (docs/apply.md): what the reply's actions, exec and hooks run with — paths
 //! redirected into the stage, the user's ignored files visible, the sandbox, the
 //! repository's git hooks — then before hooks → actions, in order → after hooks, and a
 //! check that no code reached the user's tree around the transaction.
@@ -18,14 +18,14 @@ use crate::tx::githooks::{GitHooks, Verify};
 use crate::tx::publish::crash_point;
 use crate::tx::session::{Session, TxError};
 use crate::tx::stage::{self, Stage};
-use crate::tx::visible;
+use crate::tx::visible_ignored;
 
 /// What the reply's actions, exec and hooks run with.
 pub(super) struct RunEnv {
     /// The repository's own git hooks (pre-commit, commit-msg, post-commit).
     pub(super) git_hooks: GitHooks,
     /// Which of the user's ignored files the stage shows, and which were copied in.
-    pub(super) view: Rc<visible::Visibility>,
+    pub(super) view: Rc<visible_ignored::Visibility>,
     /// The user's paths to the stage's, and back for output.
     pub(super) paths: PathMap,
     /// Where code runs; `None` when the apply runs none.
@@ -42,7 +42,7 @@ impl Tx<'_> {
         reply: &CheckedReply<'_>,
         stage: &Stage,
     ) -> Result<RunEnv, TxError> {
-        let isolate = visible::isolate_set(&self.config.stage.isolate)?;
+        let isolate = visible_ignored::isolate_set(&self.config.stage.isolate)?;
         let runs_code = crate::ops::loaf::runs_code(reply, &self.config);
         // The repository's own git hooks (a config read and a few stats); they are code too.
         let verify = match (self.config.git_hooks, self.options.no_verify) {
@@ -54,18 +54,18 @@ impl Tx<'_> {
             .map_err(stage::StageError::from)?
             .with_environment(self.config.exec.env.clone());
         let runs_code = runs_code || git_hooks.any_before_commit();
-        let mut view = visible::Visibility::new(&self.root, isolate.clone());
+        let mut view = visible_ignored::Visibility::new(&self.root, isolate.clone());
         let sandbox = if runs_code {
-            let entries = visible::ignored_entries(self.repo(), &isolate)?;
+            let entries = visible_ignored::ignored_entries(self.repo(), &isolate)?;
             // The empty placeholders the user's entries are mounted over stay in the stage
             // between runs: the file actions must see the user's file through them, not an
             // empty one. A user's symlink is copied as a symlink by the sandbox instead.
-            let mounted: Vec<visible::Entry> = entries
+            let mounted: Vec<visible_ignored::Entry> = entries
                 .iter()
                 .filter(|e| !self.root.join(&e.path).is_symlink())
                 .cloned()
                 .collect();
-            view = view.with_placeholders(visible::place(stage.path(), &mounted)?);
+            view = view.with_placeholders(visible_ignored::place(stage.path(), &mounted)?);
             Some(self.sandbox(stage, entries))
         } else {
             None
@@ -83,7 +83,7 @@ impl Tx<'_> {
         })
     }
 
-    /// Code sees the user's repository (DESIGN §2 "Exec's view is the user's view"): the
+    /// Code sees the user's repository (docs/sandbox-and-safety.md): the
     /// user's index and HEAD commit, whatever an earlier apply left in the stage. HEAD is
     /// detached there, not the user's branch: the stage's HEAD file is a real one, and while
     /// it named the branch, git would refuse the user's own `git switch` or `git rebase` of
@@ -109,7 +109,7 @@ impl Tx<'_> {
     }
 
     /// The sandbox for code: the stage at the repository's path, ignored entries mounted in.
-    fn sandbox(&mut self, stage: &Stage, entries: Vec<visible::Entry>) -> Sandbox {
+    fn sandbox(&mut self, stage: &Stage, entries: Vec<visible_ignored::Entry>) -> Sandbox {
         let sandbox = Sandbox::new(
             &self.root,
             stage.path(),

@@ -1,5 +1,5 @@
-//! The apply's first steps (DESIGN §2): with the lock held, load the loaf.yml that governs and note where
-//! HEAD is → checkpoint the user's uncommitted work → bring the stage to it.
+//! The apply's first steps (docs/apply.md): with the lock held, load the loaf.yml that governs and
+//! note where HEAD is → checkpoint the user's uncommitted work → bring the stage to it.
 
 use super::{ApplyOptions, Tx};
 use crate::git::commit::write_commit;
@@ -31,7 +31,7 @@ impl<'a> Tx<'a> {
         })?;
         let mut notices = session.notices.clone();
         let root = session.root.clone();
-        // The loaf.yml the user accepted, not a wider one a reply wrote (DESIGN §2).
+        // The loaf.yml the user accepted, not a wider one a reply wrote (docs/apply.md).
         let governing = crate::ops::config::governing(&session.repo, &root)?;
         let config = governing.config;
         notices.extend(config.notices.iter().cloned());

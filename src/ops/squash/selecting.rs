@@ -5,7 +5,7 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
-use super::{Picked, Plan, RunEnd, SQUASH_TRAILER, SQUASHED_TRAILER, SquashOptions};
+use super::{Picked, RunEnd, SQUASH_TRAILER, SQUASHED_TRAILER, SquashOptions, SquashPlan};
 use crate::git::commit::parse_trailers;
 use crate::git::push::{self, Upstream};
 use crate::git::{Repository, refs, short_oid};
@@ -17,7 +17,11 @@ use crate::tx::session::TxError;
 const COUNT_LIMIT: usize = 10_000;
 
 /// Selects the run, checks it may be squashed and writes the message.
-pub(super) fn plan(repo: &Repository, options: &SquashOptions, id: &str) -> Result<Plan, TxError> {
+pub(super) fn plan(
+    repo: &Repository,
+    options: &SquashOptions,
+    id: &str,
+) -> Result<SquashPlan, TxError> {
     let (ref_name, head) = refs::head_ref(repo)?;
     let Some(head) = head else {
         return Err(TxError::Invalid {
@@ -59,7 +63,7 @@ pub(super) fn plan(repo: &Repository, options: &SquashOptions, id: &str) -> Resu
     picked.reverse();
     let files = crate::git::squash::files_changed(repo, base, head)?;
     let message = message(id, &picked, files, options.message.as_deref())?;
-    Ok(Plan {
+    Ok(SquashPlan {
         ref_name,
         head,
         base,

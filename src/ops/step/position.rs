@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use super::{last_at_is, walk_finished, walk_of};
+use super::walk::{last_at_is, walk_finished};
+use super::walk_of;
 use crate::git::refs;
 use crate::tx::oplog::{self, OpKind};
 use crate::tx::session::TxError;

@@ -57,7 +57,7 @@ pub fn saved(repo: &Repository) -> Result<Vec<Saved>, git2::Error> {
 }
 
 /// Deletes the saved ref `name`.
-pub fn drop_saved(repo: &Repository, name: &str) -> Result<(), git2::Error> {
+pub(crate) fn drop_saved(repo: &Repository, name: &str) -> Result<(), git2::Error> {
     repo.find_reference(name)?.delete()
 }
 

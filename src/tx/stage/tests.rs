@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::git::testing::{git, init_repo};
+use crate::tx::stage_records::forget_written;
 
 /// A repository with two commits: `a.txt`+`keep.txt`, then `a.txt` changed and `b.txt`.
 fn repo() -> (tempfile::TempDir, Repository, Oid, Oid) {

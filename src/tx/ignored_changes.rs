@@ -1,4 +1,4 @@
-//! What git will not commit (DESIGN §2 "Stage"): ignored files the actions wrote or deleted,
+//! What git will not commit (docs/apply.md): ignored files the actions wrote or deleted,
 //! and empty folders from `dir_create`. They reach the user's tree at publish and leave it at
 //! undo: [`extras`] records both sides as blobs, and [`Extras::publish`] / [`Extras::undo`]
 //! move between them, never overwriting what the user changed meanwhile. The operation log
@@ -153,9 +153,9 @@ pub struct Extras {
 
 /// The changes git will not commit among the paths the run `touched` (relative to the root;
 /// the targets of its write actions): stage files and folders that `tree` (the commit's)
-/// does not hold, and user files in `copied` ([`super::visible::Visibility::copied`]) the stage no longer
-/// holds. New folders on the way to a new file are changes too, so that undo removes them.
-/// Both sides' bytes are written to `repo`'s object database.
+/// does not hold, and user files in `copied` ([`super::visible_ignored::Visibility::copied`]) the
+/// stage no longer holds. New folders on the way to a new file are changes too, so that undo
+/// removes them. Both sides' bytes are written to `repo`'s object database.
 pub fn extras(
     repo: &Repository,
     stage_root: &Path,

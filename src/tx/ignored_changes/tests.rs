@@ -2,7 +2,7 @@ use std::os::unix::fs::PermissionsExt as _;
 
 use super::*;
 use crate::git::testing::write_file;
-use crate::tx::visible::tests::repo;
+use crate::tx::visible_ignored::tests::repo;
 
 #[cfg(unix)]
 fn mode(path: &Path) -> u32 {

@@ -1,4 +1,5 @@
-//! Ignored files and folders made visible in the stage (DESIGN §2 "Stage", §5 `stage.isolate`).
+//! Ignored files and folders made visible in the stage (docs/sandbox-and-safety.md; `stage.isolate`
+//! in docs/loaf-yml.md).
 //!
 //! The stage is a git worktree, so it holds what git tracks and the user's untracked files,
 //! never what git ignores: `.venv`, `node_modules`, `target`, `.env`. Everything ignored is
@@ -14,7 +15,7 @@
 //!   only when exec or hooks run) and [`place`] makes the placeholders.
 //! - **What git will not commit** (ignored files the actions wrote or deleted, empty folders
 //!   from `dir_create`) reaches the user's tree at publish and leaves it at undo:
-//!   [`super::extras`], re-exported here as the operations name it.
+//!   [`super::ignored_changes`], re-exported here as the operations name it.
 //!
 //! [`PathMap::showing`]: crate::exec::PathMap::showing
 
@@ -26,20 +27,20 @@ use git2::Repository;
 use globset::{GlobSet, GlobSetBuilder};
 use serde::{Deserialize, Serialize};
 
-pub use super::extras::{Extras, VisibleError, extras};
-use super::extras::{in_git_dir, io};
+pub use super::ignored_changes::{Extras, VisibleError, extras};
+use super::ignored_changes::{in_git_dir, io};
 use crate::git::repo::path_from_bytes;
 
 /// `stage.isolate` compiled. A pattern is relative to the root and reads like a
 /// `.gitignore` line (`.env` and `*.pem` at any depth, `.aws/**` at the root: `*` stays
 /// within a folder); one ending in `/**` also matches the folder itself, so `secrets/**`
-/// keeps the whole `secrets` folder out ([`crate::exec::isolate::forms`]).
+/// keeps the whole `secrets` folder out ([`crate::exec::secret_paths::forms`]).
 pub fn isolate_set(patterns: &[String]) -> Result<GlobSet, VisibleError> {
     let mut set = GlobSetBuilder::new();
     for pattern in patterns {
-        for form in crate::exec::isolate::forms(pattern) {
+        for form in crate::exec::secret_paths::forms(pattern) {
             let glob =
-                crate::exec::isolate::glob(&form).map_err(|error| VisibleError::Pattern {
+                crate::exec::secret_paths::glob(&form).map_err(|error| VisibleError::Pattern {
                     pattern: pattern.clone(),
                     error,
                 })?;
@@ -55,7 +56,7 @@ pub fn isolate_set(patterns: &[String]) -> Result<GlobSet, VisibleError> {
 /// Whether a path relative to `root` is tracked in the index of the repository there (a
 /// file, or a folder holding tracked files): what `stage.isolate` never keeps from replies.
 /// The index is read on the first question.
-pub fn tracked_in(root: &Path) -> crate::exec::isolate::Tracked {
+pub(crate) fn tracked_in(root: &Path) -> crate::exec::secret_paths::Tracked {
     let root = root.to_path_buf();
     let index: OnceCell<Option<git2::Index>> = OnceCell::new();
     std::rc::Rc::new(move |relative: &Path| {

@@ -1,4 +1,5 @@
-//! `stage.isolate` for the file actions (DESIGN §2 "Secrets", §5): paths kept from replies.
+//! `stage.isolate` for the file actions (docs/sandbox-and-safety.md, "Secrets: what is kept out"):
+//! paths kept from replies.
 //!
 //! The transaction keeps isolated ignored entries out of the stage (exec and hooks never see
 //! them); the file actions, which could otherwise name any path, are refused here with a
@@ -17,12 +18,10 @@ use std::rc::Rc;
 use globset::GlobMatcher;
 
 /// The secret files kept from replies when loaf.yml has no `stage.isolate` key.
-pub use crate::paths::SECRET_FILES as DEFAULT_ISOLATE;
-
 pub use crate::paths::{pattern_forms as forms, pattern_glob as glob};
 
 /// Whether a path (relative to the root) is tracked by git: such paths are never isolated.
-pub type Tracked = Rc<dyn Fn(&Path) -> bool>;
+pub(crate) type Tracked = Rc<dyn Fn(&Path) -> bool>;
 
 /// The compiled `stage.isolate` of one run.
 #[derive(Clone)]
@@ -49,7 +48,7 @@ impl std::fmt::Debug for Isolation {
 
 impl Isolation {
     /// `patterns` under `root` (canonical, as the guard sees paths); `built_in` when they are
-    /// [`DEFAULT_ISOLATE`] because loaf.yml does not set the key.
+    /// [`crate::paths::SECRET_FILES`] because loaf.yml does not set the key.
     pub fn new(
         patterns: &[String],
         root: &Path,
@@ -111,7 +110,7 @@ mod tests {
 
     #[test]
     fn the_default_list_keeps_secret_files_out_at_any_depth_and_tracked_ones_in() {
-        let defaults: Vec<&str> = DEFAULT_ISOLATE.to_vec();
+        let defaults: Vec<&str> = crate::paths::SECRET_FILES.to_vec();
         let iso = isolation(&defaults, &[".env.example"]);
         let kept = |p: &str| iso.pattern_for(Path::new(p)).map(str::to_owned);
         assert_eq!(kept("/r/.env").as_deref(), Some(".env"));
