@@ -28,6 +28,9 @@ const SKIP_WORKTREE: u16 = 1 << 14;
 const INTENT_TO_ADD: u16 = 1 << 13;
 const GITLINK: u32 = 0o160000;
 
+/// A modification time: seconds and nanoseconds since the epoch.
+type Time = (i64, u32);
+
 /// True when the working tree certainly matches the index (untracked, non-ignored files
 /// count as a difference); false when it may not.
 pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
@@ -113,7 +116,7 @@ pub fn on_index_file(repo: &Repository) -> Result<Option<OnIndex>, git2::Error> 
                 || e.path == b".gitattributes"
                 || e.path.ends_with(b"/.gitattributes")
         })
-        .map(Entry::to_index_entry)
+        .map(|e| e.to_index_entry())
         .collect();
     Ok(Some(OnIndex {
         index_tree,
@@ -125,9 +128,7 @@ pub fn on_index_file(repo: &Repository) -> Result<Option<OnIndex>, git2::Error> 
 /// The index's entries as libgit2 holds them (in memory: what the caller may have changed),
 /// and when the index file was written.
 /// `None` when there is no index file.
-fn libgit2_entries(
-    repo: &Repository,
-) -> Result<Option<(Vec<IndexEntry>, (i64, u32))>, git2::Error> {
+fn libgit2_entries(repo: &Repository) -> Result<Option<(Vec<IndexEntry>, Time)>, git2::Error> {
     let Ok(written) = std::fs::metadata(repo.path().join("index")).and_then(|m| m.modified())
     else {
         return Ok(None);

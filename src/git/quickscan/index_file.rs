@@ -57,7 +57,7 @@ impl<'a> From<&'a IndexEntry> for Entry<'a> {
 
 impl Entry<'_> {
     /// The entry as libgit2 holds one (the fields a scan skips, device and owner, zero).
-    pub fn to_index_entry(&self) -> IndexEntry {
+    pub fn to_index_entry(self) -> IndexEntry {
         let time = |(seconds, nanos): (i64, u32)| {
             git2::IndexTime::new(i32::try_from(seconds).unwrap_or(0), nanos)
         };
