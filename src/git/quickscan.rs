@@ -7,6 +7,10 @@
 //! files must be tracked or ignored. Anything else — a changed stat, an untracked name,
 //! conflicts, sparse or assume-unchanged entries — sends the caller to the full status, so a
 //! mistake here can only cost time, never hide a change.
+//!
+//! A shell call's end in record mode ([`on_index_file`]) reads the index file itself, as git
+//! does (`quickscan/index_file.rs`), so that the hook an agent waits on costs about one
+//! `git status` (docs/agents.md#latency).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -78,8 +82,8 @@ pub struct OnIndex {
 }
 
 /// [`candidates`] with the index file read directly (as git reads it, see
-/// [`index_file`]) rather than through libgit2, which costs a hook as much as the rest of
-/// the scan: for a caller that reads the index from disk and nothing else (never one that
+/// `index_file`) rather than through libgit2, which costs ~8 ms of CPU on 20,000 files
+/// (a sixth of a `git status`): for a caller that reads the index from disk and nothing else (never one that
 /// holds a changed index in memory). `None` when the scan cannot tell, when the file does
 /// not say its tree (its tree cache invalidated by a `git add` since the last write, and
 /// no note of git-loaf's), and when the index holds a submodule (the caller's full path

@@ -124,7 +124,7 @@ fn shell_event(repo: &Repository, key: &str, phase: Phase) -> Result<Attributed,
 
 /// The working tree as `git add -A` would record it (a checkpoint's working tree): the
 /// index's tree with what the quick scan found changed laid on it, the index file read as
-/// git reads it (not through libgit2, which costs as much again as the rest of the event);
+/// git reads it (not through libgit2, which costs ~8 ms of CPU on 20,000 files);
 /// a checkpoint where that scan cannot tell.
 fn work_tree_now(repo: &Repository, root: &Path) -> Result<Oid, TxError> {
     let found = quickscan::on_index_file(repo)?;
