@@ -13,7 +13,9 @@ agent's `Edit` of two files, each between a `PreToolUse` and a `PostToolUse` eve
 file (issue 36: each ≤ 15 ms), a `Bash` call writing a file between its `PreToolUse` and
 `PostToolUse` (the pair timed together, issue 36: ≤ 1.2× git status), and the hook fed `Stop`
 (commit). Every hook process is timed whole (start, scan, objects, fsyncs, exit); medians
-and minimums are printed, and the ratio of each median to git status's.
+and minimums are printed, and the ratio of each median to git status's. With --old BIN, an
+older build's Bash pair is timed in the same turns too (the two alternating which goes
+first), for a side-by-side comparison on a machine whose load varies.
 """
 import argparse
 import json
@@ -59,11 +61,24 @@ def hook(loaf, root, env, event):
     tb.run([loaf, "agent-hook", "claude-code"], root, env, stdin=json.dumps(event).encode())
 
 
-def turns(loaf, root, env, count):
+def bash_pair(loaf, root, env, base, name):
+    """A Bash call writing the file `name`, between its PreToolUse and PostToolUse events:
+    the two hook processes' time together."""
+    bash = dict(base, tool_name="Bash", tool_use_id=name, tool_input={"command": "make"})
+    pre = tb.timed(hook, loaf, root, env, dict(bash, hook_event_name="PreToolUse"))[0]
+    with open(os.path.join(root, name + ".txt"), "w") as f:
+        f.write("built by %s\n" % name)
+    post = tb.timed(hook, loaf, root, env, dict(bash, hook_event_name="PostToolUse"))[0]
+    return pre + post
+
+
+def turns(loaf, root, env, count, old=None):
     rows = {"git status --porcelain": [], "begin (UserPromptSubmit)": [],
             "Edit tool event (PreToolUse)": [], "Edit tool event (PostToolUse)": [],
             "Bash tool pair (PreToolUse + PostToolUse)": [],
             "commit of 3 files (Stop)": []}
+    if old:
+        rows["the same Bash pair, older build (--old)"] = []
     base = {"session_id": "bench", "cwd": root, "transcript_path": "/dev/null"}
     for turn in range(count):
         rows["git status --porcelain"].append(
@@ -81,13 +96,13 @@ def turns(loaf, root, env, count):
                 f.write("// the agent's edit in turn %d\n" % turn)
             event = dict(tool, hook_event_name="PostToolUse", tool_response={"success": True})
             rows["Edit tool event (PostToolUse)"].append(tb.timed(hook, loaf, root, env, event)[0])
-        bash = dict(base, tool_name="Bash", tool_use_id="b%d" % turn,
-                    tool_input={"command": "make"})
-        pre = tb.timed(hook, loaf, root, env, dict(bash, hook_event_name="PreToolUse"))[0]
-        with open(os.path.join(root, "build-%d.txt" % turn), "w") as f:
-            f.write("built in turn %d\n" % turn)
-        post = tb.timed(hook, loaf, root, env, dict(bash, hook_event_name="PostToolUse"))[0]
-        rows["Bash tool pair (PreToolUse + PostToolUse)"].append(pre + post)
+        builds = [(loaf, "Bash tool pair (PreToolUse + PostToolUse)", "build-%d" % turn)]
+        if old:
+            # Side by side in the same turns, which one goes first alternating.
+            builds.append((old, "the same Bash pair, older build (--old)", "old-build-%d" % turn))
+            builds = builds if turn % 2 == 0 else builds[::-1]
+        for binary, row, name in builds:
+            rows[row].append(bash_pair(binary, root, env, base, name))
         event = dict(base, hook_event_name="Stop", stop_hook_active=False)
         rows["commit of 3 files (Stop)"].append(tb.timed(hook, loaf, root, env, event)[0])
     return rows
@@ -100,13 +115,14 @@ def main():
     parser.add_argument("--files", type=int, default=20_000)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--staged", action="store_true")
+    parser.add_argument("--old", help="an older git-loaf whose Bash pair is timed alongside")
     args = parser.parse_args()
     env = tb.environment(args.work)
     root = os.path.join(args.work, "repo")
     generate(root, env, args.files)
     user_work(root, env, args.staged)
     tb.run(["git", "status", "--porcelain"], root, env)  # a warm cache for both tools
-    rows = turns(args.loaf, root, env, args.turns)
+    rows = turns(args.loaf, root, env, args.turns, args.old)
     commits = tb.run(["git", "rev-list", "--count", "HEAD"], root, env).strip()
     left = tb.run(["git", "status", "--porcelain"], root, env).split("\n")
     print("%d files, %d turns (%s commits on the branch), the user's work %s; load %.1f"

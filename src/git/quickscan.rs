@@ -7,14 +7,22 @@
 //! files must be tracked or ignored. Anything else — a changed stat, an untracked name,
 //! conflicts, sparse or assume-unchanged entries — sends the caller to the full status, so a
 //! mistake here can only cost time, never hide a change.
+//!
+//! A shell call's end in record mode ([`on_index_file`]) reads the index file itself, as git
+//! does (`quickscan/index_file.rs`), so that the hook an agent waits on costs about one
+//! `git status` (docs/agents.md#latency).
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use git2::{IndexEntry, ObjectType, Repository};
+use git2::{IndexEntry, ObjectType, Oid, Repository};
 
 use super::repo::path_from_bytes;
+
+mod index_file;
+
+use index_file::{Entry, IndexFile};
 
 /// Index flags: stage (conflicts) and assume-unchanged; extended: skip-worktree,
 /// intent-to-add.
@@ -24,10 +32,20 @@ const SKIP_WORKTREE: u16 = 1 << 14;
 const INTENT_TO_ADD: u16 = 1 << 13;
 const GITLINK: u32 = 0o160000;
 
+/// A modification time: seconds and nanoseconds since the epoch.
+type Time = (i64, u32);
+
 /// True when the working tree certainly matches the index (untracked, non-ignored files
 /// count as a difference); false when it may not.
 pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
-    Ok(matches!(scan(repo, false)?, Found::Clean))
+    let Some((entries, written)) = libgit2_entries(repo)? else {
+        return Ok(false);
+    };
+    let entries: Vec<Entry<'_>> = entries.iter().map(Entry::from).collect();
+    Ok(matches!(
+        scan(repo, &entries, written, false)?,
+        Found::Clean
+    ))
 }
 
 /// The paths of the working tree that may differ from the index: tracked files whose stat
@@ -36,11 +54,90 @@ pub fn certainly_clean(repo: &Repository) -> Result<bool, git2::Error> {
 /// and an untracked folder, whose files the caller should get from a full status, which
 /// knows a nested repository when it meets one).
 pub fn candidates(repo: &Repository) -> Result<Option<Vec<Vec<u8>>>, git2::Error> {
-    Ok(match scan(repo, true)? {
+    let Some((entries, written)) = libgit2_entries(repo)? else {
+        return Ok(None);
+    };
+    let entries: Vec<Entry<'_>> = entries.iter().map(Entry::from).collect();
+    Ok(match scan(repo, &entries, written, true)? {
         Found::Clean => Some(Vec::new()),
         Found::Candidates(paths) => Some(paths),
         Found::Unknown => None,
     })
+}
+
+/// What differs between the index file on disk and the working tree, for a caller that
+/// builds the working tree's tree from it: the index's tree and the candidates (as in
+/// [`candidates`], each with whether the index tracks it).
+#[derive(Debug)]
+pub struct OnIndex {
+    /// The tree the index holds.
+    pub index_tree: Oid,
+    /// The paths that may differ, and whether each is tracked.
+    pub paths: Vec<(Vec<u8>, bool)>,
+    /// The index's entries that converting those paths' content may look up (every
+    /// `.gitattributes` file, and the tracked paths themselves, whose blob tells libgit2's
+    /// `core.autocrlf` whether the file had CRs): an index holding only these answers the
+    /// conversion as the whole index would, without reading it again through libgit2.
+    pub lookups: Vec<IndexEntry>,
+}
+
+/// [`candidates`] with the index file read directly (as git reads it, see
+/// `index_file`) rather than through libgit2, which costs ~8 ms of CPU on 20,000 files
+/// (a sixth of a `git status`): for a caller that reads the index from disk and nothing else (never one that
+/// holds a changed index in memory). `None` when the scan cannot tell, when the file does
+/// not say its tree (its tree cache invalidated by a `git add` since the last write, and
+/// no note of git-loaf's), and when the index holds a submodule (the caller's full path
+/// knows those).
+pub fn on_index_file(repo: &Repository) -> Result<Option<OnIndex>, git2::Error> {
+    let Some(file) = IndexFile::read(&repo.path().join("index")) else {
+        return Ok(None);
+    };
+    let Some(index_tree) = file.tree.or_else(|| super::index::known_index_tree(repo)) else {
+        return Ok(None);
+    };
+    let entries = file.entries();
+    if entries.iter().any(|e| e.mode == GITLINK) {
+        return Ok(None);
+    }
+    let paths = match scan(repo, &entries, file.written, true)? {
+        Found::Clean => Vec::new(),
+        Found::Candidates(paths) => paths,
+        Found::Unknown => return Ok(None),
+    };
+    let tracked = Tracked::of(&entries);
+    let paths: Vec<(Vec<u8>, bool)> = paths
+        .into_iter()
+        .map(|path| {
+            let known = tracked.entries.contains(path.as_slice());
+            (path, known)
+        })
+        .collect();
+    let changed: HashSet<&[u8]> = paths.iter().map(|(path, _)| path.as_slice()).collect();
+    let lookups = entries
+        .iter()
+        .filter(|e| {
+            changed.contains(e.path)
+                || e.path == b".gitattributes"
+                || e.path.ends_with(b"/.gitattributes")
+        })
+        .map(|e| e.to_index_entry())
+        .collect();
+    Ok(Some(OnIndex {
+        index_tree,
+        paths,
+        lookups,
+    }))
+}
+
+/// The index's entries as libgit2 holds them (in memory: what the caller may have changed),
+/// and when the index file was written.
+/// `None` when there is no index file.
+fn libgit2_entries(repo: &Repository) -> Result<Option<(Vec<IndexEntry>, Time)>, git2::Error> {
+    let Ok(written) = std::fs::metadata(repo.path().join("index")).and_then(|m| m.modified())
+    else {
+        return Ok(None);
+    };
+    Ok(Some((repo.index()?.iter().collect(), unix_time(written))))
 }
 
 /// What [`scan`] found.
@@ -50,28 +147,26 @@ enum Found {
     Unknown,
 }
 
-/// One parallel pass over the index's entries and the folders holding them. Without
-/// `collect` it stops at the first difference.
-fn scan(repo: &Repository, collect: bool) -> Result<Found, git2::Error> {
+/// One parallel pass over the index's `entries` (the index file written at `index_time`)
+/// and the folders holding them. Without `collect` it stops at the first difference.
+fn scan(
+    repo: &Repository,
+    entries: &[Entry<'_>],
+    index_time: (i64, u32),
+    collect: bool,
+) -> Result<Found, git2::Error> {
     let Some(root) = repo.workdir() else {
         return Ok(Found::Unknown);
     };
-    let Ok(index_time) = std::fs::metadata(repo.path().join("index")).and_then(|m| m.modified())
-    else {
-        return Ok(Found::Unknown);
-    };
-    let index_time = unix_time(index_time);
-    let index = repo.index()?;
-    let entries: Vec<IndexEntry> = index.iter().collect();
     if entries.iter().any(|e| {
         e.flags & (STAGE_MASK | ASSUME_VALID) != 0
             || e.flags_extended & (SKIP_WORKTREE | INTENT_TO_ADD) != 0
     }) {
         return Ok(Found::Unknown);
     }
-    let tracked = Tracked::of(&entries);
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(4));
-    let Some((stat_changed, racy)) = stat_changes(root, &entries, index_time, collect, threads)
+    let tracked = Tracked::of(entries);
+    let threads = threads_for(entries.len());
+    let Some((stat_changed, racy)) = stat_changes(root, entries, index_time, collect, threads)
     else {
         return Ok(Found::Unknown);
     };
@@ -90,7 +185,7 @@ fn scan(repo: &Repository, collect: bool) -> Result<Found, git2::Error> {
             if !collect {
                 return Ok(Found::Unknown);
             }
-            candidates.push(entry.path.clone());
+            candidates.push(entry.path.to_vec());
         }
     }
     let Some(untracked) = untracked_names(root, &tracked, threads) else {
@@ -114,6 +209,29 @@ fn scan(repo: &Repository, collect: bool) -> Result<Found, git2::Error> {
     })
 }
 
+/// The threads a scan of `entries` files spreads its work over: as git's preload of the
+/// index does (`preload-index.c`), one per 500 files, at most 20, whatever the cores. On a
+/// busy machine the scheduler shares the cores by thread, so a scan on fewer threads than
+/// `git status` takes would wait longer than git for the same work; on an idle one, the
+/// extra threads cost a few tens of microseconds each.
+fn threads_for(entries: usize) -> usize {
+    (entries / 500).clamp(1, 20)
+}
+
+/// Runs `work` on a thread of `scope` with a small stack; false when no thread could be
+/// made. The default stack (2 MiB) is one the kernel may back with a huge page, zeroed
+/// whole on first touch: with 20 threads that was a tenth of a scan's time; the work here
+/// (a loop of stat and readdir calls) needs a few kilobytes.
+fn spawn_small<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    work: impl FnOnce() + Send + 'scope,
+) -> bool {
+    std::thread::Builder::new()
+        .stack_size(256 * 1024)
+        .spawn_scoped(scope, work)
+        .is_ok()
+}
+
 /// The names the index tracks: its entries (files, symlinks, submodules) and the folders
 /// holding them (the root among them). Only whether a name is tracked matters here, not as
 /// what.
@@ -123,12 +241,12 @@ struct Tracked<'e> {
 }
 
 impl<'e> Tracked<'e> {
-    fn of(entries: &'e [IndexEntry]) -> Tracked<'e> {
+    fn of(entries: &[Entry<'e>]) -> Tracked<'e> {
         let mut names: HashSet<&[u8]> = HashSet::with_capacity(entries.len());
         let mut dirs: HashSet<&[u8]> = HashSet::new();
         dirs.insert(b"");
         for entry in entries {
-            let path = entry.path.as_slice();
+            let path = entry.path;
             names.insert(path);
             let mut end = path.len();
             while let Some(slash) = path[..end].iter().rposition(|b| *b == b'/') {
@@ -154,20 +272,20 @@ impl<'e> Tracked<'e> {
 /// `collect`, at the first difference).
 fn stat_changes<'e>(
     root: &Path,
-    entries: &'e [IndexEntry],
+    entries: &'e [Entry<'e>],
     index_time: (i64, u32),
     collect: bool,
     threads: usize,
-) -> Option<(Vec<&'e [u8]>, Vec<&'e IndexEntry>)> {
+) -> Option<(Vec<&'e [u8]>, Vec<&'e Entry<'e>>)> {
     // Set at the first difference when not collecting: the threads stop.
     let changed = AtomicBool::new(false);
-    let racy: std::sync::Mutex<Vec<&IndexEntry>> = std::sync::Mutex::new(Vec::new());
+    let racy: std::sync::Mutex<Vec<&Entry<'_>>> = std::sync::Mutex::new(Vec::new());
     let stat_changed: std::sync::Mutex<Vec<&[u8]>> = std::sync::Mutex::new(Vec::new());
     std::thread::scope(|scope| {
         let chunk = entries.len().div_ceil(threads).max(1);
         for part in entries.chunks(chunk) {
             let (changed, racy, stat_changed) = (&changed, &racy, &stat_changed);
-            scope.spawn(move || {
+            let spawned = spawn_small(scope, move || {
                 let mut dirs = Dirs::new(root);
                 let mut local = Vec::new();
                 for entry in part {
@@ -180,7 +298,7 @@ fn stat_changes<'e>(
                             Ok(mut list) => list.push(entry),
                             Err(_) => changed.store(true, Ordering::Relaxed),
                         },
-                        Stat::Changed if collect => local.push(entry.path.as_slice()),
+                        Stat::Changed if collect => local.push(entry.path),
                         Stat::Changed => changed.store(true, Ordering::Relaxed),
                     }
                 }
@@ -189,6 +307,9 @@ fn stat_changes<'e>(
                     Err(_) => changed.store(true, Ordering::Relaxed),
                 }
             });
+            if !spawned {
+                changed.store(true, Ordering::Relaxed);
+            }
         }
     });
     if changed.load(Ordering::Relaxed) {
@@ -202,8 +323,8 @@ fn stat_changes<'e>(
 
 /// Whether the file of `entry` holds its blob, hashed without filters (so a file with CRLF
 /// conversion counts as changed: a candidate, or the full status decides).
-fn holds_its_blob(root: &Path, entry: &IndexEntry) -> bool {
-    let path = root.join(path_from_bytes(&entry.path));
+fn holds_its_blob(root: &Path, entry: &Entry<'_>) -> bool {
+    let path = root.join(path_from_bytes(entry.path));
     let content = if entry.mode & 0o170000 == 0o120000 {
         std::fs::read_link(&path).ok().and_then(|t| {
             git2::Oid::hash_object(ObjectType::Blob, t.as_os_str().as_encoded_bytes()).ok()
@@ -228,8 +349,10 @@ fn untracked_names(
         let chunk = dir_list.len().div_ceil(threads).max(1);
         for part in dir_list.chunks(chunk) {
             let (found, unreadable) = (&found, &unreadable);
-            scope.spawn(move || {
+            let spawned = spawn_small(scope, move || {
                 let mut local = Vec::new();
+                // One buffer for every name looked up: most are tracked, and need no copy.
+                let mut rel = Vec::new();
                 for dir in part {
                     let Ok(read) = std::fs::read_dir(root.join(path_from_bytes(dir))) else {
                         unreadable.store(true, Ordering::Relaxed);
@@ -241,7 +364,8 @@ fn untracked_names(
                         if dir.is_empty() && name == b".git" {
                             continue;
                         }
-                        let mut rel = dir.to_vec();
+                        rel.clear();
+                        rel.extend_from_slice(dir);
                         if !rel.is_empty() {
                             rel.push(b'/');
                         }
@@ -257,6 +381,9 @@ fn untracked_names(
                     all.extend(local);
                 }
             });
+            if !spawned {
+                unreadable.store(true, Ordering::Relaxed);
+            }
         }
     });
     if unreadable.load(Ordering::Relaxed) {
@@ -276,21 +403,21 @@ enum Stat {
     Changed,
 }
 
-fn stat_state(dirs: &mut Dirs<'_>, entry: &IndexEntry, index_time: (i64, u32)) -> Stat {
+fn stat_state(dirs: &mut Dirs<'_>, entry: &Entry<'_>, index_time: (i64, u32)) -> Stat {
     if entry.mode == GITLINK {
         return Stat::Same;
     }
-    let Some(meta) = dirs.lstat(&entry.path) else {
+    let Some(meta) = dirs.lstat(entry.path) else {
         return Stat::Changed;
     };
-    let mtime = (i64::from(entry.mtime.seconds()), entry.mtime.nanoseconds());
-    if stat_matches(&meta, entry, mtime, entry.file_size) {
+    let mtime = entry.mtime;
+    if stat_matches(&meta, entry, mtime, entry.size) {
         if mtime >= index_time {
             Stat::Racy
         } else {
             Stat::Same
         }
-    } else if entry.file_size == 0 && stat_matches(&meta, entry, mtime, meta.size as u32) {
+    } else if entry.size == 0 && stat_matches(&meta, entry, mtime, meta.size as u32) {
         // git and libgit2 "smudge" a racily clean entry when writing the index (size 0)
         // so that it cannot pass as clean; its content decides.
         Stat::Racy
@@ -412,7 +539,7 @@ impl<'a> Dirs<'a> {
 
 /// Whether type, executable bit, times, inode and size (`size`, as the index records it)
 /// are the file's.
-fn stat_matches(meta: &FileStat, entry: &IndexEntry, mtime: (i64, u32), size: u32) -> bool {
+fn stat_matches(meta: &FileStat, entry: &Entry<'_>, mtime: (i64, u32), size: u32) -> bool {
     if cfg!(not(unix)) {
         return false;
     }
@@ -423,7 +550,7 @@ fn stat_matches(meta: &FileStat, entry: &IndexEntry, mtime: (i64, u32), size: u3
     };
     kind_ok
         && meta.mtime == mtime
-        && meta.ctime == (i64::from(entry.ctime.seconds()), entry.ctime.nanoseconds())
+        && meta.ctime == entry.ctime
         && meta.size as u32 == size
         && meta.ino as u32 == entry.ino
 }
