@@ -32,7 +32,7 @@ pub fn runnable() -> Vec<&'static str> {
 
 /// The action schema exactly as the user wrote it (`unified-design.yaml` at the repository
 /// root): every tool, its parameters and their types.
-pub(crate) const SCHEMA_YAML: &str = include_str!("../../unified-design.yaml");
+pub(crate) const SCHEMA_YAML: &str = include_str!("../unified-design.yaml");
 
 #[cfg(test)]
 mod tests {
@@ -67,7 +67,7 @@ mod tests {
     /// names every key of the design.
     #[test]
     fn loaf_yml_example_documents_every_key() {
-        let text = include_str!("../../loaf.yml.example");
+        let text = include_str!("../loaf.yml.example");
         let example: serde_json::Value = serde_saphyr::from_str(text).expect("valid YAML");
         for key in [
             "version",
