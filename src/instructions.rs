@@ -19,8 +19,8 @@ use crate::config::Config;
 const SYNTAX_ID: &str = "k7m";
 
 /// The whole text for a repository rooted at `root` (absolute) with `config` in force.
-pub fn render(root: &Path, config: &Config) -> String {
-    let root = root.display().to_string();
+pub fn render(root_path: &Path, config: &Config) -> String {
+    let root = root_path.display().to_string();
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -31,7 +31,12 @@ pub fn render(root: &Path, config: &Config) -> String {
     );
     out.push_str(&syntax_section(&root));
     out.push('\n');
-    out.push_str(&rules_section(&root));
+    // Where a review's report for the model waits (a linked worktree's git folder is not
+    // `.git` under its root).
+    let review_report = crate::git::repo::git_dir(root_path)
+        .unwrap_or_else(|| root_path.join(".git"))
+        .join("loaf/review/LAST.md");
+    out.push_str(&rules_section(&root, &review_report.display().to_string()));
     out.push('\n');
     out.push_str(&secrets_section(config));
     out.push('\n');
@@ -86,7 +91,7 @@ pub fn syntax_section(root: &str) -> String {
 }
 
 /// What the model must know besides the syntax: paths, one action per block, results.
-fn rules_section(root: &str) -> String {
+fn rules_section(root: &str, review_report: &str) -> String {
     format!(
         "## Rules\n\n\
          - Every path is absolute and inside the repository: it starts with `{root}/` (or is \
@@ -105,7 +110,7 @@ fn rules_section(root: &str) -> String {
          more (actions, exec, the network, writable paths, hooks) waits until the user \
          accepts it. If you need more, say so and ask the user.\n\
          - The user may reject parts of your changes (`git loaf review`): what was rejected \
-         and why comes back to you once, and `{root}/.git/loaf/review/LAST.md` holds the \
+         and why comes back to you once, and `{review_report}` holds the \
          latest such report. Do not reintroduce a rejected change; ask first.\n"
     )
 }

@@ -64,6 +64,12 @@ pub fn worktree_root(dir: &Path) -> Option<PathBuf> {
     Some(root.components().collect())
 }
 
+/// The git folder of the working tree containing `dir` (in a linked worktree, its own
+/// folder under the main repository's, not `.git` of the tree, which is a file there).
+pub fn git_dir(dir: &Path) -> Option<PathBuf> {
+    Some(discover(dir).ok()?.path().components().collect())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

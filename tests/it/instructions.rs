@@ -204,3 +204,29 @@ fn syntax_section() {
     - Text outside blocks is ignored, so explain freely between them. Do not indent the block's lines and do not put anything else on the header or end line.
 "##);
 }
+
+/// The review report's file is named where the model can read it: in a linked worktree the
+/// git folder is the worktree's own (its `.git` is a file there), not `<root>/.git/…`.
+#[test]
+fn the_review_reports_file_is_named_in_the_worktrees_own_git_folder() {
+    let scratch = Scratch::with(&[("a.txt", "a\n")]);
+    let linked = scratch.sibling("linked");
+    scratch.git(&[
+        "worktree",
+        "add",
+        "-q",
+        linked.to_str().expect("utf-8 path"),
+    ]);
+    let main = instructions(&scratch);
+    assert!(main.contains("`/repo/.git/loaf/review/LAST.md`"), "{main}");
+    let out = scratch.loaf_in(&linked, &["instructions"], "");
+    scratch.assert_exit(&out, 0);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let expected = scratch
+        .root
+        .join(".git/worktrees/linked/loaf/review/LAST.md");
+    assert!(
+        text.contains(&format!("`{}`", expected.display())),
+        "{text}"
+    );
+}
