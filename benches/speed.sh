@@ -8,8 +8,11 @@
 # Needs python3, git and about 3 GB of disk; 5-10 minutes on 2 cores. The work folder is
 # deleted on exit (KEEP=1 keeps it). Then, unless QUICK, the history rows of
 # benches/history_depth.py (undo, redo, squash, log, show on a fresh and an 80,000-commit
-# repository with remotes: COMMITS=N), and benches/storage.sh, when present (operation log
-# length, note size, parser throughput and memory: issue 13 items 4-6).
+# repository with remotes: COMMITS=N), benches/many_files_bench.py (an exec creating 1,000 /
+# 10,000 / 50,000 files: COUNTS=..., MANY_RUNS=3) and benches/storage.sh, when present
+# (operation log length, note size, parser throughput and memory: issue 13 items 4-6).
+# Every git baseline is asked for git-loaf's durability (core.fsync=all, batch); plain git is
+# printed beside it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source benches/prelude.sh
@@ -19,6 +22,11 @@ if [ -z "${QUICK:-}${DIRTY:-}" ]; then
   echo
   python3 benches/history_depth.py "${LOAF_BIN:-$PWD/target/release/git-loaf}" "$work/depth" \
     --commits "${COMMITS:-80000}" --runs "${RUNS:-7}"
+fi
+if [ -z "${QUICK:-}${DIRTY:-}" ]; then
+  echo
+  python3 benches/many_files_bench.py "${LOAF_BIN:-$PWD/target/release/git-loaf}" "$work/many" \
+    --counts "${COUNTS:-1000,10000,50000}" --runs "${MANY_RUNS:-3}"
 fi
 if [ -f benches/storage.sh ] && [ -z "${DIRTY:-}" ]; then
   echo
