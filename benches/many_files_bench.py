@@ -4,7 +4,7 @@ durability: the slope of git-loaf in the number of changed files. Run it through
 benches/many_files.sh (or benches/speed.sh, which ends with it).
 
     python3 benches/many_files_bench.py GIT_LOAF_BIN WORK_DIR [--counts 1000,10000,50000]
-        [--runs 3] [--files 2000]
+        [--runs 3] [--files 2000] [--where one,spread]
 
 A repository of FILES small files (exec allowed in loaf.yml) is generated and copied three
 times: for git-loaf, for git asked for git-loaf's durability (`core.fsync=all`,
@@ -121,6 +121,8 @@ def main():
     parser.add_argument("--counts", default="1000,10000,50000")
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--where", default="one,spread",
+                        help="one folder, spread over 100, or both (one,spread)")
     args = parser.parse_args()
     work = os.path.realpath(args.work)
     env = tb.environment(work)
@@ -140,7 +142,7 @@ def main():
           "| ratio (plain) | of which the script |")
     print("| ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: |", flush=True)
     for count in (int(c) for c in args.counts.split(",")):
-        for spread in (False, True):
+        for spread in (w == "spread" for w in args.where.split(",")):
             med = rounds(args, repos, env, denv, count, spread)
             where = "100 folders" if spread else "one folder"
             for step in ("apply", "undo"):
