@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Every speed target (issues 13 and 27) against its plain-git baseline, side by side in one run, on
-# generated repositories of 2,000, 20,000 and 100,000 files: prints one table of ratios.
+# Every speed target (issues 13, 27 and 39) against its git baseline, git asked for git-loaf's
+# durability (plain git beside), side by side in one run, on generated repositories of 2,000,
+# 20,000 and 100,000 files: prints one table of ratios.
 #   bash benches/speed.sh                  (RUNS=7 rounds; SIZES=2000,20000,100000)
 #   SIZES=2000 RUNS=5 QUICK=1 bash benches/speed.sh     (a quick look: 5-file rounds only)
 #   SIZES=20000 DIRTY=1 bash benches/speed.sh     (the rows of a dirty tree only)
