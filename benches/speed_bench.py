@@ -130,10 +130,6 @@ class Bench(tb.Bench):
         self.plain = plain_root
         self.denv = durable_env(env)
 
-    def gits(self):
-        """The two git copies, each with the environment its git runs in."""
-        return ((self.git, self.denv), (self.plain, self.env))
-
     def commit_in(self, root, env, edit):
         if isinstance(edit, Replace):
             edit.write_git(root)
