@@ -275,7 +275,9 @@ def make_dirty(bench, text, r):
     changes += [("d%02d/new-%d-%02d.txt" % (k % 20, r, k),
                  text.content(rng, "# untracked %d %d\n" % (r, k)).encode())
                 for k in range(50)]
-    for root in (bench.loaf, bench.git, bench.plain):
+    # ab_bench.py passes two copies only (`loaf` and `git`).
+    roots = (bench.loaf, bench.git) + ((bench.plain,) if hasattr(bench, "plain") else ())
+    for root in roots:
         for rel, data in changes:
             with open(os.path.join(root, rel), "wb") as f:
                 f.write(data)
