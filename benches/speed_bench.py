@@ -26,7 +26,12 @@ git-loaf and git each have an identical one. Then:
 - the floor (20,000 files): a 100-block reply's apply against the same 100 file writes done
   with no git at all, so the table shows what the transaction costs over plain writes.
 
-Targets are issue 27's. The history rows (deep history, remotes) are benches/history_depth.py,
+Every git baseline runs twice, in two more identical copies: with git-loaf's durability
+(`-c core.fsync=all -c core.fsyncMethod=batch`, given through GIT_CONFIG_COUNT: objects, index
+and refs synced before the command ends), which the ratio is taken against, and plain git
+(its defaults), printed beside for information.
+
+Targets are issue 27's and 39's. The history rows (deep history, remotes) are benches/history_depth.py,
 which speed.sh runs after this table.
 """
 import argparse
@@ -41,6 +46,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import transaction_bench as tb  # noqa: E402
+from many_files_bench import durable_env  # noqa: E402
 
 BIG = "big/data.txt"  # the 50 MB file (20,000-file repository only)
 BIG_SIZE = 50_000_000
@@ -116,30 +122,61 @@ class Replace:
 
 
 class Bench(tb.Bench):
-    def git_commit(self, edit):
+    """git-loaf's copy, the durable git copy (`self.git`, run with `self.denv`) and the plain
+    git copy (`self.plain`, `self.env`)."""
+
+    def __init__(self, loaf_bin, loaf_root, git_root, plain_root, env):
+        super().__init__(loaf_bin, loaf_root, git_root, env)
+        self.plain = plain_root
+        self.denv = durable_env(env)
+
+    def commit_in(self, root, env, edit):
         if isinstance(edit, Replace):
-            edit.write_git(self.git)
+            edit.write_git(root)
         else:
             for rel, data in edit.files:
-                with open(os.path.join(self.git, rel), "wb") as f:
+                with open(os.path.join(root, rel), "wb") as f:
                     f.write(data)
-        tb.run(["git", "add", "-A"], self.git, self.env)
-        tb.run(["git", "commit", "-q", "-m", "edit %s" % edit.label], self.git, self.env)
+        tb.run(["git", "add", "-A"], root, env)
+        tb.run(["git", "commit", "-q", "-m", "edit %s" % edit.label], root, env)
+
+    def git_commit(self, edit):
+        self.commit_in(self.git, self.denv, edit)
+
+    def plain_commit(self, edit):
+        self.commit_in(self.plain, self.env, edit)
+
+    def git_undo(self):
+        tb.run(["git", "reset", "-q", "--hard", "HEAD~1"], self.git, self.denv)
+
+    def plain_undo(self):
+        tb.run(["git", "reset", "-q", "--hard", "HEAD~1"], self.plain, self.env)
+
+    def check_same(self, step):
+        super().check_same(step)
+        trees = [tb.run(["git", "rev-parse", "HEAD^{tree}"], root, self.env).strip()
+                 for root in (self.git, self.plain)]
+        if trees[0] != trees[1]:
+            sys.exit("after %s the git copies differ" % step)
 
 
 def apply_undo_rounds(bench, make_edit, runs):
     """RUNS rounds of apply (and the untimed re-apply that moves history on) and undo, the
     tools alternating; returns the wall times by key."""
-    times = {key: [] for key in ("loaf apply", "git apply", "loaf undo", "git undo")}
+    times = {key: [] for key in ("loaf apply", "git apply", "plain apply", "loaf undo",
+                                 "git undo", "plain undo")}
     for r in range(runs):
         edit = make_edit(r)
         reply = edit.reply(bench.loaf, r)
         apply_steps = [("loaf apply", bench.loaf_apply, reply),
-                       ("git apply", bench.git_commit, edit)]
-        undo_steps = [("loaf undo", bench.loaf_undo, None), ("git undo", bench.git_undo, None)]
-        if r % 2:
-            apply_steps.reverse()
-            undo_steps.reverse()
+                       ("git apply", bench.git_commit, edit),
+                       ("plain apply", bench.plain_commit, edit)]
+        undo_steps = [("loaf undo", bench.loaf_undo, None), ("git undo", bench.git_undo, None),
+                      ("plain undo", bench.plain_undo, None)]
+        # Which goes first rotates.
+        k = r % 3
+        apply_steps = apply_steps[k:] + apply_steps[:k]
+        undo_steps = undo_steps[k:] + undo_steps[:k]
         for key, fn, arg in apply_steps:
             times[key].append(tb.timed(fn, *([arg] if arg is not None else []))[0])
         bench.check_same("apply in round %d" % r)
@@ -148,6 +185,7 @@ def apply_undo_rounds(bench, make_edit, runs):
         bench.check_same("undo in round %d" % r)
         bench.loaf_apply(reply)
         bench.git_commit(edit)
+        bench.plain_commit(edit)
         bench.check_same("re-apply in round %d" % r)
     return {k: statistics.median(v) for k, v in times.items()}
 
@@ -156,19 +194,21 @@ class Table:
     def __init__(self):
         self.rows = []
 
-    def add(self, size, what, loaf, git, baseline, target):
+    def add(self, size, what, loaf, git, baseline, target, plain=None):
+        """A row: git-loaf against `git` (durable git), plain git beside when given."""
         ratio = loaf / git if git else float("nan")
         ok = "yes" if ratio <= target else "**no**"
         bound = "≤ %.1f×" % target if target != float("inf") else "(what the transaction adds)"
-        self.rows.append("| %s | %s | %s | %s (%s) | **%.2f×** | %s | %s |"
-                         % (size, what, tb.ms(loaf), tb.ms(git), baseline, ratio, bound,
-                            ok if target != float("inf") else "—"))
+        beside = "%s (%.2f×)" % (tb.ms(plain), loaf / plain) if plain else "—"
+        self.rows.append("| %s | %s | %s | %s (%s) | **%.2f×** | %s | %s | %s |"
+                         % (size, what, tb.ms(loaf), tb.ms(git), baseline, ratio, beside,
+                            bound, ok if target != float("inf") else "—"))
         print(self.rows[-1], flush=True)
 
     def add_rss(self, size, what, loaf, git, target):
         ratio = loaf / git
         ok = "yes" if ratio <= target else "**no**"
-        self.rows.append("| %s | %s | %.0f MB | %.0f MB (peak RSS of git) | **%.2f×** | ≤ %.1f× | %s |"
+        self.rows.append("| %s | %s | %.0f MB | %.0f MB (peak RSS of git) | **%.2f×** | — | ≤ %.1f× | %s |"
                          % (size, what, loaf, git, ratio, target, ok))
         print(self.rows[-1], flush=True)
 
@@ -209,7 +249,7 @@ def dirty_rounds(bench, text, runs):
                 git_t.append(time.perf_counter() - start)
         # Back to clean in both: undo (restores the dirty state), then drop it.
         bench.loaf_undo()
-        for root in (bench.loaf, bench.git):
+        for root in (bench.loaf, bench.git, bench.plain):
             tb.run(["git", "reset", "-q", "--hard"], root, bench.env)
             tb.run(["git", "clean", "-q", "-f"], root, bench.env)
     return statistics.median(loaf_t), statistics.median(git_t)
@@ -235,7 +275,9 @@ def make_dirty(bench, text, r):
     changes += [("d%02d/new-%d-%02d.txt" % (k % 20, r, k),
                  text.content(rng, "# untracked %d %d\n" % (r, k)).encode())
                 for k in range(50)]
-    for root in (bench.loaf, bench.git):
+    # ab_bench.py passes two copies only (`loaf` and `git`).
+    roots = (bench.loaf, bench.git) + ((bench.plain,) if hasattr(bench, "plain") else ())
+    for root in roots:
         for rel, data in changes:
             with open(os.path.join(root, rel), "wb") as f:
                 f.write(data)
@@ -247,7 +289,7 @@ def dirty_apply_undo_rounds(bench, text, runs):
     untracked files, against writing the 5 + `git add` of them + `git commit`, and
     `git reset --keep HEAD~1` (which keeps the user's changes as undo does)."""
     keys = [tool + " " + what + again for again in ("", " again")
-            for what in ("apply", "undo") for tool in ("loaf", "git")]
+            for what in ("apply", "undo") for tool in ("loaf", "git", "plain")]
     times = {key: [] for key in keys}
     for r in range(runs):
         modified = {rel for rel, _ in make_dirty(bench, text, r)}
@@ -257,26 +299,27 @@ def dirty_apply_undo_rounds(bench, text, runs):
             edit = dirty_edit(text, r * 2 + n, modified)
             reply = edit.reply(bench.loaf, 30 + r * 2 + n)
 
-            def git_apply(edit=edit):
+            def git_apply(root, env, edit=edit):
                 for rel, data in edit.files:
-                    with open(os.path.join(bench.git, rel), "wb") as f:
+                    with open(os.path.join(root, rel), "wb") as f:
                         f.write(data)
-                tb.run(["git", "add", "--"] + [rel for rel, _ in edit.files], bench.git,
-                       bench.env)
-                tb.run(["git", "commit", "-q", "-m", "edit %s" % edit.label], bench.git,
-                       bench.env)
+                tb.run(["git", "add", "--"] + [rel for rel, _ in edit.files], root, env)
+                tb.run(["git", "commit", "-q", "-m", "edit %s" % edit.label], root, env)
 
-            def git_undo():
-                tb.run(["git", "reset", "-q", "--keep", "HEAD~1"], bench.git, bench.env)
+            def git_undo(root, env):
+                tb.run(["git", "reset", "-q", "--keep", "HEAD~1"], root, env)
 
             steps = [("apply", lambda reply=reply: bench.loaf_apply(reply), git_apply),
                      ("undo", bench.loaf_undo, git_undo)]
             for what, loaf_fn, git_fn in steps:
-                pair = [("loaf " + what + again, loaf_fn), ("git " + what + again, git_fn)]
-                for key, fn in (pair if r % 2 == 0 else pair[::-1]):
+                trio = [("loaf " + what + again, loaf_fn),
+                        ("git " + what + again, lambda f=git_fn: f(bench.git, bench.denv)),
+                        ("plain " + what + again, lambda f=git_fn: f(bench.plain, bench.env))]
+                k = r % 3
+                for key, fn in trio[k:] + trio[:k]:
                     times[key].append(tb.timed(fn)[0])
                 bench.check_same("dirty %s%s in round %d" % (what, again, r))
-        for root in (bench.loaf, bench.git):
+        for root in (bench.loaf, bench.git, bench.plain):
             tb.run(["git", "reset", "-q", "--hard"], root, bench.env)
             tb.run(["git", "clean", "-q", "-f"], root, bench.env)
     return {k: statistics.median(v) for k, v in times.items()}
@@ -297,6 +340,7 @@ def floor_rounds(bench, text, runs):
         plain_t.append(time.perf_counter() - start)
         tb.run(["git", "add", "-A"], bench.git, bench.env)
         tb.run(["git", "commit", "-q", "-m", "floor %d" % r], bench.git, bench.env)
+        bench.plain_commit(edit)
         bench.check_same("floor round %d" % r)
     return statistics.median(loaf_t), statistics.median(plain_t)
 
@@ -308,19 +352,22 @@ def dirty_rows(bench, text, size, runs, table):
               "`git status` + `git hash-object` of the 250 files", 1.5)
     med = dirty_apply_undo_rounds(bench, text, runs)
     table.add(size, "apply, 5 files, with 200 modified + 50 untracked", med["loaf apply"],
-              med["git apply"], "write + `git add` of the 5 + `git commit`", 1.3)
+              med["git apply"], "write + `git add` of the 5 + `git commit`", 1.3,
+              med["plain apply"])
     table.add(size, "undo, 5 files, with 200 modified + 50 untracked", med["loaf undo"],
-              med["git undo"], "`git reset --keep HEAD~1`", 1.3)
+              med["git undo"], "`git reset --keep HEAD~1`", 1.3, med["plain undo"])
     table.add(size, "the next apply on the same uncommitted work", med["loaf apply again"],
-              med["git apply again"], "write + `git add` of the 5 + `git commit`", 1.3)
+              med["git apply again"], "write + `git add` of the 5 + `git commit`", 1.3,
+              med["plain apply again"])
     table.add(size, "its undo", med["loaf undo again"], med["git undo again"],
-              "`git reset --keep HEAD~1`", 1.3)
+              "`git reset --keep HEAD~1`", 1.3, med["plain undo again"])
 
 
 def one_size(args, files, table):
     work = os.path.join(os.path.realpath(args.work), str(files))
     env = tb.environment(work)
     loaf_root, git_root = os.path.join(work, "loaf"), os.path.join(work, "git")
+    plain_root = os.path.join(work, "plain")
     os.makedirs(loaf_root)
     started = time.perf_counter()
     text, total = generate(loaf_root, env, files, small=files > 50_000)
@@ -328,14 +375,15 @@ def one_size(args, files, table):
     if big:
         add_big(loaf_root, env)
     subprocess.run(["cp", "-a", loaf_root, git_root], check=True)
+    subprocess.run(["cp", "-a", loaf_root, plain_root], check=True)
     os.sync()
     time.sleep(1)
-    for root in (loaf_root, git_root):
+    for root in (loaf_root, git_root, plain_root):
         tb.run(["git", "status", "--porcelain"], root, env)
     print("\n%d files, %.0f MB%s; generated in %.0f s" % (
         files, total / 1e6, " + a 50 MB file" if big else "", time.perf_counter() - started),
         flush=True)
-    bench = Bench(args.git_loaf, loaf_root, git_root, env)
+    bench = Bench(args.git_loaf, loaf_root, git_root, plain_root, env)
     size = "%dk" % (files // 1000)
     if args.dirty:
         dirty_rows(bench, text, size, max(3, args.runs // 2), table)
@@ -344,44 +392,49 @@ def one_size(args, files, table):
     # The first apply creates the stage; it is removed and created again for a median of 3
     # (one sample swings with whatever the disk is still writing).
     stage = os.path.join(loaf_root, ".git", "loaf", "stage")
-    firsts, worktrees = [], []
+    firsts, worktrees, plain_worktrees = [], [], []
     for k in range(3):
         if k:
             tb.run(["git", "worktree", "remove", "-f", "-f", stage], loaf_root, env)
         first = Edit(text, "first %d" % k, 5)
         firsts.append(tb.timed(bench.loaf_apply, first.reply(loaf_root, 25 + k))[0])
         bench.git_commit(first)
+        bench.plain_commit(first)
         bench.check_same("the first apply")
-        added = os.path.join(work, "git-worktree-%d" % k)
-        worktrees.append(tb.timed(tb.run, ["git", "worktree", "add", "-q", "--detach", added,
-                                           "HEAD"], git_root, env)[0])
-        tb.run(["git", "worktree", "remove", "-f", added], git_root, env)
+        for root, genv, times in ((git_root, bench.denv, worktrees),
+                                  (plain_root, env, plain_worktrees)):
+            added = os.path.join(work, "worktree-%d-%s" % (k, os.path.basename(root)))
+            times.append(tb.timed(tb.run, ["git", "worktree", "add", "-q", "--detach", added,
+                                           "HEAD"], root, genv)[0])
+            tb.run(["git", "worktree", "remove", "-f", added], root, env)
     table.add(size, "stage creation (first apply, 5 files)", statistics.median(firsts),
-              statistics.median(worktrees), "`git worktree add`", 1.0)
+              statistics.median(worktrees), "`git worktree add`", 1.0,
+              statistics.median(plain_worktrees))
 
     med = apply_undo_rounds(bench, lambda r: Edit(text, "round %d" % r, 5), args.runs)
     target = 1.0  # issue 27: at every size
     table.add(size, "apply, 5 files", med["loaf apply"], med["git apply"],
-              "write + `git add -A` + `git commit`", target)
+              "write + `git add -A` + `git commit`", target, med["plain apply"])
     table.add(size, "undo, 5 files", med["loaf undo"], med["git undo"],
-              "`git reset --hard HEAD~1`", target)
+              "`git reset --hard HEAD~1`", target, med["plain undo"])
     if not big:
         return
     runs = max(3, args.runs // 2)
     med = apply_undo_rounds(bench, lambda r: Edit(text, "thousand %d" % r, 1000), runs)
     table.add(size, "apply, 1,000 files", med["loaf apply"], med["git apply"],
-              "write + `git add -A` + `git commit`", 1.0)
+              "write + `git add -A` + `git commit`", 1.0, med["plain apply"])
     table.add(size, "undo, 1,000 files", med["loaf undo"], med["git undo"],
-              "`git reset --hard HEAD~1`", 1.0)
+              "`git reset --hard HEAD~1`", 1.0, med["plain undo"])
     med = apply_undo_rounds(bench, lambda r: Replace("round %d" % r), runs)
     table.add(size, "apply, 1 replace in 50 MB", med["loaf apply"], med["git apply"],
-              "write + `git add -A` + `git commit`", 1.5)
+              "write + `git add -A` + `git commit`", 1.5, med["plain apply"])
     table.add(size, "undo, 1 replace in 50 MB", med["loaf undo"], med["git undo"],
-              "`git reset --hard HEAD~1`", 1.2)
+              "`git reset --hard HEAD~1`", 1.2, med["plain undo"])
     last = Replace("memory")
     loaf_rss = tb.peak_rss_mb([args.git_loaf, "apply"], loaf_root, env,
                               last.reply(loaf_root, 99))
     last.write_git(git_root)
+    bench.plain_commit(last)
     git_rss = max(tb.peak_rss_mb(["git", "add", "-A"], git_root, env),
                   tb.peak_rss_mb(["git", "commit", "-q", "-m", "memory"], git_root, env))
     bench.check_same("the memory runs")
@@ -406,15 +459,15 @@ def main():
     git_version = tb.run(["git", "--version"], args.work, os.environ).strip()
     print("%s; %s, %d CPUs; %d rounds (medians), tools alternating"
           % (git_version, platform.machine(), os.cpu_count() or 0, args.runs))
-    print("\n| repo | what | git-loaf | baseline | ratio | target | met |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | --- |", flush=True)
+    print("\n| repo | what | git-loaf | durable git | ratio | plain git | target | met |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |", flush=True)
     table = Table()
     for files in (int(s) for s in args.sizes.split(",")):
         one_size(args, files, table)
         shutil.rmtree(os.path.join(os.path.realpath(args.work), str(files)),
                       ignore_errors=True)
-    print("\n| repo | what | git-loaf | baseline | ratio | target | met |")
-    print("| --- | --- | ---: | ---: | ---: | ---: | --- |")
+    print("\n| repo | what | git-loaf | durable git | ratio | plain git | target | met |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | --- |")
     for row in table.rows:
         print(row)
 

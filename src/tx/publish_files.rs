@@ -323,8 +323,9 @@ pub(crate) fn write_files(
     // Skipped files still get their after index entry: the user's edit then shows as an
     // unstaged change on top of the new HEAD, as if made after the operation.
     let to_index = repo.find_tree(oid(&t.to_index)?)?;
+    let skipped: std::collections::HashSet<&PathBuf> = files.skipped.iter().collect();
     for path in &paths.index {
-        let holds_it = !files.skipped.contains(path);
+        let holds_it = !skipped.contains(path);
         set_index_entry(index, &t.workdir, path, &to_index, &files.to_work, holds_it)?;
     }
     Ok(files.skipped)
@@ -387,9 +388,9 @@ impl<'a> Files<'a, '_> {
             .partition(|path| blob_at(&self.to_work, path).is_none())
     }
 
-    /// The files to write that a conversion applies to (or a submodule): they come from a
-    /// libgit2 checkout; a file no conversion applies to is its blob, written straight from
-    /// it (or moved from the stage).
+    /// The files to write that a conversion applies to (or a submodule), sorted as `written`
+    /// is: they come from a libgit2 checkout; a file no conversion applies to is its blob,
+    /// written straight from it (or moved from the stage).
     fn converted(&self, written: &[&'a PathBuf]) -> Result<Vec<&'a PathBuf>, git2::Error> {
         let mut converted = Vec::new();
         for path in written {
@@ -417,7 +418,7 @@ impl<'a> Files<'a, '_> {
         let mut movable = Vec::new();
         for path in gone.iter().chain(written) {
             if blob_at(&stage_tree, path) == blob_at(&self.to_work, path)
-                && !converted.contains(path)
+                && converted.binary_search(path).is_err()
                 && !self.checker.conversions.apply_to(self.repo, path)?
             {
                 movable.push(*path);
@@ -486,7 +487,7 @@ impl<'a> Files<'a, '_> {
                 continue;
             }
             make_room(&to)?;
-            let from = if converted.contains(path) {
+            let from = if converted.binary_search(path).is_ok() {
                 checkout_dir.join(path)
             } else if let Some((id, mode)) = blob_at(&self.to_work, path)
                 && movable.binary_search(path).is_ok()
