@@ -110,10 +110,12 @@ def generate(root, env, commits):
     tb.run(["git", "reset", "-q", "--hard", "main"], root, env)
 
 
-def edit_reply(root, label, count=5):
-    """A reply rewriting `count` files; the same files are written by hand for git."""
-    files = [(path((zlib.crc32(label.encode()) + 97 * k) % FILES), "edited by %s (%d)\n" % (label, k))
-             for k in range(count)]
+def edit_reply(root, label, count=5, paths=None):
+    """A reply rewriting `count` files (of `paths`, the generated ones unless given); the same
+    files are written by hand for git."""
+    pool = paths or [path(i) for i in range(FILES)]
+    files = [(pool[(zlib.crc32(label.encode()) + 97 * k) % len(pool)],
+              "edited by %s (%d)\n" % (label, k)) for k in range(count)]
     blocks = []
     for k, (rel, text) in enumerate(files):
         bid = "e%02d" % k
