@@ -1018,3 +1018,46 @@ fn undo_leaves_a_partly_staged_file_partly_staged_for_a_git_that_trusts_stat_dat
     assert_eq!(s.git(&["status", "--porcelain"]), "MM a.txt\n");
     assert!(s.git(&["diff"]).contains("\n+THREE\n"), "the unstaged part");
 }
+
+/// The root entry of the index file's cache-tree extension (git's `TREE`): the tree git
+/// and git-loaf take the index to hold without building it, or `None` when the extension
+/// is missing or its root was invalidated.
+fn index_file_tree(s: &Scratch) -> Option<String> {
+    let index = std::fs::read(s.root.join(".git/index")).expect("index");
+    let at = index.windows(4).position(|w| w == b"TREE")? + 8;
+    // The root entry: an empty path, then "<entries> <subtrees>\n" and, when valid, the id.
+    let data = index.get(at..)?;
+    let line_end = data.iter().position(|&b| b == b'\n')?;
+    let header = std::str::from_utf8(data.get(1..line_end)?).ok()?;
+    if data.first() != Some(&0) || header.starts_with('-') {
+        return None;
+    }
+    let id = data.get(line_end + 1..line_end + 21)?;
+    Some(id.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+/// After an apply, the index file says which tree it holds, and keeps saying so when
+/// `git status` (an editor runs it all the time) rewrites it: the next apply's or agent
+/// hook's scan then reads the index's tree from the file instead of building it.
+#[test]
+fn the_index_an_apply_writes_says_its_tree_even_after_git_status_rewrites_it() {
+    let s = Scratch::with(&[("a.txt", "one\n"), ("src/b.txt", "two\n")]);
+    let reply = block(
+        "t4q",
+        "file_write",
+        &[("path", "/repo/src/c.txt"), ("content", "three")],
+    );
+    let out = s.loaf(&["apply"], &s.reply(&reply));
+    assert_eq!(
+        code(&out),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let tree = s.git(&["rev-parse", "HEAD^{tree}"]).trim().to_owned();
+    assert_eq!(index_file_tree(&s).as_deref(), Some(tree.as_str()));
+    // A stat change git must look at makes `git status` write the index again.
+    std::fs::write(s.root.join("a.txt"), "one\n").expect("touch");
+    s.git(&["status", "--porcelain"]);
+    assert_eq!(index_file_tree(&s).as_deref(), Some(tree.as_str()));
+}
