@@ -25,6 +25,7 @@ pub(crate) mod commits;
 mod fresh_checkout;
 pub(crate) mod githooks;
 pub(crate) mod head;
+mod last_look;
 pub(crate) mod merge;
 pub mod oplog;
 pub(crate) mod ownership;

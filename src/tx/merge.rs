@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use git2::{MergeFileInput, Oid, Repository};
 
 use super::checkpoint::Checkpoint;
+use super::last_look::file_blob;
 use super::publish::Transition;
-use super::publish_files::file_blob;
 use crate::git::treebuild::tree_with_values;
 use crate::git::treediff::blob_at;
 

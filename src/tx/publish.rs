@@ -20,8 +20,9 @@ use std::path::{Path, PathBuf};
 
 use git2::{Index, Repository};
 
+use super::last_look::{Checker, changed_by_user};
 use super::oplog::{self, OpEntry, OpKind};
-use super::publish_files::{Checker, changed_by_user, write_files};
+use super::publish_files::write_files;
 use super::stage_swap::StageSwap;
 pub(crate) use super::transition::list;
 pub use super::transition::{Attachment, Transition, crash_point, current, differing, mark_start};
@@ -121,7 +122,7 @@ pub fn publish_attached(
     oplog::check(repo).map_err(PublishError::DamagedLog)?;
     let paths = Paths::of(repo, t)?;
     // Whatever the user asked (even `--force`): nothing else keeps such files.
-    let in_the_way = super::publish_files::in_folders_replaced(repo, t, &paths.work)?;
+    let in_the_way = super::last_look::in_folders_replaced(repo, t, &paths.work)?;
     if !in_the_way.is_empty() {
         return Err(PublishError::InTheWay(in_the_way));
     }

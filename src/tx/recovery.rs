@@ -24,9 +24,10 @@ use std::path::{Path, PathBuf};
 
 use git2::{Oid, Repository};
 
+use super::last_look::Checker;
 use super::oplog::{self, OpEntry, OpKind, UserState};
 use super::publish::{PublishError, attach_after, log_durably, no_longer_kept, publish_extras};
-use super::publish_files::{Checker, temp_beside, write_files};
+use super::publish_files::{temp_beside, write_files};
 use super::transition::{
     Attachment, Journal, Paths, STAGING_PREFIX, Transition, Undecided, current, drop_journal,
     journal_path, oid,
