@@ -414,6 +414,7 @@ pub(crate) mod tests {
         assert_eq!(left_alone_notice(&[]), None);
         let notice = left_alone_notice(&[PathBuf::from("a.txt"), PathBuf::from("docs/b.md")])
             .expect("a notice");
+        assert_eq!(notice.kind, crate::notice::NoticeKind::YourWork);
         assert!(
             notice
                 .text
