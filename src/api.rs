@@ -13,6 +13,8 @@
 //! - Small pieces: the repository of a folder ([`worktree_root`], [`common_dir`]), the
 //!   user's git [`identity`], a commit subject that fits ([`fit_subject`]), the NESL
 //!   parser ([`parse`], docs/nesl.md).
+//! - What an operation found and did besides its result ([`Applied`]'s and
+//!   [`ReplyApplies`]'s notices): a [`Notice`], its [`NoticeKind`] and its text.
 
 use std::path::{Path, PathBuf};
 
@@ -21,6 +23,7 @@ pub use crate::exec::process::{Captured, Ending, Finished, Job, RunError, Signal
 pub use crate::exec::sandbox::{Policy, Sandbox};
 pub use crate::git::identity::identity;
 pub use crate::nesl::{ParseResult, parse};
+pub use crate::notice::{Notice, NoticeKind};
 pub use crate::ops::apply::{Applied, ApplyOptions, Kept, apply};
 pub use crate::ops::config::TrustError;
 pub use crate::ops::log::{Shown, show};

@@ -251,12 +251,12 @@ fn print_out(text: &str) -> Result<(), CliError> {
 }
 
 /// Tells the user, on stderr, what the command found and did besides its result.
-fn print_notices(notices: &[String]) {
+fn print_notices(notices: &[impl std::fmt::Display]) {
     let label = style::paint(style::colour(Stream::Stderr), Paint::Note, "note:");
     let mut err = std::io::stderr().lock();
     for notice in notices {
         // A libgit2 error a notice quotes reads as git would say it.
-        let notice = crate::git::words::without_codes(notice);
+        let notice = crate::git::words::without_codes(&notice.to_string());
         let _ = writeln!(err, "{label} {notice}");
     }
 }

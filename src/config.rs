@@ -13,6 +13,7 @@ use std::time::Duration;
 use crate::actions::Schema;
 /// `fs-guard`'s rules: plain data the guard takes ([`crate::exec::guard`]).
 pub use crate::exec::guard::{FsGuardConfig, GuardRules};
+use crate::notice::{Notice, NoticeKind};
 use locate::{first_line, has_word, line_in_section, line_of, name_the_key, unquoted};
 use raw::{RawConfig, RawExec, RawHook, RawHooks, RawStage, writable_path};
 pub use widen::widenings;
@@ -78,7 +79,7 @@ pub struct Config {
     /// The folder loaf.yml is in (relative fs-guard patterns resolve from it).
     pub dir: PathBuf,
     /// Things to tell the user about loaf.yml on stderr (deprecated keys).
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
 }
 
 /// `hooks`: commands before and after the actions.
@@ -341,10 +342,13 @@ impl Config {
             self.stage.isolate_built_in = false;
         }
         if let Some(share) = stage.share {
-            self.notices.push(format!(
-                "{}: {}stage.share is deprecated and has no effect: every ignored file and folder is now visible in the stage; remove it, and list what to keep out under stage.isolate",
-                dir.join(FILE_NAME).display(),
-                line_of(text, "share:")
+            self.notices.push(Notice::new(
+                NoticeKind::Config,
+                format!(
+                    "{}: {}stage.share is deprecated and has no effect: every ignored file and folder is now visible in the stage; remove it, and list what to keep out under stage.isolate",
+                    dir.join(FILE_NAME).display(),
+                    line_of(text, "share:")
+                ),
             ));
             self.stage.share = share;
         }

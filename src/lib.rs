@@ -39,6 +39,7 @@ pub(crate) mod input;
 pub mod instructions;
 pub mod mcp;
 pub mod nesl;
+pub mod notice;
 pub mod ops;
 pub(crate) mod paths;
 pub(crate) mod progress;

@@ -104,7 +104,7 @@ fn copy(text: &str) {
         None => Box::new(SystemClipboard::default()),
     };
     match clipboard.set_text(text) {
-        Ok(()) => super::print_notices(&["the report for the model is on the clipboard".into()]),
+        Ok(()) => super::print_notices(&["the report for the model is on the clipboard"]),
         Err(e) => super::print_notices(&[format!(
             "could not put the report on the clipboard ({e}): copy it from above"
         )]),

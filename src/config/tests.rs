@@ -57,9 +57,12 @@ fn stage_share_is_accepted_with_a_notice_pointing_to_isolate() {
     let config = Config::parse("stage:\n  share: [target]\n", Path::new("")).expect("valid");
     assert_eq!(config.stage.share, ["target"]);
     assert_eq!(config.notices.len(), 1);
+    assert_eq!(config.notices[0].kind, crate::notice::NoticeKind::Config);
     assert!(
-        config.notices[0].contains("line 2: stage.share is deprecated")
-            && config.notices[0].contains("stage.isolate"),
+        config.notices[0]
+            .text
+            .contains("line 2: stage.share is deprecated")
+            && config.notices[0].text.contains("stage.isolate"),
         "{:?}",
         config.notices
     );

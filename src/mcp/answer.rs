@@ -11,7 +11,7 @@ use crate::ops::{OpError, Response};
 pub fn response(response: Response) -> CallToolResult {
     let mut text = response.text;
     for notice in &response.notices {
-        let notice = crate::git::words::without_codes(notice);
+        let notice = crate::git::words::without_codes(&notice.text);
         text.push_str(&format!("note: {notice}\n"));
     }
     if let Some(error) = &response.error {

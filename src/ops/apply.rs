@@ -21,6 +21,7 @@ use crate::config::NotesOutputs;
 use crate::git::Oid;
 use crate::git::commit::{write_note_value, write_report_value};
 use crate::git::sign::SignRequest;
+use crate::notice::Notice;
 use crate::ops::check::{CheckedReply, check};
 use crate::report::{ExecutionResult, GitInfo, redact};
 use crate::tx::githooks::{Place, Refusal};
@@ -55,13 +56,13 @@ pub struct Applied {
     /// When the user's branch or files moved meanwhile: where the commit was kept instead.
     pub kept: Option<Kept>,
     /// Things to tell the user on stderr.
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
 }
 
 impl Applied {
     /// An apply that recorded nothing (no commit, no operation-log entry): the report shows
     /// no id, since `show` and `undo` could not find one.
-    fn unrecorded(mut result: ExecutionResult, mut git: GitInfo, notices: Vec<String>) -> Self {
+    fn unrecorded(mut result: ExecutionResult, mut git: GitInfo, notices: Vec<Notice>) -> Self {
         git.apply.clear();
         result.git = Some(git);
         Applied {
@@ -77,7 +78,7 @@ impl Applied {
     fn refused(
         mut result: ExecutionResult,
         mut git: GitInfo,
-        notices: Vec<String>,
+        notices: Vec<Notice>,
         refusal: Refusal,
     ) -> Self {
         git.not_applied = Some(refusal.reason);
@@ -260,7 +261,7 @@ struct Tx<'a> {
     ref_name: String,
     old_head: Option<Oid>,
     /// Things to tell the user on stderr.
-    notices: Vec<String>,
+    notices: Vec<Notice>,
 }
 
 impl Tx<'_> {

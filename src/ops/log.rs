@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::git::commit::parse_trailers;
 use crate::git::notes::{NOTES_REF, read_note, read_report};
 use crate::git::refs;
+use crate::notice::{Notice, NoticeKind};
 use crate::ops::record::SESSION_TRAILER;
 use crate::ops::squash::{SQUASH_TRAILER, SQUASHED_TRAILER};
 use crate::report::redact;
@@ -277,7 +278,7 @@ pub enum Shown {
         result: Value,
         /// What to tell the user about it: the outputs are not here, only their sizes and
         /// hashes (the note was read because this repository holds no local report).
-        notice: Option<String>,
+        notice: Option<Notice>,
     },
     /// Only the `Loaf-Result` trailer (notes not fetched): bulky values are hashes.
     TrailerOnly {
@@ -313,9 +314,12 @@ pub fn show(cwd: &Path, rev: Option<&str>) -> Result<Shown, TxError> {
     let from_note = local.is_none();
     if let Some((text, result, hashed)) = local.or_else(|| record(read_note(&repo, commit.id))) {
         let notice = (from_note && hashed).then(|| {
-            format!(
-                "the outputs of {} are not in this repository: its note (refs/notes/loaf) records what the blocks read and printed as sizes and sha256 only; the full report stays in the repository where it ran, until `git loaf gc` drops it with its operation-log entry",
-                crate::git::short_oid(commit.id)
+            Notice::new(
+                NoticeKind::Record,
+                format!(
+                    "the outputs of {} are not in this repository: its note (refs/notes/loaf) records what the blocks read and printed as sizes and sha256 only; the full report stays in the repository where it ran, until `git loaf gc` drops it with its operation-log entry",
+                    crate::git::short_oid(commit.id)
+                ),
             )
         });
         return Ok(Shown::Full {

@@ -27,6 +27,7 @@ use super::{new_id, now_secs};
 use crate::git::commit::{write_note_value, write_report_value};
 use crate::git::sign::{self, SignRequest};
 use crate::git::{Oid, Repository, refs, short_oid, treebuild, treediff};
+use crate::notice::{Notice, NoticeKind};
 use crate::report::inert::inert;
 use crate::report::subject::fit_subject;
 use crate::report::{ExecutionResult, GitInfo};
@@ -90,7 +91,7 @@ pub struct Begun {
     /// The session.
     pub session: String,
     /// Things to tell the user (an unfinished turn finished or discarded).
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
 }
 
 /// What `commit` did.
@@ -101,7 +102,7 @@ pub struct Committed {
     /// The outcome; `None` when the session had no begun turn.
     pub ended: Option<Ended>,
     /// Things to tell the user.
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
 }
 
 /// `git loaf record begin`: checkpoints the user's state as the session's turn. An earlier
@@ -145,14 +146,14 @@ pub fn begin(cwd: &Path, options: &BeginOptions) -> Result<Begun, TxError> {
 }
 
 /// Commits an unfinished turn, else forgets it; the notice saying which.
-fn finish_unfinished(session: &Session, key: &str, unfinished: &Turn) -> String {
+fn finish_unfinished(session: &Session, key: &str, unfinished: &Turn) -> Notice {
     let what = format!(
         "the previous turn of session {} never ended (no `record commit`)",
         unfinished.session
     );
     let outcome = end_turn(session, unfinished);
     let forgotten = turn::forget(&session.repo, key);
-    match (outcome, forgotten) {
+    let text = match (outcome, forgotten) {
         (Ok(Ended::Committed(r)), _) => format!(
             "{what}: committed its changes as {} ({}); `git loaf undo` takes it back",
             short_oid(r.commit),
@@ -165,7 +166,8 @@ fn finish_unfinished(session: &Session, key: &str, unfinished: &Turn) -> String 
         (Err(e), Err(f)) => format!(
             "{what} and could not be committed ({e}) nor forgotten ({f}); its changes stay in your files"
         ),
-    }
+    };
+    Notice::new(NoticeKind::Turn, text)
 }
 
 /// `git loaf record commit`: commits what changed since the session's `begin`.
@@ -190,9 +192,12 @@ pub fn commit(cwd: &Path, session_name: Option<&str>) -> Result<Committed, TxErr
     if let Ended::Committed(r) = &ended
         && !r.carried.is_empty()
     {
-        notices.push(format!(
-            "the agent's edits overlap lines of yours that were not committed, so the commit holds them too: {}; `git loaf undo` gives them back uncommitted",
-            r.carried.join(", ")
+        notices.push(Notice::new(
+            NoticeKind::YourWork,
+            format!(
+                "the agent's edits overlap lines of yours that were not committed, so the commit holds them too: {}; `git loaf undo` gives them back uncommitted",
+                r.carried.join(", ")
+            ),
         ));
     }
     Ok(Committed {

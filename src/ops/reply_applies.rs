@@ -7,6 +7,7 @@
 //! done (its branch moved, its log entry not yet written) is finished first, so that the
 //! apply it made is found rather than made again.
 
+use crate::notice::Notice;
 use std::path::Path;
 
 use crate::tx::oplog::{self, OpEntry, OpKind};
@@ -30,7 +31,7 @@ pub struct ReplyApplies {
     /// undo` would take back next, still separate commits.
     pub on_top: Vec<String>,
     /// What recovery did on the way in (a crashed operation finished), to tell the user.
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
 }
 
 /// The applies of the working tree containing `cwd` that carry `key` (see

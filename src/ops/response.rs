@@ -4,6 +4,7 @@
 //! so both front doors tell the same story (docs/mcp.md).
 
 use super::OpError;
+use crate::notice::Notice;
 
 /// How an operation that ran ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -23,7 +24,7 @@ pub struct Response {
     /// and what an MCP tool returns as structured content.
     pub json: Option<serde_json::Value>,
     /// What the operation found and did besides its result (`note:` lines on stderr).
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
     /// How it ended.
     pub outcome: Outcome,
     /// Whether a caller that reads one flag (MCP's `isError`) should take it as failed: the
@@ -49,7 +50,7 @@ impl Response {
     }
 
     /// With notices to print first.
-    pub fn with_notices(mut self, notices: Vec<String>) -> Self {
+    pub fn with_notices(mut self, notices: Vec<Notice>) -> Self {
         self.notices = notices;
         self
     }

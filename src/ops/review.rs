@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use super::{new_id, now_secs};
 use crate::git::{Oid, Repository, refs, short_oid, treediff};
+use crate::notice::{Notice, NoticeKind};
 use crate::tx::checkpoint;
 use crate::tx::commits::{self, CommitInfo};
 use crate::tx::merge::{self, Overlap};
@@ -110,7 +111,7 @@ pub struct Reviewed {
     /// The report for the model.
     pub report: String,
     /// Things to tell the user.
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
 }
 
 /// The hunks of the AI commit `id` names (an apply or turn id, a commit; default: the last
@@ -250,7 +251,7 @@ pub fn review(cwd: &Path, listed: &Listing, verdicts: &[Verdict]) -> Result<Revi
     let mut notices = session.notices.clone();
     notices.extend(publish::left_alone_notice(&skipped));
     if let Err(error) = report::store(repo.path(), &id, &report, &effect(&commit, &landed)) {
-        notices.push(error.to_string());
+        notices.push(Notice::new(NoticeKind::Record, error.to_string()));
     }
     Ok(Reviewed {
         id,

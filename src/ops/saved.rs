@@ -17,6 +17,7 @@ use git2::{ObjectType, Repository, Tree};
 use super::{new_id, now_secs};
 use crate::git::treebuild::{Value, tree_with_values};
 use crate::git::{Oid, refs};
+use crate::notice::Notice;
 use crate::tx::carry::Work;
 use crate::tx::checkpoint::{self, Checkpoint};
 use crate::tx::oplog::{OpEntry, OpKind, UserState};
@@ -84,7 +85,7 @@ pub(crate) struct Restored {
     /// Paths that already held the saved version.
     pub already: Vec<String>,
     /// Things to tell the user on stderr.
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
 }
 
 /// `git loaf restore <id>`: puts the saved work `id` back into the files and index.

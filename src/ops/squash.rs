@@ -22,6 +22,7 @@ use super::{new_id, now_secs};
 use crate::git::commit::{ensure_notes_rewrite, read_notes, read_report, write_note, write_report};
 use crate::git::push::{self, PushError, Upstream};
 use crate::git::{Oid, Repository, short_id};
+use crate::notice::{Notice, NoticeKind};
 use crate::report::redact;
 use crate::tx::checkpoint;
 use crate::tx::commits;
@@ -119,7 +120,7 @@ pub struct Squashed {
     /// How the push went, when asked for.
     pub pushed: Option<Result<(), PushError>>,
     /// Things to tell the user on stderr.
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
 }
 
 /// Squashes the run ending at HEAD in the repository containing `cwd`: lock → plan (select
@@ -203,17 +204,16 @@ fn commit(repo: &Repository, plan: &SquashPlan, options: &SquashOptions) -> Resu
 
 /// Notes follow `git commit --amend` and `git rebase` once notes.rewriteRef is set. Not
 /// worth failing the squash for: the notes still work, they just do not follow a rebase.
-fn notes_rewrite_notice(repo: &Repository) -> Option<String> {
-    match ensure_notes_rewrite(repo) {
-        Ok(true) => Some(
-            "set notes.rewriteRef = refs/notes/loaf in this repository's config, so `git commit --amend` and `git rebase` keep the git-loaf records".to_owned(),
-        ),
-        Ok(false) => None,
-        Err(e) => Some(format!(
+fn notes_rewrite_notice(repo: &Repository) -> Option<Notice> {
+    let text = match ensure_notes_rewrite(repo) {
+        Ok(true) => "set notes.rewriteRef = refs/notes/loaf in this repository's config, so `git commit --amend` and `git rebase` keep the git-loaf records".to_owned(),
+        Ok(false) => return None,
+        Err(e) => format!(
             "could not set notes.rewriteRef = refs/notes/loaf in the repository's config ({}): `git rebase` will not carry the git-loaf notes",
             e.message()
-        )),
-    }
+        ),
+    };
+    Some(Notice::new(NoticeKind::Notes, text))
 }
 
 /// The branch's move from HEAD to the squash commit, as the operation log records it; the

@@ -29,6 +29,7 @@ pub use position::{SteppedBack, stepped_back};
 use super::undo::short;
 use super::{new_id, now_secs};
 use crate::git::{Oid, refs};
+use crate::notice::Notice;
 use crate::tx::carry::{self, Work};
 use crate::tx::checkpoint::{self, Checkpoint};
 use crate::tx::oplog::{self, OpEntry, OpKind, UserState};
@@ -64,7 +65,7 @@ pub struct Stepped {
     /// Whether HEAD is attached to the branch again.
     pub attached: bool,
     /// Things to tell the user on stderr.
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
 }
 
 /// `git loaf step-back`: keeps the uncommitted changes for the current commit and moves

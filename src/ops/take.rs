@@ -9,6 +9,7 @@ use super::now_secs;
 use crate::git::notes::{read_note, read_report, write_note, write_report};
 use crate::git::refs::{self, KeptCommit};
 use crate::git::{Oid, treediff};
+use crate::notice::{Notice, NoticeKind};
 use crate::tx::checkpoint;
 use crate::tx::commits;
 use crate::tx::merge::{self, Overlap};
@@ -43,7 +44,7 @@ pub struct Taken {
     /// Paths whose working file merged the user's uncommitted edits.
     pub merged: Vec<PathBuf>,
     /// Things to tell the user.
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
 }
 
 /// `git loaf take <id>`: the kept commit, rebased onto HEAD when HEAD moved, is published
@@ -151,7 +152,7 @@ pub fn take(cwd: &Path, id: &str) -> Result<Taken, TxError> {
 /// (merged with the user's edits or not), and waits for the user if it widens anything; the
 /// notice saying so. Taken already: a failure here is only a lost notice, and the commit's
 /// trailers mark the text as the reply's while it is HEAD's.
-fn config_taken(repo: &crate::git::Repository, root: &Path, changed: &[PathBuf]) -> Option<String> {
+fn config_taken(repo: &crate::git::Repository, root: &Path, changed: &[PathBuf]) -> Option<Notice> {
     if !changed
         .iter()
         .any(|p| p == Path::new(crate::config::FILE_NAME))
@@ -162,5 +163,5 @@ fn config_taken(repo: &crate::git::Repository, root: &Path, changed: &[PathBuf])
     crate::ops::config::governing(repo, root)
         .ok()
         .and_then(|g| g.pending)
-        .map(|p| p.message())
+        .map(|p| Notice::new(NoticeKind::ConfigWaiting, p.message()))
 }

@@ -12,6 +12,7 @@ mod refusals;
 mod restore;
 mod since;
 
+use crate::notice::Notice;
 use std::path::Path;
 
 use names::is_step;
@@ -49,7 +50,7 @@ pub struct Walked {
     /// Where forced undo saved what it moved away from, if there was anything.
     pub saved: Option<SavedBy>,
     /// Things to tell the user on stderr.
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
     /// For `undo --to`: the operations undone, oldest first.
     pub run: Vec<OpEntry>,
     /// The branch HEAD was attached to afterwards, when the move re-attached it.

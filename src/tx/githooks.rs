@@ -50,6 +50,7 @@ use crate::exec::PathMap;
 use crate::exec::environment::CodeEnvironment;
 use crate::exec::hooks::{Hook, HookRun, run_hooks_with};
 use crate::exec::sandbox::Sandbox;
+use crate::notice::{Notice, NoticeKind};
 use copy::{COPY_DIR, HooksCopy, copy_hooks, is_executable};
 
 /// How long a git hook may run (`git commit` waits forever; the pre-commit framework's first
@@ -374,7 +375,7 @@ pub(crate) fn commit_message(
 
 /// Runs `post-commit` in the user's tree after publish; what it said (or that it failed) is
 /// a notice, since `git commit` shows its output and ignores its status.
-pub(crate) fn post_commit(hooks: &GitHooks, root: &Path) -> Option<String> {
+pub(crate) fn post_commit(hooks: &GitHooks, root: &Path) -> Option<Notice> {
     if !hooks.has("post-commit") {
         return None;
     }
@@ -392,13 +393,12 @@ pub(crate) fn post_commit(hooks: &GitHooks, root: &Path) -> Option<String> {
         .filter(|s| !s.is_empty())
         .collect::<Vec<_>>()
         .join("\n");
-    match (&run.error, said.is_empty()) {
-        (Some(error), _) => Some(format!(
-            "post-commit hook failed (the commit stands): {error}"
-        )),
-        (None, true) => None,
-        (None, false) => Some(format!("post-commit hook: {}", trim_output(&said))),
-    }
+    let text = match (&run.error, said.is_empty()) {
+        (Some(error), _) => format!("post-commit hook failed (the commit stands): {error}"),
+        (None, true) => return None,
+        (None, false) => format!("post-commit hook: {}", trim_output(&said)),
+    };
+    Some(Notice::new(NoticeKind::Hook, text))
 }
 
 /// Runs `f` while the stage is as `git commit` has the repository when it runs hooks: HEAD

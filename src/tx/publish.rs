@@ -31,6 +31,7 @@ use super::transition::{
 };
 use crate::git::durable;
 use crate::git::index_lock::{IndexLock, IndexLockError};
+use crate::notice::{Notice, NoticeKind};
 
 /// Why a transition was not published. Nothing of the user's was changed, except with
 /// [`PublishError::Unfinished`] (the change is published, the next command finishes it).
@@ -278,11 +279,14 @@ pub(crate) fn publish_extras(
 }
 
 /// The notice for files a publish left alone because the user changed them just then.
-pub fn left_alone_notice(skipped: &[PathBuf]) -> Option<String> {
+pub fn left_alone_notice(skipped: &[PathBuf]) -> Option<Notice> {
     (!skipped.is_empty()).then(|| {
-        format!(
-            "left as you changed them just now (not overwritten): {}",
-            list(skipped)
+        Notice::new(
+            NoticeKind::YourWork,
+            format!(
+                "left as you changed them just now (not overwritten): {}",
+                list(skipped)
+            ),
         )
     })
 }
@@ -416,10 +420,13 @@ pub(crate) mod tests {
         assert_eq!(left_alone_notice(&[]), None);
         let notice = left_alone_notice(&[PathBuf::from("a.txt"), PathBuf::from("docs/b.md")])
             .expect("a notice");
+        assert_eq!(notice.kind, crate::notice::NoticeKind::YourWork);
         assert!(
-            notice.starts_with("left as you changed them just now (not overwritten): ")
-                && notice.contains("a.txt")
-                && notice.contains("docs/b.md"),
+            notice
+                .text
+                .starts_with("left as you changed them just now (not overwritten): ")
+                && notice.text.contains("a.txt")
+                && notice.text.contains("docs/b.md"),
             "{notice}"
         );
     }

@@ -9,6 +9,7 @@ use git2::Repository;
 use super::publish::PublishError;
 use super::recovery::{self, Recovered};
 use crate::git::lock::{LockError, RepoLock};
+use crate::notice::{Notice, NoticeKind};
 
 /// How long a command waits for another loaf operation to finish before giving up.
 pub(crate) const LOCK_WAIT: Duration = Duration::from_secs(3);
@@ -182,7 +183,7 @@ pub struct Session {
     /// Its working tree root, as the model sees it (no trailing separator).
     pub root: PathBuf,
     /// Things to tell the user on stderr (a crashed operation finished, …).
-    pub notices: Vec<String>,
+    pub notices: Vec<Notice>,
     _lock: RepoLock,
 }
 
@@ -223,10 +224,13 @@ impl Session {
         if let Some(dead) = lock.recovered() {
             let removed = remove_stale_git_locks(&repo, dead.since);
             if !removed.is_empty() {
-                notices.push(format!(
-                    "an earlier git-loaf operation (pid {}) died holding git lock files; removed {}",
-                    dead.pid,
-                    removed.join(", ")
+                notices.push(Notice::new(
+                    NoticeKind::Recovered,
+                    format!(
+                        "an earlier git-loaf operation (pid {}) died holding git lock files; removed {}",
+                        dead.pid,
+                        removed.join(", ")
+                    ),
                 ));
             }
         }
@@ -249,7 +253,7 @@ impl Session {
 }
 
 /// What to tell the user about what recovery did; `None` when there was nothing to do.
-fn recovery_notice(recovered: Recovered) -> Option<String> {
+fn recovery_notice(recovered: Recovered) -> Option<Notice> {
     let names = |skipped: &[PathBuf]| {
         skipped
             .iter()
@@ -257,7 +261,7 @@ fn recovery_notice(recovered: Recovered) -> Option<String> {
             .collect::<Vec<_>>()
             .join(", ")
     };
-    Some(match recovered {
+    let text = match recovered {
         Recovered::Nothing => return None,
         Recovered::RolledBack => {
             "an earlier git-loaf operation was interrupted before it changed anything; cleaned up"
@@ -307,7 +311,8 @@ fn recovery_notice(recovered: Recovered) -> Option<String> {
             ));
             notice
         }
-    })
+    };
+    Some(Notice::new(NoticeKind::Recovered, text))
 }
 
 /// Opens the repository containing `cwd` without the lock: for the commands that only read

@@ -10,6 +10,7 @@ use serde_json::json;
 use super::ApplyOptions;
 use crate::actions::{BlockError, ErrorType, ReplyPlan};
 use crate::config::Config;
+use crate::notice::{Notice, NoticeKind};
 use crate::ops::check::{self, CheckedReply};
 use crate::ops::{OpError, Outcome, Response, execute};
 use crate::report;
@@ -156,13 +157,19 @@ fn transaction(
     // loaf.yml's `gc` asks for pruning; it is due at most once a day. A failure costs
     // nothing of the apply, which is done: say it and go on.
     match crate::ops::gc::auto(cwd) {
-        Ok(Some(pruned)) => notices.push(format!(
-            "pruned {} operation-log entries older than {} days (loaf.yml gc.keep-days)",
-            pruned.dropped.len(),
-            pruned.keep_days
+        Ok(Some(pruned)) => notices.push(Notice::new(
+            NoticeKind::Gc,
+            format!(
+                "pruned {} operation-log entries older than {} days (loaf.yml gc.keep-days)",
+                pruned.dropped.len(),
+                pruned.keep_days
+            ),
         )),
         Ok(None) => {}
-        Err(error) => notices.push(format!("automatic gc did not run: {error}")),
+        Err(error) => notices.push(Notice::new(
+            NoticeKind::Gc,
+            format!("automatic gc did not run: {error}"),
+        )),
     }
     let result = &applied.result;
     let mut response = result_response(result).with_notices(notices);

@@ -10,6 +10,7 @@ use super::{Tx, record, write_targets};
 use crate::git::commit::{Trailers, message, write_commit};
 use crate::git::sign::{self, SignError};
 use crate::git::{Oid, treediff};
+use crate::notice::{Notice, NoticeKind};
 use crate::ops::exec_changes::StageWatch;
 use crate::report::ExecutionResult;
 use crate::tx::checkpoint::Checkpoint;
@@ -104,9 +105,12 @@ impl Tx<'_> {
         let after =
             ownership::user_after(self.repo(), sides(checkpoint, planned.staged), planned.tree)?;
         if !after.kept.is_empty() {
-            self.notices.push(format!(
-                "kept your uncommitted changes in {}: the reply's code reverted or deleted them; they stay in your working tree, uncommitted",
-                list(&after.kept)
+            self.notices.push(Notice::new(
+                NoticeKind::YourWork,
+                format!(
+                    "kept your uncommitted changes in {}: the reply's code reverted or deleted them; they stay in your working tree, uncommitted",
+                    list(&after.kept)
+                ),
             ));
         }
         Ok(after)
@@ -116,9 +120,12 @@ impl Tx<'_> {
     /// along: the report tells the model; the user, at the terminal, is told too.
     pub(super) fn carried_uncommitted(&mut self, carried: Vec<String>) -> Vec<String> {
         if !carried.is_empty() {
-            self.notices.push(format!(
-                "the commit includes uncommitted lines of yours that the reply changed: {}; `git loaf undo` gives them back uncommitted",
-                carried.join(", ")
+            self.notices.push(Notice::new(
+                NoticeKind::YourWork,
+                format!(
+                    "the commit includes uncommitted lines of yours that the reply changed: {}; `git loaf undo` gives them back uncommitted",
+                    carried.join(", ")
+                ),
             ));
         }
         carried
@@ -226,9 +233,10 @@ impl Tx<'_> {
         // The note must follow the commit through `git commit --amend` and `git rebase`.
         // A config that cannot be written costs the note's survival, not the apply.
         if let Ok(true) = crate::git::commit::ensure_notes_rewrite(self.repo()) {
-            self.notices.push(
-                "set notes.rewriteRef = refs/notes/loaf in this repository's config, so `git commit --amend` and `git rebase` keep the git-loaf records".to_owned(),
-            );
+            self.notices.push(Notice::new(
+                NoticeKind::Notes,
+                "set notes.rewriteRef = refs/notes/loaf in this repository's config, so `git commit --amend` and `git rebase` keep the git-loaf records",
+            ));
         }
         Ok(())
     }

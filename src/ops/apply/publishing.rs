@@ -8,6 +8,7 @@ use super::running::RunEnv;
 use super::{Applied, Kept, Tx, record};
 use crate::git::commit::write_commit;
 use crate::git::{Oid, refs};
+use crate::notice::{Notice, NoticeKind};
 use crate::ops::now_secs;
 use crate::report::{ExecutionResult, GitInfo};
 use crate::tx::checkpoint::Checkpoint;
@@ -89,9 +90,12 @@ impl Tx<'_> {
                 Err(PublishError::Changed(paths)) if attempts < 3 => {
                     attempts += 1;
                     match merge::merge_users_edits(repo, &mut transition, &paths)? {
-                        Ok(merged) => merges.push(format!(
-                            "you changed {} while git-loaf ran: merged with the reply's change (your edit stays uncommitted)",
-                            publish::list(&merged)
+                        Ok(merged) => merges.push(Notice::new(
+                            NoticeKind::YourWork,
+                            format!(
+                                "you changed {} while git-loaf ran: merged with the reply's change (your edit stays uncommitted)",
+                                publish::list(&merged)
+                            ),
                         )),
                         Err(merge::Overlap(reason)) => return Ok(Err(reason)),
                     }
@@ -142,14 +146,19 @@ impl Tx<'_> {
             Ok(governing) => {
                 let pending = governing.pending.map(|p| p.message());
                 // The user reads stderr; the model, the report.
-                self.notices.extend(pending.clone());
+                self.notices.extend(
+                    pending
+                        .iter()
+                        .map(|p| Notice::new(NoticeKind::ConfigWaiting, p.as_str())),
+                );
                 result
                     .git
                     .get_or_insert_with(GitInfo::default)
                     .config_pending = pending;
             }
-            Err(error) => self.notices.push(format!(
-                "could not tell whether loaf.yml changes wait for you: {error}"
+            Err(error) => self.notices.push(Notice::new(
+                NoticeKind::ConfigWaiting,
+                format!("could not tell whether loaf.yml changes wait for you: {error}"),
             )),
         }
     }

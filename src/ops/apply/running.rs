@@ -10,6 +10,7 @@ use super::Tx;
 use crate::exec::PathMap;
 use crate::exec::sandbox::Sandbox;
 use crate::git::{states, treediff};
+use crate::notice::{Notice, NoticeKind};
 use crate::ops::check::CheckedReply;
 use crate::ops::exec_changes::StageWatch;
 use crate::report::ExecutionResult;
@@ -118,7 +119,7 @@ impl Tx<'_> {
         )
         .with_policy(crate::ops::loaf::sandbox_policy(&self.config));
         if let Some(notice) = crate::exec::sandbox::fallback_notice() {
-            self.notices.push(notice);
+            self.notices.push(Notice::new(NoticeKind::Sandbox, notice));
         }
         sandbox
     }

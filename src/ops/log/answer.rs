@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::Shown;
+use crate::notice::{Notice, NoticeKind};
 use crate::ops::{OpError, Outcome, Response};
 
 /// The newest `max_count` applies on the branch of the repository containing `cwd`.
@@ -29,9 +30,10 @@ pub fn respond_log(cwd: &Path, max_count: usize) -> Result<Response, OpError> {
     let mut response = Response::text(out, Outcome::Success).with_json(&entries);
     // `-n 0` asks for nothing; only an unlimited look that found nothing means "none".
     if entries.is_empty() && max_count > 0 {
-        response
-            .notices
-            .push("no git-loaf commits on this branch (`git loaf apply` makes them)".to_owned());
+        response.notices.push(Notice::new(
+            NoticeKind::Empty,
+            "no git-loaf commits on this branch (`git loaf apply` makes them)",
+        ));
     }
     Ok(response)
 }
@@ -69,8 +71,11 @@ pub fn respond_show(cwd: &Path, rev: Option<&str>) -> Result<Response, OpError> 
             (
                 json,
                 result,
-                Some(format!(
-                    "the full record of {commit} is not here (fetch it: `git fetch origin refs/notes/loaf:refs/notes/loaf`); showing the commit's Loaf-Result trailer, in which file contents and outputs are hashes"
+                Some(Notice::new(
+                    NoticeKind::Record,
+                    format!(
+                        "the full record of {commit} is not here (fetch it: `git fetch origin refs/notes/loaf:refs/notes/loaf`); showing the commit's Loaf-Result trailer, in which file contents and outputs are hashes"
+                    ),
                 )),
             )
         }

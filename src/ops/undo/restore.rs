@@ -9,6 +9,7 @@ use super::refusals::{refuse_between, refuse_changed};
 use super::since::{self};
 use super::{Run, SavedBy};
 use crate::git::{Oid, refs};
+use crate::notice::{Notice, NoticeKind};
 use crate::ops::now_secs;
 use crate::tx::carry::Work;
 use crate::tx::checkpoint::{self, Checkpoint};
@@ -257,14 +258,17 @@ impl Move {
 
     /// The notice when HEAD should have been attached to the wanted branch but the branch
     /// moved meanwhile.
-    pub(super) fn left_detached(&self, attached: bool) -> Option<String> {
+    pub(super) fn left_detached(&self, attached: bool) -> Option<Notice> {
         let wanted_ref = &self.wanted_ref;
         (self.across() && wanted_ref != "HEAD" && !attached).then(|| {
-            format!(
-                "{} moved since, so HEAD stays detached at {}: `git switch {}` goes to where it is now",
-                display_ref(wanted_ref),
-                short(self.wanted.head.as_deref()),
-                display_ref(wanted_ref)
+            Notice::new(
+                NoticeKind::Head,
+                format!(
+                    "{} moved since, so HEAD stays detached at {}: `git switch {}` goes to where it is now",
+                    display_ref(wanted_ref),
+                    short(self.wanted.head.as_deref()),
+                    display_ref(wanted_ref)
+                ),
             )
         })
     }

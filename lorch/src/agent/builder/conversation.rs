@@ -213,7 +213,8 @@ fn last_turn(applied: &Applied, problems: Vec<String>, checks: Vec<Value>, turns
         failed: result.results.len() - ok + result.parse_errors.len(),
         problems,
         checks,
-        notices: applied.notices.clone(),
+        // The text as git-loaf prints it: `builder.completed` carries sentences.
+        notices: applied.notices.iter().map(ToString::to_string).collect(),
         turns,
     }
 }
