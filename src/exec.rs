@@ -30,7 +30,7 @@ pub type Params = serde_json::Map<String, Value>;
 
 /// What one action did: the `success`, `error` and `data` of the report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Outcome {
+pub struct ActionOutcome {
     /// Whether the action did what it was asked.
     pub success: bool,
     /// Why not, written for the model to fix its next reply in one go.
@@ -41,10 +41,10 @@ pub struct Outcome {
     pub data: Option<Value>,
 }
 
-impl Outcome {
+impl ActionOutcome {
     /// A success, with or without data.
     pub fn ok(data: Option<Value>) -> Self {
-        Outcome {
+        ActionOutcome {
             success: true,
             error: None,
             data,
@@ -53,7 +53,7 @@ impl Outcome {
 
     /// A failure with its message.
     pub fn fail(error: impl Into<String>) -> Self {
-        Outcome {
+        ActionOutcome {
             success: false,
             error: Some(error.into()),
             data: None,

@@ -30,7 +30,7 @@ mod write;
 /// Whether no other name shares a file's contents (used by publish too).
 pub(crate) use text::single_name;
 
-use crate::exec::{Outcome, Params, Workspace};
+use crate::exec::{ActionOutcome, Params, Workspace};
 use call::Call;
 
 /// The actions this module runs, in the schema's order.
@@ -55,8 +55,8 @@ pub const ACTIONS: &[&str] = &[
 ];
 
 /// Runs one filesystem action and describes what it did. Never panics: every problem, an
-/// unknown action included, is a failed [`Outcome`] with a message for the model.
-pub fn run(action: &str, params: &Params, ws: &Workspace) -> Outcome {
+/// unknown action included, is a failed [`ActionOutcome`] with a message for the model.
+pub fn run(action: &str, params: &Params, ws: &Workspace) -> ActionOutcome {
     let call = Call { action, params, ws };
     let result = match action {
         "file_write" => write::file_write(&call),
@@ -76,9 +76,9 @@ pub fn run(action: &str, params: &Params, ws: &Workspace) -> Outcome {
         "ls" => search::ls(&call),
         "grep" => search::grep(&call),
         "glob" => search::glob(&call),
-        _ => return Outcome::fail(format!("Unknown action: {action}")),
+        _ => return ActionOutcome::fail(format!("Unknown action: {action}")),
     };
-    result.unwrap_or_else(Outcome::fail)
+    result.unwrap_or_else(ActionOutcome::fail)
 }
 
 #[cfg(test)]
@@ -92,7 +92,10 @@ mod tests {
         let paths = PathMap::identity(Path::new("/"));
         let ws = Workspace::permissive(&AllowAll, &paths);
         let outcome = run("file_frobnicate", &Params::new(), &ws);
-        assert_eq!(outcome, Outcome::fail("Unknown action: file_frobnicate"));
+        assert_eq!(
+            outcome,
+            ActionOutcome::fail("Unknown action: file_frobnicate")
+        );
     }
 
     #[test]

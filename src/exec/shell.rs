@@ -23,7 +23,7 @@ use serde_json::{Map, Value, json};
 
 use super::environment::DEFAULT_ENVIRONMENT;
 use super::process::{self, Captured, Ending, Finished, Job};
-use super::{Access, Outcome, Params, Workspace};
+use super::{Access, ActionOutcome, Params, Workspace};
 
 /// The languages `exec` runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,24 +67,28 @@ pub(crate) fn python_for(root: &Path) -> Option<PathBuf> {
 
 /// Runs an `exec` action: `code` in `lang`, in `cwd` (default: the root), within the
 /// workspace's timeout and output cap.
-pub fn run_exec(params: &Params, ws: &Workspace) -> Outcome {
+pub fn run_exec(params: &Params, ws: &Workspace) -> ActionOutcome {
     run_exec_with_path(params, ws, None)
 }
 
 /// [`run_exec`] with PATH replaced by `path` (when given) for finding the interpreter and in
 /// the code's environment.
-pub(crate) fn run_exec_with_path(params: &Params, ws: &Workspace, path: Option<&OsStr>) -> Outcome {
+pub(crate) fn run_exec_with_path(
+    params: &Params,
+    ws: &Workspace,
+    path: Option<&OsStr>,
+) -> ActionOutcome {
     let (Some(code), Some(lang)) = (text(params, "code"), text(params, "lang")) else {
-        return Outcome::fail("Invalid action: missing lang or code parameter");
+        return ActionOutcome::fail("Invalid action: missing lang or code parameter");
     };
     let Some(language) = Language::from_name(lang) else {
-        return Outcome::fail(format!(
+        return ActionOutcome::fail(format!(
             "exec: Unsupported language '{lang}' (use bash, python or javascript)"
         ));
     };
     let cwd = match working_dir(params, ws) {
         Ok(cwd) => cwd,
-        Err(message) => return Outcome::fail(message),
+        Err(message) => return ActionOutcome::fail(message),
     };
     let (program, flag) = language.interpreter();
     let venv = match language {
@@ -107,7 +111,7 @@ pub(crate) fn run_exec_with_path(params: &Params, ws: &Workspace, path: Option<&
     };
     match process::run(&job) {
         Ok(finished) => outcome(&finished, params, ws),
-        Err(e) => Outcome::fail(ws.paths.scrub(&format!("exec: {e}"))),
+        Err(e) => ActionOutcome::fail(ws.paths.scrub(&format!("exec: {e}"))),
     }
 }
 
@@ -146,7 +150,7 @@ fn working_dir(params: &Params, ws: &Workspace) -> Result<PathBuf, String> {
     }
 }
 
-fn outcome(finished: &Finished, params: &Params, ws: &Workspace) -> Outcome {
+fn outcome(finished: &Finished, params: &Params, ws: &Workspace) -> ActionOutcome {
     let error = match finished.ending {
         Ending::Exited(0) => None,
         Ending::Exited(code) => Some(format!("exec: Process exited with code {code}")),
@@ -191,7 +195,7 @@ fn outcome(finished: &Finished, params: &Params, ws: &Workspace) -> Outcome {
         }
         Ending::Exited(_) => {}
     }
-    Outcome {
+    ActionOutcome {
         success: error.is_none(),
         error,
         data: Some(Value::Object(data)),

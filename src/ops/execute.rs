@@ -12,7 +12,7 @@ use crate::exec::guard::FsGuard;
 use crate::exec::hooks::{self, Hook};
 use crate::exec::sandbox::Sandbox;
 use crate::exec::secret_paths::Isolation;
-use crate::exec::{self, Outcome, PathMap, Workspace};
+use crate::exec::{self, ActionOutcome, PathMap, Workspace};
 use crate::report::{ActionResult, ExecutionResult, HookErrors};
 
 /// `stage.isolate` for the file actions at `real_root`; whether a path is tracked is asked
@@ -285,7 +285,7 @@ fn add_changes(result: &mut ActionResult, changes: &Changes, root: &Path) {
 fn run_action(seq: usize, action: &Action, config: &Config, ws: &Workspace<'_>) -> ActionResult {
     let outcome = if !config.allows(&action.name) {
         let file = ws.paths.to_user(&config.dir.join(crate::config::FILE_NAME));
-        Outcome::fail(not_enabled(&action.name, config, &file))
+        ActionOutcome::fail(not_enabled(&action.name, config, &file))
     } else if action.name == "exec" {
         exec::shell::run_exec(&action.params_with_defaults(), ws)
     } else {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use git_loaf::exec::{
-    Access, AccessCheck, AllowAll, Outcome, PathMap, Workspace, fs as fs_actions,
+    Access, AccessCheck, ActionOutcome, AllowAll, PathMap, Workspace, fs as fs_actions,
 };
 use serde_json::{Value, json};
 
@@ -426,7 +426,8 @@ fn an_ambiguous_replace_names_every_match() {
     let paths = PathMap::identity(dir.path());
     let ws = Workspace::permissive(&AllowAll, &paths);
     let params = json!({"path": file, "old_text": "x = 1", "new_text": "x = 2"});
-    let outcome: Outcome = fs_actions::run("file_replace_text", params.as_object().unwrap(), &ws);
+    let outcome: ActionOutcome =
+        fs_actions::run("file_replace_text", params.as_object().unwrap(), &ws);
     insta::assert_snapshot!(outcome.error.unwrap(), @"file_replace_text: old_text appears 3 times, must appear exactly once: at lines 1, 3, 4. Include more of the surrounding text to make it unique, or use file_replace_all_text");
     assert_eq!(fs::read_to_string(&file).unwrap(), text);
 }

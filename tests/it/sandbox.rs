@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use git_loaf::exec::hooks::{Hook, run_hooks_in};
 use git_loaf::exec::sandbox::Sandbox;
-use git_loaf::exec::{AllowAll, Outcome, Params, PathMap, Workspace, shell};
+use git_loaf::exec::{ActionOutcome, AllowAll, Params, PathMap, Workspace, shell};
 use git_loaf::tx::stage::Stage;
 use serde_json::{Value, json};
 
@@ -70,7 +70,7 @@ impl Staged {
             params["cwd"] = json!(cwd);
         }
         let params: Params = params.as_object().cloned().expect("an object");
-        let outcome: Outcome = shell::run_exec(&params, &ws);
+        let outcome: ActionOutcome = shell::run_exec(&params, &ws);
         let data = outcome.data.clone().unwrap_or(Value::Null);
         assert!(outcome.success, "{outcome:?}");
         data["stdout"].as_str().expect("stdout").to_owned()

@@ -7,7 +7,7 @@ use serde_json::json;
 
 use super::call::Call;
 use super::text::{Eol, load};
-use crate::exec::{Access, Outcome};
+use crate::exec::{Access, ActionOutcome};
 
 /// An inclusive range of lines, from 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,7 +74,7 @@ fn lines_of(text: &str) -> Vec<&str> {
 /// the end fails, as in the seeds, but still returns the lines that exist. An empty file
 /// read whole or from line 1 (`"1"`) is empty content, not a failure (slupe's case: a file
 /// just created empty has nothing to number, and the model asked for nothing it lacks).
-pub(super) fn file_read_numbered(call: &Call) -> Result<Outcome, String> {
+pub(super) fn file_read_numbered(call: &Call) -> Result<ActionOutcome, String> {
     let target = call.path("path", &[Access::Read])?;
     let spec = call.opt_line_spec("lines")?;
     let delimiter = call.opt_text("delimiter")?.unwrap_or(": ");
@@ -90,7 +90,7 @@ pub(super) fn file_read_numbered(call: &Call) -> Result<Outcome, String> {
         last: total,
     });
     if total == 0 && first == 1 && last <= 1 {
-        return Ok(Outcome::ok(Some(
+        return Ok(ActionOutcome::ok(Some(
             json!({"path": target.user, "content": ""}),
         )));
     }
@@ -101,7 +101,7 @@ pub(super) fn file_read_numbered(call: &Call) -> Result<Outcome, String> {
     };
     let data = json!({"path": target.user, "content": content});
     if last > total {
-        return Ok(Outcome {
+        return Ok(ActionOutcome {
             success: false,
             error: Some(call.fail(format!(
                 "Requested lines {} but file only has {total} lines",
@@ -110,12 +110,12 @@ pub(super) fn file_read_numbered(call: &Call) -> Result<Outcome, String> {
             data: Some(data),
         });
     }
-    Ok(Outcome::ok(Some(data)))
+    Ok(ActionOutcome::ok(Some(data)))
 }
 
 /// `file_replace_lines`: data `{path, lines_replaced}`. The new lines take the file's line
 /// breaks; the last one ends with a break exactly when the last replaced line did.
-pub(super) fn file_replace_lines(call: &Call) -> Result<Outcome, String> {
+pub(super) fn file_replace_lines(call: &Call) -> Result<ActionOutcome, String> {
     let target = call.path("path", &[Access::Read, Access::Write])?;
     let spec = call
         .opt_line_spec("lines")?
@@ -147,7 +147,7 @@ pub(super) fn file_replace_lines(call: &Call) -> Result<Outcome, String> {
     super::text::check_size(&target.user, bytes.len(), call.ws.max_file_size)
         .map_err(|e| e.for_action(call.action))?;
     super::text::store(&target, &bytes)?;
-    Ok(Outcome::ok(Some(json!({
+    Ok(ActionOutcome::ok(Some(json!({
         "path": target.user,
         "lines_replaced": range.last - range.first + 1,
     }))))

@@ -6,13 +6,13 @@ use serde_json::json;
 
 use super::call::Call;
 use super::text::load;
-use crate::exec::{Access, Outcome};
+use crate::exec::{Access, ActionOutcome};
 
 /// `file_read`: data `{path, content}`.
-pub(super) fn file_read(call: &Call) -> Result<Outcome, String> {
+pub(super) fn file_read(call: &Call) -> Result<ActionOutcome, String> {
     let target = call.path("path", &[Access::Read])?;
     let file = load(&target, call.ws.max_file_size).map_err(|e| e.for_action(call.action))?;
-    Ok(Outcome::ok(Some(
+    Ok(ActionOutcome::ok(Some(
         json!({"path": target.user, "content": file.text}),
     )))
 }
@@ -20,7 +20,7 @@ pub(super) fn file_read(call: &Call) -> Result<Outcome, String> {
 /// `files_read`: `paths` has one absolute path per line (blank lines ignored). Data
 /// `{paths: [...], content: [...]}` in the same order. If any file cannot be read, nothing
 /// is returned and the message lists every file that failed, as in the seeds.
-pub(super) fn files_read(call: &Call) -> Result<Outcome, String> {
+pub(super) fn files_read(call: &Call) -> Result<ActionOutcome, String> {
     let paths = call.text("paths")?;
     let list: Vec<&str> = paths
         .split('\n')
@@ -49,7 +49,7 @@ pub(super) fn files_read(call: &Call) -> Result<Outcome, String> {
             failures.join("\n")
         )));
     }
-    Ok(Outcome::ok(Some(
+    Ok(ActionOutcome::ok(Some(
         json!({"paths": list, "content": contents}),
     )))
 }

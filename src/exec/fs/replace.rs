@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 use super::call::{Call, Target};
 use super::closest;
 use super::text::{self, TextFile};
-use crate::exec::{Access, Outcome};
+use crate::exec::{Access, ActionOutcome};
 
 /// Where a piece of text occurs in a file, and the text as it was found.
 struct Found {
@@ -191,7 +191,7 @@ fn replace_and_save(
 }
 
 /// `file_replace_text`: data `{path, replacements: 1}`.
-pub(super) fn file_replace_text(call: &Call) -> Result<Outcome, String> {
+pub(super) fn file_replace_text(call: &Call) -> Result<ActionOutcome, String> {
     let old_text = call.text("old_text")?;
     let new_text = call.text("new_text")?;
     if old_text.is_empty() {
@@ -211,14 +211,14 @@ pub(super) fn file_replace_text(call: &Call) -> Result<Outcome, String> {
         }
     }
     replace_and_save(call, &target, &file, &found, old_text, new_text)?;
-    Ok(Outcome::ok(Some(
+    Ok(ActionOutcome::ok(Some(
         json!({"path": target.user, "replacements": 1}),
     )))
 }
 
 /// `file_replace_all_text`: data `{path, replacements}`. With `count`, the number of matches
 /// must equal it; without, there must be at least one.
-pub(super) fn file_replace_all_text(call: &Call) -> Result<Outcome, String> {
+pub(super) fn file_replace_all_text(call: &Call) -> Result<ActionOutcome, String> {
     let old_text = call.text("old_text")?;
     let new_text = call.text("new_text")?;
     let count = call.opt_int("count")?;
@@ -246,7 +246,7 @@ pub(super) fn file_replace_all_text(call: &Call) -> Result<Outcome, String> {
         return Err(not_found(call, "old_text", &file, old_text, 1));
     }
     replace_and_save(call, &target, &file, &found, old_text, new_text)?;
-    Ok(Outcome::ok(Some(
+    Ok(ActionOutcome::ok(Some(
         json!({"path": target.user, "replacements": actual}),
     )))
 }
@@ -254,7 +254,7 @@ pub(super) fn file_replace_all_text(call: &Call) -> Result<Outcome, String> {
 /// `file_replace_text_range`: replaces from `old_text_beginning` (which must occur exactly
 /// once) through the end of `old_text_end` (which must occur exactly once after it) with
 /// `new_text`. Data `{path, replacements: 1}`.
-pub(super) fn file_replace_text_range(call: &Call) -> Result<Outcome, String> {
+pub(super) fn file_replace_text_range(call: &Call) -> Result<ActionOutcome, String> {
     let beginning = call.text("old_text_beginning")?;
     let end = call.text("old_text_end")?;
     let new_text = call.text("new_text")?;
@@ -304,7 +304,7 @@ pub(super) fn file_replace_text_range(call: &Call) -> Result<Outcome, String> {
         &file.text[end_at + finish.needle.len()..],
     ];
     save(call, &target, &file, &pieces)?;
-    Ok(Outcome::ok(Some(
+    Ok(ActionOutcome::ok(Some(
         json!({"path": target.user, "replacements": 1}),
     )))
 }
@@ -312,7 +312,7 @@ pub(super) fn file_replace_text_range(call: &Call) -> Result<Outcome, String> {
 /// `files_replace_all_text`: every match in each file of `paths` (one per line), each file
 /// on its own: a file that fails is left as it was and the others are still changed. Data
 /// `{results: [{path, replacements, error?}]}`; fails if any file failed, naming them.
-pub(super) fn files_replace_all_text(call: &Call) -> Result<Outcome, String> {
+pub(super) fn files_replace_all_text(call: &Call) -> Result<ActionOutcome, String> {
     let paths = call.text("paths")?;
     let old_text = call.text("old_text")?;
     let new_text = call.text("new_text")?;
@@ -341,7 +341,7 @@ pub(super) fn files_replace_all_text(call: &Call) -> Result<Outcome, String> {
     }
     let data = Some(json!({ "results": Value::Array(results) }));
     if failures.is_empty() {
-        return Ok(Outcome::ok(data));
+        return Ok(ActionOutcome::ok(data));
     }
     let summary = if failures.len() == list.len() {
         format!("all {} file(s) failed, nothing was changed", list.len())
@@ -352,7 +352,7 @@ pub(super) fn files_replace_all_text(call: &Call) -> Result<Outcome, String> {
             list.len()
         )
     };
-    Ok(Outcome {
+    Ok(ActionOutcome {
         success: false,
         error: Some(call.fail(format!("{summary}:\n{}", failures.join("\n")))),
         data,

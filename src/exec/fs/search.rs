@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::call::{Call, Target};
 use super::os_error::os_error;
 use super::text::TextFile;
-use crate::exec::{Access, Outcome};
+use crate::exec::{Access, ActionOutcome};
 
 /// Results returned at most; past this, the action fails with the first ones and asks for a
 /// narrower search (a flood of matches helps no one).
@@ -38,7 +38,7 @@ fn require_dir(target: &Target) -> Result<(), String> {
 /// `ls`: data `[{name, type, size, modified}]`, sorted by name; `type` is `file`,
 /// `directory`, `symlink` or `other`; `size` is in bytes (0 for all but files); `modified` is
 /// RFC 3339 UTC to the second.
-pub(super) fn ls(call: &Call) -> Result<Outcome, String> {
+pub(super) fn ls(call: &Call) -> Result<ActionOutcome, String> {
     let target = call.path("path", &[Access::Read])?;
     require_dir(&target)?;
     let entries = fs::read_dir(&target.real).map_err(|e| os_error(&e, "scandir", &target.user))?;
@@ -82,7 +82,7 @@ pub(super) fn ls(call: &Call) -> Result<Outcome, String> {
         ));
     }
     listing.sort_by(|a, b| a.0.cmp(&b.0));
-    Ok(Outcome::ok(Some(Value::Array(
+    Ok(ActionOutcome::ok(Some(Value::Array(
         listing.into_iter().map(|(_, v)| v).collect(),
     ))))
 }
@@ -110,12 +110,12 @@ fn walk_files(call: &Call, root: &Path) -> Vec<std::path::PathBuf> {
 }
 
 /// Fails with the first `MAX_RESULTS` results when there are more, asking for less.
-fn capped(call: &Call, mut results: Vec<Value>, what: &str) -> Outcome {
+fn capped(call: &Call, mut results: Vec<Value>, what: &str) -> ActionOutcome {
     if results.len() <= MAX_RESULTS {
-        return Outcome::ok(Some(Value::Array(results)));
+        return ActionOutcome::ok(Some(Value::Array(results)));
     }
     results.truncate(MAX_RESULTS);
-    Outcome {
+    ActionOutcome {
         success: false,
         error: Some(call.fail(format!(
             "more than {MAX_RESULTS} {what}; the first {MAX_RESULTS} are returned. Narrow the search"
@@ -129,7 +129,7 @@ fn capped(call: &Call, mut results: Vec<Value>, what: &str) -> Outcome {
 /// only in files matching the glob `include` (`*.rs` matches file names, `src/**/*.rs`
 /// paths relative to `path`). Binary, non-UTF-8 and oversized files are skipped when met
 /// in a directory, and refused when named.
-pub(super) fn grep(call: &Call) -> Result<Outcome, String> {
+pub(super) fn grep(call: &Call) -> Result<ActionOutcome, String> {
     let pattern = call.text("pattern")?;
     let include = call.opt_text("include")?;
     if pattern.is_empty() {
@@ -212,7 +212,7 @@ fn compile(call: &Call, name: &str, pattern: &str) -> Result<GlobMatcher, String
 /// relative to it matches `pattern` (`*` stays within a directory, `**` crosses any number:
 /// `**/*.rs` finds Rust files at any depth, `*.rs` only at the top). An absolute pattern
 /// must lie under `base_path`.
-pub(super) fn glob(call: &Call) -> Result<Outcome, String> {
+pub(super) fn glob(call: &Call) -> Result<ActionOutcome, String> {
     let pattern = call.text("pattern")?;
     let target = call.path("base_path", &[Access::Read])?;
     let relative_pattern = if Path::new(pattern).is_absolute() {

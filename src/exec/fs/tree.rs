@@ -11,13 +11,13 @@ use serde_json::json;
 use super::call::Call;
 use super::os_error::{os_error, os_error2};
 use super::text::write_atomic;
-use crate::exec::{Access, Outcome};
+use crate::exec::{Access, ActionOutcome};
 
 /// Names shown at most when a directory is not empty.
 const MAX_NAMES: usize = 5;
 
 /// `file_delete`: data `{path}`.
-pub(super) fn file_delete(call: &Call) -> Result<Outcome, String> {
+pub(super) fn file_delete(call: &Call) -> Result<ActionOutcome, String> {
     let target = call.path("path", &[Access::Write])?;
     fs::remove_file(&target.real).map_err(|e| {
         let message = os_error(&e, "unlink", &target.user);
@@ -27,12 +27,12 @@ pub(super) fn file_delete(call: &Call) -> Result<Outcome, String> {
             message
         }
     })?;
-    Ok(Outcome::ok(Some(json!({"path": target.user}))))
+    Ok(ActionOutcome::ok(Some(json!({"path": target.user}))))
 }
 
 /// `file_move`: data `{old_path, new_path}`, plus `overwrote: true` when `new_path` existed.
 /// Moves files (and symlinks) only; a directory would carry paths the fs-guard never saw.
-pub(super) fn file_move(call: &Call) -> Result<Outcome, String> {
+pub(super) fn file_move(call: &Call) -> Result<ActionOutcome, String> {
     let from = call.path("old_path", &[Access::Read, Access::Write])?;
     let to = call.path("new_path", &[Access::Write])?;
     let source = match fs::symlink_metadata(&from.real) {
@@ -49,7 +49,7 @@ pub(super) fn file_move(call: &Call) -> Result<Outcome, String> {
         )));
     }
     if from.real == to.real {
-        return Ok(Outcome::ok(Some(
+        return Ok(ActionOutcome::ok(Some(
             json!({"old_path": from.user, "new_path": to.user}),
         )));
     }
@@ -82,24 +82,24 @@ pub(super) fn file_move(call: &Call) -> Result<Outcome, String> {
     if overwrote {
         data["overwrote"] = json!(true);
     }
-    Ok(Outcome::ok(Some(data)))
+    Ok(ActionOutcome::ok(Some(data)))
 }
 
 /// `dir_create`: data `{path}`. Parents are created too; a directory that already exists is
 /// fine (there is nothing left to do), a file in the way is not.
-pub(super) fn dir_create(call: &Call) -> Result<Outcome, String> {
+pub(super) fn dir_create(call: &Call) -> Result<ActionOutcome, String> {
     let target = call.path("path", &[Access::Write])?;
     if fs::metadata(&target.real).is_ok_and(|m| !m.is_dir()) {
         let e = std::io::Error::from(ErrorKind::AlreadyExists);
         return Err(os_error(&e, "mkdir", &target.user));
     }
     fs::create_dir_all(&target.real).map_err(|e| os_error(&e, "mkdir", &target.user))?;
-    Ok(Outcome::ok(Some(json!({"path": target.user}))))
+    Ok(ActionOutcome::ok(Some(json!({"path": target.user}))))
 }
 
 /// `dir_delete`: data `{path}`. Only an empty directory is removed; otherwise the message
 /// names what is inside, so the model can delete it first if that is really what it wants.
-pub(super) fn dir_delete(call: &Call) -> Result<Outcome, String> {
+pub(super) fn dir_delete(call: &Call) -> Result<ActionOutcome, String> {
     let target = call.path("path", &[Access::Write])?;
     let meta =
         fs::symlink_metadata(&target.real).map_err(|e| os_error(&e, "rmdir", &target.user))?;
@@ -136,5 +136,5 @@ pub(super) fn dir_delete(call: &Call) -> Result<Outcome, String> {
         )));
     }
     fs::remove_dir(&target.real).map_err(|e| os_error(&e, "rmdir", &target.user))?;
-    Ok(Outcome::ok(Some(json!({"path": target.user}))))
+    Ok(ActionOutcome::ok(Some(json!({"path": target.user}))))
 }

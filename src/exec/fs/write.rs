@@ -9,7 +9,7 @@ use serde_json::json;
 use super::call::{Call, Target};
 use super::os_error::os_error;
 use super::text::{self, Eol, TextFile};
-use crate::exec::{Access, Outcome};
+use crate::exec::{Access, ActionOutcome};
 
 /// Creates the missing parent directories of `target`.
 fn create_parents(target: &Target) -> Result<(), String> {
@@ -26,7 +26,7 @@ fn create_parents(target: &Target) -> Result<(), String> {
 
 /// `file_write`: data `{path, bytesWritten}`. Overwriting a CRLF file writes the content
 /// with CRLF, and a file that had a byte order mark keeps it.
-pub(super) fn file_write(call: &Call) -> Result<Outcome, String> {
+pub(super) fn file_write(call: &Call) -> Result<ActionOutcome, String> {
     let content = call.text("content")?;
     let target = call.path("path", &[Access::Write])?;
     let (bom, eol) = text::existing_style(&target.checked).unwrap_or((false, Eol::Lf));
@@ -44,7 +44,7 @@ pub(super) fn file_write(call: &Call) -> Result<Outcome, String> {
         .map_err(|e| e.for_action(call.action))?;
     create_parents(&target)?;
     text::store(&target, &bytes)?;
-    Ok(Outcome::ok(Some(
+    Ok(ActionOutcome::ok(Some(
         json!({"path": target.user, "bytesWritten": bytes.len()}),
     )))
 }
@@ -53,7 +53,7 @@ pub(super) fn file_write(call: &Call) -> Result<Outcome, String> {
 /// the file did not exist. Content goes on a line of its own: if the file's last line has
 /// no line break, one is added first, so appending line after line never glues two
 /// together. The content takes the file's line breaks.
-pub(super) fn file_append(call: &Call) -> Result<Outcome, String> {
+pub(super) fn file_append(call: &Call) -> Result<ActionOutcome, String> {
     let content = call.text("content")?;
     let target = call.path("path", &[Access::Read, Access::Write])?;
     if fs::symlink_metadata(&target.checked)
@@ -63,7 +63,7 @@ pub(super) fn file_append(call: &Call) -> Result<Outcome, String> {
             .map_err(|e| e.for_action(call.action))?;
         create_parents(&target)?;
         text::store(&target, content.as_bytes())?;
-        return Ok(Outcome::ok(Some(json!({
+        return Ok(ActionOutcome::ok(Some(json!({
             "path": target.user,
             "bytesWritten": content.len(),
             "created": true,
@@ -81,7 +81,7 @@ pub(super) fn file_append(call: &Call) -> Result<Outcome, String> {
     text::check_size(&target.user, bytes.len(), call.ws.max_file_size)
         .map_err(|e| e.for_action(call.action))?;
     text::store(&target, &bytes)?;
-    Ok(Outcome::ok(Some(
+    Ok(ActionOutcome::ok(Some(
         json!({"path": target.user, "bytesWritten": addition.len()}),
     )))
 }

@@ -20,7 +20,7 @@ fn workspace<'a>(guard: &'a dyn AccessCheck, paths: &'a PathMap) -> Workspace<'a
     ws
 }
 
-fn exec_in(dir: &Path, lang: &str, code: &str) -> Outcome {
+fn exec_in(dir: &Path, lang: &str, code: &str) -> ActionOutcome {
     let paths = PathMap::identity(dir);
     run_exec(
         &params(json!({"lang": lang, "code": code})),
@@ -34,7 +34,7 @@ fn bash_reports_stdout_stderr_and_exit_code() {
     let out = exec_in(dir.path(), "bash", "echo hi; echo oops >&2");
     assert_eq!(
         out,
-        Outcome::ok(Some(
+        ActionOutcome::ok(Some(
             json!({"stdout": "hi\n", "stderr": "oops\n", "exit_code": 0})
         ))
     );
@@ -147,7 +147,7 @@ fn a_missing_cwd_is_reported_with_the_users_path() {
     );
 }
 
-fn exec_in_cwd(root: &Path, cwd: &str) -> Outcome {
+fn exec_in_cwd(root: &Path, cwd: &str) -> ActionOutcome {
     let paths = PathMap::identity(root);
     run_exec(
         &params(json!({"lang": "bash", "code": "touch ran", "cwd": cwd})),
@@ -189,7 +189,7 @@ fn a_cwd_outside_the_allowed_area_is_refused_before_anything_runs() {
     );
     assert_eq!(
         out,
-        Outcome::fail(
+        ActionOutcome::fail(
             "fs-guard violation: read access denied for '/home/someone/repo/sub': \
              no pattern in fs-guard.read.allow of loaf.yml matches it \
              (allowed read roots: /home/someone/repo/ok/**)"
@@ -274,7 +274,7 @@ fn a_missing_interpreter_is_named() {
             &ws,
             Some(empty.path().as_os_str()),
         );
-        assert_eq!(out, Outcome::fail(message));
+        assert_eq!(out, ActionOutcome::fail(message));
     }
 }
 
@@ -301,7 +301,7 @@ fn bad_parameters_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     assert_eq!(
         exec_in(dir.path(), "ruby", "puts 1"),
-        Outcome::fail("exec: Unsupported language 'ruby' (use bash, python or javascript)")
+        ActionOutcome::fail("exec: Unsupported language 'ruby' (use bash, python or javascript)")
     );
     let paths = PathMap::identity(dir.path());
     assert_eq!(
@@ -309,10 +309,10 @@ fn bad_parameters_are_refused() {
             &params(json!({"lang": "bash"})),
             &workspace(&AllowAll, &paths)
         ),
-        Outcome::fail("Invalid action: missing lang or code parameter")
+        ActionOutcome::fail("Invalid action: missing lang or code parameter")
     );
     assert_eq!(
         exec_in_cwd(dir.path(), "relative/dir"),
-        Outcome::fail("exec: cwd must be an absolute path, got 'relative/dir'")
+        ActionOutcome::fail("exec: cwd must be an absolute path, got 'relative/dir'")
     );
 }
