@@ -344,20 +344,28 @@ pub fn editor(cwd: &Path) -> String {
 /// reported (the hunks are back): its report waits for a redo.
 pub fn take_report(cwd: &Path) -> Option<String> {
     let repo = session::open(cwd, "review").ok()?;
-    let head = refs::head_commit(&repo).ok().flatten();
+    report::take_pending(repo.path(), &|effect| in_effect(&repo, effect))
+}
+
+/// How many review reports wait for the model (`git loaf status` says so).
+pub fn reports_waiting(repo: &Repository) -> usize {
+    report::waiting(repo.path(), &|effect| in_effect(repo, effect))
+}
+
+/// Whether a review whose report was kept with `effect` (see [`effect`]) is in effect at
+/// HEAD now.
+fn in_effect(repo: &Repository, effect: &str) -> bool {
+    let head = refs::head_commit(repo).ok().flatten();
     let holds = |commit: &str| {
         head.is_some_and(|h| {
-            h.to_string() == commit || commits::descends_from(&repo, &h.to_string(), commit)
+            h.to_string() == commit || commits::descends_from(repo, &h.to_string(), commit)
         })
     };
-    let in_effect = |effect: &str| {
-        effect.lines().all(|line| match line.split_once(' ') {
-            Some(("present", commit)) => holds(commit),
-            Some(("absent", commit)) => !holds(commit),
-            _ => true,
-        })
-    };
-    report::take_pending(repo.path(), &in_effect)
+    effect.lines().all(|line| match line.split_once(' ') {
+        Some(("present", commit)) => holds(commit),
+        Some(("absent", commit)) => !holds(commit),
+        _ => true,
+    })
 }
 
 /// When a review is in effect, as lines `present <commit>` (HEAD holds it) and `absent

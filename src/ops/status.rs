@@ -1,7 +1,8 @@
 //! `git loaf status` (docs/history.md): one place that says what git-loaf has in effect in this
 //! working tree, each with the command that ends it: a walk of step-backs, an agent's turn
 //! being recorded, applies kept instead of applied, saved work, an operation a crash
-//! interrupted, a loaf.yml change that waits for the user.
+//! interrupted, a loaf.yml change that waits for the user, a review's report that waits for
+//! the model.
 //!
 //! It only reads (no lock, nothing recovered or recorded), so it runs beside any operation.
 
@@ -35,6 +36,8 @@ pub struct Status {
     pub config_waits: Vec<String>,
     /// Why loaf.yml cannot be read, when it cannot.
     pub config_error: Option<String>,
+    /// Review reports not yet given to the model (`git loaf review`).
+    pub review_reports: usize,
 }
 
 impl Status {
@@ -47,6 +50,7 @@ impl Status {
             && self.interrupted.is_none()
             && self.config_waits.is_empty()
             && self.config_error.is_none()
+            && self.review_reports == 0
     }
 }
 
@@ -91,6 +95,7 @@ pub fn status(cwd: &Path) -> Result<Status, TxError> {
         interrupted: recovery::pending(&repo).map(|path| path.display().to_string()),
         config_waits,
         config_error,
+        review_reports: super::review::reports_waiting(&repo),
     })
 }
 

@@ -291,9 +291,19 @@ fn the_next_claude_prompt_carries_the_report_once() {
         "",
     );
     s.assert_exit(&out, 0);
+    let status = s.loaf(&["status"], "");
+    s.assert_exit(&status, 0);
+    assert!(
+        stdout(&status).contains("A review report waits for the model"),
+        "{}",
+        stdout(&status)
+    );
     let prompt = crate::agents::event(&s, "claude-code/user_prompt_submit.json", Some("go on"));
     let first = crate::agents::hook(&s, "claude-code", &prompt);
     s.assert_exit(&first, 0);
+    let status = s.loaf(&["status", "--json"], "");
+    let status: serde_json::Value = serde_json::from_slice(&status.stdout).expect("json");
+    assert_eq!(status["review_reports"], 0, "delivered: no longer waiting");
     let told = stdout(&first);
     assert!(told.contains("-10\n+ten"), "{told}");
     assert!(told.contains("ten stays a number"), "{told}");

@@ -129,26 +129,39 @@ fn write_whole(path: &Path, text: &str) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// The reports waiting whose review is in effect now (`in_effect` of the text [`store`] kept
+/// beside each), oldest first; none when the folder cannot be read.
+fn pending(git_dir: &Path, in_effect: &dyn Fn(&str) -> bool) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(git_dir.join(PENDING)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "md"))
+        .filter(|p| {
+            in_effect(&std::fs::read_to_string(p.with_extension("effect")).unwrap_or_default())
+        })
+        .collect();
+    // Ids are random: the time a report was written orders them.
+    names.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+    names
+}
+
+/// How many reports wait for the model (see [`take_pending`]), without taking them.
+pub fn waiting(git_dir: &Path, in_effect: &dyn Fn(&str) -> bool) -> usize {
+    pending(git_dir, in_effect).len()
+}
+
 /// The reports waiting, oldest first, joined; each is taken away as it is read, so it is
 /// delivered once. A report whose review is not in effect now (`in_effect` of the text
 /// [`store`] kept beside it is false: the review was undone) is left waiting, for a redo.
 /// `None` when none is delivered (or the folder cannot be read: a lost report is better
 /// than a hook that fails the agent's prompt).
 pub fn take_pending(git_dir: &Path, in_effect: &dyn Fn(&str) -> bool) -> Option<String> {
-    let pending = git_dir.join(PENDING);
-    let mut names: Vec<PathBuf> = std::fs::read_dir(&pending)
-        .ok()?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.extension().is_some_and(|e| e == "md"))
-        .collect();
-    // Ids are random: the time a report was written orders them.
-    names.sort_by_key(|p| std::fs::metadata(p).and_then(|m| m.modified()).ok());
+    let names = pending(git_dir, in_effect);
     let mut out = String::new();
     for path in names {
         let effect = path.with_extension("effect");
-        if !in_effect(&std::fs::read_to_string(&effect).unwrap_or_default()) {
-            continue;
-        }
         // Renamed away first: of two hooks racing for it, one gets it.
         let taken = path.with_extension(format!("taken-{}", std::process::id()));
         if std::fs::rename(&path, &taken).is_err() {

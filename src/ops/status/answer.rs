@@ -83,6 +83,15 @@ fn render(status: &Status) -> String {
             status.config_waits.join("; ")
         ));
     }
+    if status.review_reports > 0 {
+        let reports = match status.review_reports {
+            1 => "A review report waits".to_owned(),
+            n => format!("{n} review reports wait"),
+        };
+        out.push_str(&format!(
+            "{reports} for the model: an agent's next prompt (record mode), the next MCP apply or watch's next results carries it, once.\n"
+        ));
+    }
     if let Some(error) = &status.config_error {
         out.push_str(&format!("loaf.yml cannot be used: {error}\n"));
     }
