@@ -324,6 +324,28 @@ fn rejected_records(hunks: &[Hunk], verdicts: &[Verdict]) -> Vec<RejectedHunk> {
         .collect()
 }
 
+/// What git's configuration says of colour for an interactive review, as `git add -p` reads
+/// it: `color.interactive`, else `color.ui`. `Some(false)` for `never`/`false`, `Some(true)`
+/// for `always`, `None` for `auto`, `true` or unset (the terminal decides).
+pub fn git_colour(cwd: &Path) -> Option<bool> {
+    let repo = session::open(cwd, "review").ok()?;
+    let config = repo.config().ok()?;
+    let value = config
+        .get_string("color.interactive")
+        .or_else(|_| config.get_string("color.ui"))
+        .ok()?;
+    colour_setting(&value)
+}
+
+/// A `color.*` value: never/false off, always on, anything else (auto, true) undecided.
+fn colour_setting(value: &str) -> Option<bool> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "never" | "false" | "no" | "off" | "0" => Some(false),
+        "always" => Some(true),
+        _ => None,
+    }
+}
+
 /// The editor `e` opens, as git chooses it: `GIT_EDITOR`, `core.editor`, `VISUAL`,
 /// `EDITOR`, else `vi`.
 pub fn editor(cwd: &Path) -> String {
@@ -376,5 +398,23 @@ fn effect(commit: &CommitInfo, landed: &Landed) -> String {
         Landed::Reverted { commit: revert } => format!("present {revert}\n"),
         Landed::Rewritten { new, .. } => format!("present {new}\nabsent {}\n", commit.id),
         Landed::Dropped { parent, .. } => format!("present {parent}\nabsent {}\n", commit.id),
+    }
+}
+
+#[cfg(test)]
+mod colour_tests {
+    use super::colour_setting;
+
+    /// git's values: `never` and `false` turn colour off, `always` on; `auto` and `true`
+    /// leave it to the terminal.
+    #[test]
+    fn colour_values_read_as_git_reads_them() {
+        for off in ["never", "false", "NO", "off", "0"] {
+            assert_eq!(colour_setting(off), Some(false), "{off}");
+        }
+        assert_eq!(colour_setting("always"), Some(true));
+        for auto in ["auto", "true", ""] {
+            assert_eq!(colour_setting(auto), None, "{auto}");
+        }
     }
 }

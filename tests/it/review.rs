@@ -183,6 +183,25 @@ fn on_a_terminal_it_asks_hunk_by_hunk_and_takes_a_reason() {
     );
 }
 
+/// Colour as `git add -p` takes it: git's `color.interactive` (else `color.ui`) first, the
+/// terminal and `NO_COLOR` only when git's setting is `auto`.
+#[test]
+fn on_a_terminal_colour_follows_gits_setting() {
+    if !crate::cli_output::have_script() {
+        return;
+    }
+    let s = three_hunks();
+    s.git(&["config", "color.interactive", "always"]);
+    let shown = review_in_terminal(&s, b"q\n", &[]);
+    assert!(
+        shown.contains("\u{1b}["),
+        "coloured although NO_COLOR is set: {shown}"
+    );
+    s.git(&["config", "color.interactive", "never"]);
+    let shown = review_in_terminal(&s, b"q\n", &[("NO_COLOR", "")]);
+    assert!(!shown.contains("\u{1b}["), "never: {shown}");
+}
+
 /// `git-loaf review` on a pseudo-terminal in `s`, with `typed` as the keyboard; what the
 /// terminal showed.
 fn review_in_terminal(s: &Scratch, typed: &[u8], env: &[(&str, &str)]) -> String {

@@ -127,7 +127,9 @@ fn spaced(choices: &str) -> String {
 pub fn walk(cwd: &Path, listing: &Listing) -> Result<Vec<Verdict>, CliError> {
     let mut terminal = Terminal {
         input: std::io::stdin().lock(),
-        colour: style::colour(Stream::Stdout),
+        // git's `color.interactive` / `color.ui` first, as `git add -p`; else the terminal.
+        colour: crate::ops::review::git_colour(cwd)
+            .unwrap_or_else(|| style::colour(Stream::Stdout)),
     };
     terminal.say(&format!(
         "Reviewing {} {} ({} hunks)\n",
