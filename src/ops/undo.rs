@@ -23,7 +23,7 @@ pub use since::{Between, name_paths};
 
 use super::new_id;
 use crate::git::refs;
-use crate::tx::checkpoint::{self};
+use crate::tx::checkpoint;
 use crate::tx::oplog::{self, OpEntry, OpKind, UserState};
 use crate::tx::publish::{self, crash_point, differing};
 use crate::tx::saved;

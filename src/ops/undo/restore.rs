@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use super::names::{display_ref, short, state_ref};
 use super::refusals::{refuse_between, refuse_changed};
-use super::since::{self};
+use super::since;
 use super::{Run, SavedBy};
 use crate::git::{Oid, refs};
 use crate::notice::{Notice, NoticeKind};
