@@ -143,7 +143,12 @@ impl IndexLock {
 
     /// Writes `index` as the working tree's index and releases the lock: the new content
     /// takes the lock file's place, then the lock file becomes the index (git's protocol).
+    /// The file says its own tree (git's cache-tree extension, which `git status` keeps when
+    /// it rewrites the file), so the next scan takes the index's tree from it instead of
+    /// building it. Its trees exist already when git-loaf publishes them, so that hashes
+    /// and writes nothing new; an index libgit2 cannot make a tree of is written as is.
     pub fn commit(mut self, index: &mut Index) -> Result<(), IndexLockError> {
+        let _ = index.write_tree();
         index.write()?;
         std::fs::rename(&self.scratch, &self.lock).map_err(io(&self.lock))?;
         std::fs::rename(&self.lock, &self.index).map_err(io(&self.index))?;

@@ -215,11 +215,6 @@ fn finish(
         }
     }
     crash_point("index");
-    // The index file says its own tree (git's cache-tree extension, which `git status` keeps
-    // when it rewrites the file): the next scan then knows the index's tree without building
-    // it, even after git rewrote the index. The trees exist already (`to_index`), so this
-    // hashes and writes nothing new; an index libgit2 cannot make a tree of is written as is.
-    let _ = index.write_tree();
     lock.commit(index)?;
     crate::git::index::note_index_tree(repo, oid(&t.to_index)?);
     skipped.extend(publish_extras(repo, t)?);
