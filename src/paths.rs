@@ -11,7 +11,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use globset::GlobBuilder;
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 
 /// `path` with `.` and `..` resolved as text (nothing is read).
 pub(crate) fn lexical(path: &Path) -> PathBuf {
@@ -65,4 +65,37 @@ pub fn pattern_forms(pattern: &str) -> Vec<String> {
 /// One glob of a pattern's form: `*` does not cross a `/`.
 pub fn pattern_glob(form: &str) -> Result<globset::Glob, globset::Error> {
     GlobBuilder::new(form).literal_separator(true).build()
+}
+
+/// A pattern that is not a glob, or a set that cannot be built (then `pattern` names them
+/// all).
+#[derive(Debug)]
+pub struct PatternError {
+    /// The pattern.
+    pub pattern: String,
+    /// What globset said.
+    pub error: globset::Error,
+}
+
+/// One set of every glob `patterns` stand for.
+pub fn pattern_set<S: AsRef<str>>(patterns: &[S]) -> Result<GlobSet, PatternError> {
+    let mut set = GlobSetBuilder::new();
+    for pattern in patterns {
+        let pattern = pattern.as_ref();
+        for form in pattern_forms(pattern) {
+            let glob = pattern_glob(&form).map_err(|error| PatternError {
+                pattern: pattern.to_owned(),
+                error,
+            })?;
+            set.add(glob);
+        }
+    }
+    set.build().map_err(|error| PatternError {
+        pattern: patterns
+            .iter()
+            .map(AsRef::as_ref)
+            .collect::<Vec<_>>()
+            .join(", "),
+        error,
+    })
 }

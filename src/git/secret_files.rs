@@ -16,16 +16,8 @@ use globset::GlobSet;
 /// The compiled patterns; `None` if one of them is not a glob (a bug: they are constants).
 fn patterns() -> Option<&'static GlobSet> {
     static SET: OnceLock<Option<GlobSet>> = OnceLock::new();
-    SET.get_or_init(|| {
-        let mut set = globset::GlobSetBuilder::new();
-        for pattern in crate::paths::SECRET_FILES {
-            for form in crate::paths::pattern_forms(pattern) {
-                set.add(crate::paths::pattern_glob(&form).ok()?);
-            }
-        }
-        set.build().ok()
-    })
-    .as_ref()
+    SET.get_or_init(|| crate::paths::pattern_set(&crate::paths::SECRET_FILES).ok())
+        .as_ref()
 }
 
 /// Whether `relative` (to the root, as git spells it) or one of its folders matches a

@@ -24,7 +24,7 @@ use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 use git2::Repository;
-use globset::{GlobSet, GlobSetBuilder};
+use globset::GlobSet;
 use serde::{Deserialize, Serialize};
 
 pub use super::ignored_changes::{Extras, VisibleError, extras};
@@ -36,20 +36,9 @@ use crate::git::repo::path_from_bytes;
 /// within a folder); one ending in `/**` also matches the folder itself, so `secrets/**`
 /// keeps the whole `secrets` folder out ([`crate::exec::secret_paths::forms`]).
 pub fn isolate_set(patterns: &[String]) -> Result<GlobSet, VisibleError> {
-    let mut set = GlobSetBuilder::new();
-    for pattern in patterns {
-        for form in crate::exec::secret_paths::forms(pattern) {
-            let glob =
-                crate::exec::secret_paths::glob(&form).map_err(|error| VisibleError::Pattern {
-                    pattern: pattern.clone(),
-                    error,
-                })?;
-            set.add(glob);
-        }
-    }
-    set.build().map_err(|error| VisibleError::Pattern {
-        pattern: patterns.join(", "),
-        error,
+    crate::paths::pattern_set(patterns).map_err(|e| VisibleError::Pattern {
+        pattern: e.pattern,
+        error: e.error,
     })
 }
 
