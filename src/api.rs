@@ -13,6 +13,9 @@
 //! - Small pieces: the repository of a folder ([`worktree_root`], [`common_dir`]), the
 //!   user's git [`identity`], a commit subject that fits ([`fit_subject`]), the NESL
 //!   parser ([`parse`], docs/nesl.md).
+//! - Set-up and feedback: [`init`] prepares the git library (first thing in `main`, before
+//!   any thread); [`take_review_report`] takes what `git loaf review` rejected, for the
+//!   model, once (docs/review.md).
 //! - What an operation found and did besides its result ([`Applied`]'s and
 //!   [`ReplyApplies`]'s notices): a [`Notice`], its [`NoticeKind`] and its text.
 
@@ -22,12 +25,14 @@ pub use crate::exec::environment::{CodeEnvironment, DEFAULT_ENVIRONMENT};
 pub use crate::exec::process::{Captured, Ending, Finished, Job, RunError, SignalName, run};
 pub use crate::exec::sandbox::{Policy, Sandbox};
 pub use crate::git::identity::identity;
+pub use crate::git::repo::init;
 pub use crate::nesl::{ParseResult, parse};
 pub use crate::notice::{Notice, NoticeKind};
 pub use crate::ops::apply::{Applied, ApplyOptions, Kept, apply};
 pub use crate::ops::config::TrustError;
 pub use crate::ops::log::{Shown, show};
 pub use crate::ops::reply_applies::{KeyedApply, ReplyApplies, reply_applies};
+pub use crate::ops::review::take_report as take_review_report;
 pub use crate::ops::squash::{SQUASH_TRAILER, SQUASHED_TRAILER, SquashOptions, Squashed, squash};
 pub use crate::ops::undo::{SavedBy, Walked, undo_to};
 pub use crate::report::subject::fit_subject;

@@ -5,6 +5,6 @@
 fn main() -> std::process::ExitCode {
     // libgit2 set up as git-loaf's own binary sets it (large trees kept parsed: undo and
     // squash run in this process), before any thread exists.
-    git_loaf::git::init();
+    git_loaf::api::init();
     lorch::cli::main()
 }

@@ -109,7 +109,7 @@ fn talk(
     };
     let mut turns: Vec<Turn> = Vec::new();
     // A `git loaf review` report waiting for the model: the builder is the model here.
-    let rejected = git_loaf::ops::review::take_report(root);
+    let rejected = git_loaf::api::take_review_report(root);
     for number in 1..=max {
         let dialogue = Dialogue {
             earlier,
