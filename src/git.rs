@@ -10,7 +10,7 @@
 //! [`reports`]), conversions and filter drivers ([`filters`], [`filter_process`]), files as
 //! git leaves them, the fast dirty check ([`quickscan`]), untracked secret files
 //! ([`secret_files`]), repository states refused ([`states`]), durability and the
-//! repository lock ([`durable`], [`lock`]).
+//! repository lock ([`durable`], [`lock`]); many files removed at once ([`remove_files`]).
 
 pub(crate) mod blob_cache;
 pub(crate) mod commit;
@@ -33,6 +33,7 @@ pub(crate) mod pack_write;
 pub(crate) mod push;
 pub mod quickscan;
 pub(crate) mod refs;
+pub(crate) mod remove_files;
 pub(crate) mod repo;
 pub(crate) mod reports;
 pub(crate) mod secret_files;

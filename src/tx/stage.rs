@@ -235,19 +235,24 @@ impl Stage {
             }
         };
         self.record_written(&Touched::Paths(Vec::new()))?;
+        super::transition::crash_point("stage-scanned");
         // Files a publish moved here from the user's tree (or left not what HEAD says, if it
         // crashed): deleted and checked out anew, never written in place.
         let common_dir = self.repo.commondir().to_path_buf();
         let mut folders = crate::git::files::RealFolders::under(&self.path);
+        let mut removed = Vec::new();
         for path in stage_records::moved(&common_dir) {
             // Never through a symlink in the stage (it may lead into another worktree's files
             // or out of the repository): libgit2's checkout replaces such a link by a folder.
             let full = self.path.join(&path);
             if folders.lead_to(&path) && full.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
-                std::fs::remove_file(&full)?;
+                removed.push(full);
             }
             paths.insert(path);
         }
+        // Thousands after an undo of generated files: removed several at a time.
+        crate::git::remove_files::remove_files(&removed)?;
+        super::transition::crash_point("stage-emptied");
         if current.id() != commit {
             self.repo.set_head_detached(commit)?;
         }
