@@ -339,7 +339,7 @@ impl Stage {
             {
                 if meta.is_dir() {
                     if self.repo.is_path_ignored(path)? {
-                        std::fs::remove_dir_all(&full)?;
+                        crate::git::remove_files::remove_tree(&full)?;
                     } else {
                         let _ = std::fs::remove_dir(&full);
                     }
@@ -507,7 +507,7 @@ impl Stage {
 /// Removes a file, a symlink (not what it points to) or a folder with its content.
 fn remove_all(full: &Path) -> Result<(), StageError> {
     match full.symlink_metadata() {
-        Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(full)?,
+        Ok(meta) if meta.is_dir() => crate::git::remove_files::remove_tree(full)?,
         Ok(_) => std::fs::remove_file(full)?,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e.into()),
