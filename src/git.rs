@@ -10,11 +10,12 @@
 //! [`reports`]), conversions and filter drivers ([`filters`], [`filter_process`]), files as
 //! git leaves them, the fast dirty check ([`quickscan`]), untracked secret files
 //! ([`secret_files`]), repository states refused ([`states`]), durability and the
-//! repository lock ([`durable`], [`lock`]); many files removed at once ([`remove_files`]).
+//! repository lock ([`durable`], [`durable_pack`], [`lock`]); many files removed at once ([`remove_files`]).
 
 pub(crate) mod blob_cache;
 pub(crate) mod commit;
 pub(crate) mod durable;
+pub(crate) mod durable_pack;
 pub(crate) mod exclude;
 pub(crate) mod file_entry;
 pub(crate) mod file_history;

@@ -97,7 +97,7 @@ pub fn render(c: &Collected) -> String {
     if merged.packs > 0 {
         let merge = if c.dry_run { "would merge" } else { "merged" };
         out.push_str(&format!(
-            "{merge} {} packs of recorded uncommitted work ({} objects) into one\n",
+            "{merge} {} packs git-loaf wrote ({} objects) into one\n",
             merged.packs, merged.objects
         ));
     }

@@ -136,6 +136,32 @@ fn sync_objects_since(repo: &Repository, since: SystemTime) -> std::io::Result<u
         found.retain(|o| !synced.contains(o));
     }
     folders.retain(|(_, found)| !found.is_empty());
+    // Spread over many fan-out folders, the loose objects are made durable as one pack: three
+    // flushes instead of one per folder (see `durable_pack`). Packs written already (a dirty
+    // tree's objects, or that one) are synced as they are, below.
+    let loose: Vec<&std::path::PathBuf> = folders
+        .iter()
+        .filter(|(folder, _)| !folder.ends_with("pack"))
+        .flat_map(|(_, o)| o)
+        .collect();
+    let loose_folders = folders.iter().filter(|(f, _)| !f.ends_with("pack")).count();
+    let mut packed = 0;
+    if loose_folders >= super::durable_pack::PACK_FROM_FOLDERS {
+        match super::durable_pack::pack_and_sync(repo, &loose) {
+            Ok(pack_files) => {
+                packed = loose.len();
+                synced.extend(loose.into_iter().cloned());
+                synced.extend(pack_files);
+                folders.retain(|(folder, _)| folder.ends_with("pack"));
+                for (_, found) in &mut folders {
+                    found.retain(|o| !synced.contains(o));
+                }
+                folders.retain(|(_, found)| !found.is_empty());
+            }
+            // Synced one by one below instead (slower, never less durable).
+            Err(e) => tracing::debug!("objects not packed: {e}"),
+        }
+    }
     // Write-back of the objects is started for a batch of them, then waited for: the device
     // takes the writes together instead of one after another (a dirty tree's 500 objects:
     // two waits rather than 500). Batches keep the open descriptors well under the limit.
@@ -164,10 +190,10 @@ fn sync_objects_since(repo: &Repository, since: SystemTime) -> std::io::Result<u
     // new object, so with none (an undo that writes nothing before its journal) there is no
     // new name to sync, and an earlier call synced it with its objects.
     if folders.is_empty() {
-        return Ok(0);
+        return Ok(packed);
     }
     sync_dir(&objects)?;
-    Ok(count)
+    Ok(count + packed)
 }
 
 /// The loose objects and pack files stamped `since` or later, by folder (folders without any left
@@ -265,6 +291,37 @@ mod tests {
         assert_eq!(sync_objects_since(&repo, stamp).expect("synced"), 0);
         repo.blob(b"the log entry's object").expect("blob");
         assert_eq!(sync_objects_since(&repo, stamp).expect("synced"), 1);
+    }
+
+    /// Objects spread over many fan-out folders are made durable as one pack (each is read
+    /// from it once its loose copy is gone), and a second sync of the operation finds
+    /// nothing more to do, the pack's own files included.
+    #[test]
+    fn objects_over_many_folders_are_made_durable_as_one_pack() {
+        let dir = committed_repo();
+        let repo = Repository::open(dir.path()).expect("open");
+        let stamp = start_stamp(dir.path());
+        let ids: Vec<git2::Oid> = (0..12)
+            .map(|n| repo.blob(format!("object {n}\n").as_bytes()).expect("blob"))
+            .collect();
+        let folders: std::collections::BTreeSet<u8> =
+            ids.iter().map(|id| id.as_bytes()[0]).collect();
+        assert!(folders.len() >= crate::git::durable_pack::PACK_FROM_FOLDERS);
+        assert_eq!(sync_objects_since(&repo, stamp).expect("synced"), 12);
+        assert_eq!(sync_objects_since(&repo, stamp).expect("synced"), 0);
+        for id in &ids {
+            let hex = id.to_string();
+            let loose = repo
+                .commondir()
+                .join("objects")
+                .join(&hex[..2])
+                .join(&hex[2..]);
+            std::fs::remove_file(loose).expect("loose copy");
+        }
+        for (n, id) in ids.iter().enumerate() {
+            let shown = crate::git::testing::git(dir.path(), &["cat-file", "-p", &id.to_string()]);
+            assert_eq!(shown, format!("object {n}\n"));
+        }
     }
 
     /// A pack written by the operation (a dirty tree's objects) is synced like its loose

@@ -373,17 +373,17 @@ fn it_merges_the_packs_of_recorded_dirty_trees_into_one() {
         write(&s, &format!("w{round}a"), &format!("reply{round}.txt"));
     }
     let before = pack_files(&s);
-    assert_eq!(
-        before.len(),
-        3,
+    // One per recorded dirty tree, and the commits' objects made durable together.
+    assert!(
+        before.len() >= 3,
         "one pack per recorded dirty tree: {before:?}"
     );
+    let packs = format!("{} packs git-loaf wrote", before.len());
 
     let dry = s.loaf(&["gc", "--dry-run"], "");
     s.assert_exit(&dry, 0);
     assert!(
-        String::from_utf8_lossy(&dry.stdout)
-            .contains("would merge 3 packs of recorded uncommitted work"),
+        String::from_utf8_lossy(&dry.stdout).contains(&format!("would merge {packs}")),
         "{}",
         String::from_utf8_lossy(&dry.stdout)
     );
@@ -392,8 +392,7 @@ fn it_merges_the_packs_of_recorded_dirty_trees_into_one() {
     let out = s.loaf(&["gc"], "");
     s.assert_exit(&out, 0);
     assert!(
-        String::from_utf8_lossy(&out.stdout)
-            .contains("merged 3 packs of recorded uncommitted work"),
+        String::from_utf8_lossy(&out.stdout).contains(&format!("merged {packs}")),
         "{}",
         String::from_utf8_lossy(&out.stdout)
     );
@@ -403,13 +402,13 @@ fn it_merges_the_packs_of_recorded_dirty_trees_into_one() {
         "the old packs are gone: {after:?}"
     );
     assert_eq!(after.len(), 2, "the merged pack and gc's own: {after:?}");
+    // A second gc has one recorded pack left: nothing to merge.
+    let again = s.loaf(&["gc"], "");
+    assert!(!String::from_utf8_lossy(&again.stdout).contains("merged"));
     // Every recorded tree is reachable from the operation log: fsck reads them all.
     s.git(&["fsck", "--strict", "--no-dangling"]);
 
     // The last apply's dirty tree comes back from the merged pack.
     s.assert_exit(&s.loaf(&["undo"], ""), 0);
     assert_eq!(s.state(), states[2]);
-    // A second gc has one recorded pack left: nothing to merge.
-    let again = s.loaf(&["gc"], "");
-    assert!(!String::from_utf8_lossy(&again.stdout).contains("merged"));
 }

@@ -68,7 +68,8 @@ pub struct Packed {
     pub objects: usize,
     /// The pack written, if any.
     pub pack: Option<PathBuf>,
-    /// The packs of recorded work (a dirty tree's objects) merged into one.
+    /// The packs git-loaf wrote (a dirty tree's objects, an operation's new objects made
+    /// durable together) merged into one.
     pub merged: crate::git::pack_merge::Merged,
 }
 
