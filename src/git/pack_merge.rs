@@ -31,8 +31,16 @@ pub fn merge(repo: &Repository, dry_run: bool) -> Result<Merged, git2::Error> {
     if !dry_run {
         drop_leftovers(repo);
     }
+    merge_these(repo, recorded(repo), dry_run)
+}
+
+/// [`merge`] of the recorded packs `names` only; the others stay recorded as they are.
+fn merge_these(
+    repo: &Repository,
+    names: Vec<String>,
+    dry_run: bool,
+) -> Result<Merged, git2::Error> {
     let pack_dir = pack_files::pack_dir(repo);
-    let names = recorded(repo);
     if names.len() < 2 {
         return Ok(Merged::default());
     }
@@ -79,7 +87,12 @@ pub fn merge(repo: &Repository, dry_run: bool) -> Result<Merged, git2::Error> {
             let _ = std::fs::remove_file(pack_dir.join(format!("{name}.{ext}")));
         }
     }
-    set_recorded(repo, &[new])
+    let mut kept: Vec<String> = recorded(repo)
+        .into_iter()
+        .filter(|n| !names.contains(n) && *n != new)
+        .collect();
+    kept.push(new);
+    set_recorded(repo, &kept)
         .map_err(|e| git2::Error::from_str(&format!("recording the merged pack: {e}")))?;
     Ok(merged)
 }
@@ -126,12 +139,27 @@ fn write_through_indexer(
 /// --auto` repacks the whole repository, and every lookup that misses reads few indexes.
 pub(crate) const MERGE_FROM: usize = 16;
 
-/// Merges git-loaf's packs when there are [`MERGE_FROM`] or more. Best effort: a merge that
-/// fails leaves every pack as it was.
+/// Packs from this size on are left out of the merges [`merge_when_many`] makes: each
+/// operation writes a small pack (its new objects, see `durable_pack`), and merging them
+/// must not read a large one (a recorded dirty tree of gigabytes, or the pack earlier merges
+/// grew to) again every few operations. `git loaf gc` merges them all; git's own gc
+/// repacks them with the rest.
+const SMALL_PACK: u64 = 1 << 20;
+
+/// Merges git-loaf's small packs (under [`SMALL_PACK`]) when there are [`MERGE_FROM`] or
+/// more. Best effort: a merge that fails leaves every pack as it was.
 pub(crate) fn merge_when_many(disk: &Repository) {
     drop_leftovers(disk);
-    if recorded(disk).len() >= MERGE_FROM
-        && let Err(e) = merge(disk, false)
+    let pack_dir = pack_files::pack_dir(disk);
+    let small: Vec<String> = recorded(disk)
+        .into_iter()
+        .filter(|name| {
+            std::fs::metadata(pack_dir.join(format!("{name}.pack")))
+                .is_ok_and(|m| m.len() < SMALL_PACK)
+        })
+        .collect();
+    if small.len() >= MERGE_FROM
+        && let Err(e) = merge_these(disk, small, false)
     {
         tracing::debug!("packs not merged: {e}");
     }
@@ -267,6 +295,42 @@ mod tests {
     /// What a killed write left is tidied: a recorded pack whose index never came (and the
     /// record of it), git-loaf's temporary files; a pack git-loaf did not record, and a
     /// recorded pack with its index, stay.
+    /// The merges made as packs pile up take the small packs only: a large one (a recorded
+    /// dirty tree) stays as it is, recorded, and is not read again.
+    #[test]
+    fn many_small_packs_are_merged_without_the_large_one() {
+        let dir = committed_repo();
+        let repo = Repository::open(dir.path()).expect("repo");
+        let pack = |data: &[u8]| {
+            let id = Oid::hash_object(git2::ObjectType::Blob, data).expect("id");
+            let entry = entry(git2::ObjectType::Blob, data).expect("entry");
+            pack_files::write(&repo, &[(id, entry)], |name| record(&repo, name)).expect("pack")
+        };
+        // Incompressible: the pack stays past SMALL_PACK.
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let noise: Vec<u8> = (0..(SMALL_PACK as usize + 4096))
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        let large = pack(&noise);
+        for n in 0..MERGE_FROM {
+            pack(format!("small {n}\n").as_bytes());
+        }
+        merge_when_many(&repo);
+        let left = recorded(&repo);
+        assert_eq!(left.len(), 2, "the large pack and the merged one: {left:?}");
+        assert_eq!(left[0], large);
+        let pack_dir = pack_files::pack_dir(&repo);
+        assert!(pack_dir.join(format!("{large}.pack")).is_file());
+        // Fewer small packs than MERGE_FROM now: nothing more to merge.
+        merge_when_many(&repo);
+        assert_eq!(recorded(&repo), left);
+    }
+
     #[test]
     fn a_killed_write_leaves_nothing_behind_after_the_next() {
         let dir = committed_repo();
