@@ -27,7 +27,7 @@ use super::stage_swap::StageSwap;
 pub(crate) use super::transition::list;
 pub use super::transition::{Attachment, Transition, crash_point, current, differing, mark_start};
 use super::transition::{
-    Journal, Paths, Undecided, drop_journal, io_error, journal_path, oid, write_journal,
+    Journal, Paths, Undecided, drop_logged_journal, io_error, journal_path, oid, write_journal,
 };
 use crate::git::durable;
 use crate::git::index_lock::{IndexLock, IndexLockError};
@@ -138,6 +138,9 @@ pub fn publish_attached(
             return Err(PublishError::Changed(changed));
         }
     }
+    // The log entry's objects are written now, so that the sync below makes them durable
+    // with the rest in one batch: once the files are written, logging is only a ref's move.
+    let entry = oplog::prepare(repo, &t.op)?;
     // What the journal and the refs will name must outlast a power loss before they do.
     durable::sync_new_objects(repo)?;
     let journal = journal_path(repo);
@@ -154,7 +157,12 @@ pub fn publish_attached(
         return Err(e);
     }
     crash_point("ref");
-    finish(repo, t, attachment, &paths, &mut index, &checker, lock).map_err(|e| {
+    let written = Written {
+        paths: &paths,
+        checker: &checker,
+        entry: &entry,
+    };
+    finish(repo, t, attachment, &written, &mut index, lock).map_err(|e| {
         // Past the commit point: the journal stays for the next command to finish with.
         PublishError::Unfinished(Box::new(e))
     })
@@ -188,17 +196,28 @@ fn detach_and_move(
     Ok(())
 }
 
+/// What [`publish_attached`] found and wrote before the commit point that [`finish`] goes on
+/// with.
+struct Written<'a> {
+    /// The paths the transition changes.
+    paths: &'a Paths,
+    /// What the files held when checked.
+    checker: &'a Checker<'a>,
+    /// The log entry, written and durable, not yet logged.
+    entry: &'a oplog::Prepared,
+}
+
 /// Everything after the commit point: files, index, what git does not track, the log entry,
 /// HEAD attached, the journal dropped.
 fn finish(
     repo: &Repository,
     t: &Transition,
     attachment: &Attachment,
-    paths: &Paths,
+    written: &Written<'_>,
     index: &mut Index,
-    checker: &Checker<'_>,
     lock: IndexLock,
 ) -> Result<(Vec<PathBuf>, bool), PublishError> {
+    let (paths, checker) = (written.paths, written.checker);
     let mut swap = if paths.work.len() >= StageSwap::WORTH_IT {
         StageSwap::of(repo)
     } else {
@@ -219,12 +238,12 @@ fn finish(
     crate::git::index::note_index_tree(repo, oid(&t.to_index)?);
     skipped.extend(publish_extras(repo, t)?);
     crash_point("files");
-    log_durably(repo, &t.op)?;
+    log_prepared(repo, written.entry, &t.op)?;
     no_longer_kept(repo, &t.op)?;
     crash_point("oplog");
     let attached = attach_after(repo, t, attachment)?;
     crash_point("attached");
-    drop_journal(repo)?;
+    drop_logged_journal(repo)?;
     Ok((skipped, attached))
 }
 
@@ -291,6 +310,21 @@ pub fn left_alone_notice(skipped: &[PathBuf]) -> Option<Notice> {
 pub(crate) fn log_durably(repo: &Repository, entry: &OpEntry) -> Result<(), PublishError> {
     oplog::append(repo, entry)?;
     durable::sync_new_objects(repo)?;
+    durable::sync_ref(repo, oplog::OPLOG_REF)?;
+    Ok(())
+}
+
+/// Logs `entry`, its commit written (`prepared`) and made durable before the journal: only
+/// the log's ref is moved and synced. Written again on a log that moved meanwhile, the new
+/// commit's objects are synced first, as [`log_durably`] does.
+fn log_prepared(
+    repo: &Repository,
+    prepared: &oplog::Prepared,
+    entry: &OpEntry,
+) -> Result<(), PublishError> {
+    if oplog::record(repo, prepared, entry)? != prepared.commit() {
+        durable::sync_new_objects(repo)?;
+    }
     durable::sync_ref(repo, oplog::OPLOG_REF)?;
     Ok(())
 }
