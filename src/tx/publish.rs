@@ -6,10 +6,11 @@
 //! 1. checks the ref still holds `old` and, for an apply, that the user has not changed a path
 //!    the transition changes (otherwise nothing is touched: [`PublishError::Moved`] /
 //!    [`PublishError::Changed`]);
-//! 2. writes a journal (`<git dir>/loaf/journal.json`, renamed into place whole);
+//! 2. writes the operation log's entry (not yet logged: no ref names it) and a journal
+//!    (`<git dir>/loaf/journal.json`, renamed into place whole), both durable;
 //! 3. moves the ref by compare-and-swap — the commit point;
 //! 4. writes only the paths that differ to the working tree and index;
-//! 5. appends the operation log entry and deletes the journal.
+//! 5. logs the entry (the log's ref moved to it) and deletes the journal.
 //!
 //! Killed before 3, the journal is dropped by the next command: all before. Killed after 3,
 //! the next command finishes 4 and 5 ([`super::recovery`]): all after. While rolling forward, a file is
