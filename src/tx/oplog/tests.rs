@@ -279,3 +279,29 @@ fn pruning_drops_entries_and_replays_the_rest() {
     assert!(repo.refname_to_id(OPLOG_REF).is_err(), "no log left");
     assert_eq!(stored(&repo, "/w"), (vec![], vec![]));
 }
+
+/// An entry prepared on one tip and logged after the log moved (nothing moves it while the
+/// lock is held, but a bug must not drop an entry) is written again on the new tip: both
+/// entries stay, in the order they were logged, and the stacks count both.
+#[test]
+fn an_entry_prepared_before_the_log_moved_is_logged_on_the_new_tip() {
+    let dir = init_repo();
+    let repo = Repository::open(dir.path()).expect("open");
+    append(&repo, &entry("a1", OpKind::Apply, None)).expect("append");
+    let late = entry("a3", OpKind::Apply, None);
+    let prepared = prepare(&repo, &late).expect("prepare");
+    append(&repo, &entry("a2", OpKind::Apply, None)).expect("append");
+    let logged = record(&repo, &prepared, &late).expect("record");
+    assert_ne!(logged, prepared.commit(), "written again");
+    let ids: Vec<String> = entries(&repo)
+        .expect("entries")
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(ids, ["a3", "a2", "a1"]);
+    let undoable: Vec<String> = undoable(&repo, "/w")
+        .expect("stack")
+        .map(|e| e.expect("entry").id)
+        .collect();
+    assert_eq!(undoable, ["a3", "a2", "a1"]);
+}
