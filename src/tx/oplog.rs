@@ -28,6 +28,8 @@ use crate::tx::ignored_changes::Extras;
 pub(crate) const OPLOG_REF: &str = "refs/loaf/oplog";
 /// The file in an entry commit's tree holding the entry as JSON.
 const ENTRY_FILE: &str = "entry.json";
+/// What starts the names of the trees an entry commit keeps alive (the user's states).
+const KEEP_PREFIX: &str = "keep-";
 
 /// What an operation did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -391,14 +393,15 @@ fn write_entry(
     let entry_blob = crate::git::repo::write_blob(repo, &json)?;
     let mut tree = repo.treebuilder(None)?;
     tree.insert(ENTRY_FILE, entry_blob, 0o100644)?;
-    // Keep the trees undo and redo restore from.
-    let mut keep = repo.treebuilder(None)?;
+    // Keep the trees undo and redo restore from, named in the entry's own tree (not in a
+    // folder of their own: one object fewer to write and make durable per entry; logs
+    // written before hold them under `keep/`, which nothing reads either).
     for (name, state) in [("before", &entry.before), ("after", &entry.after)] {
         for (part, oid) in [("work", &state.work), ("index", &state.index)] {
             if let Ok(oid) = Oid::from_str(oid)
                 && repo.find_tree(oid).is_ok()
             {
-                keep.insert(format!("{name}-{part}"), oid, 0o040000)?;
+                tree.insert(format!("{KEEP_PREFIX}{name}-{part}"), oid, 0o040000)?;
             }
         }
     }
@@ -407,9 +410,8 @@ fn write_entry(
             .extras
             .keep_tree(repo)
             .map_err(|e| git2::Error::from_str(&e.to_string()))?;
-        keep.insert("extras", extras, 0o040000)?;
+        tree.insert(format!("{KEEP_PREFIX}extras"), extras, 0o040000)?;
     }
-    tree.insert("keep", keep.write()?, 0o040000)?;
     // Where every working tree's stacks stand after this entry.
     let nodes = state.apply(repo, entry, entry_blob)?;
     state.write(repo, &mut tree, &nodes)?;

@@ -291,7 +291,7 @@ fn redo_after_undo_to_redoes_the_whole_walk() {
 fn a_count_reads_the_stack_only_as_deep_as_it_goes() {
     let (s, _, ids) = session();
     // The first apply's stack node, the bottom one, made unreadable.
-    let node = s.git(&["rev-parse", "refs/loaf/oplog~2:nodes/0"]);
+    let node = s.git(&["rev-parse", "refs/loaf/oplog~2:node-0"]);
     let node = node.trim();
     std::fs::remove_file(
         s.root

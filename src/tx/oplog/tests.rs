@@ -305,3 +305,49 @@ fn an_entry_prepared_before_the_log_moved_is_logged_on_the_new_tip() {
         .collect();
     assert_eq!(undoable, ["a3", "a2", "a1"]);
 }
+
+/// An entry commit's tree names the entry, its stacks and nodes, and the user's trees it
+/// keeps alive, with no folder of its own: each entry writes and makes durable only its
+/// commit, one tree and its blobs.
+#[test]
+fn an_entry_writes_no_folder_of_its_own() {
+    let dir = init_repo();
+    let root = dir.path();
+    std::fs::write(root.join("a"), "a\n").expect("write");
+    git(root, &["add", "-A"]);
+    git(root, &["commit", "-q", "-m", "one"]);
+    let repo = Repository::open(root).expect("open");
+    let tree = git(root, &["rev-parse", "HEAD^{tree}"]).trim().to_owned();
+    let mut applied = entry("a1", OpKind::Apply, None);
+    applied.after.work = tree.clone();
+    append(&repo, &applied).expect("append");
+    let commit = append(&repo, &entry("u1", OpKind::Undo, Some("a1"))).expect("append");
+    for commit in [
+        commit,
+        repo.find_commit(commit)
+            .expect("commit")
+            .parent_id(0)
+            .expect("parent"),
+    ] {
+        let entry_tree = repo
+            .find_commit(commit)
+            .and_then(|c| c.tree())
+            .expect("tree");
+        for item in entry_tree.iter() {
+            if item.kind() == Some(git2::ObjectType::Tree) {
+                assert_eq!(
+                    item.id().to_string(),
+                    tree,
+                    "{} is the user's tree, not a folder of the entry's",
+                    item.name().unwrap_or("?")
+                );
+            }
+        }
+    }
+    assert_eq!(
+        undoable(&repo, "/w").expect("stack").count(),
+        0,
+        "the stacks read back"
+    );
+    assert_eq!(redoable(&repo, "/w").expect("stack").count(), 1);
+}
