@@ -311,11 +311,8 @@ fn an_entry_prepared_before_the_log_moved_is_logged_on_the_new_tip() {
 /// commit, one tree and its blobs.
 #[test]
 fn an_entry_writes_no_folder_of_its_own() {
-    let dir = init_repo();
+    let dir = crate::git::testing::committed_repo();
     let root = dir.path();
-    std::fs::write(root.join("a"), "a\n").expect("write");
-    git(root, &["add", "-A"]);
-    git(root, &["commit", "-q", "-m", "one"]);
     let repo = Repository::open(root).expect("open");
     let tree = git(root, &["rev-parse", "HEAD^{tree}"]).trim().to_owned();
     let mut applied = entry("a1", OpKind::Apply, None);
