@@ -185,15 +185,37 @@ fn sync_objects_since(repo: &Repository, since: SystemTime) -> std::io::Result<u
         sync_dir(folder)?;
     }
     let count = all.len();
+    // `LOAF_LOG=debug` shows where in an operation its objects are made durable.
+    tracing::debug!("{} new objects made durable", count + packed);
     synced.extend(all.into_iter().cloned());
-    // The objects folder holds the names of the fan-out folders: a new one was made for a
-    // new object, so with none (an undo that writes nothing before its journal) there is no
-    // new name to sync, and an earlier call synced it with its objects.
-    if folders.is_empty() {
-        return Ok(packed);
+    // The objects folder holds the names of the fan-out folders (and `pack`): it changes
+    // only when one of them is made, so it is synced only when one holding our objects may
+    // be new. With none (an undo that writes nothing before its journal), or all of them
+    // older (a repository past its first few hundred objects), there is no name in it that
+    // is not on the disk already. A pack made durable above synced what it made itself.
+    if !folders.iter().any(|(folder, _)| made_since(folder, since)) {
+        return Ok(count + packed);
     }
     sync_dir(&objects)?;
     Ok(count + packed)
+}
+
+/// How long before an operation's start a folder made by someone else (git, which never
+/// syncs folders) may still have its name only in the page cache: the kernel writes dirty
+/// metadata back within seconds (ext4 commits its journal every 5 s, dirty pages expire
+/// after 30 s), so a folder older than this is on the disk already.
+const WRITEBACK_WINDOW: Duration = Duration::from_secs(120);
+
+/// Whether `folder` may have been made too recently for its name in the objects folder to
+/// be on the disk (see [`WRITEBACK_WINDOW`]), by the filesystem's birth stamp; when the
+/// filesystem keeps none, taken as made now (its parent is then synced, never wrong).
+fn made_since(folder: &Path, since: SystemTime) -> bool {
+    let Some(window_start) = since.checked_sub(WRITEBACK_WINDOW) else {
+        return true;
+    };
+    std::fs::metadata(folder)
+        .and_then(|m| m.created())
+        .map_or(true, |born| born >= window_start)
 }
 
 /// The loose objects and pack files stamped `since` or later, by folder (folders without any left
@@ -322,6 +344,24 @@ mod tests {
             let shown = crate::git::testing::git(dir.path(), &["cat-file", "-p", &id.to_string()]);
             assert_eq!(shown, format!("object {n}\n"));
         }
+    }
+
+    /// A folder made now is new for an operation started now, and still for one started
+    /// within the write-back window; past it, its name is taken as on the disk already.
+    #[test]
+    fn a_folder_is_new_until_past_the_write_back_window() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let now = SystemTime::now();
+        assert!(made_since(dir.path(), now - Duration::from_secs(5)));
+        assert!(made_since(dir.path(), now + WRITEBACK_WINDOW / 2));
+        let born_known = std::fs::metadata(dir.path())
+            .and_then(|m| m.created())
+            .is_ok();
+        assert_eq!(
+            made_since(dir.path(), now + WRITEBACK_WINDOW * 2),
+            !born_known,
+            "old enough, when the filesystem keeps a birth stamp"
+        );
     }
 
     /// A pack written by the operation (a dirty tree's objects) is synced like its loose

@@ -160,12 +160,45 @@ impl<'r> WalkEnd<'r> {
 /// (a clone without `refs/notes/loaf`) it reads the whole chain, finding loaf commits by
 /// their trailers. Costs one commit read per note, not per commit in the history.
 fn oldest_known_loaf_commit(repo: &crate::git::Repository) -> Option<i64> {
-    let notes = repo.notes(Some(NOTES_REF)).ok()?;
-    notes
-        .filter_map(Result::ok)
-        .filter_map(|(_, annotated)| repo.find_commit(annotated).ok())
+    let notes = repo
+        .find_reference(NOTES_REF)
+        .and_then(|r| r.peel_to_tree())
+        .ok()?;
+    let mut annotated = Vec::new();
+    noted_commits(repo, &notes, "", &mut annotated);
+    annotated
+        .into_iter()
+        .filter_map(|id| repo.find_commit(id).ok())
         .map(|commit| commit.time().seconds())
         .min()
+}
+
+/// The objects the notes tree `tree` annotates, `prefix` being the hex digits of the
+/// fan-out folders above it: read from the tree itself, not through libgit2's note
+/// iterator, which first loads the index (a whole read and checksum of it, for git's own
+/// repository the larger part of a `log -n 5`).
+fn noted_commits(
+    repo: &crate::git::Repository,
+    tree: &git2::Tree<'_>,
+    prefix: &str,
+    found: &mut Vec<crate::git::Oid>,
+) {
+    for entry in tree.iter() {
+        let Ok(name) = entry.name() else { continue };
+        let hex = format!("{prefix}{name}");
+        match entry.kind() {
+            Some(git2::ObjectType::Tree) if hex.len() < 40 => {
+                if let Ok(sub) = repo.find_tree(entry.id()) {
+                    noted_commits(repo, &sub, &hex, found);
+                }
+            }
+            // A full object name: `Oid::from_str` would take a short one too.
+            Some(git2::ObjectType::Blob) if hex.len() == 40 => {
+                found.extend(crate::git::Oid::from_str(&hex).ok());
+            }
+            _ => {}
+        }
+    }
 }
 
 fn entry(repo: &crate::git::Repository, commit: &CommitInfo) -> Option<LogEntry> {

@@ -28,6 +28,8 @@ use crate::tx::ignored_changes::Extras;
 pub(crate) const OPLOG_REF: &str = "refs/loaf/oplog";
 /// The file in an entry commit's tree holding the entry as JSON.
 const ENTRY_FILE: &str = "entry.json";
+/// What starts the names of the trees an entry commit keeps alive (the user's states).
+const KEEP_PREFIX: &str = "keep-";
 
 /// What an operation did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -241,6 +243,23 @@ pub fn check(repo: &Repository) -> Result<(), Damaged> {
 /// Appends `entry`. The caller holds the repository lock; the ref is still moved by
 /// compare-and-swap so that a bug cannot drop an entry silently.
 pub fn append(repo: &Repository, entry: &OpEntry) -> Result<Oid, git2::Error> {
+    let prepared = prepare(repo, entry)?;
+    record(repo, &prepared, entry)
+}
+
+/// An entry's commit written ahead of its operation's commit point, on the log's tip of that
+/// moment, that no ref names yet: its objects are then made durable with the operation's
+/// own, before the journal, and logging it later is only the move of the log's ref.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Prepared {
+    /// The log's tip it was written on (`None`: no log yet).
+    previous: Option<Oid>,
+    /// The entry's commit.
+    commit: Oid,
+}
+
+/// Writes the commit of `entry` on the log's tip without moving the ref: [`record`] does.
+pub(crate) fn prepare(repo: &Repository, entry: &OpEntry) -> Result<Prepared, git2::Error> {
     let previous = repo.refname_to_id(OPLOG_REF).ok();
     let stored = match previous {
         Some(tip) => stacks::State::at(repo, tip)?,
@@ -256,12 +275,46 @@ pub fn append(repo: &Repository, entry: &OpEntry) -> Result<Oid, git2::Error> {
         }
     };
     let commit = write_entry(repo, base, &mut state, entry)?;
+    Ok(Prepared { previous, commit })
+}
+
+impl Prepared {
+    /// The entry's commit.
+    pub(crate) fn commit(&self) -> Oid {
+        self.commit
+    }
+}
+
+/// Logs `entry`, written as `prepared`: the ref moves by compare-and-swap from the tip the
+/// commit was written on. When the log moved since (nothing does while the repository lock
+/// is held, but a bug must not drop an entry), the entry is written again on the new tip.
+/// Returns the entry's commit: another than the prepared one has objects not yet durable.
+pub(crate) fn record(
+    repo: &Repository,
+    prepared: &Prepared,
+    entry: &OpEntry,
+) -> Result<Oid, git2::Error> {
     let log = format!("git-loaf: {:?} {}", entry.kind, entry.id);
-    match previous {
-        Some(old) => repo.reference_matching(OPLOG_REF, commit, true, old, &log)?,
-        None => repo.reference(OPLOG_REF, commit, false, &log)?,
+    let moved = match prepared.previous {
+        Some(old) => repo.reference_matching(OPLOG_REF, prepared.commit, true, old, &log),
+        None => repo.reference(OPLOG_REF, prepared.commit, false, &log),
     };
-    Ok(commit)
+    match moved {
+        Ok(_) => Ok(prepared.commit),
+        Err(e)
+            if matches!(
+                e.code(),
+                git2::ErrorCode::Modified | git2::ErrorCode::Exists
+            ) =>
+        {
+            let again = prepare(repo, entry)?;
+            if again.previous == prepared.previous {
+                return Err(e);
+            }
+            record(repo, &again, entry)
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// What [`prune`] dropped and kept.
@@ -340,14 +393,15 @@ fn write_entry(
     let entry_blob = crate::git::repo::write_blob(repo, &json)?;
     let mut tree = repo.treebuilder(None)?;
     tree.insert(ENTRY_FILE, entry_blob, 0o100644)?;
-    // Keep the trees undo and redo restore from.
-    let mut keep = repo.treebuilder(None)?;
+    // Keep the trees undo and redo restore from, named in the entry's own tree (not in a
+    // folder of their own: one object fewer to write and make durable per entry; logs
+    // written before hold them under `keep/`, which nothing reads either).
     for (name, state) in [("before", &entry.before), ("after", &entry.after)] {
         for (part, oid) in [("work", &state.work), ("index", &state.index)] {
             if let Ok(oid) = Oid::from_str(oid)
                 && repo.find_tree(oid).is_ok()
             {
-                keep.insert(format!("{name}-{part}"), oid, 0o040000)?;
+                tree.insert(format!("{KEEP_PREFIX}{name}-{part}"), oid, 0o040000)?;
             }
         }
     }
@@ -356,9 +410,8 @@ fn write_entry(
             .extras
             .keep_tree(repo)
             .map_err(|e| git2::Error::from_str(&e.to_string()))?;
-        keep.insert("extras", extras, 0o040000)?;
+        tree.insert(format!("{KEEP_PREFIX}extras"), extras, 0o040000)?;
     }
-    tree.insert("keep", keep.write()?, 0o040000)?;
     // Where every working tree's stacks stand after this entry.
     let nodes = state.apply(repo, entry, entry_blob)?;
     state.write(repo, &mut tree, &nodes)?;

@@ -6,10 +6,11 @@
 //! 1. checks the ref still holds `old` and, for an apply, that the user has not changed a path
 //!    the transition changes (otherwise nothing is touched: [`PublishError::Moved`] /
 //!    [`PublishError::Changed`]);
-//! 2. writes a journal (`<git dir>/loaf/journal.json`, renamed into place whole);
+//! 2. writes the operation log's entry (not yet logged: no ref names it) and a journal
+//!    (`<git dir>/loaf/journal.json`, renamed into place whole), both durable;
 //! 3. moves the ref by compare-and-swap — the commit point;
 //! 4. writes only the paths that differ to the working tree and index;
-//! 5. appends the operation log entry and deletes the journal.
+//! 5. logs the entry (the log's ref moved to it) and deletes the journal.
 //!
 //! Killed before 3, the journal is dropped by the next command: all before. Killed after 3,
 //! the next command finishes 4 and 5 ([`super::recovery`]): all after. While rolling forward, a file is
@@ -27,7 +28,7 @@ use super::stage_swap::StageSwap;
 pub(crate) use super::transition::list;
 pub use super::transition::{Attachment, Transition, crash_point, current, differing, mark_start};
 use super::transition::{
-    Journal, Paths, Undecided, drop_journal, io_error, journal_path, oid, write_journal,
+    Journal, Paths, Undecided, drop_logged_journal, io_error, journal_path, oid, write_journal,
 };
 use crate::git::durable;
 use crate::git::index_lock::{IndexLock, IndexLockError};
@@ -138,6 +139,9 @@ pub fn publish_attached(
             return Err(PublishError::Changed(changed));
         }
     }
+    // The log entry's objects are written now, so that the sync below makes them durable
+    // with the rest in one batch: once the files are written, logging is only a ref's move.
+    let entry = oplog::prepare(repo, &t.op)?;
     // What the journal and the refs will name must outlast a power loss before they do.
     durable::sync_new_objects(repo)?;
     let journal = journal_path(repo);
@@ -154,7 +158,12 @@ pub fn publish_attached(
         return Err(e);
     }
     crash_point("ref");
-    finish(repo, t, attachment, &paths, &mut index, &checker, lock).map_err(|e| {
+    let written = Written {
+        paths: &paths,
+        checker: &checker,
+        entry: &entry,
+    };
+    finish(repo, t, attachment, &written, &mut index, lock).map_err(|e| {
         // Past the commit point: the journal stays for the next command to finish with.
         PublishError::Unfinished(Box::new(e))
     })
@@ -188,17 +197,28 @@ fn detach_and_move(
     Ok(())
 }
 
+/// What [`publish_attached`] found and wrote before the commit point that [`finish`] goes on
+/// with.
+struct Written<'a> {
+    /// The paths the transition changes.
+    paths: &'a Paths,
+    /// What the files held when checked.
+    checker: &'a Checker<'a>,
+    /// The log entry, written and durable, not yet logged.
+    entry: &'a oplog::Prepared,
+}
+
 /// Everything after the commit point: files, index, what git does not track, the log entry,
 /// HEAD attached, the journal dropped.
 fn finish(
     repo: &Repository,
     t: &Transition,
     attachment: &Attachment,
-    paths: &Paths,
+    written: &Written<'_>,
     index: &mut Index,
-    checker: &Checker<'_>,
     lock: IndexLock,
 ) -> Result<(Vec<PathBuf>, bool), PublishError> {
+    let (paths, checker) = (written.paths, written.checker);
     let mut swap = if paths.work.len() >= StageSwap::WORTH_IT {
         StageSwap::of(repo)
     } else {
@@ -219,12 +239,12 @@ fn finish(
     crate::git::index::note_index_tree(repo, oid(&t.to_index)?);
     skipped.extend(publish_extras(repo, t)?);
     crash_point("files");
-    log_durably(repo, &t.op)?;
+    log_prepared(repo, written.entry, &t.op)?;
     no_longer_kept(repo, &t.op)?;
     crash_point("oplog");
     let attached = attach_after(repo, t, attachment)?;
     crash_point("attached");
-    drop_journal(repo)?;
+    drop_logged_journal(repo)?;
     Ok((skipped, attached))
 }
 
@@ -291,6 +311,21 @@ pub fn left_alone_notice(skipped: &[PathBuf]) -> Option<Notice> {
 pub(crate) fn log_durably(repo: &Repository, entry: &OpEntry) -> Result<(), PublishError> {
     oplog::append(repo, entry)?;
     durable::sync_new_objects(repo)?;
+    durable::sync_ref(repo, oplog::OPLOG_REF)?;
+    Ok(())
+}
+
+/// Logs `entry`, its commit written (`prepared`) and made durable before the journal: only
+/// the log's ref is moved and synced. Written again on a log that moved meanwhile, the new
+/// commit's objects are synced first, as [`log_durably`] does.
+fn log_prepared(
+    repo: &Repository,
+    prepared: &oplog::Prepared,
+    entry: &OpEntry,
+) -> Result<(), PublishError> {
+    if oplog::record(repo, prepared, entry)? != prepared.commit() {
+        durable::sync_new_objects(repo)?;
+    }
     durable::sync_ref(repo, oplog::OPLOG_REF)?;
     Ok(())
 }

@@ -155,6 +155,17 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
         drop_journal(repo)?;
         return Ok(Recovered::RolledBack);
     }
+    // Logged: publish wrote the files, index and what git does not track before the entry,
+    // so only what follows the log is left. A journal a power loss brought back (its removal
+    // is not synced) thus never rewrites a file the user changed since.
+    if oplog::newest_id(&user)?.as_deref() == Some(t.op.id.as_str()) {
+        no_longer_kept(&user, &t.op)?;
+        attach_after(&user, &t, &attachment)?;
+        drop_journal(repo)?;
+        return Ok(Recovered::RolledForward {
+            skipped: Vec::new(),
+        });
+    }
     let paths = Paths::of(&user, &t)?;
     let lock = IndexLock::acquire(&user)?;
     let mut index = lock.read(&user)?;
@@ -163,9 +174,7 @@ pub fn recover(repo: &Repository) -> Result<Recovered, PublishError> {
     lock.commit(&mut index)?;
     crate::git::index::note_index_tree(&user, oid(&t.to_index)?);
     skipped.extend(publish_extras(&user, &t)?);
-    if oplog::newest_id(&user)?.as_deref() != Some(t.op.id.as_str()) {
-        log_durably(&user, &t.op)?;
-    }
+    log_durably(&user, &t.op)?;
     no_longer_kept(&user, &t.op)?;
     attach_after(&user, &t, &attachment)?;
     drop_journal(repo)?;

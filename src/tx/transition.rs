@@ -171,6 +171,15 @@ pub(crate) fn drop_journal(repo: &Repository) -> std::io::Result<()> {
     durable::sync_dir(path.parent().unwrap_or(&path))
 }
 
+/// Removes the journal of an operation whose log entry is durable, without syncing its
+/// folder (one device flush less): a power loss may bring the journal back, and recovery
+/// then finds its entry the log's newest and only finishes what follows the log (HEAD's
+/// attachment), touching no file. Another publish cannot come in between: writing its own
+/// journal syncs the folder, and this removal with it.
+pub(crate) fn drop_logged_journal(repo: &Repository) -> std::io::Result<()> {
+    std::fs::remove_file(journal_path(repo))
+}
+
 /// What `ref_name` holds now (`None` when it does not exist: unborn).
 pub fn current(repo: &Repository, ref_name: &str) -> Option<String> {
     repo.refname_to_id(ref_name).ok().map(|o| o.to_string())

@@ -310,3 +310,105 @@ fn a_file_saved_between_the_first_and_the_last_look_is_kept() {
     assert_eq!(s.git(&["status", "--porcelain"]), " M a.txt\n?? b.txt\n");
     assert_eq!(s.git(&["diff", "--stat", "--", "a.txt"]).lines().count(), 2);
 }
+
+/// What `git loaf ARGS` says on stderr with `LOAF_LOG=debug`.
+fn debug_log(s: &Scratch, args: &[&str]) -> String {
+    let out = Command::new(assert_cmd::cargo::cargo_bin("git-loaf"))
+        .args(args)
+        .current_dir(&s.root)
+        .envs(ENV)
+        .env("LOAF_LOG", "debug")
+        .output()
+        .expect("git-loaf runs");
+    s.assert_exit(&out, 0);
+    stderr(&out)
+}
+
+/// The objects of an undo's log entry are made durable in the one batch before its journal
+/// (the flushes that make the journal durable cover them): none is synced after the
+/// journal, whose removal then waits only for the log's ref.
+#[test]
+fn an_undos_log_entry_is_durable_before_its_journal() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    s.assert_exit(&write_new(&s), 0);
+    let log = debug_log(&s, &["undo"]);
+    let journal = log.find("journal reached").expect("a journal moment");
+    let synced: Vec<(usize, usize)> = log
+        .match_indices(" new objects made durable")
+        .map(|(at, _)| {
+            let line_start = log[..at].rfind('\n').map_or(0, |n| n + 1);
+            let count = log[line_start..at]
+                .rsplit(' ')
+                .next()
+                .and_then(|n| n.parse().ok())
+                .expect("a count");
+            (at, count)
+        })
+        .collect();
+    assert!(
+        synced.iter().any(|&(at, n)| at < journal && n >= 3),
+        "the entry's commit, tree and blob before the journal:\n{log}"
+    );
+    assert!(
+        synced.iter().all(|&(at, n)| at < journal || n == 0),
+        "no object synced after the journal:\n{log}"
+    );
+}
+
+/// A read-only apply: the next command, which finishes or drops a journal.
+fn read_only(s: &Scratch) -> std::process::Output {
+    s.apply(&block("r9z", "file_read", &[("path", "/repo/a.txt")]))
+}
+
+/// A journal a power loss brought back after its operation was logged (its removal is not
+/// synced) changes no file: the user's edit since, even back to the content before the
+/// operation, stays, and the log keeps one entry.
+#[test]
+fn a_journal_back_after_its_entry_was_logged_changes_no_file() {
+    let s = Scratch::with(&[("a.txt", "a\n")]);
+    let apply = |moment: Option<&str>| {
+        let mut command = Command::new(assert_cmd::cargo::cargo_bin("git-loaf"));
+        command
+            .arg("apply")
+            .current_dir(&s.root)
+            .envs(ENV)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        if let Some(moment) = moment {
+            command.env("LOAF_CRASH_AT", moment);
+        }
+        let mut child = command.spawn().expect("git-loaf runs");
+        use std::io::Write as _;
+        let reply = s.reply(&block(
+            "w2b",
+            "file_write",
+            &[("path", "/repo/a.txt"), ("content", "model\n")],
+        ));
+        child
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(reply.as_bytes())
+            .expect("reply written");
+        child.wait().expect("git-loaf ends")
+    };
+    // Aborted after the log, before the journal's removal: the journal as it was.
+    assert!(!apply(Some("attached")).success());
+    let journal = s.root.join(".git/loaf/journal.json");
+    let kept = std::fs::read(&journal).expect("the journal stays");
+    s.assert_exit(&read_only(&s), 0);
+    assert_eq!(s.read("a.txt").as_deref(), Some("model\n"));
+    let entries = || s.git(&["rev-list", "--first-parent", "--count", "refs/loaf/oplog"]);
+    let logged = entries();
+    s.write("a.txt", "a\n");
+    std::fs::write(&journal, &kept).expect("the journal back");
+    s.assert_exit(&read_only(&s), 0);
+    assert!(!journal.exists(), "dropped");
+    assert_eq!(
+        s.read("a.txt").as_deref(),
+        Some("a\n"),
+        "the user's edit stays"
+    );
+    assert_eq!(entries(), logged, "logged once");
+}

@@ -291,15 +291,8 @@ fn redo_after_undo_to_redoes_the_whole_walk() {
 fn a_count_reads_the_stack_only_as_deep_as_it_goes() {
     let (s, _, ids) = session();
     // The first apply's stack node, the bottom one, made unreadable.
-    let node = s.git(&["rev-parse", "refs/loaf/oplog~2:nodes/0"]);
-    let node = node.trim();
-    std::fs::remove_file(
-        s.root
-            .join(".git/objects")
-            .join(&node[..2])
-            .join(&node[2..]),
-    )
-    .expect("a loose object");
+    let node = s.git(&["rev-parse", "refs/loaf/oplog~2:node-0"]);
+    remove_object(&s, node.trim());
     let out = s.loaf(&["undo", "--to", "1"], "");
     s.assert_exit(&out, 0);
     assert_eq!(s.read("c.txt"), None);
@@ -334,4 +327,29 @@ fn undoing_an_undo_to_an_unborn_branch_after_a_commit_names_no_commit() {
         "{hint}"
     );
     assert_eq!(s.git(&["log", "--format=%s"]), "mine\n", "nothing moved");
+}
+
+/// Removes object `id` from the repository: its loose copy, and its copy in any pack (an
+/// operation's objects are made durable as one pack too), whose other objects are unpacked
+/// loose first.
+fn remove_object(s: &Scratch, id: &str) {
+    let pack_dir = s.root.join(".git/objects/pack");
+    for entry in std::fs::read_dir(&pack_dir).expect("pack folder").flatten() {
+        let idx = entry.path();
+        if idx.extension().is_none_or(|x| x != "idx") {
+            continue;
+        }
+        let listed = s.sh(&format!("git show-index < '{}'", idx.display()));
+        if !String::from_utf8_lossy(&listed.stdout).contains(id) {
+            continue;
+        }
+        let pack = idx.with_extension("pack");
+        let aside = s.sibling("unpacked.pack");
+        std::fs::rename(&pack, &aside).expect("pack aside");
+        std::fs::remove_file(&idx).expect("its index");
+        let unpacked = s.sh(&format!("git unpack-objects -q < '{}'", aside.display()));
+        assert!(unpacked.status.success(), "{unpacked:?}");
+    }
+    let loose = s.root.join(".git/objects").join(&id[..2]).join(&id[2..]);
+    std::fs::remove_file(loose).expect("a loose object");
 }

@@ -6,8 +6,9 @@
 //! writes one node on top of the old top; popping is following `rest`; nodes are never
 //! changed, so every entry's stacks stay valid after later entries. Each entry commit
 //! records in `stacks.json` the top of both stacks of every working tree after it, and
-//! holds the nodes it wrote under `nodes/` (that keeps them reachable, like the entry;
-//! the entries a node names are older entries of the same chain).
+//! holds the nodes it wrote as `node-<n>` beside it (that keeps them reachable, like the
+//! entry; the entries a node names are older entries of the same chain; logs written
+//! before hold them in a folder `nodes/`).
 //!
 //! The replay rules are [`super::stacks`]': an apply (or any operation of its own) is
 //! pushed on the undo stack and clears the redo stack; an undo moves its target from the
@@ -24,8 +25,9 @@ use super::{OpEntry, OpKind, read_entry};
 
 /// The file in an entry commit's tree holding every working tree's stack tops.
 const STACKS_FILE: &str = "stacks.json";
-/// The folder in an entry commit's tree holding the nodes it wrote.
-const NODES_DIR: &str = "nodes";
+/// What starts the names of the nodes an entry commit wrote, in its tree: beside the entry
+/// rather than in a folder of their own, one object fewer to write and make durable.
+const NODE_PREFIX: &str = "node-";
 
 /// Where every working tree's stacks stand after one entry.
 #[derive(Debug, Default, Clone, Serialize, Deserialize)]
@@ -126,12 +128,8 @@ impl State {
             crate::git::repo::write_blob(repo, &json)?,
             0o100644,
         )?;
-        if !nodes.is_empty() {
-            let mut folder = repo.treebuilder(None)?;
-            for (i, node) in nodes.iter().enumerate() {
-                folder.insert(i.to_string(), *node, 0o100644)?;
-            }
-            tree.insert(NODES_DIR, folder.write()?, 0o040000)?;
+        for (i, node) in nodes.iter().enumerate() {
+            tree.insert(format!("{NODE_PREFIX}{i}"), *node, 0o100644)?;
         }
         Ok(())
     }

@@ -279,3 +279,72 @@ fn pruning_drops_entries_and_replays_the_rest() {
     assert!(repo.refname_to_id(OPLOG_REF).is_err(), "no log left");
     assert_eq!(stored(&repo, "/w"), (vec![], vec![]));
 }
+
+/// An entry prepared on one tip and logged after the log moved (nothing moves it while the
+/// lock is held, but a bug must not drop an entry) is written again on the new tip: both
+/// entries stay, in the order they were logged, and the stacks count both.
+#[test]
+fn an_entry_prepared_before_the_log_moved_is_logged_on_the_new_tip() {
+    let dir = init_repo();
+    let repo = Repository::open(dir.path()).expect("open");
+    append(&repo, &entry("a1", OpKind::Apply, None)).expect("append");
+    let late = entry("a3", OpKind::Apply, None);
+    let prepared = prepare(&repo, &late).expect("prepare");
+    append(&repo, &entry("a2", OpKind::Apply, None)).expect("append");
+    let logged = record(&repo, &prepared, &late).expect("record");
+    assert_ne!(logged, prepared.commit(), "written again");
+    let ids: Vec<String> = entries(&repo)
+        .expect("entries")
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(ids, ["a3", "a2", "a1"]);
+    let undoable: Vec<String> = undoable(&repo, "/w")
+        .expect("stack")
+        .map(|e| e.expect("entry").id)
+        .collect();
+    assert_eq!(undoable, ["a3", "a2", "a1"]);
+}
+
+/// An entry commit's tree names the entry, its stacks and nodes, and the user's trees it
+/// keeps alive, with no folder of its own: each entry writes and makes durable only its
+/// commit, one tree and its blobs.
+#[test]
+fn an_entry_writes_no_folder_of_its_own() {
+    let dir = crate::git::testing::committed_repo();
+    let root = dir.path();
+    let repo = Repository::open(root).expect("open");
+    let tree = git(root, &["rev-parse", "HEAD^{tree}"]).trim().to_owned();
+    let mut applied = entry("a1", OpKind::Apply, None);
+    applied.after.work = tree.clone();
+    append(&repo, &applied).expect("append");
+    let commit = append(&repo, &entry("u1", OpKind::Undo, Some("a1"))).expect("append");
+    for commit in [
+        commit,
+        repo.find_commit(commit)
+            .expect("commit")
+            .parent_id(0)
+            .expect("parent"),
+    ] {
+        let entry_tree = repo
+            .find_commit(commit)
+            .and_then(|c| c.tree())
+            .expect("tree");
+        for item in entry_tree.iter() {
+            if item.kind() == Some(git2::ObjectType::Tree) {
+                assert_eq!(
+                    item.id().to_string(),
+                    tree,
+                    "{} is the user's tree, not a folder of the entry's",
+                    item.name().unwrap_or("?")
+                );
+            }
+        }
+    }
+    assert_eq!(
+        undoable(&repo, "/w").expect("stack").count(),
+        0,
+        "the stacks read back"
+    );
+    assert_eq!(redoable(&repo, "/w").expect("stack").count(), 1);
+}
