@@ -70,7 +70,10 @@ fn a_file_action_on_a_dirty_file_sees_the_users_lines_and_commits_its_own_hunk_o
     assert_eq!(committed_paths(&s), "f.txt\n");
     let diff = s.git(&["show", "--format=", "HEAD"]);
     assert!(diff.contains("-9\n+nine\n"), "{diff}");
-    assert!(!diff.contains("mine"), "the user's line stays uncommitted: {diff}");
+    assert!(
+        !diff.contains("mine"),
+        "the user's line stays uncommitted: {diff}"
+    );
     assert_eq!(
         s.read("f.txt").as_deref(),
         Some(USERS_TEN.replace("9\n", "nine\n").as_str())
@@ -91,6 +94,10 @@ fn a_reply_that_reads_dirty_files_gets_the_users_text_and_the_users_deletion() {
         let out = s.apply(&block("r1x", "file_read", &[("path", path)]));
         String::from_utf8_lossy(&out.stdout).into_owned()
     };
+    assert!(read("/repo/f.txt").contains("mine\n"));
+    // What a read names is placed in the stage, from the checkpoint; nothing else is.
+    assert_eq!(in_stage(&s, "f.txt").as_deref(), Some(USERS_TEN));
+    assert_eq!(in_stage(&s, "other.txt").as_deref(), Some("committed\n"));
     assert!(read("/repo/other.txt").contains("mine\n"));
     assert!(read("/repo/new.txt").contains("mine, untracked"));
     let gone = read("/repo/gone.txt");
@@ -98,9 +105,6 @@ fn a_reply_that_reads_dirty_files_gets_the_users_text_and_the_users_deletion() {
         gone.contains("ENOENT") && !gone.contains("committed"),
         "{gone}"
     );
-    assert!(read("/repo/f.txt").contains("mine\n"));
-    // What a read names is placed in the stage, from the checkpoint.
-    assert_eq!(in_stage(&s, "f.txt").as_deref(), Some(USERS_TEN));
 }
 
 #[test]
@@ -161,7 +165,10 @@ fn file_actions_exec_then_file_actions_commit_only_their_own_changes() {
         Some(format!("later\n{}appended\n", &TEN[2..]).as_str())
     );
     let diff = s.git(&["show", "--format=", "HEAD"]);
-    assert!(diff.contains("+appended\n") && !diff.contains("later"), "{diff}");
+    assert!(
+        diff.contains("+appended\n") && !diff.contains("later"),
+        "{diff}"
+    );
     // And a search of the whole tree sees the user's view.
     let out = s.apply(&block(
         "g4x",
@@ -178,9 +185,13 @@ fn file_actions_exec_then_file_actions_commit_only_their_own_changes() {
 fn a_crash_after_a_partial_stage_is_written_is_recovered() {
     let s = dirty();
     let before = s.state();
-    let status = spawn_apply(&s, &s.reply(&replace_line_9()), &[("LOAF_CRASH_AT", "executed")])
-        .wait()
-        .expect("waits");
+    let status = spawn_apply(
+        &s,
+        &s.reply(&replace_line_9()),
+        &[("LOAF_CRASH_AT", "executed")],
+    )
+    .wait()
+    .expect("waits");
     assert!(!status.success());
     assert_eq!(s.state(), before, "nothing published");
     let out = exec(&s, "cat f.txt other.txt");

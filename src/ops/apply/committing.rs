@@ -47,9 +47,10 @@ impl Tx<'_> {
             // changed there, laid on the user's whole working tree.
             Some(start) if start != files => {
                 staging.files.set(Some(files));
-                let changed: Vec<PathBuf> = treediff::changed_paths(repo, Some(start), Some(files))?
-                    .into_iter()
-                    .collect();
+                let changed: Vec<PathBuf> =
+                    treediff::changed_paths(repo, Some(start), Some(files))?
+                        .into_iter()
+                        .collect();
                 crate::git::treebuild::tree_with_entries(
                     repo,
                     checkpoint.work_tree,

@@ -84,7 +84,11 @@ pub(super) fn partial_start(
     if placed.is_empty() {
         return Ok(Some(stage));
     }
-    tracing::debug!(placed = placed.len(), differ = differ.len(), "stage: placing the user's work");
+    tracing::debug!(
+        placed = placed.len(),
+        differ = differ.len(),
+        "stage: placing the user's work"
+    );
     let placed: Vec<PathBuf> = placed.into_iter().collect();
     crate::git::treebuild::tree_with_entries(repo, stage, work, &placed).map(Some)
 }
