@@ -4,9 +4,9 @@
 //! earlier runs, a commit holds only what the reply changed, and the user's work stays.
 
 use crate::crash::spawn_apply;
+use crate::ownership::{TEN, exec, replace_line_9};
 use crate::scratch::{Scratch, block};
 
-const TEN: &str = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
 const USERS_TEN: &str = "mine\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
 
 /// Committed `f.txt`, `other.txt`, `gone.txt`; exec allowed. The user then edits line 1 of
@@ -29,29 +29,6 @@ fn make_dirty(s: &Scratch, word: &str) {
     s.write("new.txt", &format!("{word}, untracked\n"));
 }
 
-fn replace_line_9() -> String {
-    block(
-        "r9x",
-        "file_replace_text",
-        &[
-            ("path", "/repo/f.txt"),
-            ("old_text", "9\n"),
-            ("new_text", "nine\n"),
-        ],
-    )
-}
-
-fn exec(s: &Scratch, code: &str) -> std::process::Output {
-    crate::support::git_loaf()
-        .current_dir(&s.root)
-        .envs(crate::scratch::ENV)
-        .env("LOAF_SANDBOX", "off")
-        .arg("apply")
-        .write_stdin(s.reply(&block("e1x", "exec", &[("lang", "bash"), ("code", code)])))
-        .output()
-        .expect("git-loaf runs")
-}
-
 /// What the stage holds at `path` (`None`: nothing).
 fn in_stage(s: &Scratch, path: &str) -> Option<String> {
     std::fs::read_to_string(s.root.join(".git/loaf/stage").join(path)).ok()
@@ -69,14 +46,14 @@ fn a_file_action_on_a_dirty_file_sees_the_users_lines_and_commits_its_own_hunk_o
     s.assert_exit(&out, 0);
     assert_eq!(committed_paths(&s), "f.txt\n");
     let diff = s.git(&["show", "--format=", "HEAD"]);
-    assert!(diff.contains("-9\n+nine\n"), "{diff}");
+    assert!(diff.contains("-9\n+nine by AI\n"), "{diff}");
     assert!(
         !diff.contains("mine"),
         "the user's line stays uncommitted: {diff}"
     );
     assert_eq!(
         s.read("f.txt").as_deref(),
-        Some(USERS_TEN.replace("9\n", "nine\n").as_str())
+        Some(USERS_TEN.replace("9\n", "nine by AI\n").as_str())
     );
     assert_eq!(s.read("other.txt").as_deref(), Some("mine\n"));
     assert_eq!(s.read("gone.txt"), None);
@@ -113,6 +90,7 @@ fn an_exec_after_file_actions_still_sees_every_dirty_file_of_the_user() {
     s.assert_exit(&s.apply(&replace_line_9()), 0);
     let out = exec(
         &s,
+        "off",
         "cat other.txt new.txt; test -e gone.txt && echo GONE-PRESENT; head -1 f.txt",
     );
     s.assert_exit(&out, 0);
@@ -128,7 +106,7 @@ fn an_exec_after_file_actions_still_sees_every_dirty_file_of_the_user() {
 fn file_actions_exec_then_file_actions_commit_only_their_own_changes() {
     let s = dirty();
     s.assert_exit(&s.apply(&replace_line_9()), 0);
-    s.assert_exit(&exec(&s, "echo made > made.txt"), 0);
+    s.assert_exit(&exec(&s, "off", "echo made > made.txt"), 0);
     assert_eq!(committed_paths(&s), "made.txt\n");
     assert_eq!(in_stage(&s, "other.txt").as_deref(), Some("mine\n"));
     make_dirty(&s, "later");
@@ -194,11 +172,11 @@ fn a_crash_after_a_partial_stage_is_written_is_recovered() {
     .expect("waits");
     assert!(!status.success());
     assert_eq!(s.state(), before, "nothing published");
-    let out = exec(&s, "cat f.txt other.txt");
+    let out = exec(&s, "off", "cat f.txt other.txt");
     s.assert_exit(&out, 0);
     let report = String::from_utf8_lossy(&out.stdout);
     assert!(report.contains(&format!("{USERS_TEN}mine\n")), "{report}");
-    assert!(!report.contains("nine"), "{report}");
+    assert!(!report.contains("nine by AI"), "{report}");
     let write = block(
         "w5x",
         "file_write",
