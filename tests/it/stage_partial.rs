@@ -186,3 +186,29 @@ fn a_crash_after_a_partial_stage_is_written_is_recovered() {
     assert_eq!(committed_paths(&s), "x.txt\n");
     s.assert_tidy();
 }
+
+/// A path through a symlink reaches another file than the one it names: the stage then
+/// gets all of the user's work, and the edit lands on the user's version of the target.
+#[cfg(unix)]
+#[test]
+fn a_path_through_a_symlink_edits_the_users_version_of_its_target() {
+    let s = dirty();
+    std::os::unix::fs::symlink("f.txt", s.root.join("link")).expect("symlink");
+    s.git(&["add", "link"]);
+    s.git(&["commit", "-q", "-m", "link", "--", "link"]);
+    let replace = block(
+        "r6x",
+        "file_replace_text",
+        &[
+            ("path", "/repo/link"),
+            ("old_text", "mine\n2\n"),
+            ("new_text", "mine\ntwo\n"),
+        ],
+    );
+    let out = s.apply(&replace);
+    s.assert_exit(&out, 0);
+    assert_eq!(
+        s.read("f.txt").as_deref(),
+        Some(USERS_TEN.replace("2\n", "two\n").as_str())
+    );
+}
