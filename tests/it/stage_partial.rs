@@ -157,34 +157,46 @@ fn file_actions_exec_then_file_actions_commit_only_their_own_changes() {
     assert!(report.contains("new.txt"), "{report}");
 }
 
-/// Killed after a file action wrote in a partly placed stage: the next apply scans it, so
-/// neither the unfinished write nor anything stale reaches a commit or the user.
+/// Killed once the user's work is placed in a partly placed stage (before or after the
+/// file action wrote there, or the commit was made): the next apply scans the stage, so
+/// neither the unfinished write nor anything stale reaches a reply, a commit or the user.
 #[test]
-fn a_crash_after_a_partial_stage_is_written_is_recovered() {
-    let s = dirty();
-    let before = s.state();
-    let status = spawn_apply(
-        &s,
-        &s.reply(&replace_line_9()),
-        &[("LOAF_CRASH_AT", "executed")],
-    )
-    .wait()
-    .expect("waits");
-    assert!(!status.success());
-    assert_eq!(s.state(), before, "nothing published");
-    let out = exec(&s, "off", "cat f.txt other.txt");
-    s.assert_exit(&out, 0);
-    let report = String::from_utf8_lossy(&out.stdout);
-    assert!(report.contains(&format!("{USERS_TEN}mine\n")), "{report}");
-    assert!(!report.contains("nine by AI"), "{report}");
-    let write = block(
-        "w5x",
-        "file_write",
-        &[("path", "/repo/x.txt"), ("content", "x\n")],
-    );
-    s.assert_exit(&s.apply(&write), 0);
-    assert_eq!(committed_paths(&s), "x.txt\n");
-    s.assert_tidy();
+fn a_crash_after_a_partial_stage_is_placed_is_recovered() {
+    for moment in ["stage", "executed", "snapshot", "commit"] {
+        let s = dirty();
+        let before = s.state();
+        let status = spawn_apply(
+            &s,
+            &s.reply(&replace_line_9()),
+            &[("LOAF_CRASH_AT", moment)],
+        )
+        .wait()
+        .expect("waits");
+        assert!(!status.success(), "{moment}");
+        assert_eq!(s.state(), before, "{moment}: nothing published");
+        let read = s.apply(&block("r7x", "file_read", &[("path", "/repo/f.txt")]));
+        let report = String::from_utf8_lossy(&read.stdout);
+        assert!(
+            report.contains("mine\n") && !report.contains("nine by AI"),
+            "{moment}: {report}"
+        );
+        let out = exec(&s, "off", "cat f.txt other.txt");
+        s.assert_exit(&out, 0);
+        let report = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            report.contains(&format!("{USERS_TEN}mine\n")),
+            "{moment}: {report}"
+        );
+        assert!(!report.contains("nine by AI"), "{moment}: {report}");
+        let write = block(
+            "w5x",
+            "file_write",
+            &[("path", "/repo/x.txt"), ("content", "x\n")],
+        );
+        s.assert_exit(&s.apply(&write), 0);
+        assert_eq!(committed_paths(&s), "x.txt\n", "{moment}");
+        s.assert_tidy();
+    }
 }
 
 /// A path through a symlink reaches another file than the one it names: the stage then
