@@ -8,6 +8,7 @@
 
 pub mod answer;
 mod committing;
+mod placing;
 mod publishing;
 mod running;
 mod staging;
@@ -199,8 +200,10 @@ fn apply_locked(
     // check of it; only its prose is read again, for the subject.
     let mut tx = Tx::begin(session, reply.text, options)?;
     let checkpoint = tx.checkpoint()?;
-    let staging = tx.stage(&checkpoint)?;
-    let mut env = tx.run_env(reply, &staging.stage)?;
+    let git_hooks = tx.git_hooks()?;
+    let runs_code = tx.runs_code(reply, &git_hooks);
+    let staging = tx.stage(&checkpoint, reply, runs_code)?;
+    let mut env = tx.run_env(&staging.stage, git_hooks, runs_code)?;
     tx.show_users_view(&staging.stage, &checkpoint, &mut env)?;
     let watch = StageWatch::new(&staging.stage, tx.repo(), checkpoint.work_tree, &tx.root);
     let mut result = tx.run_actions(reply, &staging.stage, &env, &checkpoint, &watch)?;
@@ -210,7 +213,7 @@ fn apply_locked(
         // the marker stays so that the next apply scans what the hooks may have left.
         return Ok(Applied::unrecorded(result, git, tx.notices));
     }
-    let (planned, carried) = tx.snapshot(&staging.stage, &checkpoint, &result, &watch)?;
+    let (planned, carried) = tx.snapshot(&staging, &checkpoint, &result, &watch)?;
     let planned = match tx.pre_commit(&staging.stage, &env, planned)? {
         Ok(planned) => planned,
         Err(refusal) => return Ok(Applied::refused(result, git, tx.notices, refusal)),

@@ -59,6 +59,7 @@ mod slupe;
 mod squash;
 mod stage_links;
 mod stage_moves;
+mod stage_partial;
 mod states;
 mod status;
 mod step;

@@ -7,7 +7,7 @@ use std::process::Output;
 
 use crate::scratch::{Scratch, block};
 
-const TEN: &str = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
+pub(crate) const TEN: &str = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
 
 fn with_line(text: &str, number: usize, line: &str) -> String {
     text.lines()
@@ -30,7 +30,7 @@ fn changed_lines(diff: &str) -> Vec<String> {
         .collect()
 }
 
-fn replace_line_9() -> String {
+pub(crate) fn replace_line_9() -> String {
     block(
         "r9x",
         "file_replace_text",
@@ -63,7 +63,7 @@ fn after_an_apply() -> Scratch {
     s
 }
 
-fn exec(s: &Scratch, sandbox: &str, code: &str) -> Output {
+pub(crate) fn exec(s: &Scratch, sandbox: &str, code: &str) -> Output {
     crate::support::git_loaf()
         .current_dir(&s.root)
         .envs(crate::scratch::ENV)

@@ -29,17 +29,37 @@ impl Tx<'_> {
     /// the lines).
     pub(super) fn snapshot(
         &self,
-        stage: &Stage,
+        staging: &Staging,
         checkpoint: &Checkpoint,
         result: &ExecutionResult,
         watch: &StageWatch<'_>,
     ) -> Result<(Planned, Vec<String>), TxError> {
         let repo = self.repo();
+        let stage = &staging.stage;
         let touched = super::touched(result, &self.config, &self.root, stage.path());
         // The scan after the last exec, when nothing wrote since, is the stage as it is now.
-        let staged = match watch.last_scan() {
+        let files = match watch.last_scan() {
             Some(scanned) => scanned,
             None => stage.snapshot(&touched, repo)?,
+        };
+        let staged = match staging.partial {
+            // The stage held the user's work only where the reply looked: what the run
+            // changed there, laid on the user's whole working tree.
+            Some(start) if start != files => {
+                staging.files.set(Some(files));
+                let changed: Vec<PathBuf> =
+                    treediff::changed_paths(repo, Some(start), Some(files))?
+                        .into_iter()
+                        .collect();
+                crate::git::treebuild::tree_with_entries(
+                    repo,
+                    checkpoint.work_tree,
+                    files,
+                    &changed,
+                )?
+            }
+            Some(_) => checkpoint.work_tree,
+            None => files,
         };
         crash_point("snapshot");
         let changed: Vec<PathBuf> =
@@ -202,12 +222,13 @@ impl Tx<'_> {
             Err(error) => return Ok(Err(Refusal::signing(&error.to_string()))),
         };
         crash_point("commit");
-        // The stage holds the user's work plus the apply's: record that as its HEAD, so the
-        // next apply moves it by the difference.
-        let stage_head = if planned.staged == planned.tree {
+        // The stage holds the user's work (or the part of it the reply needed) plus the
+        // apply's: record that as its HEAD, so the next apply moves it by the difference.
+        let files = staging.files.get().unwrap_or(planned.staged);
+        let stage_head = if files == planned.tree {
             commit
         } else {
-            write_commit(repo, planned.staged, &[commit], "loaf: stage")?
+            write_commit(repo, files, &[commit], "loaf: stage")?
         };
         staging.stage.set_head(stage_head)?;
         Ok(Ok(Some(commit)))

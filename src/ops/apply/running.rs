@@ -34,27 +34,36 @@ pub(super) struct RunEnv {
 }
 
 impl Tx<'_> {
+    /// The repository's own git hooks (pre-commit, commit-msg, post-commit): a config read
+    /// and a few stats.
+    pub(super) fn git_hooks(&self) -> Result<GitHooks, TxError> {
+        let verify = match (self.config.git_hooks, self.options.no_verify) {
+            (false, _) => Verify::None,
+            (true, true) => Verify::NoVerify,
+            (true, false) => Verify::All,
+        };
+        Ok(GitHooks::take(self.repo(), &self.root, verify)
+            .map_err(stage::StageError::from)?
+            .with_environment(self.config.exec.env.clone()))
+    }
+
+    /// Whether code runs in the stage: exec, loaf.yml's hooks, or git hooks before the
+    /// commit (they are code too).
+    pub(super) fn runs_code(&self, reply: &CheckedReply<'_>, git_hooks: &GitHooks) -> bool {
+        crate::ops::loaf::runs_code(reply, &self.config) || git_hooks.any_before_commit()
+    }
+
     /// The run's surroundings. Ignored files (a virtualenv, node_modules, .env) are seen
     /// as in the user's tree: fs actions read through to them; exec and hooks get them
     /// mounted in place, which needs the list of them (a walk of the tree's folders: only
     /// when code will run).
     pub(super) fn run_env(
         &mut self,
-        reply: &CheckedReply<'_>,
         stage: &Stage,
+        git_hooks: GitHooks,
+        runs_code: bool,
     ) -> Result<RunEnv, TxError> {
         let isolate = visible_ignored::isolate_set(&self.config.stage.isolate)?;
-        let runs_code = crate::ops::loaf::runs_code(reply, &self.config);
-        // The repository's own git hooks (a config read and a few stats); they are code too.
-        let verify = match (self.config.git_hooks, self.options.no_verify) {
-            (false, _) => Verify::None,
-            (true, true) => Verify::NoVerify,
-            (true, false) => Verify::All,
-        };
-        let git_hooks = GitHooks::take(self.repo(), &self.root, verify)
-            .map_err(stage::StageError::from)?
-            .with_environment(self.config.exec.env.clone());
-        let runs_code = runs_code || git_hooks.any_before_commit();
         let mut view = visible_ignored::Visibility::new(&self.root, isolate.clone());
         let sandbox = if runs_code {
             let entries = visible_ignored::ignored_entries(self.repo(), &isolate)?;

@@ -1,9 +1,12 @@
 //! The apply's first steps (docs/apply.md): with the lock held, load the loaf.yml that governs and
 //! note where HEAD is → checkpoint the user's uncommitted work → bring the stage to it.
 
-use super::{ApplyOptions, Tx};
+use std::cell::Cell;
+
+use super::{ApplyOptions, Tx, placing};
 use crate::git::commit::write_commit;
 use crate::git::{Oid, refs};
+use crate::ops::check::CheckedReply;
 use crate::ops::new_id;
 use crate::tx::checkpoint::{self, Checkpoint};
 use crate::tx::publish::crash_point;
@@ -13,8 +16,15 @@ use crate::tx::stage::Stage;
 /// The stage, brought to the user's state for this apply.
 pub(super) struct Staging {
     pub(super) stage: Stage,
-    /// The commit it started from (the user's HEAD plus uncommitted work).
+    /// The commit it started from (the user's HEAD plus uncommitted work, or, for file
+    /// actions alone, the part of it they need: [`placing`]).
     start: Oid,
+    /// When the stage holds only part of the user's work: the tree of `start`, which the run's
+    /// changes are measured from before they are laid on the user's working tree.
+    pub(super) partial: Option<Oid>,
+    /// What the stage's files hold after the snapshot, when that differs from the tree the
+    /// commit's changes were measured on (a partial stage): its next HEAD.
+    pub(super) files: Cell<Option<Oid>>,
 }
 
 impl<'a> Tx<'a> {
@@ -63,8 +73,14 @@ impl<'a> Tx<'a> {
         Ok(checkpoint)
     }
 
-    /// Stage: the linked worktree, reset to what the user has.
-    pub(super) fn stage(&self, checkpoint: &Checkpoint) -> Result<Staging, TxError> {
+    /// Stage: the linked worktree, reset to what the user has: all of it when code runs
+    /// (`runs_code`), else what the reply's file actions need of it ([`placing`]).
+    pub(super) fn stage(
+        &self,
+        checkpoint: &Checkpoint,
+        reply: &CheckedReply<'_>,
+        runs_code: bool,
+    ) -> Result<Staging, TxError> {
         let repo = self.repo();
         // The stage starts from what the user has (HEAD plus uncommitted work, as a commit
         // that only the stage's HEAD refers to); an unborn branch with nothing gets an empty
@@ -75,17 +91,60 @@ impl<'a> Tx<'a> {
             }
             _ => checkpoint.as_commit(repo, "loaf: stage start")?,
         };
-        let stage = Stage::open_or_create(repo, start)?;
+        // Made for file actions alone, the stage is made at HEAD: they need of the user's
+        // work only what they name, placed below.
+        let made_at = match self.old_head {
+            Some(head) if !runs_code => head,
+            _ => start,
+        };
+        let stage = Stage::open_or_create(repo, made_at)?;
         let crashed = stage.begin_run();
         if crashed {
             // A crashed apply's exec may have left processes behind (without namespaces).
             let _ = crate::exec::sandbox::kill_recorded(self.session.common_dir());
         }
+        let (start, partial) = if runs_code {
+            (start, None)
+        } else {
+            self.partial_start(&stage, checkpoint, reply, start)?
+        };
         // The reset records the run as in flight before it moves anything, so that one a
         // crash interrupts is scanned next time too.
         stage.reset_to(start, crashed)?;
         crash_point("stage");
-        Ok(Staging { stage, start })
+        Ok(Staging {
+            stage,
+            start,
+            partial,
+            files: Cell::new(None),
+        })
+    }
+
+    /// For file actions alone: the commit the stage starts from (where it is, with the user's
+    /// work at the paths the reply names) and its tree, when it is not `full` (the whole of
+    /// the user's work).
+    fn partial_start(
+        &self,
+        stage: &Stage,
+        checkpoint: &Checkpoint,
+        reply: &CheckedReply<'_>,
+        full: Oid,
+    ) -> Result<(Oid, Option<Oid>), TxError> {
+        let repo = self.repo();
+        let current = stage.head()?;
+        let current_tree = repo.find_commit(current)?.tree_id();
+        let work = checkpoint.work_tree;
+        let tree = placing::partial_start(repo, &self.root, reply, current_tree, work)?;
+        Ok(match tree {
+            None => (full, None),
+            Some(tree) if tree == work => (full, None),
+            Some(tree) if tree == current_tree => (current, Some(tree)),
+            Some(tree) => {
+                let parents: Vec<Oid> = self.old_head.into_iter().collect();
+                let commit = write_commit(repo, tree, &parents, "loaf: stage start")?;
+                (commit, Some(tree))
+            }
+        })
     }
 }
 
