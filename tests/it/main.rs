@@ -5,6 +5,7 @@ mod agent_init;
 mod agent_prompts;
 mod agent_tools;
 mod agents;
+mod big_files;
 mod bad_paths;
 mod cli_apply;
 mod cli_apply_no_commit;
