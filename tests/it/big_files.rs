@@ -120,20 +120,31 @@ fn conversions_apply_to_big_files_as_git_applies_them() {
     s.assert_tidy();
 }
 
-/// The old blob cut short in the object database: undo stops with an error naming it, and
-/// the user's file (the applied version) is untouched, with no half-written copy beside it.
+/// The old blob damaged in the object database (git stored it in a pack: past
+/// `core.bigFileThreshold`, `git add` writes a pack): undo stops with an error naming it,
+/// and the user's file (the applied version) is untouched, with no half-written copy beside
+/// it.
 #[test]
 fn a_blob_damaged_mid_stream_leaves_the_users_file_untouched() {
     let s = big_repo();
     let old = s.git(&["rev-parse", "HEAD:big.txt"]);
     let old = old.trim();
+    let packs = s.root.join(".git/objects/pack");
+    let pack = std::fs::read_dir(&packs)
+        .expect("git add wrote a pack")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "pack"))
+        .expect("a pack");
     let out = s.apply(&replace("d4m", "big.txt", "old line 030000", "new line"));
     s.assert_exit(&out, 0);
     let applied = std::fs::read(s.root.join("big.txt")).expect("read");
-    let loose = s.root.join(".git/objects").join(&old[..2]).join(&old[2..]);
-    let bytes = std::fs::read(&loose).expect("the old blob is loose");
-    let _ = std::fs::remove_file(&loose);
-    std::fs::write(&loose, &bytes[..bytes.len() / 2]).expect("cut");
+    // The pack holds that one blob: garbage in the middle of its compressed bytes.
+    let mut bytes = std::fs::read(&pack).expect("read the pack");
+    let middle = bytes.len() / 2;
+    bytes[middle..middle + 64].fill(0x55);
+    let _ = std::fs::remove_file(&pack);
+    std::fs::write(&pack, &bytes).expect("damage");
     let undo = s.loaf(&["undo"], "");
     assert_ne!(undo.status.code(), Some(0), "undo fails");
     let said = String::from_utf8_lossy(&undo.stderr);
