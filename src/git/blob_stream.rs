@@ -29,6 +29,10 @@ pub(crate) const DEFAULT_THRESHOLD: u64 = 4 << 20;
 /// How much is inflated before it is written out.
 const CHUNK: usize = 256 << 10;
 
+/// How much of an object's file is read at a time (under the size from which the allocator
+/// maps memory for each buffer: many small blobs are read one after the other).
+const READ_BUFFER: usize = 64 << 10;
+
 /// Why a blob could not be written.
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum BlobStreamError {
@@ -41,9 +45,7 @@ pub(crate) enum BlobStreamError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error(
-        "object {id} is damaged ({reason}): run `git fsck`, and restore it from another clone"
-    )]
+    #[error("object {id} is damaged ({reason}): run `git fsck`, and restore it from another clone")]
     Damaged { id: Oid, reason: String },
 }
 
@@ -86,6 +88,30 @@ pub(crate) fn write_blob(
     out: &mut File,
     path: &Path,
 ) -> Result<Written, BlobStreamError> {
+    let failed = |source| BlobStreamError::Write {
+        path: path.to_path_buf(),
+        source,
+    };
+    let objects = repo.commondir().join("objects");
+    // A loose object says its size as it is opened: one open whatever its size.
+    if let Some((mut inflate, size)) = loose(&objects, id)? {
+        if size >= threshold {
+            copy_exactly(&mut inflate, size, out, id, path)?;
+            return Ok(Written::Streamed);
+        }
+        let mut data = Vec::with_capacity(size as usize);
+        inflate
+            .read_to_end(&mut data)
+            .map_err(|e| damaged(id, &e.to_string()))?;
+        if data.len() as u64 != size {
+            return Err(damaged(
+                id,
+                &format!("{} bytes where it says {size}", data.len()),
+            ));
+        }
+        out.write_all(&data).map_err(failed)?;
+        return Ok(Written::Whole);
+    }
     let (size, kind) = odb.read_header(id)?;
     if kind != ObjectType::Blob {
         return Err(BlobStreamError::NotBlob {
@@ -93,30 +119,25 @@ pub(crate) fn write_blob(
             kind: kind.str().to_owned(),
         });
     }
-    let failed = |source| BlobStreamError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
     let size = size as u64;
-    if size >= threshold {
-        let objects = repo.commondir().join("objects");
-        if let Some(mut inflate) = loose(&objects, id, size)? {
-            copy_exactly(&mut inflate, size, out, id, path)?;
-            return Ok(Written::Streamed);
-        }
-        if let Some((pack, offset)) = whole_in_pack(&objects, id, size) {
-            // Only a pack that could not be opened (a `git gc` just replaced it) falls
-            // back; once bytes are written, an error is the answer.
-            if let Ok(file) = File::open(&pack) {
-                let mut reader = BufReader::with_capacity(CHUNK, file);
-                reader
-                    .seek(SeekFrom::Start(offset))
-                    .map_err(|e| damaged(id, &e.to_string()))?;
-                let inflate = flate2::bufread::ZlibDecoder::new(reader);
-                copy_exactly(inflate, size, out, id, path)?;
-                return Ok(Written::Streamed);
-            }
-        }
+    if size >= threshold
+        && let Some((pack, offset)) = whole_in_pack(&objects, id, size)
+        // Only a pack that could not be opened (a `git gc` just replaced it) falls back;
+        // once bytes are written, an error is the answer.
+        && let Ok(file) = File::open(&pack)
+    {
+        let mut reader = BufReader::with_capacity(READ_BUFFER, file);
+        reader
+            .seek(SeekFrom::Start(offset))
+            .map_err(|e| damaged(id, &e.to_string()))?;
+        copy_exactly(
+            flate2::bufread::ZlibDecoder::new(reader),
+            size,
+            out,
+            id,
+            path,
+        )?;
+        return Ok(Written::Streamed);
     }
     let object = odb.read(id)?;
     out.write_all(object.data()).map_err(failed)?;
@@ -166,23 +187,20 @@ fn damaged(id: Oid, reason: &str) -> BlobStreamError {
     }
 }
 
-/// The loose object `id` of `objects`, a blob of `size` bytes, inflating from just past its
-/// header; `None` when it is not loose. (libgit2's own stream, `Odb::reader`, loops forever
-/// on a loose object cut short, so it is read here.)
-fn loose(
-    objects: &Path,
-    id: Oid,
-    size: u64,
-) -> Result<Option<flate2::bufread::ZlibDecoder<BufReader<File>>>, BlobStreamError> {
+/// The loose object `id` of `objects`, if it is a loose blob: inflating from just past its
+/// header, and its size. `None` when it is not loose, or does not start as a blob's (another
+/// kind, or a format of git's past: libgit2 reads it, or says what is wrong). libgit2's own
+/// stream, `Odb::reader`, loops forever on a loose object cut short, so it is read here.
+fn loose(objects: &Path, id: Oid) -> Result<Option<(Inflate, u64)>, BlobStreamError> {
     let hex = id.to_string();
     let file = match File::open(objects.join(&hex[..2]).join(&hex[2..])) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(damaged(id, &e.to_string())),
     };
-    let mut inflate = flate2::bufread::ZlibDecoder::new(BufReader::with_capacity(CHUNK, file));
-    // `blob <size>` and a NUL: a byte at a time, so that the rest is left to stream. Any
-    // other start (a format of git's past) is left to libgit2's whole read.
+    let mut inflate =
+        flate2::bufread::ZlibDecoder::new(BufReader::with_capacity(READ_BUFFER, file));
+    // `blob <size>` and a NUL, a byte at a time, so that the rest is left to stream.
     let mut header = Vec::with_capacity(32);
     let mut byte = [0u8; 1];
     while header.len() < 32 {
@@ -194,8 +212,15 @@ fn loose(
         }
         header.push(byte[0]);
     }
-    Ok((header == format!("blob {size}").as_bytes()).then_some(inflate))
+    let size = header
+        .strip_prefix(b"blob ")
+        .and_then(|digits| std::str::from_utf8(digits).ok())
+        .and_then(|digits| digits.parse::<u64>().ok());
+    Ok(size.map(|size| (inflate, size)))
 }
+
+/// A loose object's file, inflating.
+type Inflate = flate2::bufread::ZlibDecoder<BufReader<File>>;
 
 /// The pack holding `id` stored whole (a blob of `size` bytes, not a delta) and where its
 /// compressed bytes start; `None` when no pack index (version 2, SHA-1) of `objects/pack`
@@ -236,7 +261,10 @@ fn offset_in_index(index: &Path, name: &[u8; 20]) -> Option<u64> {
     };
     let count = fan_out(255);
     let first = usize::from(name[0]);
-    let (mut low, mut high) = (if first == 0 { 0 } else { fan_out(first - 1) }, fan_out(first));
+    let (mut low, mut high) = (
+        if first == 0 { 0 } else { fan_out(first - 1) },
+        fan_out(first),
+    );
     let mut found = None;
     while low < high {
         let middle = low + (high - low) / 2;
@@ -256,7 +284,8 @@ fn offset_in_index(index: &Path, name: &[u8; 20]) -> Option<u64> {
     // offsets to an 8-byte table after them.
     let offsets = HEADER + count * 24;
     let mut small = [0u8; 4];
-    file.read_exact_at(&mut small, offsets + position * 4).ok()?;
+    file.read_exact_at(&mut small, offsets + position * 4)
+        .ok()?;
     let small = u32::from_be_bytes(small);
     if small & 0x8000_0000 == 0 {
         return Some(u64::from(small));
@@ -332,7 +361,10 @@ mod tests {
         write_file(root, "big.txt", &two);
         git(root, &["commit", "-q", "-a", "-m", "two"]);
         let repo = Repository::open(root).expect("open");
-        let (first, second) = (blob_id(root, "HEAD~:big.txt"), blob_id(root, "HEAD:big.txt"));
+        let (first, second) = (
+            blob_id(root, "HEAD~:big.txt"),
+            blob_id(root, "HEAD:big.txt"),
+        );
         let threshold = 64 << 10;
         assert_eq!(
             written(&repo, first, threshold),
@@ -379,10 +411,7 @@ mod tests {
         let path = out_dir.path().join("out");
         let mut out = File::create(&path).expect("create");
         let error = write_blob(&repo, &odb, id, 1024, &mut out, &path).expect_err("damaged");
-        assert!(
-            matches!(error, BlobStreamError::Damaged { .. }),
-            "{error}"
-        );
+        assert!(matches!(error, BlobStreamError::Damaged { .. }), "{error}");
         assert!(error.to_string().contains("git fsck"), "{error}");
     }
 

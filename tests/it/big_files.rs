@@ -8,7 +8,9 @@ use crate::support::git_loaf;
 
 /// About 1.2 MB of numbered lines.
 fn big_text(tag: &str) -> String {
-    (0..60_000).map(|i| format!("{tag} line {i:06}\n")).collect()
+    (0..60_000)
+        .map(|i| format!("{tag} line {i:06}\n"))
+        .collect()
 }
 
 /// A repository whose `big.txt` is past a 512 KiB `core.bigFileThreshold`.
