@@ -54,20 +54,15 @@ fn a_big_file_is_streamed_back_by_undo_and_redo_byte_for_byte() {
     s.assert_exit(&out, 0);
     let after = std::fs::read(s.root.join("big.txt")).expect("read");
     assert_ne!(after, before);
-    let (log, undo) = loaf_logged(&s, &["undo"]);
-    s.assert_exit(&undo, 0);
-    assert!(log.contains("big.txt: streamed from its object"), "{log}");
-    assert!(
-        std::fs::read(s.root.join("big.txt")).expect("read") == before,
-        "undo put back the old bytes"
-    );
-    let (log, redo) = loaf_logged(&s, &["redo"]);
-    s.assert_exit(&redo, 0);
-    assert!(log.contains("big.txt: streamed from its object"), "{log}");
-    assert!(
-        std::fs::read(s.root.join("big.txt")).expect("read") == after,
-        "redo put back the new bytes"
-    );
+    for (command, bytes) in [("undo", &before), ("redo", &after)] {
+        let (log, out) = loaf_logged(&s, &[command]);
+        s.assert_exit(&out, 0);
+        assert!(log.contains("big.txt: streamed from its object"), "{log}");
+        assert!(
+            std::fs::read(s.root.join("big.txt")).expect("read") == *bytes,
+            "{command} put back its bytes"
+        );
+    }
     assert_eq!(s.git(&["status", "--porcelain"]), "");
     s.assert_tidy();
 }
