@@ -5,6 +5,8 @@
 #   bash benches/speed.sh                  (RUNS=7 rounds; SIZES=2000,20000,100000)
 #   SIZES=2000 RUNS=5 QUICK=1 bash benches/speed.sh     (a quick look: 5-file rounds only)
 #   SIZES=20000 DIRTY=1 bash benches/speed.sh     (the rows of a dirty tree only)
+#   SIZES=20000 ONLY=big,writes bash benches/speed.sh   (these rows of the table only, no
+#                                                       history, many-files or storage rows)
 #   LOAF_BIN=/path/to/older/git-loaf bash benches/speed.sh   (the same table for another build)
 # Needs python3, git and about 3 GB of disk; 5-10 minutes on 2 cores. The work folder is
 # deleted on exit (KEEP=1 keeps it). Then, unless QUICK, the history rows of
@@ -18,18 +20,18 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source benches/prelude.sh
 python3 benches/speed_bench.py "${LOAF_BIN:-$PWD/target/release/git-loaf}" "$work" \
-  --runs "${RUNS:-7}" --sizes "${SIZES:-2000,20000,100000}" ${QUICK:+--quick} ${DIRTY:+--dirty}
-if [ -z "${QUICK:-}${DIRTY:-}" ]; then
+  --runs "${RUNS:-7}" --sizes "${SIZES:-2000,20000,100000}" ${QUICK:+--quick} ${DIRTY:+--dirty} ${ONLY:+--only "$ONLY"}
+if [ -z "${QUICK:-}${DIRTY:-}${ONLY:-}" ]; then
   echo
   python3 benches/history_depth.py "${LOAF_BIN:-$PWD/target/release/git-loaf}" "$work/depth" \
     --commits "${COMMITS:-80000}" --runs "${RUNS:-7}"
 fi
-if [ -z "${QUICK:-}${DIRTY:-}" ]; then
+if [ -z "${QUICK:-}${DIRTY:-}${ONLY:-}" ]; then
   echo
   python3 benches/many_files_bench.py "${LOAF_BIN:-$PWD/target/release/git-loaf}" "$work/many" \
     --counts "${COUNTS:-1000,10000,50000}" --runs "${MANY_RUNS:-3}"
 fi
-if [ -f benches/storage.sh ] && [ -z "${DIRTY:-}" ]; then
+if [ -f benches/storage.sh ] && [ -z "${DIRTY:-}${ONLY:-}" ]; then
   echo
   bash benches/storage.sh
 fi

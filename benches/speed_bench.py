@@ -5,6 +5,7 @@ medians). Run it through benches/speed.sh, which builds git-loaf and deletes the
 folder afterwards.
 
     python3 benches/speed_bench.py GIT_LOAF_BIN WORK_DIR [--sizes 2000,20000,100000] [--runs 7]
+        [--only stage,five,writes,big,dirty,floor]
 
 For each size a repository is generated (transaction_bench.py's deterministic text files,
 1-16 KB; 0.5-3.5 KB at 100,000 files to keep it near 200 MB), packed, and copied so that
@@ -388,12 +389,16 @@ def one_size(args, files, table):
     if args.dirty:
         dirty_rows(bench, text, size, max(3, args.runs // 2), table)
         return
+    only = set(args.only.split(",")) if args.only else None
+
+    def wanted(row):
+        return only is None or row in only
 
     # The first apply creates the stage; it is removed and created again for a median of 3
     # (one sample swings with whatever the disk is still writing).
     stage = os.path.join(loaf_root, ".git", "loaf", "stage")
     firsts, worktrees, plain_worktrees = [], [], []
-    for k in range(3):
+    for k in range(3 if wanted("stage") else 0):
         if k:
             tb.run(["git", "worktree", "remove", "-f", "-f", stage], loaf_root, env)
         first = Edit(text, "first %d" % k, 5)
@@ -407,29 +412,46 @@ def one_size(args, files, table):
             times.append(tb.timed(tb.run, ["git", "worktree", "add", "-q", "--detach", added,
                                            "HEAD"], root, genv)[0])
             tb.run(["git", "worktree", "remove", "-f", added], root, env)
-    table.add(size, "stage creation (first apply, 5 files)", statistics.median(firsts),
-              statistics.median(worktrees), "`git worktree add`", 1.0,
-              statistics.median(plain_worktrees))
+    if firsts:
+        table.add(size, "stage creation (first apply, 5 files)", statistics.median(firsts),
+                  statistics.median(worktrees), "`git worktree add`", 1.0,
+                  statistics.median(plain_worktrees))
 
-    med = apply_undo_rounds(bench, lambda r: Edit(text, "round %d" % r, 5), args.runs)
-    target = 1.0  # issue 27: at every size
-    table.add(size, "apply, 5 files", med["loaf apply"], med["git apply"],
-              "write + `git add -A` + `git commit`", target, med["plain apply"])
-    table.add(size, "undo, 5 files", med["loaf undo"], med["git undo"],
-              "`git reset --hard HEAD~1`", target, med["plain undo"])
+    if wanted("five"):
+        med = apply_undo_rounds(bench, lambda r: Edit(text, "round %d" % r, 5), args.runs)
+        target = 1.0  # issue 27: at every size
+        table.add(size, "apply, 5 files", med["loaf apply"], med["git apply"],
+                  "write + `git add -A` + `git commit`", target, med["plain apply"])
+        table.add(size, "undo, 5 files", med["loaf undo"], med["git undo"],
+                  "`git reset --hard HEAD~1`", target, med["plain undo"])
     if not big:
         return
     runs = max(3, args.runs // 2)
-    med = apply_undo_rounds(bench, lambda r: Edit(text, "thousand %d" % r, 1000), runs)
-    table.add(size, "apply, 1,000 files", med["loaf apply"], med["git apply"],
-              "write + `git add -A` + `git commit`", 1.0, med["plain apply"])
-    table.add(size, "undo, 1,000 files", med["loaf undo"], med["git undo"],
-              "`git reset --hard HEAD~1`", 1.0, med["plain undo"])
-    med = apply_undo_rounds(bench, lambda r: Replace("round %d" % r), runs)
-    table.add(size, "apply, 1 replace in 50 MB", med["loaf apply"], med["git apply"],
-              "write + `git add -A` + `git commit`", 1.5, med["plain apply"])
-    table.add(size, "undo, 1 replace in 50 MB", med["loaf undo"], med["git undo"],
-              "`git reset --hard HEAD~1`", 1.2, med["plain undo"])
+    if wanted("writes"):
+        med = apply_undo_rounds(bench, lambda r: Edit(text, "thousand %d" % r, 1000), runs)
+        table.add(size, "apply, 1,000 files", med["loaf apply"], med["git apply"],
+                  "write + `git add -A` + `git commit`", 1.0, med["plain apply"])
+        table.add(size, "undo, 1,000 files", med["loaf undo"], med["git undo"],
+                  "`git reset --hard HEAD~1`", 1.0, med["plain undo"])
+    if wanted("big"):
+        med = apply_undo_rounds(bench, lambda r: Replace("round %d" % r), runs)
+        table.add(size, "apply, 1 replace in 50 MB", med["loaf apply"], med["git apply"],
+                  "write + `git add -A` + `git commit`", 1.5, med["plain apply"])
+        table.add(size, "undo, 1 replace in 50 MB", med["loaf undo"], med["git undo"],
+                  "`git reset --hard HEAD~1`", 1.2, med["plain undo"])
+    if wanted("big"):
+        memory_row(args, bench, loaf_root, git_root, env, size, table)
+    if wanted("dirty"):
+        dirty_rows(bench, text, size, runs, table)
+    if wanted("floor"):
+        loaf_floor, plain = floor_rounds(bench, text, runs)
+        table.add(size, "the floor: apply of 100 file writes", loaf_floor, plain,
+                  "the 100 writes alone, no git, in-process", float("inf"))
+
+
+def memory_row(args, bench, loaf_root, git_root, env, size, table):
+    """Peak RSS of one replace in the 50 MB file: git-loaf's apply against git's add and
+    commit."""
     last = Replace("memory")
     loaf_rss = tb.peak_rss_mb([args.git_loaf, "apply"], loaf_root, env,
                               last.reply(loaf_root, 99))
@@ -439,10 +461,6 @@ def one_size(args, files, table):
                   tb.peak_rss_mb(["git", "commit", "-q", "-m", "memory"], git_root, env))
     bench.check_same("the memory runs")
     table.add_rss(size, "peak memory, 1 replace in 50 MB", loaf_rss, git_rss, 2.0)
-    dirty_rows(bench, text, size, runs, table)
-    loaf_floor, plain = floor_rounds(bench, text, runs)
-    table.add(size, "the floor: apply of 100 file writes", loaf_floor, plain,
-              "the 100 writes alone, no git, in-process", float("inf"))
 
 
 def main():
@@ -455,6 +473,10 @@ def main():
                         help="5-file rounds and stage creation only")
     parser.add_argument("--dirty", action="store_true",
                         help="the rows of a dirty tree only")
+    parser.add_argument("--only", default="",
+                        help="these rows only, comma-separated: stage, five (5-file "
+                             "rounds), writes (1,000 files), big (50 MB, with its memory), "
+                             "dirty, floor")
     args = parser.parse_args()
     git_version = tb.run(["git", "--version"], args.work, os.environ).strip()
     print("%s; %s, %d CPUs; %d rounds (medians), tools alternating"

@@ -8,11 +8,12 @@
 //! ([`index`], [`index_lock`]), refs and HEAD ([`refs`]), commits, the user's identity and
 //! signing ([`commit`], [`identity`], [`sign`]), notes and local reports ([`notes`],
 //! [`reports`]), conversions and filter drivers ([`filters`], [`filter_process`]), files as
-//! git leaves them, the fast dirty check ([`quickscan`]), untracked secret files
+//! git leaves them, blobs streamed into files ([`blob_stream`]), the fast dirty check ([`quickscan`]), untracked secret files
 //! ([`secret_files`]), repository states refused ([`states`]), durability and the
 //! repository lock ([`durable`], [`durable_pack`], [`lock`]); many files removed at once ([`remove_files`]).
 
 pub(crate) mod blob_cache;
+pub(crate) mod blob_stream;
 pub(crate) mod commit;
 pub(crate) mod durable;
 pub(crate) mod durable_pack;

@@ -11,11 +11,10 @@
 //! protects such as `.git` or `..`) leaves the checkout to libgit2: [`write_tree`] returns
 //! `false` before touching anything.
 
-use std::io::Write as _;
 use std::os::unix::fs::OpenOptionsExt as _;
 use std::path::{Path, PathBuf};
 
-use git2::{ObjectType, Oid, Repository, TreeWalkMode, TreeWalkResult};
+use git2::{Oid, Repository, TreeWalkMode, TreeWalkResult};
 
 const EXECUTABLE: i32 = 0o100755;
 const REGULAR: i32 = 0o100644;
@@ -226,16 +225,9 @@ fn write_files(
     files: &[File],
 ) -> Result<Vec<std::fs::Metadata>, git2::Error> {
     let odb = repo.odb()?;
+    let threshold = crate::git::blob_stream::threshold(repo);
     let mut written = Vec::with_capacity(files.len());
     for file in files {
-        let object = odb.read(file.id)?;
-        if object.kind() != ObjectType::Blob {
-            return Err(git2::Error::from_str(&format!(
-                "{}: {} is not a blob",
-                file.path.display(),
-                file.id
-            )));
-        }
         let full = root.join(&file.path);
         let mode = if file.mode == EXECUTABLE {
             0o777
@@ -248,8 +240,8 @@ fn write_files(
             .mode(mode)
             .open(&full)
             .map_err(|e| io_error(&full, e))?;
-        out.write_all(object.data())
-            .map_err(|e| io_error(&full, e))?;
+        // A big blob is streamed into its file, not held whole.
+        crate::git::blob_stream::write_blob(repo, &odb, file.id, threshold, &mut out, &full)?;
         let meta = out.metadata().map_err(|e| io_error(&full, e))?;
         written.push(meta);
     }

@@ -4,7 +4,6 @@
 //! renamed into place, so that it is always either its old or its new self.
 
 use std::collections::BTreeSet;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use git2::build::CheckoutBuilder;
@@ -13,6 +12,7 @@ use git2::{Index, ObjectType, Oid, Repository, Tree};
 use super::last_look::{Checker, beyond_symlink};
 use super::stage_swap::StageSwap;
 use super::transition::{Paths, STAGING_PREFIX, Transition, crash_point, io_error, oid};
+use crate::git::blob_stream;
 use crate::git::files::{remove_empty_parents_keeping, set_executable};
 use crate::git::filters;
 use crate::git::treediff::blob_at;
@@ -39,6 +39,7 @@ pub(crate) fn write_files(
         to_work: repo.find_tree(oid(&t.to_work)?)?,
         keep: t.op.extras.folders_after(),
         skipped: Vec::new(),
+        threshold: blob_stream::threshold(repo),
     };
     let (gone, written) = files.first_look(&paths.work);
     let converted = files.converted(&written)?;
@@ -74,6 +75,8 @@ struct Files<'a, 'r> {
     /// a deletion never removes them, even when it leaves them empty.
     keep: BTreeSet<PathBuf>,
     skipped: Vec<PathBuf>,
+    /// From this size on a blob is streamed into its file.
+    threshold: u64,
 }
 
 impl<'a> Files<'a, '_> {
@@ -233,8 +236,11 @@ impl<'a> Files<'a, '_> {
                 // costs the filesystem far more), under a name the journal determines, so
                 // that recovery removes it if the process dies before the rename.
                 let from = temp_beside(self.t, path);
-                if let Some((id, mode)) = blob_at(&self.to_work, path) {
-                    write_blob(self.repo, id, mode, &from)?;
+                if let Some((id, mode)) = blob_at(&self.to_work, path)
+                    && write_blob(self.repo, id, mode, &from, self.threshold)?
+                        == blob_stream::Written::Streamed
+                {
+                    tracing::debug!("{}: streamed from its object", path.display());
                 }
                 from
             };
@@ -307,27 +313,37 @@ pub(crate) fn temp_beside(t: &Transition, path: &Path) -> PathBuf {
 }
 
 /// Writes blob `id` as a new file (or symlink, by `mode`) at `file`, as a checkout without
-/// conversions would: an executable gets the executable bits the umask allows.
-fn write_blob(repo: &Repository, id: Oid, mode: i32, file: &Path) -> Result<(), git2::Error> {
-    let blob = repo.find_blob(id)?;
+/// conversions would: an executable gets the executable bits the umask allows. A big blob is
+/// streamed into the file ([`blob_stream`]); a file left half-written by an error is removed
+/// (the user's file, which it was to replace, is untouched).
+pub(crate) fn write_blob(
+    repo: &Repository,
+    id: Oid,
+    mode: i32,
+    file: &Path,
+    threshold: u64,
+) -> Result<blob_stream::Written, git2::Error> {
     let failed = |e| io_error("cannot write", file, e);
     if mode == 0o120000 {
-        #[cfg(unix)]
-        {
-            use std::os::unix::ffi::OsStrExt as _;
-            let target = std::ffi::OsStr::from_bytes(blob.content());
-            return std::os::unix::fs::symlink(target, file).map_err(failed);
-        }
+        let blob = repo.find_blob(id)?;
+        use std::os::unix::ffi::OsStrExt as _;
+        let target = std::ffi::OsStr::from_bytes(blob.content());
+        std::os::unix::fs::symlink(target, file).map_err(failed)?;
+        return Ok(blob_stream::Written::Whole);
     }
     let mut options = std::fs::OpenOptions::new();
     options.write(true).create_new(true);
-    #[cfg(unix)]
     {
         use std::os::unix::fs::OpenOptionsExt as _;
         options.mode(if mode == 0o100755 { 0o777 } else { 0o666 });
     }
     let mut out = options.open(file).map_err(failed)?;
-    out.write_all(blob.content()).map_err(failed)
+    let odb = repo.odb()?;
+    blob_stream::write_blob(repo, &odb, id, threshold, &mut out, file).map_err(|e| {
+        drop(out);
+        let _ = std::fs::remove_file(file);
+        e.into()
+    })
 }
 
 /// What may be done with one file of the working tree, judged right before it is replaced.

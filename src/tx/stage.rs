@@ -416,15 +416,20 @@ impl Stage {
             }
             Touched::Paths(paths) => {
                 let base = self.repo.head()?.peel_to_tree()?.id();
+                // Built in memory, then kept as one pack when it made many objects (a
+                // reply's 1,000 files: one file to sync, not 1,000 in 256 folders).
+                let buffered = crate::git::pack_write::Buffered::open(&self.repo)?;
                 let source = crate::git::treebuild::Source {
-                    repo: &self.repo,
+                    repo: buffered.repo(),
                     base,
                     root: &self.path,
                     filters: user,
                     remember: false,
-                    objects_in_memory: None,
+                    objects_in_memory: Some(buffered.budget()),
                 };
-                Ok(crate::git::treebuild::tree_with_paths(&source, paths)?)
+                let tree = crate::git::treebuild::tree_with_paths(&source, paths)?;
+                buffered.keep(&self.repo, Some(base), tree)?;
+                Ok(tree)
             }
         }
     }

@@ -6,6 +6,7 @@ mod agent_prompts;
 mod agent_tools;
 mod agents;
 mod bad_paths;
+mod big_files;
 mod cli_apply;
 mod cli_apply_no_commit;
 mod cli_output;
