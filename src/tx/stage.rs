@@ -219,6 +219,25 @@ impl Stage {
             Some(current.tree_id()),
             Some(target.tree_id()),
         )?;
+        // Files a publish moved here from the user's tree (or left not what HEAD says, if it
+        // crashed): deleted and checked out anew, never written in place.
+        let common_dir = self.repo.commondir().to_path_buf();
+        let mut folders = crate::git::files::RealFolders::under(&self.path);
+        let mut removed = Vec::new();
+        for path in stage_records::moved(&common_dir) {
+            // Never through a symlink in the stage (it may lead into another worktree's files
+            // or out of the repository): libgit2's checkout replaces such a link by a folder.
+            let full = self.path.join(&path);
+            if folders.lead_to(&path) && full.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
+                removed.push(full);
+            }
+            paths.insert(path);
+        }
+        // Thousands after an undo of generated files: removed several at a time, and before
+        // the scan, which would otherwise read and hash each of them (their stat data is not
+        // the stage index's) only to find them about to go.
+        crate::git::remove_files::remove_files(&removed)?;
+        super::transition::crash_point("stage-emptied");
         // Before the checkout, while the ignore rules and HEAD are the ones the run had.
         let scanned = match self.written() {
             Touched::Paths(written) if !scan => {
@@ -236,23 +255,6 @@ impl Stage {
         };
         self.record_written(&Touched::Paths(Vec::new()))?;
         super::transition::crash_point("stage-scanned");
-        // Files a publish moved here from the user's tree (or left not what HEAD says, if it
-        // crashed): deleted and checked out anew, never written in place.
-        let common_dir = self.repo.commondir().to_path_buf();
-        let mut folders = crate::git::files::RealFolders::under(&self.path);
-        let mut removed = Vec::new();
-        for path in stage_records::moved(&common_dir) {
-            // Never through a symlink in the stage (it may lead into another worktree's files
-            // or out of the repository): libgit2's checkout replaces such a link by a folder.
-            let full = self.path.join(&path);
-            if folders.lead_to(&path) && full.symlink_metadata().is_ok_and(|m| !m.is_dir()) {
-                removed.push(full);
-            }
-            paths.insert(path);
-        }
-        // Thousands after an undo of generated files: removed several at a time.
-        crate::git::remove_files::remove_files(&removed)?;
-        super::transition::crash_point("stage-emptied");
         if current.id() != commit {
             self.repo.set_head_detached(commit)?;
         }
