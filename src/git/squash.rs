@@ -27,6 +27,17 @@ pub(crate) fn files_changed(
     if paths.is_empty() {
         return Ok(0);
     }
+    // A rename pairs a file only the old tree has with one only the new tree has: without
+    // both kinds, each path is one file of the stat, and rename detection (which reads the
+    // blobs) has nothing to find.
+    let has = |tree: Option<&git2::Tree<'_>>, path: &std::path::Path| {
+        tree.is_some_and(|t| t.get_path(path).is_ok())
+    };
+    let only_old = paths.iter().any(|p| !has(Some(&new), p));
+    let only_new = paths.iter().any(|p| !has(old.as_ref(), p));
+    if !(only_old && only_new) {
+        return Ok(paths.len());
+    }
     let mut options = git2::DiffOptions::new();
     // The paths are exact names, not patterns: libgit2 then walks only the folders that
     // hold them.
@@ -91,5 +102,30 @@ mod tests {
             files_changed(&repo, Some(head.id()), head.id()).expect("count"),
             0
         );
+    }
+
+    /// Without a file that only the new side has, no rename can be found: the count is the
+    /// changed paths', as git's.
+    #[test]
+    fn changes_and_deletions_alone_count_each_path() {
+        let dir = init_repo();
+        let root = dir.path();
+        for name in ["a.txt", "b.txt", "c.txt"] {
+            std::fs::write(root.join(name), format!("{name}\n").repeat(8)).expect("write");
+        }
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-qm", "one"]);
+        let base = git(root, &["rev-parse", "HEAD"]).trim().to_owned();
+        std::fs::write(root.join("a.txt"), "changed\n").expect("write");
+        std::fs::write(root.join("b.txt"), "changed too\n").expect("write");
+        std::fs::remove_file(root.join("c.txt")).expect("rm");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-qm", "two"]);
+        let repo = Repository::open(root).expect("open");
+        let head = repo.head().and_then(|h| h.peel_to_commit()).expect("head");
+        let base = Oid::from_str(&base).expect("oid");
+        let counted = files_changed(&repo, Some(base), head.id()).expect("count");
+        assert_eq!(counted, stat_count(root, &[&base.to_string(), "HEAD"]));
+        assert_eq!(counted, 3);
     }
 }
