@@ -30,8 +30,13 @@ pub(crate) fn files_changed(
     // A rename pairs a file only the old tree has with one only the new tree has: without
     // both kinds, each path is one file of the stat, and rename detection (which reads the
     // blobs) has nothing to find.
+    // A file there: a folder of the same name is not (a file moved into a folder named as it
+    // was is a rename too).
     let has = |tree: Option<&git2::Tree<'_>>, path: &std::path::Path| {
-        tree.is_some_and(|t| t.get_path(path).is_ok())
+        tree.is_some_and(|t| {
+            t.get_path(path)
+                .is_ok_and(|e| e.kind() != Some(git2::ObjectType::Tree))
+        })
     };
     let only_old = paths.iter().any(|p| !has(Some(&new), p));
     let only_new = paths.iter().any(|p| !has(old.as_ref(), p));
@@ -127,5 +132,29 @@ mod tests {
         let counted = files_changed(&repo, Some(base), head.id()).expect("count");
         assert_eq!(counted, stat_count(root, &[&base.to_string(), "HEAD"]));
         assert_eq!(counted, 3);
+    }
+
+    /// A file moved into a folder of its own name (`a` to `a/a`) is one renamed file, as git
+    /// counts it: the folder that replaced the file is not the file.
+    #[test]
+    fn a_file_moved_into_a_folder_of_its_name_counts_once() {
+        let dir = init_repo();
+        let root = dir.path();
+        let body = "a line that makes the file worth detecting as renamed\n".repeat(5);
+        std::fs::write(root.join("a"), &body).expect("write");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-qm", "one"]);
+        let base = git(root, &["rev-parse", "HEAD"]).trim().to_owned();
+        std::fs::remove_file(root.join("a")).expect("rm");
+        std::fs::create_dir(root.join("a")).expect("mkdir");
+        std::fs::write(root.join("a/a"), &body).expect("write");
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-qm", "two"]);
+        let repo = Repository::open(root).expect("open");
+        let head = repo.head().and_then(|h| h.peel_to_commit()).expect("head");
+        let base = Oid::from_str(&base).expect("oid");
+        let counted = files_changed(&repo, Some(base), head.id()).expect("count");
+        assert_eq!(counted, stat_count(root, &[&base.to_string(), "HEAD"]));
+        assert_eq!(counted, 1);
     }
 }
