@@ -192,8 +192,7 @@ fn damaged(id: Oid, reason: &str) -> BlobStreamError {
 /// kind, or a format of git's past: libgit2 reads it, or says what is wrong). libgit2's own
 /// stream, `Odb::reader`, loops forever on a loose object cut short, so it is read here.
 fn loose(objects: &Path, id: Oid) -> Result<Option<(Inflate, u64)>, BlobStreamError> {
-    let hex = id.to_string();
-    let file = match File::open(objects.join(&hex[..2]).join(&hex[2..])) {
+    let file = match File::open(super::repo::loose_object_path(objects, id)) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(damaged(id, &e.to_string())),
@@ -397,8 +396,7 @@ mod tests {
         write_file(root, "big.txt", &text(60_000, "cut"));
         git(root, &["add", "big.txt"]);
         let id = blob_id(root, ":big.txt");
-        let hex = id.to_string();
-        let loose = root.join(".git/objects").join(&hex[..2]).join(&hex[2..]);
+        let loose = crate::git::repo::loose_object_path(&root.join(".git/objects"), id);
         let bytes = std::fs::read(&loose).expect("loose object");
         let mut perms = std::fs::metadata(&loose).expect("stat").permissions();
         #[allow(clippy::permissions_set_readonly_false)]

@@ -132,31 +132,32 @@ fn sync_objects_since(repo: &Repository, since: SystemTime) -> std::io::Result<u
     let mut folders = recent_objects(&objects, since)?;
     // Synced by an earlier call of this operation (an apply syncs before its journal and
     // again before its log entry): only what was written since.
-    for (_, found) in &mut folders {
-        found.retain(|o| !synced.contains(o));
-    }
-    folders.retain(|(_, found)| !found.is_empty());
+    let unsynced = |folders: &mut Folders, synced: &std::collections::BTreeSet<_>| {
+        for (_, found) in folders.iter_mut() {
+            found.retain(|o| !synced.contains(o));
+        }
+        folders.retain(|(_, found)| !found.is_empty());
+    };
+    unsynced(&mut folders, &synced);
     // Spread over many fan-out folders, the loose objects are made durable as one pack: three
     // flushes instead of one per folder (see `durable_pack`). Packs written already (a dirty
     // tree's objects, or that one) are synced as they are, below.
-    let loose: Vec<&std::path::PathBuf> = folders
-        .iter()
-        .filter(|(folder, _)| !folder.ends_with("pack"))
-        .flat_map(|(_, o)| o)
-        .collect();
-    let loose_folders = folders.iter().filter(|(f, _)| !f.ends_with("pack")).count();
+    let in_pack_folder = |folder: &std::path::Path| folder.ends_with("pack");
     let mut packed = 0;
-    if loose_folders >= super::durable_pack::PACK_FROM_FOLDERS {
+    let fan_out = folders.iter().filter(|(f, _)| !in_pack_folder(f)).count();
+    if fan_out >= super::durable_pack::PACK_FROM_FOLDERS {
+        let loose: Vec<&std::path::PathBuf> = folders
+            .iter()
+            .filter(|(folder, _)| !in_pack_folder(folder))
+            .flat_map(|(_, o)| o)
+            .collect();
         match super::durable_pack::pack_and_sync(repo, &loose) {
             Ok(pack_files) => {
                 packed = loose.len();
                 synced.extend(loose.into_iter().cloned());
                 synced.extend(pack_files);
-                folders.retain(|(folder, _)| folder.ends_with("pack"));
-                for (_, found) in &mut folders {
-                    found.retain(|o| !synced.contains(o));
-                }
-                folders.retain(|(_, found)| !found.is_empty());
+                folders.retain(|(folder, _)| in_pack_folder(folder));
+                unsynced(&mut folders, &synced);
             }
             // Synced one by one below instead (slower, never less durable).
             Err(e) => tracing::debug!("objects not packed: {e}"),
@@ -218,12 +219,12 @@ fn made_since(folder: &Path, since: SystemTime) -> bool {
         .map_or(true, |born| born >= window_start)
 }
 
+/// Object files by the folder holding them.
+type Folders = Vec<(std::path::PathBuf, Vec<std::path::PathBuf>)>;
+
 /// The loose objects and pack files stamped `since` or later, by folder (folders without any left
 /// out).
-fn recent_objects(
-    objects: &Path,
-    since: SystemTime,
-) -> std::io::Result<Vec<(std::path::PathBuf, Vec<std::path::PathBuf>)>> {
+fn recent_objects(objects: &Path, since: SystemTime) -> std::io::Result<Folders> {
     let Ok(folders) = std::fs::read_dir(objects) else {
         return Ok(Vec::new());
     };
@@ -331,13 +332,9 @@ mod tests {
         assert!(folders.len() >= crate::git::durable_pack::PACK_FROM_FOLDERS);
         assert_eq!(sync_objects_since(&repo, stamp).expect("synced"), 12);
         assert_eq!(sync_objects_since(&repo, stamp).expect("synced"), 0);
+        let objects = repo.commondir().join("objects");
         for id in &ids {
-            let hex = id.to_string();
-            let loose = repo
-                .commondir()
-                .join("objects")
-                .join(&hex[..2])
-                .join(&hex[2..]);
+            let loose = crate::git::repo::loose_object_path(&objects, *id);
             std::fs::remove_file(loose).expect("loose copy");
         }
         for (n, id) in ids.iter().enumerate() {

@@ -15,7 +15,7 @@
 
 use std::path::PathBuf;
 
-use git2::{Oid, Repository};
+use git2::Repository;
 
 /// From this many fan-out folders to sync on, the objects are packed instead: below it the
 /// folder syncs cost no more than the pack's three.
@@ -32,8 +32,8 @@ pub(crate) fn pack_and_sync(
     let odb = repo.odb()?;
     let mut entries = Vec::with_capacity(paths.len());
     for path in paths {
-        let id =
-            loose_id(path).ok_or_else(|| git2::Error::from_str("not a loose object's path"))?;
+        let id = super::repo::loose_object_id(path)
+            .ok_or_else(|| git2::Error::from_str("not a loose object's path"))?;
         let object = odb.read(id)?;
         let entry = super::pack_files::entry(object.kind(), object.data())
             .map_err(|e| git2::Error::from_str(&format!("compressing {id}: {e}")))?;
@@ -61,21 +61,11 @@ pub(crate) fn pack_and_sync(
     ])
 }
 
-/// The object id a loose object's path names: its folder's two hex digits and its file's
-/// thirty-eight.
-fn loose_id(path: &std::path::Path) -> Option<Oid> {
-    let file = path.file_name()?.to_str()?;
-    let folder = path.parent()?.file_name()?.to_str()?;
-    if folder.len() != 2 || file.len() != 38 {
-        return None;
-    }
-    Oid::from_str(&format!("{folder}{file}")).ok()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::git::testing::{committed_repo, git};
+    use git2::Oid;
 
     #[test]
     fn the_objects_are_readable_from_the_pack_alone() {
@@ -87,10 +77,7 @@ mod tests {
         let objects = repo.commondir().join("objects");
         let paths: Vec<PathBuf> = ids
             .iter()
-            .map(|id| {
-                let hex = id.to_string();
-                objects.join(&hex[..2]).join(&hex[2..])
-            })
+            .map(|id| crate::git::repo::loose_object_path(&objects, *id))
             .collect();
         pack_and_sync(&repo, &paths.iter().collect::<Vec<_>>()).expect("packed");
         // The loose copies gone (as a power loss could tear them), git still reads each.

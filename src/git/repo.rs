@@ -44,6 +44,24 @@ pub fn short_id(id: &str) -> &str {
     id.get(..7).unwrap_or(id)
 }
 
+/// Where object `id` lies as a loose object in the objects folder `objects`:
+/// `objects/ab/cdef…`.
+pub(crate) fn loose_object_path(objects: &Path, id: Oid) -> PathBuf {
+    let hex = id.to_string();
+    objects.join(&hex[..2]).join(&hex[2..])
+}
+
+/// The object a loose object's path names ([`loose_object_path`] read back): its folder's
+/// two hex digits and its file's thirty-eight; `None` for any other path.
+pub(crate) fn loose_object_id(path: &Path) -> Option<Oid> {
+    let file = path.file_name()?.to_str()?;
+    let folder = path.parent()?.file_name()?.to_str()?;
+    if folder.len() != 2 || file.len() != 38 {
+        return None;
+    }
+    Oid::from_str(&format!("{folder}{file}")).ok()
+}
+
 /// [`short_id`] of an [`Oid`].
 pub fn short_oid(oid: Oid) -> String {
     short_id(&oid.to_string()).to_owned()

@@ -75,6 +75,22 @@ mod tests {
             .unwrap_or(0)
     }
 
+    /// Commits everything in `root`; the commit's id.
+    fn commit_all(root: &std::path::Path, message: &str) -> Oid {
+        git(root, &["add", "-A"]);
+        git(root, &["commit", "-qm", message]);
+        Oid::from_str(git(root, &["rev-parse", "HEAD"]).trim()).expect("oid")
+    }
+
+    /// [`files_changed`] from `base` to HEAD, checked against `git diff --stat`'s count.
+    fn counted_since(root: &std::path::Path, base: Oid) -> usize {
+        let repo = Repository::open(root).expect("open");
+        let head = repo.head().and_then(|h| h.peel_to_commit()).expect("head");
+        let counted = files_changed(&repo, Some(base), head.id()).expect("count");
+        assert_eq!(counted, stat_count(root, &[&base.to_string(), "HEAD"]));
+        counted
+    }
+
     #[test]
     fn files_changed_counts_as_git_diff_stat_a_rename_once() {
         let dir = init_repo();
@@ -84,29 +100,23 @@ mod tests {
         for name in ["deep/er/moved.txt", "kept.txt", "link", "gone.txt"] {
             std::fs::write(root.join(name), &body).expect("write");
         }
-        git(root, &["add", "-A"]);
-        git(root, &["commit", "-qm", "one"]);
-        let base = git(root, &["rev-parse", "HEAD"]).trim().to_owned();
+        let base = commit_all(root, "one");
         git(root, &["mv", "deep/er/moved.txt", "deep/renamed.txt"]);
         std::fs::write(root.join("kept.txt"), "changed\n").expect("write");
         std::fs::remove_file(root.join("link")).expect("rm");
         std::os::unix::fs::symlink("kept.txt", root.join("link")).expect("symlink");
         std::fs::remove_file(root.join("gone.txt")).expect("rm");
         std::fs::write(root.join("new.txt"), "new\n").expect("write");
-        git(root, &["add", "-A"]);
-        git(root, &["commit", "-qm", "two"]);
-        let repo = Repository::open(root).expect("open");
-        let head = repo.head().and_then(|h| h.peel_to_commit()).expect("head");
-        let base = Oid::from_str(&base).expect("oid");
-        let counted = files_changed(&repo, Some(base), head.id()).expect("count");
-        assert_eq!(counted, stat_count(root, &[&base.to_string(), "HEAD"]));
-        assert_eq!(counted, 5, "rename, change, typechange, deletion, creation");
-        let from_root = files_changed(&repo, None, head.id()).expect("count");
-        assert_eq!(from_root, 4, "every file of HEAD");
+        let head = commit_all(root, "two");
         assert_eq!(
-            files_changed(&repo, Some(head.id()), head.id()).expect("count"),
-            0
+            counted_since(root, base),
+            5,
+            "rename, change, typechange, deletion, creation"
         );
+        let repo = Repository::open(root).expect("open");
+        let from_root = files_changed(&repo, None, head).expect("count");
+        assert_eq!(from_root, 4, "every file of HEAD");
+        assert_eq!(files_changed(&repo, Some(head), head).expect("count"), 0);
     }
 
     /// Without a file that only the new side has, no rename can be found: the count is the
@@ -118,20 +128,12 @@ mod tests {
         for name in ["a.txt", "b.txt", "c.txt"] {
             std::fs::write(root.join(name), format!("{name}\n").repeat(8)).expect("write");
         }
-        git(root, &["add", "-A"]);
-        git(root, &["commit", "-qm", "one"]);
-        let base = git(root, &["rev-parse", "HEAD"]).trim().to_owned();
+        let base = commit_all(root, "one");
         std::fs::write(root.join("a.txt"), "changed\n").expect("write");
         std::fs::write(root.join("b.txt"), "changed too\n").expect("write");
         std::fs::remove_file(root.join("c.txt")).expect("rm");
-        git(root, &["add", "-A"]);
-        git(root, &["commit", "-qm", "two"]);
-        let repo = Repository::open(root).expect("open");
-        let head = repo.head().and_then(|h| h.peel_to_commit()).expect("head");
-        let base = Oid::from_str(&base).expect("oid");
-        let counted = files_changed(&repo, Some(base), head.id()).expect("count");
-        assert_eq!(counted, stat_count(root, &[&base.to_string(), "HEAD"]));
-        assert_eq!(counted, 3);
+        commit_all(root, "two");
+        assert_eq!(counted_since(root, base), 3);
     }
 
     /// A file moved into a folder of its own name (`a` to `a/a`) is one renamed file, as git
@@ -142,19 +144,11 @@ mod tests {
         let root = dir.path();
         let body = "a line that makes the file worth detecting as renamed\n".repeat(5);
         std::fs::write(root.join("a"), &body).expect("write");
-        git(root, &["add", "-A"]);
-        git(root, &["commit", "-qm", "one"]);
-        let base = git(root, &["rev-parse", "HEAD"]).trim().to_owned();
+        let base = commit_all(root, "one");
         std::fs::remove_file(root.join("a")).expect("rm");
         std::fs::create_dir(root.join("a")).expect("mkdir");
         std::fs::write(root.join("a/a"), &body).expect("write");
-        git(root, &["add", "-A"]);
-        git(root, &["commit", "-qm", "two"]);
-        let repo = Repository::open(root).expect("open");
-        let head = repo.head().and_then(|h| h.peel_to_commit()).expect("head");
-        let base = Oid::from_str(&base).expect("oid");
-        let counted = files_changed(&repo, Some(base), head.id()).expect("count");
-        assert_eq!(counted, stat_count(root, &[&base.to_string(), "HEAD"]));
-        assert_eq!(counted, 1);
+        commit_all(root, "two");
+        assert_eq!(counted_since(root, base), 1);
     }
 }

@@ -94,7 +94,7 @@ pub fn pack(repo: &Repository, dry_run: bool) -> Result<Packed, git2::Error> {
 /// [`pack`]'s loose objects.
 fn pack_loose(repo: &Repository, dry_run: bool) -> Result<Packed, git2::Error> {
     let objects_dir = repo.commondir().join("objects");
-    let loose = |oid: Oid| loose_path(&objects_dir, oid).is_file();
+    let loose = |oid: Oid| crate::git::repo::loose_object_path(&objects_dir, oid).is_file();
     let mut walk = repo.revwalk()?;
     let mut hidden_trees = HashSet::new();
     let mut any = false;
@@ -206,14 +206,8 @@ fn pack_and_remove_loose(
         .map_err(|e| git2::Error::from_str(&format!("pack index: {e}")))?;
     for oid in found {
         if crate::git::pack_merge::index_holds(&index, oid.as_bytes()) {
-            let _ = std::fs::remove_file(loose_path(objects_dir, *oid));
+            let _ = std::fs::remove_file(crate::git::repo::loose_object_path(objects_dir, *oid));
         }
     }
     Ok(pack)
-}
-
-/// `objects/ab/cdef…`.
-fn loose_path(objects: &Path, oid: Oid) -> PathBuf {
-    let hex = oid.to_string();
-    objects.join(&hex[..2]).join(&hex[2..])
 }
